@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what sno-harness and its tests need on a Debian 12 host, as root. Idempotent.
+set -euo pipefail
+
+pins=$(dirname "$0")/../images/recipe/pins.env
+# shellcheck source=../images/recipe/pins.env
+. "$pins"
+
+export DEBIAN_FRONTEND=noninteractive
+packages=(
+    # VMs: QEMU 7.2 from bookworm (qemu-utils from the same release: a newer qemu-utils from
+    # backports breaks qemu-system-common 7.2), OVMF for UEFI.
+    qemu-system-x86 qemu-utils/bookworm ovmf
+    # minisno image build: Debian rootfs, squashfs, partitions, filesystems, GRUB, ISO.
+    mmdebstrap squashfs-tools cpio zstd xz-utils kmod fdisk gdisk dosfstools mtools e2fsprogs
+    udev xorriso grub-common grub2-common grub-pc-bin grub-efi-amd64-bin
+    # Building coreos-installer and the ssh2 crate.
+    pkg-config libssl-dev libzstd-dev liblzma-dev
+    openssh-client
+)
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends --allow-downgrades "${packages[@]}" >/dev/null
+
+export PATH="$HOME/.cargo/bin:$PATH"
+want=$MINISNO_COREOS_INSTALLER_VERSION
+have=$(coreos-installer --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have" != "$want" ]; then
+    echo "installing coreos-installer $want (was: ${have:-none})"
+    cargo install coreos-installer --version "$want" --locked --quiet
+fi
+if ! cargo nextest --version >/dev/null 2>&1; then
+    cargo install cargo-nextest --locked --quiet
+fi
+echo "host ready: $(qemu-system-x86_64 --version | head -1); coreos-installer $(coreos-installer --version | awk '{print $2}')"

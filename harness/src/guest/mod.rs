@@ -1,0 +1,4 @@
+//! Talking to the guest: its serial console and SSH.
+
+pub mod console;
+pub mod ssh;

@@ -1,0 +1,216 @@
+//! SSH into the guest as `core` with a key the harness generated (ssh2, blocking: call it from
+//! a thread of its own or `spawn_blocking`).
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use ssh_key::{Algorithm, LineEnding, PrivateKey};
+
+use crate::util::wait::{wait_until_succeeds, WaitTimeout};
+
+/// An ed25519 key pair in OpenSSH formats.
+#[derive(Clone)]
+pub struct SshKeyPair {
+    pub private_openssh: String,
+    pub public_openssh: String,
+}
+
+impl std::fmt::Debug for SshKeyPair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the private half.
+        f.debug_struct("SshKeyPair")
+            .field("public_openssh", &self.public_openssh)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SshKeyPair {
+    pub fn generate(comment: &str) -> Result<SshKeyPair, SshError> {
+        let mut key = PrivateKey::random(&mut rand_core::OsRng, Algorithm::Ed25519)
+            .map_err(|e| SshError::Key(e.to_string()))?;
+        key.set_comment(comment);
+        let private_openssh = key
+            .to_openssh(LineEnding::LF)
+            .map_err(|e| SshError::Key(e.to_string()))?
+            .to_string();
+        let public_openssh = key
+            .public_key()
+            .to_openssh()
+            .map_err(|e| SshError::Key(e.to_string()))?;
+        Ok(SshKeyPair {
+            private_openssh,
+            public_openssh,
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SshError {
+    #[error("generating an SSH key: {0}")]
+    Key(String),
+    #[error("connecting to {addr}: {source}")]
+    Connect {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("SSH {stage} with {addr}: {source}")]
+    Protocol {
+        addr: SocketAddr,
+        stage: &'static str,
+        #[source]
+        source: ssh2::Error,
+    },
+    #[error("reading the output of `{command}`: {source}")]
+    Read {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{command}` exited with {status}; stderr: {stderr}")]
+    CommandFailed {
+        command: String,
+        status: i32,
+        stdout: String,
+        stderr: String,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct CommandOutput {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Where and as whom to log in.
+#[derive(Debug, Clone)]
+pub struct SshTarget {
+    pub addr: SocketAddr,
+    pub user: String,
+    pub key: SshKeyPair,
+}
+
+pub struct SshSession {
+    session: ssh2::Session,
+    addr: SocketAddr,
+    /// SHA-256 of the server's host key, hex: changes when the guest is a different system.
+    pub host_key_sha256: String,
+}
+
+impl SshTarget {
+    /// One connection attempt: TCP, handshake, public-key authentication.
+    pub fn connect(&self, io_timeout: Duration) -> Result<SshSession, SshError> {
+        let addr = self.addr;
+        let tcp = TcpStream::connect_timeout(&addr, io_timeout)
+            .map_err(|source| SshError::Connect { addr, source })?;
+        let mut session = ssh2::Session::new().map_err(|source| SshError::Protocol {
+            addr,
+            stage: "session",
+            source,
+        })?;
+        session.set_tcp_stream(tcp);
+        session.set_timeout(io_timeout.as_millis() as u32);
+        session.handshake().map_err(|source| SshError::Protocol {
+            addr,
+            stage: "handshake",
+            source,
+        })?;
+        let host_key_sha256 = session
+            .host_key_hash(ssh2::HashType::Sha256)
+            .map(hex::encode)
+            .unwrap_or_default();
+        session
+            .userauth_pubkey_memory(
+                &self.user,
+                Some(&self.key.public_openssh),
+                &self.key.private_openssh,
+                None,
+            )
+            .map_err(|source| SshError::Protocol {
+                addr,
+                stage: "authentication",
+                source,
+            })?;
+        Ok(SshSession {
+            session,
+            addr,
+            host_key_sha256,
+        })
+    }
+
+    /// Retries `connect` until it works or `timeout` passes; the error carries the last reason.
+    pub fn wait_for_ssh(
+        &self,
+        timeout: Duration,
+    ) -> Result<SshSession, Box<WaitTimeout<SshError>>> {
+        wait_until_succeeds(
+            format!("SSH login as {} on {}", self.user, self.addr),
+            timeout,
+            Duration::from_millis(500),
+            || self.connect(Duration::from_secs(10)),
+        )
+        .map_err(Box::new)
+    }
+}
+
+impl SshSession {
+    /// Runs a command through `sh -c` on the guest and collects its output.
+    pub fn exec(&self, command: &str) -> Result<CommandOutput, SshError> {
+        let proto = |stage, source| SshError::Protocol {
+            addr: self.addr,
+            stage,
+            source,
+        };
+        let mut ch = self
+            .session
+            .channel_session()
+            .map_err(|e| proto("channel", e))?;
+        ch.exec(command).map_err(|e| proto("exec", e))?;
+        let read_err = |source| SshError::Read {
+            command: command.into(),
+            source,
+        };
+        let mut stdout = String::new();
+        ch.read_to_string(&mut stdout).map_err(read_err)?;
+        let mut stderr = String::new();
+        ch.stderr().read_to_string(&mut stderr).map_err(read_err)?;
+        ch.wait_close().map_err(|e| proto("close", e))?;
+        let status = ch.exit_status().map_err(|e| proto("exit status", e))?;
+        Ok(CommandOutput {
+            status,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// Runs a command that must succeed; returns its stdout.
+    pub fn succeed(&self, command: &str) -> Result<String, SshError> {
+        let out = self.exec(command)?;
+        if out.status == 0 {
+            Ok(out.stdout)
+        } else {
+            Err(SshError::CommandFailed {
+                command: command.into(),
+                status: out.status,
+                stdout: out.stdout,
+                stderr: out.stderr.trim().to_string(),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_keys_are_ed25519_and_debug_hides_the_private_half() {
+        let k = SshKeyPair::generate("sno-harness test").unwrap();
+        assert!(k.public_openssh.starts_with("ssh-ed25519 "));
+        assert!(k.public_openssh.ends_with(" sno-harness test"));
+        assert!(k.private_openssh.contains("BEGIN OPENSSH PRIVATE KEY"));
+        assert!(!format!("{k:?}").contains("PRIVATE"));
+    }
+}

@@ -1,0 +1,118 @@
+//! The virtual machine: one model of the hardware (this module), turned into a QEMU command
+//! line by `qemu::argv` (and, later, into libvirt domain XML), plus disks and accelerators.
+
+pub mod accel;
+pub mod disk;
+pub mod qemu;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use accel::{Accel, AccelChoice};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Firmware {
+    /// SeaBIOS.
+    Bios,
+    /// OVMF, with a per-VM copy of the variable store.
+    Uefi,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bus {
+    Virtio,
+    Scsi,
+    Nvme,
+    Sata,
+}
+
+impl Bus {
+    pub const ALL: [Bus; 4] = [Bus::Virtio, Bus::Scsi, Bus::Nvme, Bus::Sata];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Bus::Virtio => "virtio",
+            Bus::Scsi => "scsi",
+            Bus::Nvme => "nvme",
+            Bus::Sata => "sata",
+        }
+    }
+}
+
+/// Logical and physical sector sizes of a disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Sector {
+    #[serde(rename = "512")]
+    S512,
+    /// 512-byte logical sectors on 4096-byte physical ones.
+    #[serde(rename = "512e")]
+    S512e,
+    /// 4K native.
+    #[serde(rename = "4k")]
+    S4k,
+}
+
+impl Sector {
+    pub fn logical(self) -> u32 {
+        match self {
+            Sector::S512 | Sector::S512e => 512,
+            Sector::S4k => 4096,
+        }
+    }
+
+    pub fn physical(self) -> u32 {
+        match self {
+            Sector::S512 => 512,
+            Sector::S512e | Sector::S4k => 4096,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskSpec {
+    /// Short name, unique in the VM; also the QEMU drive id.
+    pub id: String,
+    pub path: PathBuf,
+    /// `qcow2` or `raw`.
+    pub format: String,
+    pub bus: Bus,
+    pub sector: Sector,
+    pub serial: Option<String>,
+    pub bootindex: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CdromSpec {
+    pub path: PathBuf,
+    pub bootindex: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortForward {
+    pub host_port: u16,
+    pub guest_port: u16,
+}
+
+/// Everything that defines one VM, independent of how it is started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmSpec {
+    pub name: String,
+    pub vcpus: u32,
+    pub memory_mib: u64,
+    pub firmware: Firmware,
+    pub accel: Accel,
+    pub disks: Vec<DiskSpec>,
+    pub cdrom: Option<CdromSpec>,
+    /// Per-VM copy of the OVMF variable store (UEFI only).
+    pub uefi_vars: Option<PathBuf>,
+    /// Unix socket the harness reads the serial console from.
+    pub serial_socket: PathBuf,
+    pub forwards: Vec<PortForward>,
+}
+
+/// Paths of the OVMF firmware shipped by Debian's `ovmf` package.
+pub const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
+pub const OVMF_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.fd";

@@ -1,0 +1,225 @@
+//! The whole QEMU command line, built from a `VmSpec`. Nothing else in the harness adds
+//! arguments, so `vm.txt` and this file together say exactly what ran.
+
+use crate::vm::{Accel, Bus, Firmware, VmSpec, OVMF_CODE};
+
+/// AHCI port of the CD-ROM on q35's built-in controller; SATA disks take ports from 0 up.
+const CDROM_AHCI_PORT: usize = 5;
+
+pub fn qemu_argv(spec: &VmSpec) -> Vec<String> {
+    let mut a: Vec<String> = Vec::new();
+    let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
+
+    push(&["-name", &format!("guest={},debug-threads=on", spec.name)]);
+    push(&["-nodefaults", "-no-user-config", "-display", "none"]);
+    // q35 for both firmwares: one machine, one AHCI controller for SATA disks and the CD-ROM.
+    match spec.accel {
+        Accel::Kvm => push(&["-machine", "q35", "-accel", "kvm", "-cpu", "host"]),
+        Accel::Tcg => push(&[
+            "-machine",
+            "q35",
+            "-accel",
+            "tcg,thread=multi",
+            "-cpu",
+            "max",
+        ]),
+    }
+    push(&[
+        "-m",
+        &spec.memory_mib.to_string(),
+        "-smp",
+        &spec.vcpus.to_string(),
+    ]);
+    push(&["-rtc", "base=utc"]);
+    if spec.firmware == Firmware::Uefi {
+        let vars = spec
+            .uefi_vars
+            .as_ref()
+            .expect("a UEFI VmSpec carries its variable store");
+        push(&[
+            "-drive",
+            &format!("if=pflash,format=raw,unit=0,readonly=on,file={OVMF_CODE}"),
+            "-drive",
+            &format!("if=pflash,format=raw,unit=1,file={}", vars.display()),
+        ]);
+    }
+    push(&["-device", "VGA"]);
+    push(&[
+        "-chardev",
+        &format!(
+            "socket,id=serial0,path={},server=on,wait=on",
+            spec.serial_socket.display()
+        ),
+        "-serial",
+        "chardev:serial0",
+    ]);
+    let fwds: String = spec
+        .forwards
+        .iter()
+        .map(|f| format!(",hostfwd=tcp:127.0.0.1:{}-:{}", f.host_port, f.guest_port))
+        .collect();
+    push(&["-netdev", &format!("user,id=net0{fwds}")]);
+    push(&["-device", "virtio-net-pci,netdev=net0"]);
+    push(&["-object", "rng-random,id=rng0,filename=/dev/urandom"]);
+    push(&["-device", "virtio-rng-pci,rng=rng0"]);
+    push(&["-device", "pvpanic"]);
+
+    if spec.disks.iter().any(|d| d.bus == Bus::Scsi) {
+        push(&["-device", "virtio-scsi-pci,id=scsi0"]);
+    }
+    let mut sata_port = 0;
+    for d in &spec.disks {
+        push(&[
+            "-drive",
+            &format!(
+                "file={},format={},if=none,id={},discard=unmap",
+                d.path.display(),
+                d.format,
+                d.id
+            ),
+        ]);
+        let mut dev = match d.bus {
+            Bus::Virtio => format!("virtio-blk-pci,drive={}", d.id),
+            Bus::Scsi => format!("scsi-hd,bus=scsi0.0,drive={}", d.id),
+            Bus::Nvme => format!("nvme,drive={}", d.id),
+            Bus::Sata => {
+                let port = sata_port;
+                sata_port += 1;
+                format!("ide-hd,bus=ide.{port},drive={}", d.id)
+            }
+        };
+        dev.push_str(&format!(
+            ",logical_block_size={},physical_block_size={}",
+            d.sector.logical(),
+            d.sector.physical()
+        ));
+        // NVMe needs a serial; default to the drive id as QEMU users usually do.
+        let serial = d
+            .serial
+            .clone()
+            .or_else(|| (d.bus == Bus::Nvme).then(|| d.id.clone()));
+        if let Some(s) = serial {
+            dev.push_str(&format!(",serial={s}"));
+        }
+        if let Some(b) = d.bootindex {
+            dev.push_str(&format!(",bootindex={b}"));
+        }
+        push(&["-device", &dev]);
+    }
+    if let Some(cd) = &spec.cdrom {
+        push(&[
+            "-drive",
+            &format!(
+                "file={},format=raw,if=none,id=cdrom0,media=cdrom,readonly=on",
+                cd.path.display()
+            ),
+        ]);
+        let mut dev = format!("ide-cd,bus=ide.{CDROM_AHCI_PORT},drive=cdrom0");
+        if let Some(b) = cd.bootindex {
+            dev.push_str(&format!(",bootindex={b}"));
+        }
+        push(&["-device", &dev]);
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vm::{CdromSpec, DiskSpec, PortForward, Sector};
+    use std::path::PathBuf;
+
+    fn spec() -> VmSpec {
+        VmSpec {
+            name: "t".into(),
+            vcpus: 2,
+            memory_mib: 2048,
+            firmware: Firmware::Bios,
+            accel: Accel::Tcg,
+            disks: vec![DiskSpec {
+                id: "install".into(),
+                path: PathBuf::from("/r/install.qcow2"),
+                format: "qcow2".into(),
+                bus: Bus::Virtio,
+                sector: Sector::S512,
+                serial: Some("sno-install".into()),
+                bootindex: Some(1),
+            }],
+            cdrom: Some(CdromSpec {
+                path: PathBuf::from("/r/live.iso"),
+                bootindex: Some(2),
+            }),
+            uefi_vars: None,
+            serial_socket: PathBuf::from("/r/serial.sock"),
+            forwards: vec![PortForward {
+                host_port: 40022,
+                guest_port: 22,
+            }],
+        }
+    }
+
+    fn joined(spec: &VmSpec) -> String {
+        qemu_argv(spec).join(" ")
+    }
+
+    #[test]
+    fn boot_order_is_per_device_and_never_mixed_with_boot_order() {
+        let s = joined(&spec());
+        assert!(s.contains("virtio-blk-pci,drive=install,logical_block_size=512,physical_block_size=512,serial=sno-install,bootindex=1"), "{s}");
+        assert!(
+            s.contains("ide-cd,bus=ide.5,drive=cdrom0,bootindex=2"),
+            "{s}"
+        );
+        assert!(!s.contains("-boot"), "{s}");
+    }
+
+    #[test]
+    fn forwards_bind_loopback_only() {
+        let s = joined(&spec());
+        assert!(s.contains("hostfwd=tcp:127.0.0.1:40022-:22"), "{s}");
+    }
+
+    #[test]
+    fn every_bus_and_sector_size_maps_to_its_device() {
+        let mut sp = spec();
+        sp.disks = Bus::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, bus)| DiskSpec {
+                id: format!("d{i}"),
+                path: PathBuf::from(format!("/r/d{i}.qcow2")),
+                format: "qcow2".into(),
+                bus: *bus,
+                sector: if *bus == Bus::Sata {
+                    Sector::S512e
+                } else {
+                    Sector::S4k
+                },
+                serial: None,
+                bootindex: None,
+            })
+            .collect();
+        let s = joined(&sp);
+        assert!(s.contains("virtio-scsi-pci,id=scsi0"));
+        assert!(
+            s.contains("virtio-blk-pci,drive=d0,logical_block_size=4096,physical_block_size=4096")
+        );
+        assert!(s.contains("scsi-hd,bus=scsi0.0,drive=d1,logical_block_size=4096"));
+        assert!(
+            s.contains("nvme,drive=d2,logical_block_size=4096,physical_block_size=4096,serial=d2")
+        );
+        assert!(
+            s.contains("ide-hd,bus=ide.0,drive=d3,logical_block_size=512,physical_block_size=4096")
+        );
+    }
+
+    #[test]
+    fn uefi_uses_readonly_code_and_the_per_vm_vars_copy() {
+        let mut sp = spec();
+        sp.firmware = Firmware::Uefi;
+        sp.uefi_vars = Some(PathBuf::from("/r/OVMF_VARS.fd"));
+        let s = joined(&sp);
+        assert!(s.contains(&format!("unit=0,readonly=on,file={OVMF_CODE}")));
+        assert!(s.contains("unit=1,file=/r/OVMF_VARS.fd"));
+    }
+}

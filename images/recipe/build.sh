@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# Builds the minisno appliance: a Debian rootfs (squashfs), a busybox initramfs, the live ISO
+# (BIOS+UEFI, with the Ignition and kernel-argument embed areas of a CoreOS live ISO) and two
+# metal images (512-byte and 4096-byte logical sectors) for `coreos-installer install`.
+#
+# Usage: build.sh OUT_DIR
+# Environment: MINISNO_IGNITION_BIN  the minisno-ignition binary to put into the image
+#              COREOS_INSTALLER_BIN  coreos-installer binary (version must match pins.env)
+# Called by `sno-harness fixture build`, which owns caching. Needs root (mmdebstrap, chroot,
+# a loop device for grub's BIOS boot code). The host kernel is never asked to parse a
+# partition table or to mount vfat or iso9660: those are written with userspace tools.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=pins.env
+. "$here/pins.env"
+
+out=${1:?usage: build.sh OUT_DIR}
+: "${MINISNO_IGNITION_BIN:?set MINISNO_IGNITION_BIN}"
+: "${COREOS_INSTALLER_BIN:?set COREOS_INSTALLER_BIN}"
+
+step() { printf '[minisno %(%H:%M:%S)T] %s\n' -1 "$*"; }
+die() { echo "minisno build: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (mmdebstrap --mode=root, chroot, losetup)"
+for tool in mmdebstrap mksquashfs grub-mkrescue grub-mkstandalone grub-install xorriso \
+            mkfs.vfat mmd mcopy mke2fs sfdisk losetup partx zstd cpio depmod modprobe; do
+    command -v "$tool" >/dev/null || die "missing host tool: $tool (see ci/install-host-deps.sh)"
+done
+have_ci=$("$COREOS_INSTALLER_BIN" --version | awk '{print $2}')
+[ "$have_ci" = "$MINISNO_COREOS_INSTALLER_VERSION" ] \
+    || die "coreos-installer $have_ci found, pins.env wants $MINISNO_COREOS_INSTALLER_VERSION"
+
+mkdir -p "$out"
+work=$(mktemp -d "$out/.work.XXXXXX")
+loopdev=""
+mnt=""
+cleanup() {
+    set +e
+    [ -n "$mnt" ] && mountpoint -q "$mnt" && umount "$mnt"
+    if [ -n "$loopdev" ]; then
+        partx -d "$loopdev" 2>/dev/null
+        losetup -d "$loopdev"
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# --- rootfs -------------------------------------------------------------------------------
+step "rootfs: mmdebstrap $MINISNO_SUITE with $MINISNO_KERNEL_PACKAGE"
+root=$work/rootfs
+mmdebstrap --variant=minbase --mode=root --quiet \
+    --include="systemd,systemd-sysv,dbus,udev,openssh-server,$MINISNO_KERNEL_PACKAGE,tiny-initramfs,kmod,iproute2,util-linux,e2fsprogs,sudo,procps,fdisk,busybox-static,less" \
+    --dpkgopt='path-exclude=/usr/share/man/*' \
+    --dpkgopt='path-exclude=/usr/share/doc/*' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' \
+    --dpkgopt='path-exclude=/usr/share/info/*' \
+    "$MINISNO_SUITE" "$root" "$MINISNO_MIRROR"
+chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' > "$work/packages.txt"
+
+kver=$(basename "$(ls -d "$root"/lib/modules/*)")
+step "rootfs: kernel $kver; configuring"
+cp -a "$here/rootfs-overlay/." "$root/"
+chmod 0440 "$root/etc/sudoers.d/core"
+install -D -m 0755 "$MINISNO_IGNITION_BIN" "$root/usr/lib/minisno/minisno-ignition"
+install -D -m 0755 "$COREOS_INSTALLER_BIN" "$root/usr/bin/coreos-installer"
+mkdir -p "$root/etc/NetworkManager/system-connections"
+echo minisno > "$root/etc/hostname"
+printf 'minisno %s (a test fixture for sno-harness; not RHCOS)\n' "$MINISNO_SUITE" > "$root/etc/minisno-release"
+chroot "$root" useradd --create-home --uid 1000 --user-group --groups sudo --shell /bin/bash core
+chroot "$root" usermod -p '*' core
+rm -f "$root"/etc/ssh/ssh_host_*
+chroot "$root" systemctl enable systemd-networkd.service ssh.service ssh-host-keygen.service \
+    minisno-boot-report.service >/dev/null
+chroot "$root" systemctl disable apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer \
+    fstrim.timer >/dev/null 2>&1 || true
+chroot "$root" systemctl mask systemd-networkd-wait-online.service >/dev/null
+# The live system's /var is whatever the overlay gives; keep the journal in memory there.
+if chroot "$root" ldd /usr/bin/coreos-installer | grep 'not found'; then
+    die "coreos-installer misses libraries in the rootfs"
+fi
+
+step "rootfs: trimming kernel modules and caches"
+kmods=$root/lib/modules/$kver/kernel
+for d in "$kmods"/drivers/*; do
+    case " block ata scsi nvme virtio cdrom char misc firmware md net acpi " in
+        *" $(basename "$d") "*) ;;
+        *) rm -rf "$d" ;;
+    esac
+done
+find "$kmods/drivers/net" -name '*.ko' ! -name virtio_net.ko ! -name net_failover.ko \
+    ! -name tun.ko ! -name veth.ko ! -name dummy.ko -delete
+for d in "$kmods"/fs/*/; do
+    case " ext4 jbd2 mbcache fat isofs squashfs overlayfs nls fuse " in
+        *" $(basename "$d") "*) ;;
+        *) rm -rf "$d" ;;
+    esac
+done
+rm -rf "$kmods/sound" "$kmods/arch/x86/kvm" "$kmods"/net/{wireless,mac80211,bluetooth,sunrpc,ceph,rxrpc,tipc,sctp,rds,l2tp,nfc,mac802154,ieee802154,6lowpan}
+rm -rf "$root/lib/firmware" "$root/boot"/initrd.img-* "$root/var/cache/apt"/*.bin "$root/var/lib/apt/lists"/*
+depmod -b "$root" "$kver"
+cp "$root/boot/vmlinuz-$kver" "$work/vmlinuz"
+
+step "rootfs: squashfs"
+mksquashfs "$root" "$work/rootfs.squashfs" -comp zstd -Xcompression-level 15 -noappend -quiet -no-xattrs \
+    -e boot/vmlinuz-"$kver" -e boot/System.map-"$kver"
+
+# --- initramfs ------------------------------------------------------------------------------
+step "initramfs: busybox, modules, init"
+ird=$work/initramfs
+mkdir -p "$ird"/{bin,dev,proc,sys,run,sysroot,lib/modules}
+cp "$root/bin/busybox" "$ird/bin/busybox"
+install -m 0755 "$here/init" "$ird/init"
+mods="virtio_pci virtio_blk virtio_scsi sd_mod sr_mod ahci nvme crc32c_generic ext4 isofs loop squashfs overlay"
+for m in $mods; do
+    modprobe -d "$root" -S "$kver" --show-depends "$m" 2>/dev/null | awk '$1 == "insmod" {print $2}'
+done | sort -u | while read -r ko; do
+    rel=${ko#"$root"}
+    install -D -m 0644 "$ko" "$ird$rel"
+done
+cp "$root/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$ird/lib/modules/$kver/"
+depmod -b "$ird" "$kver"
+(cd "$ird" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | zstd -q -19 -T0 > "$work/initramfs.img")
+
+# --- metal images ----------------------------------------------------------------------------
+# Layout (GPT): 1 BIOS boot (512-byte image only), 2 EFI-SYSTEM (vfat), 3 boot (ext4, LABEL=boot),
+# 4 root (ext4, LABEL=root, holding rootfs.squashfs and the overlay's persistent upper dir).
+step "metal: EFI loader"
+grub-mkstandalone -O x86_64-efi -o "$work/BOOTX64.EFI" \
+    --modules="part_gpt ext2 fat search search_label configfile normal linux echo test serial terminal" \
+    --locales= --fonts= --themes= \
+    "boot/grub/grub.cfg=$here/grub-efi-embed.cfg"
+
+bootdir=$work/boot
+mkdir -p "$bootdir/grub" "$bootdir/loader/entries" "$bootdir/ignition"
+cp "$work/vmlinuz" "$bootdir/vmlinuz"
+cp "$work/initramfs.img" "$bootdir/initramfs.img"
+cp "$here/grub-disk.cfg" "$bootdir/grub/grub.cfg"
+: > "$bootdir/ignition.firstboot"
+rmdir "$bootdir/ignition"
+# A BLS entry, so that coreos-installer's network-config and initramfs code finds the files.
+cat > "$bootdir/loader/entries/minisno.conf" <<EOF
+title minisno ($kver)
+linux /vmlinuz
+initrd /initramfs.img
+options minisno.root=LABEL=root console=tty0 console=ttyS0,115200n8
+EOF
+
+rootdir=$work/rootpart
+mkdir -p "$rootdir/minisno" "$rootdir/upper" "$rootdir/work"
+ln "$work/rootfs.squashfs" "$rootdir/minisno/rootfs.squashfs"
+
+mib=$((1024 * 1024))
+sq_mib=$(( ($(stat -c %s "$work/rootfs.squashfs") + mib - 1) / mib ))
+esp_mib=32
+boot_mib=64
+root_mib=$(( sq_mib + 160 ))
+
+build_metal() {
+    local ss=$1 img=$2
+    local d=$work/metal-$ss
+    mkdir -p "$d"
+    mkfs.vfat -C -S "$ss" -n EFI-SYSTEM "$d/esp.img" $((esp_mib * 1024)) >/dev/null
+    mmd -i "$d/esp.img" ::/EFI ::/EFI/BOOT
+    mcopy -i "$d/esp.img" "$work/BOOTX64.EFI" ::/EFI/BOOT/BOOTX64.EFI
+    mke2fs -q -t ext4 -b 4096 -L boot -d "$bootdir" "$d/boot.img" "${boot_mib}M"
+    mke2fs -q -t ext4 -b 4096 -L root -d "$rootdir" "$d/root.img" "${root_mib}M"
+
+    # Partition starts at 1 MiB boundaries; sizes in MiB. sfdisk sizes a table by the device's
+    # logical sector size, so the table is written through a loop device of that sector size.
+    local total_mib=$(( 1 + 1 + esp_mib + boot_mib + root_mib + 1 ))
+    truncate -s "${total_mib}M" "$img"
+    local per=$(( mib / ss ))
+    loopdev=$(losetup -f --show --sector-size "$ss" "$img")
+    {
+        echo "label: gpt"
+        if [ "$ss" = 512 ]; then
+            echo "start=$((1 * per)), size=$((1 * per)), type=21686148-6449-6E6F-744E-656564454649, name=BIOS-BOOT"
+        fi
+        echo "start=$((2 * per)), size=$((esp_mib * per)), type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name=EFI-SYSTEM"
+        echo "start=$(((2 + esp_mib) * per)), size=$((boot_mib * per)), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, name=boot"
+        echo "start=$(((2 + esp_mib + boot_mib) * per)), size=$((root_mib * per)), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, name=root"
+    } | sfdisk --quiet --no-reread --no-tell-kernel "$loopdev"
+    dd if="$d/esp.img" of="$loopdev" bs=1M seek=2 conv=notrunc,sparse status=none
+    dd if="$d/boot.img" of="$loopdev" bs=1M seek=$((2 + esp_mib)) conv=notrunc,sparse status=none
+    dd if="$d/root.img" of="$loopdev" bs=1M seek=$((2 + esp_mib + boot_mib)) conv=notrunc,sparse status=none
+    sync
+
+    if [ "$ss" = 512 ]; then
+        # GRUB's BIOS boot code: grub-install needs the block device and the mounted boot
+        # filesystem. partx (not the kernel) makes the partition nodes; only ext4 is mounted.
+        # 4096-byte-sector disks get no BIOS boot code: GRUB's i386-pc boot sector assumes
+        # 512-byte sectors, and like RHCOS, minisno supports 4Kn disks on UEFI only.
+        partx -a "$loopdev"
+        mnt=$d/mnt
+        mkdir -p "$mnt"
+        mount -t ext4 "${loopdev}p3" "$mnt"
+        grub-install --target=i386-pc --boot-directory="$mnt" \
+            --modules="part_gpt ext2 search search_label serial terminal" \
+            --locales= --fonts= --themes= "$loopdev" 2>&1 | grep -v '^Installation finished' || true
+        [ -f "$mnt/grub/i386-pc/core.img" ] || die "grub-install did not install the BIOS boot code"
+        umount "$mnt"
+        mnt=""
+        partx -d "$loopdev"
+    fi
+    losetup -d "$loopdev"
+    loopdev=""
+    rm -rf "$d"
+}
+
+for ss in 512 4096; do
+    step "metal: $ss-byte sector image"
+    build_metal "$ss" "$work/metal-$ss.raw"
+    zstd -q -T0 -6 --rm "$work/metal-$ss.raw" -o "$work/metal-$ss.raw.zst"
+done
+
+# --- live ISO --------------------------------------------------------------------------------
+step "live ISO"
+iso=$work/iso
+mkdir -p "$iso/images/pxeboot" "$iso/coreos" "$iso/boot/grub"
+cp "$work/vmlinuz" "$iso/images/pxeboot/vmlinuz"
+cp "$work/initramfs.img" "$iso/images/pxeboot/initrd.img"
+mv "$work/rootfs.squashfs" "$iso/images/rootfs.squashfs"
+cp "$work/metal-512.raw.zst" "$work/metal-4096.raw.zst" "$iso/images/"
+head -c "$MINISNO_IGNITION_AREA" /dev/zero > "$iso/images/ignition.img"
+echo '{"file": "images/ignition.img"}' > "$iso/coreos/igninfo.json"
+
+# The kernel-argument area is a fixed-size run of bytes inside grub.cfg: the arguments, a
+# newline, then '#' padding (a grub comment line). coreos-installer finds it through
+# coreos/kargs.json, by file and offset, and rewrites it in place.
+default_kargs="coreos.liveiso=$MINISNO_ISO_LABEL ignition.firstboot ignition.platform.id=metal"
+area=$(printf '%s\n' "$default_kargs"; printf '%*s' $((MINISNO_KARGS_AREA - ${#default_kargs} - 1)) '' | tr ' ' '#')
+head_cfg="set timeout=0
+serial --unit=0 --speed=115200
+terminal_input serial console
+terminal_output serial console
+menuentry 'minisno live ($MINISNO_SUITE, a fixture)' {
+    linux /images/pxeboot/vmlinuz "
+{
+    printf '%s' "$head_cfg"
+    printf '%s' "$area"
+    printf '\n    initrd /images/pxeboot/initrd.img /images/ignition.img\n}\n'
+} > "$iso/boot/grub/grub.cfg"
+offset=${#head_cfg}
+cat > "$iso/coreos/kargs.json" <<EOF
+{
+  "default": "$default_kargs",
+  "files": [{"path": "boot/grub/grub.cfg", "offset": $offset}],
+  "size": $MINISNO_KARGS_AREA
+}
+EOF
+grub-mkrescue -o "$work/live.iso" "$iso" -- -volid "$MINISNO_ISO_LABEL" 2> "$work/mkrescue.log" \
+    || { cat "$work/mkrescue.log" >&2; die "grub-mkrescue failed"; }
+"$COREOS_INSTALLER_BIN" iso kargs show "$work/live.iso" >/dev/null \
+    || die "coreos-installer does not recognise the kargs area of the ISO"
+
+step "done: moving results into $out"
+mv "$work/live.iso" "$out/live.iso"
+mv "$iso/images/metal-512.raw.zst" "$out/metal-512.raw.zst"
+mv "$iso/images/metal-4096.raw.zst" "$out/metal-4096.raw.zst"
+mv "$work/packages.txt" "$out/packages.txt"
+echo "$kver" > "$out/kernel-version.txt"

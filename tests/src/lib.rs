@@ -1,0 +1,218 @@
+//! Shared helpers of the end-to-end tests: a `Machine` in the style of the NixOS test driver
+//! (start, wait for console text, wait for SSH, succeed), built on the harness's own VM,
+//! console and SSH layers, and the minisno fixture.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use sno_harness::fixture::{self, BuildOptions, FixtureArtifacts};
+use sno_harness::guest::console::Console;
+use sno_harness::guest::ssh::{SshKeyPair, SshSession, SshTarget};
+use sno_harness::vm::qemu::QemuProcess;
+use sno_harness::vm::{
+    accel, disk, AccelChoice, Bus, CdromSpec, DiskSpec, Firmware, PortForward, Sector, VmSpec,
+    OVMF_VARS,
+};
+
+/// Under TCG on two cores a boot takes 15-30 s; leave room for a loaded CI machine.
+pub const BOOT_TIMEOUT: Duration = Duration::from_secs(240);
+
+/// The fixture, built once per test process (cached across processes by the harness).
+pub fn fixture() -> &'static FixtureArtifacts {
+    static F: OnceLock<FixtureArtifacts> = OnceLock::new();
+    F.get_or_init(|| {
+        fixture::build(&BuildOptions::default()).unwrap_or_else(|e| panic!("fixture build: {e}"))
+    })
+}
+
+/// Prints a timed step, so a failing test's output shows where the time went.
+pub fn step(start: Instant, what: &str) {
+    eprintln!("[{:7.1} s] {what}", start.elapsed().as_secs_f64());
+}
+
+/// A live ISO with `config` embedded and the serial console enabled, made with the real
+/// coreos-installer, in `dir`.
+pub fn customised_iso(dir: &Path, config: &serde_json::Value) -> PathBuf {
+    let ign = dir.join("live.ign");
+    std::fs::write(&ign, serde_json::to_vec(config).unwrap()).unwrap();
+    let iso = dir.join("live.iso");
+    run(Command::new("coreos-installer")
+        .args(["iso", "ignition", "embed", "-f", "-i"])
+        .arg(&ign)
+        .arg("-o")
+        .arg(&iso)
+        .arg(&fixture().live_iso));
+    run(Command::new("coreos-installer")
+        .args(["iso", "kargs", "modify", "-a", "console=ttyS0,115200n8"])
+        .arg(&iso));
+    iso
+}
+
+pub fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// An Ignition config giving `core` the test key, plus whatever `extra` adds (merged into the
+/// top-level object).
+pub fn ignition_with_key(key: &SshKeyPair, extra: serde_json::Value) -> serde_json::Value {
+    let mut cfg = serde_json::json!({
+        "ignition": {"version": "3.4.0"},
+        "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": [key.public_openssh]}]}
+    });
+    if let serde_json::Value::Object(extra) = extra {
+        for (k, v) in extra {
+            cfg[k] = v;
+        }
+    }
+    cfg
+}
+
+/// One disk of a test VM.
+pub struct TestDisk {
+    pub bus: Bus,
+    pub sector: Sector,
+    pub serial: String,
+    pub size_bytes: u64,
+    pub bootindex: Option<u32>,
+}
+
+pub struct Machine {
+    pub dir: tempfile::TempDir,
+    pub qemu: QemuProcess,
+    pub console: Console,
+    pub ssh: SshTarget,
+    pub started: Instant,
+}
+
+impl Machine {
+    /// Starts a VM booting `iso` (boot index 2) with `disks`, under the accelerator `auto`
+    /// picks, with SSH forwarded to an ephemeral 127.0.0.1 port.
+    pub fn start(
+        name: &str,
+        firmware: Firmware,
+        iso: &Path,
+        disks: &[TestDisk],
+        key: &SshKeyPair,
+    ) -> Machine {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("sno-e2e-{name}-"))
+            .tempdir()
+            .unwrap();
+        let mut specs = Vec::new();
+        for (i, d) in disks.iter().enumerate() {
+            let path = dir.path().join(format!("disk{i}.qcow2"));
+            disk::create_qcow2(&path, d.size_bytes).unwrap();
+            specs.push(DiskSpec {
+                id: format!("disk{i}"),
+                path,
+                format: "qcow2".into(),
+                bus: d.bus,
+                sector: d.sector,
+                serial: Some(d.serial.clone()),
+                bootindex: d.bootindex,
+            });
+        }
+        let uefi_vars = (firmware == Firmware::Uefi).then(|| {
+            let p = dir.path().join("OVMF_VARS.fd");
+            std::fs::copy(OVMF_VARS, &p).unwrap();
+            p
+        });
+        let decision = accel::decide(AccelChoice::Auto).unwrap();
+        eprintln!("accelerator: {:?} ({})", decision.accel, decision.reason);
+        let ssh_port = free_port();
+        let spec = VmSpec {
+            name: name.into(),
+            vcpus: 2,
+            memory_mib: 2048,
+            firmware,
+            accel: decision.accel,
+            disks: specs,
+            cdrom: Some(CdromSpec {
+                path: iso.to_path_buf(),
+                bootindex: Some(2),
+            }),
+            uefi_vars,
+            serial_socket: dir.path().join("serial.sock"),
+            forwards: vec![PortForward {
+                host_port: ssh_port,
+                guest_port: 22,
+            }],
+        };
+        let (qemu, console) = QemuProcess::start(&spec, dir.path()).unwrap();
+        std::fs::write(dir.path().join("vm.txt"), qemu.command_line()).unwrap();
+        Machine {
+            dir,
+            qemu,
+            console,
+            ssh: SshTarget {
+                addr: ([127, 0, 0, 1], ssh_port).into(),
+                user: "core".into(),
+                key: key.clone(),
+            },
+            started: Instant::now(),
+        }
+    }
+
+    pub fn wait_for_console(&self, pattern: &str) -> String {
+        self.console
+            .wait_for_text(pattern, BOOT_TIMEOUT)
+            .unwrap_or_else(|e| self.fail(&e.to_string()))
+    }
+
+    /// Waits for `pattern` on a console line printed after line `mark`.
+    pub fn wait_for_console_after(&self, mark: usize, pattern: &str) -> usize {
+        self.console
+            .wait_for_text_from(pattern, mark, BOOT_TIMEOUT)
+            .unwrap_or_else(|e| self.fail(&e.to_string()))
+            .0
+    }
+
+    pub fn wait_for_ssh(&self) -> SshSession {
+        self.ssh
+            .wait_for_ssh(BOOT_TIMEOUT)
+            .unwrap_or_else(|e| self.fail(&e.to_string()))
+    }
+
+    /// Fails the test with the reason and the console's last lines.
+    pub fn fail(&self, why: &str) -> ! {
+        let lines = self.console.lines();
+        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+        panic!(
+            "{why}\n--- last console lines ({}) ---\n{tail}\n--- QEMU ---\n{}",
+            self.dir.path().display(),
+            self.qemu.command_line()
+        );
+    }
+}
+
+/// Runs `cmd` over SSH and returns stdout, failing the test with stderr otherwise.
+pub fn succeed(ssh: &SshSession, cmd: &str) -> String {
+    ssh.succeed(cmd)
+        .unwrap_or_else(|e| panic!("guest command failed: {e}"))
+}
+
+/// Writes `bytes` to `path` on the guest (through base64, no SCP needed).
+pub fn put_file(ssh: &SshSession, path: &str, bytes: &[u8]) {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+    succeed(ssh, &format!("echo '{b64}' | base64 -d > {path}"));
+}
+
+/// An ephemeral port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
