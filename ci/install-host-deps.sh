@@ -20,6 +20,10 @@ packages=(
 )
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends --allow-downgrades "${packages[@]}" >/dev/null
+# kubectl for the API server's compatibility tests: Debian's, unless one is installed already.
+if ! command -v kubectl >/dev/null; then
+    apt-get install -y -qq --no-install-recommends kubernetes-client >/dev/null
+fi
 
 export PATH="$HOME/.cargo/bin:$PATH"
 want=$MINISNO_COREOS_INSTALLER_VERSION

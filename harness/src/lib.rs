@@ -5,6 +5,7 @@
 
 pub mod fixture;
 pub mod guest;
+pub mod health;
 pub mod util;
 pub mod vm;
 

@@ -5,6 +5,7 @@
 #
 # Usage: build.sh OUT_DIR
 # Environment: MINISNO_IGNITION_BIN  the minisno-ignition binary to put into the image
+#              MINISNO_APISERVER_BIN the minisno-apiserver binary (the installed system's API)
 #              COREOS_INSTALLER_BIN  coreos-installer binary (version must match pins.env)
 # Called by `sno-harness fixture build`, which owns caching. Needs root (mmdebstrap, chroot,
 # a loop device for grub's BIOS boot code). The host kernel is never asked to parse a
@@ -17,6 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 out=${1:?usage: build.sh OUT_DIR}
 : "${MINISNO_IGNITION_BIN:?set MINISNO_IGNITION_BIN}"
+: "${MINISNO_APISERVER_BIN:?set MINISNO_APISERVER_BIN}"
 : "${COREOS_INSTALLER_BIN:?set COREOS_INSTALLER_BIN}"
 
 step() { printf '[minisno %(%H:%M:%S)T] %s\n' -1 "$*"; }
@@ -50,7 +52,7 @@ trap cleanup EXIT
 step "rootfs: mmdebstrap $MINISNO_SUITE with $MINISNO_KERNEL_PACKAGE"
 root=$work/rootfs
 mmdebstrap --variant=minbase --mode=root --quiet \
-    --include="systemd,systemd-sysv,dbus,udev,openssh-server,$MINISNO_KERNEL_PACKAGE,tiny-initramfs,kmod,iproute2,util-linux,e2fsprogs,sudo,procps,fdisk,busybox-static,less" \
+    --include="systemd,systemd-sysv,dbus,udev,openssh-server,$MINISNO_KERNEL_PACKAGE,tiny-initramfs,kmod,iproute2,util-linux,e2fsprogs,sudo,procps,fdisk,busybox-static,less,curl,jq" \
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' \
@@ -63,6 +65,7 @@ step "rootfs: kernel $kver; configuring"
 cp -a "$here/rootfs-overlay/." "$root/"
 chmod 0440 "$root/etc/sudoers.d/core"
 install -D -m 0755 "$MINISNO_IGNITION_BIN" "$root/usr/lib/minisno/minisno-ignition"
+install -D -m 0755 "$MINISNO_APISERVER_BIN" "$root/usr/lib/minisno/minisno-apiserver"
 install -D -m 0755 "$COREOS_INSTALLER_BIN" "$root/usr/bin/coreos-installer"
 mkdir -p "$root/etc/NetworkManager/system-connections"
 echo minisno > "$root/etc/hostname"
@@ -259,4 +262,8 @@ mv "$work/live.iso" "$out/live.iso"
 mv "$iso/images/metal-512.raw.zst" "$out/metal-512.raw.zst"
 mv "$iso/images/metal-4096.raw.zst" "$out/metal-4096.raw.zst"
 mv "$work/packages.txt" "$out/packages.txt"
+sha256sum "$out/live.iso" | awk '{print $1}' > "$out/live.iso.sha256"
+for f in metal-512.raw.zst metal-4096.raw.zst; do
+    sha256sum "$out/$f" | awk '{print $1}' > "$out/$f.sha256"
+done
 echo "$kver" > "$out/kernel-version.txt"

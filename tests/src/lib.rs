@@ -92,6 +92,8 @@ pub struct Machine {
     pub qemu: QemuProcess,
     pub console: Console,
     pub ssh: SshTarget,
+    /// Host ports (on 127.0.0.1) forwarded to the guest ports asked for, in that order.
+    pub forwarded: Vec<(u16, u16)>,
     pub started: Instant,
 }
 
@@ -104,6 +106,18 @@ impl Machine {
         iso: &Path,
         disks: &[TestDisk],
         key: &SshKeyPair,
+    ) -> Machine {
+        Machine::start_with_ports(name, firmware, iso, disks, key, &[])
+    }
+
+    /// `start`, with `guest_ports` forwarded from ephemeral 127.0.0.1 ports too.
+    pub fn start_with_ports(
+        name: &str,
+        firmware: Firmware,
+        iso: &Path,
+        disks: &[TestDisk],
+        key: &SshKeyPair,
+        guest_ports: &[u16],
     ) -> Machine {
         let dir = tempfile::Builder::new()
             .prefix(&format!("sno-e2e-{name}-"))
@@ -131,6 +145,15 @@ impl Machine {
         let decision = accel::decide(AccelChoice::Auto).unwrap();
         eprintln!("accelerator: {:?} ({})", decision.accel, decision.reason);
         let ssh_port = free_port();
+        let forwarded: Vec<(u16, u16)> = guest_ports.iter().map(|g| (free_port(), *g)).collect();
+        let mut forwards = vec![PortForward {
+            host_port: ssh_port,
+            guest_port: 22,
+        }];
+        forwards.extend(forwarded.iter().map(|(h, g)| PortForward {
+            host_port: *h,
+            guest_port: *g,
+        }));
         let spec = VmSpec {
             name: name.into(),
             vcpus: 2,
@@ -144,10 +167,7 @@ impl Machine {
             }),
             uefi_vars,
             serial_socket: dir.path().join("serial.sock"),
-            forwards: vec![PortForward {
-                host_port: ssh_port,
-                guest_port: 22,
-            }],
+            forwards,
         };
         let (qemu, console) = QemuProcess::start(&spec, dir.path()).unwrap();
         std::fs::write(dir.path().join("vm.txt"), qemu.command_line()).unwrap();
@@ -160,6 +180,7 @@ impl Machine {
                 user: "core".into(),
                 key: key.clone(),
             },
+            forwarded,
             started: Instant::now(),
         }
     }
@@ -176,6 +197,15 @@ impl Machine {
             .wait_for_text_from(pattern, mark, BOOT_TIMEOUT)
             .unwrap_or_else(|e| self.fail(&e.to_string()))
             .0
+    }
+
+    /// The host port forwarded to `guest_port`.
+    pub fn host_port(&self, guest_port: u16) -> u16 {
+        self.forwarded
+            .iter()
+            .find(|(_, g)| *g == guest_port)
+            .map(|(h, _)| *h)
+            .unwrap_or_else(|| panic!("guest port {guest_port} is not forwarded"))
     }
 
     pub fn wait_for_ssh(&self) -> SshSession {

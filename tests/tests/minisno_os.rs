@@ -156,7 +156,13 @@ fn install_and_boot_from_disk(firmware: Firmware, sector: Sector, name: &str) {
     let m = Machine::start(name, firmware, &iso, &disks, &key);
     let live = m.wait_for_ssh();
     let live_key = live.host_key_sha256.clone();
-    step(t0, "live system up");
+    step(
+        t0,
+        &format!(
+            "MEASURE live ISO launch to SSH: {:.1} s",
+            m.started.elapsed().as_secs_f64()
+        ),
+    );
 
     let disk_config = ignition_with_key(
         &key,

@@ -1,0 +1,271 @@
+//! Verdicts on API objects, as pure functions of their JSON (so they are tested against
+//! recorded objects of real clusters). Each says what it saw, in words, when it is not ok.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    pub type_: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+    pub last_transition_time: Option<String>,
+}
+
+/// `status.conditions` of an object.
+pub fn conditions(obj: &Value) -> Vec<Condition> {
+    let s = |c: &Value, k: &str| c[k].as_str().unwrap_or("").to_string();
+    obj["status"]["conditions"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| Condition {
+                    type_: s(c, "type"),
+                    status: s(c, "status"),
+                    reason: s(c, "reason"),
+                    message: s(c, "message"),
+                    last_transition_time: c["lastTransitionTime"].as_str().map(str::to_string),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn condition<'a>(cs: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    cs.iter().find(|c| c.type_ == type_)
+}
+
+fn status_of(cs: &[Condition], type_: &str) -> String {
+    condition(cs, type_)
+        .map(|c| c.status.clone())
+        .unwrap_or_else(|| "missing".into())
+}
+
+/// A check's outcome: ok, or why not, quoting what the API said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    pub ok: bool,
+    pub detail: String,
+}
+
+impl Judgement {
+    fn ok(detail: impl Into<String>) -> Judgement {
+        Judgement {
+            ok: true,
+            detail: detail.into(),
+        }
+    }
+    fn not(detail: impl Into<String>) -> Judgement {
+        Judgement {
+            ok: false,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// etcds/cluster: `EtcdBootstrapMemberRemoved=True`.
+pub fn etcd_bootstrap_member_removed(etcd: &Value) -> Judgement {
+    let cs = conditions(etcd);
+    match condition(&cs, "EtcdBootstrapMemberRemoved") {
+        Some(c) if c.status == "True" => Judgement::ok("EtcdBootstrapMemberRemoved=True"),
+        Some(c) => Judgement::not(format!(
+            "EtcdBootstrapMemberRemoved={} ({}: {})",
+            c.status, c.reason, c.message
+        )),
+        None => Judgement::not("etcds/cluster has no EtcdBootstrapMemberRemoved condition yet"),
+    }
+}
+
+/// The node list: exactly one node, and it is Ready.
+pub fn single_node_ready(nodes: &Value) -> Judgement {
+    let items = nodes["items"].as_array().cloned().unwrap_or_default();
+    if items.len() != 1 {
+        let names: Vec<&str> = items
+            .iter()
+            .filter_map(|n| n["metadata"]["name"].as_str())
+            .collect();
+        return Judgement::not(format!(
+            "expected exactly one node, found {}: {names:?}",
+            items.len()
+        ));
+    }
+    let node = &items[0];
+    let name = node["metadata"]["name"].as_str().unwrap_or("?");
+    let cs = conditions(node);
+    match condition(&cs, "Ready") {
+        Some(c) if c.status == "True" => Judgement::ok(format!("node {name} Ready")),
+        Some(c) => Judgement::not(format!(
+            "node {name} Ready={} ({}: {})",
+            c.status, c.reason, c.message
+        )),
+        None => Judgement::not(format!("node {name} has no Ready condition")),
+    }
+}
+
+/// ClusterVersion `version`: Available=True, Failing=False, Progressing=False.
+pub fn cluster_version(cv: &Value) -> Judgement {
+    let cs = conditions(cv);
+    let (a, f, p) = (
+        status_of(&cs, "Available"),
+        status_of(&cs, "Failing"),
+        status_of(&cs, "Progressing"),
+    );
+    let version = cv["status"]["desired"]["version"].as_str().unwrap_or("?");
+    if a == "True" && f == "False" && p == "False" {
+        return Judgement::ok(format!("ClusterVersion {version} Available"));
+    }
+    // Quote the most telling condition: Failing first, then Progressing, then Available.
+    let why = ["Failing", "Progressing", "Available"]
+        .iter()
+        .filter_map(|t| condition(&cs, t))
+        .find(|c| !c.message.is_empty())
+        .map(|c| format!("; {}: {}", c.type_, c.message))
+        .unwrap_or_default();
+    Judgement::not(format!(
+        "ClusterVersion {version}: Available={a} Failing={f} Progressing={p}{why}"
+    ))
+}
+
+/// Every ClusterOperator Available=True, Degraded=False, Progressing=False, the last of them
+/// for at least `settle` (by Progressing's lastTransitionTime), as `wait-for install-complete`
+/// judges it.
+pub fn cluster_operators(list: &Value, now: SystemTime, settle: Duration) -> Judgement {
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    if items.is_empty() {
+        return Judgement::not("no ClusterOperators yet");
+    }
+    let mut problems = Vec::new();
+    let mut unsettled = Vec::new();
+    for co in &items {
+        let name = co["metadata"]["name"].as_str().unwrap_or("?");
+        let cs = conditions(co);
+        let (a, d, p) = (
+            status_of(&cs, "Available"),
+            status_of(&cs, "Degraded"),
+            status_of(&cs, "Progressing"),
+        );
+        if a != "True" || d == "True" || p != "False" {
+            let msg = ["Degraded", "Available", "Progressing"]
+                .iter()
+                .filter_map(|t| condition(&cs, t))
+                .find(|c| {
+                    (c.type_ == "Degraded" && c.status == "True")
+                        || (c.type_ == "Available" && c.status != "True")
+                        || (c.type_ == "Progressing" && c.status != "False")
+                })
+                .map(|c| format!(" ({})", c.message))
+                .unwrap_or_default();
+            problems.push(format!(
+                "{name}: Available={a} Degraded={d} Progressing={p}{msg}"
+            ));
+            continue;
+        }
+        let since = condition(&cs, "Progressing")
+            .and_then(|c| c.last_transition_time.as_deref())
+            .and_then(|t| humantime::parse_rfc3339_weak(t).ok());
+        if let Some(t) = since {
+            let age = now.duration_since(t).unwrap_or_default();
+            if age < settle {
+                unsettled.push(format!("{name} ({:.0} s)", age.as_secs_f64()));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Judgement::not(format!(
+            "{} of {} operators not ready: {}",
+            problems.len(),
+            items.len(),
+            problems.join("; ")
+        ));
+    }
+    if !unsettled.is_empty() {
+        return Judgement::not(format!(
+            "operators settled for less than {} s: {}",
+            settle.as_secs(),
+            unsettled.join(", ")
+        ));
+    }
+    Judgement::ok(format!(
+        "all {} operators Available and settled",
+        items.len()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn co(name: &str, a: &str, d: &str, p: &str, since: &str) -> Value {
+        json!({"metadata": {"name": name}, "status": {"conditions": [
+            {"type": "Available", "status": a, "lastTransitionTime": since, "message": format!("{name} available={a}")},
+            {"type": "Degraded", "status": d, "lastTransitionTime": since, "message": format!("{name} degraded={d}")},
+            {"type": "Progressing", "status": p, "lastTransitionTime": since, "message": ""}
+        ]}})
+    }
+
+    #[test]
+    fn operators_must_be_available_and_settled() {
+        let now = humantime::parse_rfc3339("2026-11-30T01:00:00Z").unwrap();
+        let settle = Duration::from_secs(30);
+        let old = "2026-11-30T00:59:00Z";
+        let fresh = "2026-11-30T00:59:50Z";
+        let all = json!({"items": [co("dns", "True", "False", "False", old), co("etcd", "True", "False", "False", old)]});
+        assert!(cluster_operators(&all, now, settle).ok);
+
+        let young = json!({"items": [co("dns", "True", "False", "False", fresh)]});
+        let j = cluster_operators(&young, now, settle);
+        assert!(!j.ok && j.detail.contains("dns (10 s)"), "{}", j.detail);
+
+        let degraded = json!({"items": [co("ingress", "True", "True", "False", old)]});
+        let j = cluster_operators(&degraded, now, settle);
+        assert!(
+            !j.ok && j.detail.contains("ingress degraded=True"),
+            "{}",
+            j.detail
+        );
+
+        assert!(!cluster_operators(&json!({"items": []}), now, settle).ok);
+    }
+
+    #[test]
+    fn one_ready_node_is_required() {
+        let node = |ready: &str| json!({"metadata": {"name": "minisno"}, "status": {"conditions": [{"type": "Ready", "status": ready, "reason": "KubeletNotReady", "message": "PLEG is not healthy"}]}});
+        assert!(single_node_ready(&json!({"items": [node("True")]})).ok);
+        let j = single_node_ready(&json!({"items": [node("False")]}));
+        assert!(!j.ok && j.detail.contains("PLEG"), "{}", j.detail);
+        assert!(!single_node_ready(&json!({"items": [node("True"), node("True")]})).ok);
+    }
+
+    #[test]
+    fn cluster_version_quotes_the_failing_message() {
+        let cv = |a: &str, f: &str, p: &str, msg: &str| {
+            json!({"status": {"desired": {"version": "4.17.0"}, "conditions": [
+            {"type": "Available", "status": a, "message": ""},
+            {"type": "Failing", "status": f, "message": msg},
+            {"type": "Progressing", "status": p, "message": ""}]}})
+        };
+        assert!(cluster_version(&cv("True", "False", "False", "")).ok);
+        let j = cluster_version(&cv(
+            "False",
+            "True",
+            "True",
+            "Cluster operator ingress is degraded",
+        ));
+        assert!(
+            !j.ok && j.detail.contains("ingress is degraded"),
+            "{}",
+            j.detail
+        );
+    }
+
+    #[test]
+    fn etcd_member_removal_is_read_from_its_condition() {
+        let e = |s: &str| json!({"status": {"conditions": [{"type": "EtcdBootstrapMemberRemoved", "status": s, "reason": "R", "message": "M"}]}});
+        assert!(etcd_bootstrap_member_removed(&e("True")).ok);
+        assert!(!etcd_bootstrap_member_removed(&e("False")).ok);
+        assert!(!etcd_bootstrap_member_removed(&json!({})).ok);
+    }
+}

@@ -1,0 +1,188 @@
+//! The shared state of a running apiserver: configuration, parsed faults, persisted state and
+//! the clock that everything simulated is measured against.
+
+use std::net::IpAddr;
+use std::sync::Mutex;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+
+use crate::config::{Config, ConfigError, Faults};
+use crate::schedule;
+use crate::state::{now_unix_ms, State, StateError};
+
+pub struct App {
+    pub config: Config,
+    pub faults: Faults,
+    /// Fault names from the config that this component does not handle.
+    pub ignored_faults: Vec<String>,
+    /// The install-config as JSON (`null` when none was given).
+    pub install_config: serde_json::Value,
+    /// The node's InternalIP.
+    pub node_ip: Option<IpAddr>,
+    pub first_start_ms: i64,
+    /// Whether this start created the state (the very first start).
+    pub fresh: bool,
+    state: Mutex<State>,
+    /// PEM certificate requests of the two simulated kubelet CSRs.
+    pub csr_requests: [String; 2],
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("making the simulated CSRs: {0}")]
+    Csr(#[from] rcgen::Error),
+}
+
+fn kubelet_csr(node: &str, serving: bool) -> Result<String, rcgen::Error> {
+    let mut params = rcgen::CertificateParams::default();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, format!("system:node:{node}"));
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, "system:nodes");
+    if serving {
+        params.subject_alt_names = vec![rcgen::SanType::DnsName(node.to_string().try_into()?)];
+    }
+    let key = rcgen::KeyPair::generate()?;
+    params.serialize_request(&key)?.pem()
+}
+
+impl App {
+    /// Loads (or creates) the persisted state and seeds the built-in configmaps.
+    pub fn new(config: Config, node_ip: Option<IpAddr>) -> Result<App, AppError> {
+        let (faults, ignored_faults) = Faults::parse(&config.faults);
+        let install_config = config.install_config()?;
+        let (state, fresh) = State::load_or_init(&config.state_dir)?;
+        let csr_requests = [
+            kubelet_csr(&config.node_name, false)?,
+            kubelet_csr(&config.node_name, true)?,
+        ];
+        let app = App {
+            first_start_ms: state.first_start_unix_ms,
+            faults,
+            ignored_faults,
+            install_config,
+            node_ip,
+            fresh,
+            state: Mutex::new(state),
+            csr_requests,
+            config,
+        };
+        app.seed_builtin_configmaps()?;
+        Ok(app)
+    }
+
+    /// Seconds since the very first start (never negative).
+    pub fn elapsed(&self) -> f64 {
+        ((now_unix_ms() - self.first_start_ms) as f64 / 1000.0).max(0.0)
+    }
+
+    /// The wall-clock time `secs` after the first start.
+    pub fn time_at(&self, secs: f64) -> Time {
+        let ms = self.first_start_ms + (secs * 1000.0).round() as i64;
+        Time(Timestamp::from_millisecond(ms).unwrap_or(Timestamp::UNIX_EPOCH))
+    }
+
+    pub fn generation(&self) -> u64 {
+        schedule::generation(self.elapsed(), &self.config.schedule)
+    }
+
+    /// Reads the state.
+    pub fn read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        f(&guard)
+    }
+
+    /// Changes the state: `f` works on a copy, which is saved to disk and only then becomes
+    /// the state. `f` returning `Err` changes nothing.
+    pub fn update<R, E>(
+        &self,
+        f: impl FnOnce(&mut State) -> Result<R, E>,
+    ) -> Result<R, UpdateError<E>> {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = guard.clone();
+        let r = f(&mut next).map_err(UpdateError::Rejected)?;
+        next.save(&self.config.state_dir)
+            .map_err(UpdateError::Save)?;
+        *guard = next;
+        Ok(r)
+    }
+
+    fn builtin_configmap(
+        &self,
+        namespace: &str,
+        name: &str,
+        key: &str,
+        value: String,
+    ) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                namespace: Some(namespace.to_string()),
+                uid: Some(crate::resources::uid(
+                    self,
+                    &format!("ConfigMap/{namespace}/{name}"),
+                )),
+                resource_version: Some("1".to_string()),
+                creation_timestamp: Some(self.time_at(0.0)),
+                ..Default::default()
+            },
+            data: Some([(key.to_string(), value)].into_iter().collect()),
+            ..Default::default()
+        }
+    }
+
+    fn seed_builtin_configmaps(&self) -> Result<(), StateError> {
+        let mut seeds = vec![(
+            "kube-system/cluster-config-v1".to_string(),
+            self.builtin_configmap(
+                "kube-system",
+                "cluster-config-v1",
+                "install-config",
+                self.config.install_config_yaml.clone(),
+            ),
+        )];
+        if let Some(bundle) = self.install_config["additionalTrustBundle"].as_str() {
+            seeds.push((
+                "openshift-config/user-ca-bundle".to_string(),
+                self.builtin_configmap(
+                    "openshift-config",
+                    "user-ca-bundle",
+                    "ca-bundle.crt",
+                    bundle.to_string(),
+                ),
+            ));
+        }
+        let missing = self.read(|s| seeds.iter().any(|(k, _)| !s.configmaps.contains_key(k)));
+        if !missing {
+            return Ok(());
+        }
+        self.update(|s| {
+            for (key, cm) in seeds {
+                s.configmaps
+                    .entry(key)
+                    .or_insert_with(|| serde_json::to_value(cm).expect("configmap serializes"));
+            }
+            Ok::<_, std::convert::Infallible>(())
+        })
+        .map_err(|e| match e {
+            UpdateError::Save(e) => e,
+            UpdateError::Rejected(never) => match never {},
+        })
+    }
+}
+
+#[derive(Debug)]
+pub enum UpdateError<E> {
+    /// The change itself was refused (e.g. AlreadyExists).
+    Rejected(E),
+    /// The state could not be written.
+    Save(StateError),
+}

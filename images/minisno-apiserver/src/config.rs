@@ -1,0 +1,263 @@
+//! The apiserver's configuration file (`/etc/kubernetes/minisno/apiserver.json`).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The whole configuration, as written by minisno's installer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub cluster_name: String,
+    pub base_domain: String,
+    /// `host:port` to listen on, e.g. `0.0.0.0:6443` (port 0 picks one).
+    pub listen: String,
+    /// PEM CA certificate: signs the serving certificate and is the only root for client certificates.
+    pub ca_cert: PathBuf,
+    /// PEM PKCS#8 (`PRIVATE KEY`) key of the CA.
+    pub ca_key: PathBuf,
+    #[serde(default)]
+    pub extra_sans: Vec<String>,
+    pub state_dir: PathBuf,
+    #[serde(default = "default_node_name")]
+    pub node_name: String,
+    pub release: Release,
+    #[serde(default = "Schedule::fast")]
+    pub schedule: Schedule,
+    /// Fault names (`api-never-ready`, `node-not-ready`, `operator-degraded:<name>`,
+    /// `operator-unavailable:<name>`, `etcd-member-not-removed`). Names this component does
+    /// not know are ignored with a notice: they belong to other parts of minisno.
+    #[serde(default)]
+    pub faults: Vec<String>,
+    /// The install-config as YAML, pull secret removed.
+    #[serde(default)]
+    pub install_config_yaml: String,
+}
+
+fn default_node_name() -> String {
+    "minisno".to_string()
+}
+
+/// The release the simulated cluster claims to run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Release {
+    pub version: String,
+    pub image: String,
+}
+
+/// When each milestone is reached, in seconds since the very first start.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schedule {
+    pub readyz_after_s: f64,
+    pub etcd_bootstrap_removed_after_s: f64,
+    pub node_ready_after_s: f64,
+    pub operators_available_after_s: f64,
+    pub operators_settled_after_s: f64,
+    pub cluster_version_completed_after_s: f64,
+}
+
+impl Schedule {
+    /// For quick smoke runs.
+    pub fn fast() -> Self {
+        Schedule {
+            readyz_after_s: 3.0,
+            etcd_bootstrap_removed_after_s: 6.0,
+            node_ready_after_s: 6.0,
+            operators_available_after_s: 10.0,
+            operators_settled_after_s: 14.0,
+            cluster_version_completed_after_s: 16.0,
+        }
+    }
+
+    /// Realistic in shape, but minutes instead of the real tens of minutes.
+    pub fn normal() -> Self {
+        Schedule {
+            readyz_after_s: 30.0,
+            etcd_bootstrap_removed_after_s: 90.0,
+            node_ready_after_s: 90.0,
+            operators_available_after_s: 240.0,
+            operators_settled_after_s: 300.0,
+            cluster_version_completed_after_s: 330.0,
+        }
+    }
+
+    /// Every time multiplied by `factor` (tests use this to compress the fast schedule).
+    pub fn scaled(self, factor: f64) -> Self {
+        Schedule {
+            readyz_after_s: self.readyz_after_s * factor,
+            etcd_bootstrap_removed_after_s: self.etcd_bootstrap_removed_after_s * factor,
+            node_ready_after_s: self.node_ready_after_s * factor,
+            operators_available_after_s: self.operators_available_after_s * factor,
+            operators_settled_after_s: self.operators_settled_after_s * factor,
+            cluster_version_completed_after_s: self.cluster_version_completed_after_s * factor,
+        }
+    }
+}
+
+/// A fault this component knows how to inject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    ApiNeverReady,
+    NodeNotReady,
+    EtcdMemberNotRemoved,
+    OperatorDegraded(String),
+    OperatorUnavailable(String),
+}
+
+impl Fault {
+    /// `None` for names that belong to other components.
+    pub fn parse(name: &str) -> Option<Fault> {
+        match name {
+            "api-never-ready" => Some(Fault::ApiNeverReady),
+            "node-not-ready" => Some(Fault::NodeNotReady),
+            "etcd-member-not-removed" => Some(Fault::EtcdMemberNotRemoved),
+            _ => {
+                if let Some(op) = name.strip_prefix("operator-degraded:") {
+                    (!op.is_empty()).then(|| Fault::OperatorDegraded(op.to_string()))
+                } else if let Some(op) = name.strip_prefix("operator-unavailable:") {
+                    (!op.is_empty()).then(|| Fault::OperatorUnavailable(op.to_string()))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// The parsed fault list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Faults(pub Vec<Fault>);
+
+impl Faults {
+    /// Parses the known names and returns the unknown ones beside.
+    pub fn parse(names: &[String]) -> (Faults, Vec<String>) {
+        let mut known = Vec::new();
+        let mut unknown = Vec::new();
+        for name in names {
+            match Fault::parse(name) {
+                Some(f) => known.push(f),
+                None => unknown.push(name.clone()),
+            }
+        }
+        (Faults(known), unknown)
+    }
+
+    pub fn has(&self, fault: &Fault) -> bool {
+        self.0.contains(fault)
+    }
+
+    pub fn operator_degraded(&self, op: &str) -> bool {
+        self.0
+            .iter()
+            .any(|f| matches!(f, Fault::OperatorDegraded(o) if o == op))
+    }
+
+    pub fn operator_unavailable(&self, op: &str) -> bool {
+        self.0
+            .iter()
+            .any(|f| matches!(f, Fault::OperatorUnavailable(o) if o == op))
+    }
+
+    /// Operators named by faults, in the order given, without repeats.
+    pub fn operators(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for f in &self.0 {
+            if let Fault::OperatorDegraded(o) | Fault::OperatorUnavailable(o) = f {
+                if !out.contains(o) {
+                    out.push(o.clone());
+                }
+            }
+        }
+        out
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("parsing {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("install_config_yaml is not valid YAML: {0}")]
+    InstallConfig(String),
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    pub fn api_host(&self) -> String {
+        format!("api.{}.{}", self.cluster_name, self.base_domain)
+    }
+
+    pub fn api_int_host(&self) -> String {
+        format!("api-int.{}.{}", self.cluster_name, self.base_domain)
+    }
+
+    /// The install-config parsed into JSON (`null` when empty).
+    pub fn install_config(&self) -> Result<serde_json::Value, ConfigError> {
+        if self.install_config_yaml.trim().is_empty() {
+            return Ok(serde_json::Value::Null);
+        }
+        serde_saphyr::from_str(&self.install_config_yaml)
+            .map_err(|e| ConfigError::InstallConfig(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_parse() {
+        let (f, unknown) = Faults::parse(&[
+            "operator-degraded:ingress".into(),
+            "api-never-ready".into(),
+            "boot-order:cdrom-first".into(),
+            "operator-unavailable:ingress".into(),
+        ]);
+        assert!(f.operator_degraded("ingress"));
+        assert!(f.operator_unavailable("ingress"));
+        assert!(f.has(&Fault::ApiNeverReady));
+        assert_eq!(unknown, vec!["boot-order:cdrom-first".to_string()]);
+        assert_eq!(f.operators(), vec!["ingress".to_string()]);
+    }
+
+    #[test]
+    fn example_config_parses() {
+        let text = r#"{
+          "cluster_name": "sno", "base_domain": "example.test",
+          "listen": "0.0.0.0:6443",
+          "ca_cert": "/etc/kubernetes/minisno/ca.crt", "ca_key": "/etc/kubernetes/minisno/ca.key",
+          "extra_sans": [],
+          "state_dir": "/var/lib/minisno-apiserver",
+          "node_name": "minisno",
+          "release": {"version": "4.17.0-minisno", "image": "quay.io/minisno/release:4.17.0-minisno"},
+          "schedule": {"readyz_after_s": 3, "etcd_bootstrap_removed_after_s": 6, "node_ready_after_s": 6,
+                       "operators_available_after_s": 10, "operators_settled_after_s": 14, "cluster_version_completed_after_s": 16},
+          "faults": ["operator-degraded:ingress"],
+          "install_config_yaml": "apiVersion: v1\nmetadata:\n  name: sno\nnetworking:\n  networkType: OVNKubernetes\n"
+        }"#;
+        let c: Config = serde_json::from_str(text).unwrap();
+        assert_eq!(c.schedule, Schedule::fast());
+        assert_eq!(c.api_host(), "api.sno.example.test");
+        let ic = c.install_config().unwrap();
+        assert_eq!(ic["networking"]["networkType"], "OVNKubernetes");
+    }
+}

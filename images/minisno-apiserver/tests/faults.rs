@@ -1,0 +1,189 @@
+//! Injected faults make the simulated cluster fail the way the real one would.
+//! Instead of sleeping, each test waits for a later milestone of the server's own schedule
+//! and then checks that the faulted one did not happen.
+
+mod common;
+
+use common::*;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+
+fn text(
+    client: &kube::Client,
+    path: &str,
+) -> impl std::future::Future<Output = Result<String, kube::Error>> {
+    let client = client.clone();
+    let req = http::Request::get(path).body(Vec::new()).unwrap();
+    async move { client.request_text(req).await }
+}
+
+fn status_code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn api_never_ready_keeps_readyz_failing() {
+    let fx = Fixture::start(&["api-never-ready"]).await;
+    let client = fx.client().await;
+    // livez follows the schedule and turns ok at readyz_after_s ...
+    poll("livez ok", DEADLINE, || async {
+        text(&client, "/livez").await.ok()
+    })
+    .await;
+    // ... and once the whole schedule has run out, readyz still fails
+    let end = fx
+        .running
+        .app
+        .config
+        .schedule
+        .cluster_version_completed_after_s;
+    poll("the end of the schedule", DEADLINE, || async {
+        (fx.running.app.elapsed() > end).then_some(())
+    })
+    .await;
+    for path in ["/readyz", "/healthz"] {
+        let err = text(&client, path).await.unwrap_err();
+        assert_eq!(status_code(&err), Some(503), "{path}: {err:?}");
+    }
+    let err = text(&client, "/readyz?verbose").await.unwrap_err();
+    assert_eq!(status_code(&err), Some(503));
+    // every resource endpoint answers 503 ServiceUnavailable
+    for path in [
+        "/api/v1/nodes",
+        "/apis/config.openshift.io/v1/clusterversions/version",
+        "/api/v1/namespaces/kube-system/configmaps/cluster-config-v1",
+        "/apis",
+    ] {
+        let err = get_json(&client, path).await.unwrap_err();
+        match &err {
+            kube::Error::Api(s) => {
+                assert_eq!(s.code, 503, "{path}");
+                assert_eq!(s.reason, "ServiceUnavailable");
+                assert_eq!(
+                    s.message,
+                    "the server is currently unable to handle the request"
+                );
+            }
+            other => panic!("{path}: {other:?}"),
+        }
+    }
+    // /version is still served
+    assert!(client.apiserver_version().await.is_ok());
+    fx.running.stop().await;
+}
+
+#[tokio::test]
+async fn node_etcd_and_operator_faults() {
+    let fx = Fixture::start(&[
+        "node-not-ready",
+        "etcd-member-not-removed",
+        "operator-degraded:ingress",
+        "operator-unavailable:frobnicator",
+        "boot-order:cdrom-first", // another component's fault: ignored here
+    ])
+    .await;
+    assert_eq!(fx.running.app.ignored_faults, ["boot-order:cdrom-first"]);
+    let client = fx.client().await;
+    let cv_api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion"),
+            "clusterversions",
+        ),
+    );
+    // the cluster version gives up on the blocked operators once its time has come
+    let cv = poll("ClusterVersion Failing", DEADLINE, || async {
+        let cv = cv_api.get("version").await.ok()?;
+        (condition_status(&cv.data, "Failing") == "True").then_some(cv)
+    })
+    .await;
+    assert_eq!(condition_status(&cv.data, "Available"), "False");
+    assert_eq!(condition_status(&cv.data, "Progressing"), "True");
+    let failing = condition(&cv.data, "Failing").unwrap();
+    let message = failing["message"].as_str().unwrap();
+    assert!(
+        message.contains("Cluster operator ingress is degraded")
+            && message.contains("Cluster operator frobnicator is not available"),
+        "{message}"
+    );
+    assert_eq!(failing["reason"], "MultipleErrors");
+    assert_eq!(cv.data["status"]["history"][0]["state"], "Partial");
+    assert!(cv.data["status"]["history"][0]["completionTime"].is_null());
+    let progressing = condition(&cv.data, "Progressing").unwrap();
+    assert!(progressing["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Unable to apply 4.17.0-minisno"));
+
+    // that is past every other milestone: the node is still not Ready ...
+    let node = get_json(&client, "/api/v1/nodes/minisno").await.unwrap();
+    assert_eq!(condition_status(&node, "Ready"), "False");
+    assert_eq!(
+        condition(&node, "Ready").unwrap()["reason"],
+        "KubeletNotReady"
+    );
+    // ... the bootstrap member is still there ...
+    let etcd = get_json(&client, "/apis/operator.openshift.io/v1/etcds/cluster")
+        .await
+        .unwrap();
+    assert_eq!(
+        condition_status(&etcd, "EtcdBootstrapMemberRemoved"),
+        "False"
+    );
+    assert_eq!(
+        condition(&etcd, "EtcdBootstrapMemberRemoved").unwrap()["reason"],
+        "BootstrapMemberNotRemoved"
+    );
+    // ... ingress is Available but Degraded, and the extra operator exists and is unavailable
+    let ingress = get_json(
+        &client,
+        "/apis/config.openshift.io/v1/clusteroperators/ingress",
+    )
+    .await
+    .unwrap();
+    assert_eq!(condition_status(&ingress, "Available"), "True");
+    assert_eq!(condition_status(&ingress, "Degraded"), "True");
+    assert_eq!(
+        condition(&ingress, "Degraded").unwrap()["reason"],
+        "IngressControllerDegraded"
+    );
+    let fro = get_json(
+        &client,
+        "/apis/config.openshift.io/v1/clusteroperators/frobnicator",
+    )
+    .await
+    .unwrap();
+    assert_eq!(condition_status(&fro, "Available"), "False");
+    // and the API itself is healthy
+    assert_eq!(text(&client, "/readyz").await.unwrap(), "ok");
+    fx.running.stop().await;
+}
+
+#[tokio::test]
+async fn a_single_degraded_operator_is_named_in_the_cluster_version() {
+    let fx = Fixture::start(&["operator-degraded:ingress"]).await;
+    let client = fx.client().await;
+    let cv = poll("ClusterVersion Failing", DEADLINE, || async {
+        let cv = get_json(
+            &client,
+            "/apis/config.openshift.io/v1/clusterversions/version",
+        )
+        .await
+        .ok()?;
+        (condition_status(&cv, "Failing") == "True").then_some(cv)
+    })
+    .await;
+    let failing = condition(&cv, "Failing").unwrap();
+    assert_eq!(failing["message"], "Cluster operator ingress is degraded");
+    assert_eq!(failing["reason"], "ClusterOperatorDegraded");
+    assert_eq!(condition_status(&cv, "Progressing"), "True");
+    assert_eq!(condition_status(&cv, "Available"), "False");
+    // the other operators are fine
+    let dns = get_json(&client, "/apis/config.openshift.io/v1/clusteroperators/dns")
+        .await
+        .unwrap();
+    assert_eq!(condition_status(&dns, "Degraded"), "False");
+    fx.running.stop().await;
+}

@@ -1,0 +1,215 @@
+//! The router without the network: response shapes, status codes, discovery documents.
+
+mod common;
+
+use common::*;
+use minisno_apiserver::app::App;
+use minisno_apiserver::router::route;
+use serde_json::Value;
+
+fn app(faults: &[&str]) -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new(&dir.path().join("pki"));
+    let app = App::new(config(dir.path(), &pki, faults), None).unwrap();
+    (dir, app)
+}
+
+fn get(app: &App, path: &str) -> (u16, Value) {
+    let (path, query) = match path.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (path, None),
+    };
+    let r = route(app, "GET", path, query, b"");
+    assert_eq!(r.content_type, "application/json", "{path}");
+    (r.code, serde_json::from_slice(&r.body).unwrap())
+}
+
+#[test]
+fn discovery_documents() {
+    let (_d, app) = app(&[]);
+    let (code, v) = get(&app, "/api");
+    assert_eq!((code, v["kind"].as_str()), (200, Some("APIVersions")));
+    assert_eq!(v["versions"], serde_json::json!(["v1"]));
+    let (_, v) = get(&app, "/api/v1");
+    assert_eq!(v["kind"], "APIResourceList");
+    assert_eq!(v["groupVersion"], "v1");
+    let names: Vec<&str> = v["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["configmaps", "namespaces", "nodes"]);
+    let (_, v) = get(&app, "/apis/config.openshift.io");
+    assert_eq!(v["kind"], "APIGroup");
+    assert_eq!(
+        v["preferredVersion"]["groupVersion"],
+        "config.openshift.io/v1"
+    );
+    let (_, v) = get(&app, "/apis/config.openshift.io/v1");
+    let co = v["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "clusteroperators")
+        .unwrap()
+        .clone();
+    assert_eq!(co["kind"], "ClusterOperator");
+    assert_eq!(co["namespaced"], false);
+    assert_eq!(co["shortNames"], serde_json::json!(["co"]));
+    let (_, v) = get(&app, "/apis/certificates.k8s.io/v1");
+    assert!(v["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["name"] == "certificatesigningrequests/approval"));
+    let (code, _) = get(&app, "/openapi/v2");
+    assert_eq!(code, 404);
+    let (code, _) = get(&app, "/openapi/v3");
+    assert_eq!(code, 404);
+}
+
+#[test]
+fn error_shapes() {
+    let (_d, app) = app(&[]);
+    let (code, v) = get(&app, "/no/such/path");
+    assert_eq!(code, 404);
+    assert_eq!(v["kind"], "Status");
+    assert_eq!(v["apiVersion"], "v1");
+    assert_eq!(v["status"], "Failure");
+    assert_eq!(v["reason"], "NotFound");
+    assert_eq!(v["code"], 404);
+    let (code, v) = get(&app, "/api/v1/namespaces/kube-system/configmaps/bootstrap");
+    assert_eq!(code, 404);
+    assert_eq!(v["message"], "configmaps \"bootstrap\" not found");
+    assert_eq!(v["details"]["name"], "bootstrap");
+    let r = route(&app, "POST", "/api/v1/nodes", None, b"{}");
+    assert_eq!(r.code, 405);
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["reason"], "MethodNotAllowed");
+    let r = route(&app, "POST", "/version", None, b"");
+    assert_eq!(r.code, 405);
+    let r = route(
+        &app,
+        "POST",
+        "/api/v1/namespaces/kube-system/configmaps",
+        None,
+        b"not json",
+    );
+    assert_eq!(r.code, 400);
+    let r = route(
+        &app,
+        "POST",
+        "/api/v1/namespaces/kube-system/configmaps",
+        None,
+        br#"{"metadata":{"name":"Bad_Name"}}"#,
+    );
+    assert_eq!(r.code, 422);
+    let r = route(
+        &app,
+        "POST",
+        "/api/v1/namespaces/kube-system/configmaps",
+        None,
+        br#"{"metadata":{"name":"x","namespace":"default"}}"#,
+    );
+    assert_eq!(r.code, 400);
+}
+
+#[test]
+fn health_text_and_version() {
+    let (_d, app) = app(&["api-never-ready"]);
+    let r = route(&app, "GET", "/readyz", Some("verbose"), b"");
+    assert_eq!(r.code, 503);
+    assert!(r.content_type.starts_with("text/plain"));
+    let body = String::from_utf8(r.body).unwrap();
+    assert!(body.contains("[+]ping ok"), "{body}");
+    assert!(body.contains("[-]etcd failed: reason withheld"), "{body}");
+    assert!(body.trim_end().ends_with("readyz check failed"), "{body}");
+    let (code, v) = get(&app, "/version");
+    assert_eq!(code, 200);
+    assert_eq!(v["gitVersion"], "v1.30.4-minisno");
+    assert_eq!(v["major"], "1");
+    assert_eq!(v["minor"], "30");
+    let (code, v) = get(&app, "/api/v1/nodes");
+    assert_eq!(code, 503);
+    assert_eq!(
+        v,
+        serde_json::json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+            "message":"the server is currently unable to handle the request",
+            "reason":"ServiceUnavailable","details":{},"code":503})
+    );
+}
+
+#[test]
+fn object_metadata_and_lists() {
+    let (_d, app) = app(&[]);
+    let (_, nodes) = get(&app, "/api/v1/nodes");
+    assert_eq!(nodes["kind"], "NodeList");
+    assert_eq!(nodes["apiVersion"], "v1");
+    let node = &nodes["items"][0];
+    assert_eq!(node["kind"], "Node");
+    for f in ["name", "uid", "resourceVersion", "creationTimestamp"] {
+        assert!(node["metadata"][f].is_string(), "{f}");
+    }
+    let (_, cos) = get(&app, "/apis/config.openshift.io/v1/clusteroperators");
+    assert_eq!(cos["kind"], "ClusterOperatorList");
+    assert_eq!(cos["apiVersion"], "config.openshift.io/v1");
+    let co = &cos["items"][0];
+    assert_eq!(co["kind"], "ClusterOperator");
+    let cond = &co["status"]["conditions"][0];
+    assert!(cond["lastTransitionTime"].as_str().unwrap().ends_with('Z'));
+    let (_, cv) = get(&app, "/apis/config.openshift.io/v1/clusterversions/version");
+    assert_eq!(cv["spec"]["channel"], "stable-4.17");
+    assert!(cv["spec"]["clusterID"].as_str().unwrap().len() == 36);
+    assert_eq!(cv["status"]["history"][0]["state"], "Partial");
+    assert!(cv["status"]["history"][0]["completionTime"].is_null());
+    assert_eq!(cv["status"]["history"][0]["verified"], false);
+    let (_, ns) = get(&app, "/api/v1/namespaces");
+    assert_eq!(ns["kind"], "NamespaceList");
+    assert!(ns["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n["metadata"]["name"] == "openshift-etcd"));
+    let (code, _) = get(&app, "/apis/config.openshift.io/v1/clusterversions/other");
+    assert_eq!(code, 404);
+    let (_, list) = get(&app, "/apis/operator.openshift.io/v1/etcds");
+    assert_eq!(list["kind"], "EtcdList");
+}
+
+#[test]
+fn watch_field_selector_and_tables() {
+    use minisno_apiserver::router::route_negotiated;
+    let (_d, app) = app(&[]);
+    let r = route(
+        &app,
+        "GET",
+        "/apis/config.openshift.io/v1/clusterversions",
+        Some("watch=true&fieldSelector=metadata.name%3Dversion"),
+        b"",
+    );
+    assert_eq!(r.code, 405);
+    let r = route_negotiated(
+        &app,
+        "GET",
+        "/apis/config.openshift.io/v1/clusteroperators",
+        Some("fieldSelector=metadata.name%3Ddns&limit=500"),
+        None,
+        b"",
+    );
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["items"].as_array().unwrap().len(), 1);
+    assert_eq!(v["items"][0]["metadata"]["name"], "dns");
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let r = route_negotiated(&app, "GET", "/api/v1/nodes", None, Some(accept), b"");
+    let t: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(t["kind"], "Table");
+    assert_eq!(t["columnDefinitions"][1]["name"], "Status");
+    assert_eq!(t["rows"][0]["cells"][0], "minisno");
+    assert_eq!(t["rows"][0]["cells"][1], "NotReady");
+    assert_eq!(t["rows"][0]["object"]["metadata"]["name"], "minisno");
+    // kinds without columns stay as they are
+    let r = route_negotiated(&app, "GET", "/api/v1/namespaces", None, Some(accept), b"");
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["kind"], "NamespaceList");
+}

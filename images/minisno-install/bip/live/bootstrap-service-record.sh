@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Service records of the bootstrap services, as /var/log/openshift/<service>.json: a JSON array
+# of {timestamp, phase, stage, result, errorLine, errorMessage} objects. Sourced by bootkube.sh
+# and install-to-disk.sh; the record name is the calling script's service.
+SERVICE_RECORDS_DIR=/var/log/openshift
+SERVICE_NAME=${SERVICE_NAME:-$(basename "$0" .sh)}
+SERVICE_RECORD_ENTRIES="$SERVICE_RECORDS_DIR/.$SERVICE_NAME.entries"
+CURRENT_STAGE=""
+
+json_escape() {
+    local s=${1//\\/\\\\}
+    s=${s//\"/\\\"}
+    s=${s//$'\n'/\\n}
+    s=${s//$'\t'/\\t}
+    printf '%s' "$s"
+}
+
+record_service_event() { # PHASE STAGE RESULT ERROR_LINE ERROR_MESSAGE
+    mkdir -p "$SERVICE_RECORDS_DIR"
+    printf '{"timestamp":"%s","phase":"%s","stage":"%s","result":"%s","errorLine":"%s","errorMessage":"%s"}\n' \
+        "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$1" "$(json_escape "$2")" "$3" \
+        "$(json_escape "$4")" "$(json_escape "$5")" >> "$SERVICE_RECORD_ENTRIES"
+    { echo "["; paste -sd, "$SERVICE_RECORD_ENTRIES"; echo "]"; } > "$SERVICE_RECORDS_DIR/$SERVICE_NAME.json.tmp"
+    mv "$SERVICE_RECORDS_DIR/$SERVICE_NAME.json.tmp" "$SERVICE_RECORDS_DIR/$SERVICE_NAME.json"
+}
+
+record_service_stage_start() {
+    CURRENT_STAGE=$1
+    record_service_event "stage start" "$CURRENT_STAGE" "" "" ""
+}
+
+record_service_stage_success() {
+    record_service_event "stage end" "$CURRENT_STAGE" "success" "" ""
+    CURRENT_STAGE=""
+}
+
+record_service_stage_failure() { # ERROR_LINE ERROR_MESSAGE
+    record_service_event "stage end" "$CURRENT_STAGE" "failure" "$1" "$2"
+}
+
+on_service_error() {
+    local line=$1 command=$2 status=$3
+    record_service_stage_failure "$line: $command" "exit status $status"
+    record_service_event "service end" "" "failure" "$line: $command" "exit status $status"
+}
+
+on_service_exit() {
+    local status=$?
+    if [ "$status" = 0 ]; then
+        record_service_event "service end" "" "success" "" ""
+    fi
+}
+
+record_service_event "service start" "" "" "" ""
+trap 'on_service_error "$LINENO" "$BASH_COMMAND" "$?"' ERR
+trap on_service_exit EXIT

@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(minisno_install::cli::run(std::env::args_os()));
+}
