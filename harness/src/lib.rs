@@ -3,9 +3,14 @@
 //! Layers: `fixture` builds minisno (the appliance in images/); `vm` models and starts virtual
 //! machines; `guest` talks to them (serial console, SSH); `util` holds shared helpers.
 
+pub mod assets;
 pub mod fixture;
+pub mod flow;
 pub mod guest;
 pub mod health;
+pub mod report;
+pub mod run;
+pub mod scenario;
 pub mod util;
 pub mod vm;
 

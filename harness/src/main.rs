@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 use sno_harness::exit;
 use sno_harness::fixture::{self, BuildOptions};
 
+mod cmd;
+
 #[derive(Parser)]
 #[command(
     name = "sno-harness",
@@ -19,6 +21,34 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run one scenario: assets, VM, bootstrap, install, reboot, API checks; write the run
+    /// directory and exit 0 (passed, or failed as the scenario's [expect] says), 1 (failed),
+    /// 2 (bad input), 3 (host not ready) or 4 (harness error).
+    Run {
+        scenario: PathBuf,
+        /// Only `qemu` for now.
+        #[arg(long, default_value = "qemu")]
+        backend: String,
+        /// Output directory [default: $ARTIFACT_DIR, else runs/<timestamp>]
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Keep the VM's disks and the live ISO, and print how to boot them.
+        #[arg(long)]
+        keep: bool,
+        /// Multiply every phase timeout.
+        #[arg(long, default_value_t = 1.0)]
+        timeout_scale: f64,
+    },
+    /// Print what a run would do (install-config, commands, QEMU command line, timeouts);
+    /// run nothing.
+    Plan {
+        scenario: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the host: QEMU, a usable KVM or TCG, OVMF, coreos-installer, disk space.
+    /// Exit 3 when it cannot run a scenario.
+    Doctor,
     /// The minisno fixture appliance.
     Fixture {
         #[command(subcommand)]
@@ -60,6 +90,15 @@ fn main() {
         }
     };
     std::process::exit(match cli.command {
+        Command::Run {
+            scenario,
+            backend,
+            out,
+            keep,
+            timeout_scale,
+        } => cmd::run(&scenario, &backend, out, keep, timeout_scale),
+        Command::Plan { scenario, json } => cmd::plan(&scenario, json),
+        Command::Doctor => cmd::doctor(),
         Command::Fixture {
             command: FixtureCommand::Build { out, json },
         } => fixture_build(out, json),

@@ -167,6 +167,7 @@ impl Machine {
             }),
             uefi_vars,
             serial_socket: dir.path().join("serial.sock"),
+            qmp_socket: Some(dir.path().join("qmp.sock")),
             forwards,
         };
         let (qemu, console) = QemuProcess::start(&spec, dir.path()).unwrap();

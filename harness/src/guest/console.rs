@@ -8,10 +8,14 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+type LineHook = Box<dyn Fn(&str) + Send>;
+
 #[derive(Default)]
 struct Shared {
     lines: Vec<String>,
     closed: bool,
+    /// Called with every new line (the run's event timeline listens here).
+    hooks: Vec<LineHook>,
 }
 
 #[derive(Clone)]
@@ -93,6 +97,16 @@ impl Console {
         self.shared.0.lock().expect("console lock").lines.len()
     }
 
+    /// Calls `hook` with every line from now on.
+    pub fn on_line(&self, hook: impl Fn(&str) + Send + 'static) {
+        self.shared
+            .0
+            .lock()
+            .expect("console lock")
+            .hooks
+            .push(Box::new(hook));
+    }
+
     pub fn lines(&self) -> Vec<String> {
         self.shared.0.lock().expect("console lock").lines.clone()
     }
@@ -126,7 +140,13 @@ fn read_loop(
         let _ = log.flush();
         if !new_lines.is_empty() {
             let (lock, cv) = &*shared;
-            lock.lock().expect("console lock").lines.extend(new_lines);
+            let mut g = lock.lock().expect("console lock");
+            for l in &new_lines {
+                for h in &g.hooks {
+                    h(l);
+                }
+            }
+            g.lines.extend(new_lines);
             cv.notify_all();
         }
     }

@@ -1,4 +1,5 @@
 //! Talking to the guest: its serial console and SSH.
 
 pub mod console;
+pub mod follow;
 pub mod ssh;

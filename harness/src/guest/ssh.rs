@@ -185,6 +185,30 @@ impl SshSession {
         })
     }
 
+    /// Starts a long-running command and returns its channel to read stdout from. Reads time
+    /// out after the session's I/O timeout; see `alive`.
+    pub fn stream(&self, command: &str) -> Result<ssh2::Channel, SshError> {
+        let mut ch = self
+            .session
+            .channel_session()
+            .map_err(|source| SshError::Protocol {
+                addr: self.addr,
+                stage: "channel",
+                source,
+            })?;
+        ch.exec(command).map_err(|source| SshError::Protocol {
+            addr: self.addr,
+            stage: "exec",
+            source,
+        })?;
+        Ok(ch)
+    }
+
+    /// Whether the connection still answers (a keepalive round trip).
+    pub fn alive(&self) -> bool {
+        self.session.keepalive_send().is_ok()
+    }
+
     /// Runs a command that must succeed; returns its stdout.
     pub fn succeed(&self, command: &str) -> Result<String, SshError> {
         let out = self.exec(command)?;

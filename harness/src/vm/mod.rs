@@ -110,6 +110,9 @@ pub struct VmSpec {
     pub uefi_vars: Option<PathBuf>,
     /// Unix socket the harness reads the serial console from.
     pub serial_socket: PathBuf,
+    /// Unix socket of the QMP monitor (QEMU listens, never waits for it), if wanted.
+    #[serde(default)]
+    pub qmp_socket: Option<PathBuf>,
     pub forwards: Vec<PortForward>,
 }
 

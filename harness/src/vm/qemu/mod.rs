@@ -1,10 +1,13 @@
-//! Direct QEMU: the command line (every argument lives in `argv`) and the process.
+//! Direct QEMU: the command line (every argument lives in `argv`), the process, and the QMP
+//! client (`qmp`).
 
 pub mod argv;
 pub mod process;
+pub mod qmp;
 
 pub use argv::qemu_argv;
 pub use process::{QemuError, QemuProcess};
+pub use qmp::{BlockStats, Qmp, QmpError, QmpEvent};
 
 /// The QEMU system emulator binary.
 pub const QEMU_BINARY: &str = "qemu-system-x86_64";

@@ -41,6 +41,9 @@ pub struct QemuProcess {
 impl QemuProcess {
     /// Starts QEMU for `spec`, with its stderr in `dir/qemu.stderr`, and attaches the serial
     /// console (QEMU waits for that connection before it runs the guest, so no output is lost).
+    ///
+    /// The parent-death signal is tied to the calling *thread*: call this from a thread that
+    /// lives as long as the VM should (not from `spawn_blocking`, whose threads exit when idle).
     pub fn start(spec: &VmSpec, dir: &Path) -> Result<(QemuProcess, Console), QemuError> {
         let argv = qemu_argv(spec);
         let stderr_path = dir.join("qemu.stderr");
@@ -139,25 +142,12 @@ impl QemuProcess {
 
     /// The command line in a form that can be pasted into a shell.
     pub fn command_line(&self) -> String {
-        std::iter::once(QEMU_BINARY.to_string())
-            .chain(self.argv.iter().map(|a| shell_quote(a)))
-            .collect::<Vec<_>>()
-            .join(" \\\n    ")
+        super::argv::shell_command_line(&self.argv)
     }
 }
 
 impl Drop for QemuProcess {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-fn shell_quote(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_=,.:/+@".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
     }
 }

@@ -1,0 +1,318 @@
+//! The `assets` phase: install-config from the scenario, the installer's ignition config, the
+//! live ISO named by the installer's stream metadata (fetched, verified, cached by digest), and
+//! a per-run copy with the Ignition embedded and a serial console, made by coreos-installer.
+
+pub mod install_config;
+mod iso;
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub use iso::{fetch_iso, IsoError};
+
+use crate::scenario::model::{Scenario, SecretSource};
+use install_config::InstallConfig;
+
+/// A pull secret that satisfies the fixture's installer; it opens nothing.
+pub const FIXTURE_PULL_SECRET: &str = r#"{"auths":{"minisno.invalid":{"auth":"bWluaXNubzpmaXh0dXJl","email":"fixture@minisno.invalid"}}}"#;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AssetsError {
+    /// The installer rejected the install-config: the system under test said no.
+    #[error("the installer rejected install-config.yaml (exit {code}): {message}")]
+    Rejected { code: i32, message: String },
+    #[error("installer {path} cannot be run: {source}")]
+    InstallerMissing {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{command}` failed (exit {code}): {message}; see {log}")]
+    CommandFailed {
+        command: String,
+        code: i32,
+        message: String,
+        log: PathBuf,
+    },
+    #[error("pull secret: {0}")]
+    Secret(String),
+    #[error("stream metadata from `{installer} coreos print-stream-json`: {message}")]
+    Stream { installer: PathBuf, message: String },
+    #[error(transparent)]
+    Iso(#[from] IsoError),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl AssetsError {
+    /// A rejection is the system under test's verdict (fail); everything else is an error of
+    /// the host or the harness.
+    pub fn is_rejection(&self) -> bool {
+        matches!(self, AssetsError::Rejected { .. })
+    }
+
+    fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        AssetsError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+pub struct AssetsRequest<'a> {
+    pub scenario: &'a Scenario,
+    pub run_dir: &'a Path,
+    pub installer: &'a Path,
+    /// Extra environment for the installer (the fixture's faults and schedule).
+    pub installer_env: Vec<(String, String)>,
+    pub ssh_public_key: &'a str,
+    /// Where downloaded ISOs are kept by digest.
+    pub cache_dir: &'a Path,
+}
+
+#[derive(Debug, Clone)]
+pub struct Assets {
+    pub dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub ignition: PathBuf,
+    /// The per-run live ISO, with the Ignition and console karg.
+    pub live_iso: PathBuf,
+    pub iso_source: String,
+    pub iso_sha256: String,
+}
+
+/// Writes a file readable by its owner only (assets carry secrets).
+fn write_private(path: &Path, data: &[u8]) -> Result<(), AssetsError> {
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| AssetsError::io(format!("writing {}", path.display()), e))?;
+    f.write_all(data)
+        .map_err(|e| AssetsError::io(format!("writing {}", path.display()), e))
+}
+
+fn pull_secret(scenario: &Scenario) -> Result<String, AssetsError> {
+    match &scenario.install.pull_secret {
+        None => Ok(FIXTURE_PULL_SECRET.to_string()),
+        Some(SecretSource::File(p)) => fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .map_err(|e| AssetsError::Secret(format!("reading {}: {e}", p.display()))),
+        Some(SecretSource::Env(v)) => std::env::var(v)
+            .map(|s| s.trim().to_string())
+            .map_err(|_| AssetsError::Secret(format!("environment variable {v} is not set"))),
+    }
+}
+
+/// Renders install-config.yaml for the scenario; returns (full, redacted).
+pub fn render_install_config(
+    scenario: &Scenario,
+    ssh_public_key: &str,
+) -> Result<(InstallConfig, String), AssetsError> {
+    let bundle = match &scenario.install.additional_trust_bundle {
+        None => None,
+        Some(p) => Some(fs::read_to_string(p).map_err(|e| {
+            AssetsError::io(
+                format!("reading additional_trust_bundle {}", p.display()),
+                e,
+            )
+        })?),
+    };
+    let ic = InstallConfig::from_spec(
+        &scenario.install,
+        pull_secret(scenario)?,
+        ssh_public_key.to_string(),
+        bundle,
+    );
+    let redacted = ic.redacted_yaml();
+    Ok((ic, redacted))
+}
+
+/// The installer's last `level=error` or `level=fatal` message, the way a person reads it.
+fn installer_message(output: &str) -> String {
+    let pick = output
+        .lines()
+        .rev()
+        .find(|l| l.contains("level=fatal") || l.contains("level=error"))
+        .or_else(|| output.lines().rev().find(|l| !l.trim().is_empty()))
+        .unwrap_or("(no output)");
+    match pick.find("msg=") {
+        Some(i) => pick[i + 4..].trim().trim_matches('"').replace("\\\"", "\""),
+        None => pick.trim().to_string(),
+    }
+}
+
+fn run_logged(cmd: &mut Command, log: &Path, what: &str) -> Result<(i32, String), AssetsError> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| AssetsError::io(format!("running {what}"), e))?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(log)
+        .map_err(|e| AssetsError::io(format!("opening {}", log.display()), e))?;
+    let _ = writeln!(f, "$ {what}\n{text}");
+    Ok((out.status.code().unwrap_or(-1), text))
+}
+
+/// Runs the whole assets phase.
+pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
+    let dir = req.run_dir.join("assets");
+    fs::create_dir_all(&dir).map_err(|e| AssetsError::io("creating assets/", e))?;
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))
+        .map_err(|e| AssetsError::io("chmod assets/", e))?;
+    let log = dir.join("installer.log");
+
+    let (ic, redacted) = render_install_config(req.scenario, req.ssh_public_key)?;
+    fs::write(req.run_dir.join("install-config.yaml"), &redacted)
+        .map_err(|e| AssetsError::io("writing install-config.yaml", e))?;
+    write_private(&dir.join("install-config.yaml"), ic.to_yaml().as_bytes())?;
+
+    // The installer consumes install-config.yaml, so it runs in its own directory.
+    let mut cmd = Command::new(req.installer);
+    cmd.arg("--dir")
+        .arg(&dir)
+        .args(["create", "single-node-ignition-config"])
+        .envs(req.installer_env.iter().map(|(k, v)| (k, v)));
+    if let Err(e) = Command::new(req.installer).arg("version").output() {
+        return Err(AssetsError::InstallerMissing {
+            path: req.installer.to_path_buf(),
+            source: e,
+        });
+    }
+    let what = format!(
+        "{} --dir {} create single-node-ignition-config",
+        req.installer.display(),
+        dir.display()
+    );
+    let (code, output) = run_logged(&mut cmd, &log, &what)?;
+    match code {
+        0 => {}
+        3 => {
+            return Err(AssetsError::Rejected {
+                code,
+                message: installer_message(&output),
+            })
+        }
+        _ => {
+            return Err(AssetsError::CommandFailed {
+                command: what,
+                code,
+                message: installer_message(&output),
+                log,
+            })
+        }
+    }
+    let ignition = dir.join("bootstrap-in-place-for-live-iso.ign");
+    let kubeconfig = dir.join("auth/kubeconfig");
+
+    // Where the live ISO comes from, by the installer's own stream metadata.
+    let out = Command::new(req.installer)
+        .args(["coreos", "print-stream-json"])
+        .output()
+        .map_err(|e| AssetsError::io("running coreos print-stream-json", e))?;
+    let stream_err = |message: String| AssetsError::Stream {
+        installer: req.installer.to_path_buf(),
+        message,
+    };
+    if !out.status.success() {
+        return Err(stream_err(installer_message(&String::from_utf8_lossy(
+            &out.stderr,
+        ))));
+    }
+    let stream: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| stream_err(e.to_string()))?;
+    let disk = &stream["architectures"]["x86_64"]["artifacts"]["metal"]["formats"]["iso"]["disk"];
+    let location = disk["location"]
+        .as_str()
+        .ok_or_else(|| {
+            stream_err("no .architectures.x86_64.artifacts.metal.formats.iso.disk.location".into())
+        })?
+        .to_string();
+    let sha256 = disk["sha256"]
+        .as_str()
+        .ok_or_else(|| {
+            stream_err("no .architectures.x86_64.artifacts.metal.formats.iso.disk.sha256".into())
+        })?
+        .to_string();
+    let source_iso = fetch_iso(&location, &sha256, &req.cache_dir.join("iso"))?;
+
+    let live_iso = req.run_dir.join("live.iso");
+    let ci = |args: &[&str], extra: &[&Path]| -> Result<(), AssetsError> {
+        let mut cmd = Command::new("coreos-installer");
+        cmd.args(args).args(extra);
+        let what = format!(
+            "coreos-installer {} {}",
+            args.join(" "),
+            extra
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let (code, output) = run_logged(&mut cmd, &log, &what)?;
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(AssetsError::CommandFailed {
+                command: what,
+                code,
+                message: output
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim()
+                    .to_string(),
+                log: log.clone(),
+            })
+        }
+    };
+    ci(
+        &["iso", "ignition", "embed", "-f", "-i"],
+        &[&ignition, Path::new("-o"), &live_iso, &source_iso],
+    )?;
+    ci(
+        &["iso", "kargs", "modify", "-a", "console=ttyS0,115200n8"],
+        &[&live_iso],
+    )?;
+
+    Ok(Assets {
+        dir,
+        kubeconfig,
+        ignition,
+        live_iso,
+        iso_source: location,
+        iso_sha256: sha256,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_installer_message_is_its_last_error() {
+        let out = "level=info msg=\"Consuming Install Config from target directory\"\nlevel=error msg=\"failed to fetch Single Node Bootstrap In Place Ignition Config: invalid \\\"install-config.yaml\\\" file: controlPlane.replicas: Invalid value: 3: bootstrap in place requires a single ControlPlane replica\"\n";
+        let m = installer_message(out);
+        assert!(m.starts_with("failed to fetch"), "{m}");
+        assert!(
+            m.ends_with("bootstrap in place requires a single ControlPlane replica"),
+            "{m}"
+        );
+        assert!(m.contains("invalid \"install-config.yaml\""), "{m}");
+    }
+}

@@ -1,0 +1,213 @@
+//! One timeline of everything observed: each signal becomes an `Event` with host time, source
+//! and payload, appended to events.jsonl as it happens.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::{Instant, SystemTime};
+
+use serde::Serialize;
+
+/// Where a signal came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Harness,
+    Qmp,
+    Serial,
+    Journal,
+    Guest,
+    Api,
+    Disk,
+}
+
+/// What was observed, typed where the state machine reads it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Signal {
+    /// The harness itself: a step started or ended.
+    Note {
+        text: String,
+    },
+    AssetsReady,
+    VmStarted {
+        pid: u32,
+    },
+    /// A QMP event (RESET, SHUTDOWN, GUEST_PANICKED, ...).
+    Qmp {
+        name: String,
+        data: serde_json::Value,
+    },
+    /// The VM process exited.
+    VmExited {
+        status: String,
+    },
+    /// A console line.
+    Console {
+        line: String,
+    },
+    /// A journal entry of a BiP unit.
+    Journal {
+        unit: String,
+        identifier: String,
+        message: String,
+        /// Guest wall-clock time of the entry, microseconds since the epoch.
+        guest_usec: u64,
+        boot_id: String,
+    },
+    /// The guest's state, polled over SSH.
+    GuestStatus(GuestStatus),
+    /// SSH to the guest worked (true) or stopped working (false).
+    Ssh {
+        up: bool,
+        detail: String,
+    },
+    /// Bytes written to the install disk so far (QMP block stats).
+    DiskWrite {
+        bytes: u64,
+    },
+    /// An API check's outcome.
+    Api {
+        check: ApiCheck,
+        ok: bool,
+        detail: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApiCheck {
+    Readyz,
+    BootstrapConfigmap,
+    EtcdBootstrapMemberRemoved,
+    NodeReady,
+    ClusterVersion,
+    ClusterOperators,
+}
+
+/// What one SSH status poll of the guest found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct GuestStatus {
+    pub boot_id: String,
+    /// `/run/ostree-live` exists: the live ISO system.
+    pub live: bool,
+    pub host_key: String,
+    pub bootkube_done: bool,
+    pub install_to_disk_done: bool,
+    /// `systemctl is-enabled bootkube.service` (empty when the unit does not exist).
+    pub bootkube_enabled: String,
+    /// `ActiveState/Result` of bootkube.service, e.g. "failed/exit-code".
+    pub bootkube_state: String,
+    /// bootkube.service's restart count.
+    pub bootkube_restarts: u32,
+    /// install-to-disk.service's restart count.
+    pub install_restarts: u32,
+    /// Bootstrap files still present after the reboot (SNO-CONTRACT.md §6).
+    pub bootstrap_files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    /// Host time, RFC 3339 with milliseconds.
+    pub time: String,
+    /// Milliseconds since the run started.
+    pub t_ms: u64,
+    pub source: Source,
+    #[serde(flatten)]
+    pub signal: Signal,
+}
+
+impl Signal {
+    /// One line for heartbeats and failure reasons.
+    pub fn summary(&self) -> String {
+        match self {
+            Signal::Note { text } => text.clone(),
+            Signal::AssetsReady => "assets ready".into(),
+            Signal::VmStarted { pid } => format!("VM started (pid {pid})"),
+            Signal::Qmp { name, .. } => format!("QMP {name}"),
+            Signal::VmExited { status } => format!("VM exited ({status})"),
+            Signal::Console { line } => format!("console: {line}"),
+            Signal::Journal { unit, message, .. } => format!("{unit}: {message}"),
+            Signal::GuestStatus(s) => format!(
+                "guest {} (boot {})",
+                if s.live {
+                    "live system"
+                } else {
+                    "installed system"
+                },
+                &s.boot_id[..s.boot_id.len().min(8)]
+            ),
+            Signal::Ssh { up, detail } => {
+                format!("SSH {}: {detail}", if *up { "up" } else { "down" })
+            }
+            Signal::DiskWrite { bytes } => format!(
+                "{:.0} MiB written to the install disk",
+                *bytes as f64 / 1048576.0
+            ),
+            Signal::Api { check, ok, detail } => format!("API {check:?} ok={ok}: {detail}"),
+        }
+    }
+}
+
+/// Appends events to events.jsonl, one JSON object a line, flushed as they come.
+pub struct EventLog {
+    out: BufWriter<File>,
+    started: Instant,
+}
+
+impl EventLog {
+    pub fn create(path: &Path, started: Instant) -> std::io::Result<EventLog> {
+        Ok(EventLog {
+            out: BufWriter::new(File::create(path)?),
+            started,
+        })
+    }
+
+    /// Stamps a signal with the time now and records it.
+    pub fn record(&mut self, source: Source, signal: Signal) -> std::io::Result<Event> {
+        let ev = Event {
+            time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            t_ms: self.started.elapsed().as_millis() as u64,
+            source,
+            signal,
+        };
+        serde_json::to_writer(&mut self.out, &ev)?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()?;
+        Ok(ev)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_one_json_object_a_line_with_source_and_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("events.jsonl");
+        let mut log = EventLog::create(&p, Instant::now()).unwrap();
+        log.record(
+            Source::Qmp,
+            Signal::Qmp {
+                name: "RESET".into(),
+                data: serde_json::json!({"guest": true}),
+            },
+        )
+        .unwrap();
+        log.record(Source::Disk, Signal::DiskWrite { bytes: 42 })
+            .unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["source"], "qmp");
+        assert_eq!(lines[0]["kind"], "qmp");
+        assert_eq!(lines[0]["name"], "RESET");
+        assert_eq!(lines[1]["kind"], "disk-write");
+        assert_eq!(lines[1]["bytes"], 42);
+        assert!(lines[1]["time"].as_str().unwrap().ends_with('Z'));
+    }
+}

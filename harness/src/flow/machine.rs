@@ -1,0 +1,970 @@
+//! The bootstrap-in-place state machine: events in, phases out. It is pure (time comes in with
+//! the events and ticks), so every rule is unit-tested with synthetic timelines.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use super::event::{ApiCheck, Event, GuestStatus, Signal};
+use super::phase::Phase;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Pending,
+    Running,
+    Pass,
+    Fail,
+    Timeout,
+}
+
+#[derive(Debug, Clone)]
+pub struct PhaseState {
+    pub status: Status,
+    pub start_ms: Option<u64>,
+    pub end_ms: Option<u64>,
+    pub timeout: Duration,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub verdict: Verdict,
+    pub failed_phase: Option<Phase>,
+    pub reason: String,
+}
+
+/// What the runner should do after an event or a tick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    PhaseStarted(Phase),
+    PhaseEnded(Phase, Status),
+    Finished(Outcome),
+}
+
+/// The disk write of install-to-disk, from QMP block stats.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DiskWriteStats {
+    /// Bytes written when coreos-installer started (the write counter's baseline).
+    pub base_bytes: Option<u64>,
+    pub last_bytes: u64,
+    pub start_ms: Option<u64>,
+    pub end_ms: Option<u64>,
+    /// When the written byte count last grew.
+    pub last_growth_ms: u64,
+}
+
+impl DiskWriteStats {
+    pub fn written(&self) -> u64 {
+        self.base_bytes
+            .map(|b| self.last_bytes.saturating_sub(b))
+            .unwrap_or(0)
+    }
+
+    pub fn duration_ms(&self) -> Option<u64> {
+        Some(self.end_ms?.saturating_sub(self.start_ms?))
+    }
+
+    pub fn mib_per_s(&self) -> Option<f64> {
+        let ms = self.duration_ms()?;
+        (ms > 0).then(|| self.written() as f64 / 1048576.0 / (ms as f64 / 1000.0))
+    }
+}
+
+pub struct Config {
+    pub timeouts: BTreeMap<Phase, Duration>,
+    /// No growth of the install disk's write counter for this long while coreos-installer runs
+    /// is a failure.
+    pub write_stall: Duration,
+    /// bootkube.service restarts that count as a failed bootstrap, not a transient error.
+    pub bootkube_max_restarts: u32,
+}
+
+pub struct Machine {
+    cfg: Config,
+    phases: BTreeMap<Phase, PhaseState>,
+    current: Option<Phase>,
+    outcome: Option<Outcome>,
+    pub resets: u32,
+    pub disk: DiskWriteStats,
+    live_boot_id: Option<String>,
+    last_signals: VecDeque<(u64, String)>,
+    /// Latest outcome of each API check.
+    api: BTreeMap<ApiCheckKey, (bool, String)>,
+    /// Evidence that the post-reboot bootkube.service failed, kept for bootstrap-cleanup.
+    post_reboot_failure: Option<String>,
+    last_bootkube_error: Option<String>,
+    last_install_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct ApiCheckKey(u8);
+
+fn key(c: ApiCheck) -> ApiCheckKey {
+    ApiCheckKey(c as u8)
+}
+
+impl Machine {
+    pub fn new(cfg: Config) -> Machine {
+        let phases = Phase::ALL
+            .iter()
+            .map(|p| {
+                (
+                    *p,
+                    PhaseState {
+                        status: Status::Pending,
+                        start_ms: None,
+                        end_ms: None,
+                        timeout: cfg
+                            .timeouts
+                            .get(p)
+                            .copied()
+                            .unwrap_or(Duration::from_secs(600)),
+                        detail: String::new(),
+                    },
+                )
+            })
+            .collect();
+        Machine {
+            cfg,
+            phases,
+            current: None,
+            outcome: None,
+            resets: 0,
+            disk: DiskWriteStats::default(),
+            live_boot_id: None,
+            last_signals: VecDeque::new(),
+            api: BTreeMap::new(),
+            post_reboot_failure: None,
+            last_bootkube_error: None,
+            last_install_error: None,
+        }
+    }
+
+    pub fn phase(&self, p: Phase) -> &PhaseState {
+        &self.phases[&p]
+    }
+
+    pub fn current(&self) -> Option<Phase> {
+        self.current
+    }
+
+    pub fn outcome(&self) -> Option<&Outcome> {
+        self.outcome.as_ref()
+    }
+
+    /// The last signals seen, oldest first, as (ms since start, summary).
+    pub fn last_signals(&self) -> impl Iterator<Item = &(u64, String)> {
+        self.last_signals.iter()
+    }
+
+    /// The first phase starts at the run's start.
+    pub fn start(&mut self, now_ms: u64) -> Vec<Action> {
+        let mut out = Vec::new();
+        self.begin(Phase::Assets, now_ms, &mut out);
+        out
+    }
+
+    fn begin(&mut self, p: Phase, now_ms: u64, out: &mut Vec<Action>) {
+        let st = self.phases.get_mut(&p).expect("every phase has a state");
+        st.status = Status::Running;
+        st.start_ms = Some(now_ms);
+        self.current = Some(p);
+        out.push(Action::PhaseStarted(p));
+    }
+
+    fn end(
+        &mut self,
+        p: Phase,
+        status: Status,
+        now_ms: u64,
+        detail: String,
+        out: &mut Vec<Action>,
+    ) {
+        let st = self.phases.get_mut(&p).expect("every phase has a state");
+        st.status = status;
+        st.end_ms = Some(now_ms);
+        st.detail = detail;
+        out.push(Action::PhaseEnded(p, status));
+        if status == Status::Pass && p == Phase::Assets {
+            // live-boot begins when the VM starts (VmStarted), not when the assets are ready.
+            self.current = None;
+        } else if status == Status::Pass {
+            match p.next() {
+                Some(n) => self.begin(n, now_ms, out),
+                None => self.finish(Verdict::Pass, None, String::new(), out),
+            }
+        } else {
+            self.current = None;
+        }
+    }
+
+    fn finish(
+        &mut self,
+        verdict: Verdict,
+        phase: Option<Phase>,
+        reason: String,
+        out: &mut Vec<Action>,
+    ) {
+        if self.outcome.is_some() {
+            return;
+        }
+        let o = Outcome {
+            verdict,
+            failed_phase: phase,
+            reason,
+        };
+        self.outcome = Some(o.clone());
+        self.current = None;
+        out.push(Action::Finished(o));
+    }
+
+    /// Fails the current phase with evidence.
+    fn fail(&mut self, now_ms: u64, reason: String, out: &mut Vec<Action>) {
+        if let Some(p) = self.current {
+            self.end(p, Status::Fail, now_ms, reason.clone(), out);
+            self.finish(Verdict::Fail, Some(p), format!("{p}: {reason}"), out);
+        }
+    }
+
+    /// Fails the current phase with `reason` (evidence the runner found itself, such as the
+    /// installer rejecting the install-config).
+    pub fn fail_now(&mut self, now_ms: u64, reason: String) -> Vec<Action> {
+        let mut out = Vec::new();
+        self.fail(now_ms, reason, &mut out);
+        out
+    }
+
+    /// Ends the run as a harness or host error (not the system under test's fault).
+    pub fn error(&mut self, now_ms: u64, reason: String) -> Vec<Action> {
+        let mut out = Vec::new();
+        let phase = self.current;
+        if let Some(p) = phase {
+            let st = self.phases.get_mut(&p).expect("state");
+            st.status = Status::Fail;
+            st.end_ms = Some(now_ms);
+            st.detail = reason.clone();
+            out.push(Action::PhaseEnded(p, Status::Fail));
+        }
+        self.finish(Verdict::Error, phase, reason, &mut out);
+        out
+    }
+
+    fn remember(&mut self, ev: &Event) {
+        if matches!(
+            ev.signal,
+            Signal::DiskWrite { .. } | Signal::Api { ok: false, .. }
+        ) {
+            // Counters and repeated polls would push out the informative lines.
+            if let Some(last) = self.last_signals.back() {
+                if last.1 == ev.signal.summary() {
+                    return;
+                }
+            }
+        }
+        self.last_signals.push_back((ev.t_ms, ev.signal.summary()));
+        while self.last_signals.len() > 12 {
+            self.last_signals.pop_front();
+        }
+    }
+
+    pub fn on_event(&mut self, ev: &Event) -> Vec<Action> {
+        let mut out = Vec::new();
+        if self.outcome.is_some() {
+            return out;
+        }
+        self.remember(ev);
+        let now = ev.t_ms;
+        let cur = self.current;
+        match &ev.signal {
+            Signal::AssetsReady if cur == Some(Phase::Assets) => {
+                self.end(
+                    Phase::Assets,
+                    Status::Pass,
+                    now,
+                    "assets ready".into(),
+                    &mut out,
+                );
+            }
+            Signal::VmStarted { .. } => {
+                if self.phases[&Phase::LiveBoot].status == Status::Pending {
+                    self.begin(Phase::LiveBoot, now, &mut out);
+                }
+            }
+            Signal::Qmp { name, data } => self.on_qmp(name, data, now, &mut out),
+            Signal::VmExited { status } => {
+                self.fail(
+                    now,
+                    format!("the VM exited unexpectedly ({status})"),
+                    &mut out,
+                );
+            }
+            Signal::Console { line } => {
+                if line.contains("Kernel panic") {
+                    self.fail(
+                        now,
+                        format!("kernel panic on the console: {line:?}"),
+                        &mut out,
+                    );
+                }
+            }
+            Signal::Journal { unit, message, .. } => self.on_journal(unit, message, now, &mut out),
+            Signal::GuestStatus(s) => self.on_guest(s, now, &mut out),
+            Signal::DiskWrite { bytes } => self.on_disk_write(*bytes, now),
+            Signal::Api { check, ok, detail } => {
+                self.api.insert(key(*check), (*ok, detail.clone()));
+                self.advance_api(now, &mut out);
+            }
+            Signal::Ssh { .. } | Signal::Note { .. } | Signal::AssetsReady => {}
+        }
+        out
+    }
+
+    fn on_qmp(&mut self, name: &str, data: &serde_json::Value, now: u64, out: &mut Vec<Action>) {
+        match name {
+            "RESET" => {
+                self.resets += 1;
+                if self.current == Some(Phase::Reboot) {
+                    self.end(
+                        Phase::Reboot,
+                        Status::Pass,
+                        now,
+                        format!("VM reset ({data})"),
+                        out,
+                    );
+                }
+            }
+            "GUEST_PANICKED" => {
+                self.fail(
+                    now,
+                    format!("the guest kernel panicked (QMP GUEST_PANICKED {data})"),
+                    out,
+                );
+            }
+            "SHUTDOWN" if data["guest"] == true && data["reason"] != "guest-reset" => {
+                self.fail(
+                    now,
+                    format!("the guest shut down instead of rebooting (QMP SHUTDOWN {data})"),
+                    out,
+                );
+            }
+            "BLOCK_IO_ERROR" => {
+                self.fail(
+                    now,
+                    format!("a disk I/O error reached the VM (QMP BLOCK_IO_ERROR {data})"),
+                    out,
+                );
+            }
+            _ => {}
+        }
+    }
+
+    fn on_journal(&mut self, unit: &str, message: &str, now: u64, out: &mut Vec<Action>) {
+        let cur = self.current;
+        let unit = unit.trim_end_matches(".service");
+        if unit == "bootkube" && (message.starts_with("Error") || message.contains("error")) {
+            self.last_bootkube_error = Some(message.to_string());
+        }
+        if unit == "bootkube"
+            && message.contains("bootkube.service complete")
+            && cur == Some(Phase::Bootkube)
+        {
+            self.end(Phase::Bootkube, Status::Pass, now, message.into(), out);
+            return;
+        }
+        if unit != "install-to-disk" {
+            return;
+        }
+        if message.starts_with("Executing coreos-installer") {
+            if cur == Some(Phase::InstallToDisk) {
+                self.phases
+                    .get_mut(&Phase::InstallToDisk)
+                    .expect("state")
+                    .start_ms = Some(now);
+            }
+            if self.disk.start_ms.is_none() {
+                self.disk.start_ms = Some(now);
+                self.disk.last_growth_ms = now;
+                self.disk.base_bytes = Some(self.disk.last_bytes);
+            }
+        } else if message.starts_with("Error:") || message == "install failed" {
+            self.last_install_error = Some(message.to_string());
+            if cur == Some(Phase::InstallToDisk) || cur == Some(Phase::Bootkube) {
+                // install-to-disk restarts every 5 s and fails the same way forever: the
+                // evidence is already here.
+                let reason = format!("coreos-installer failed: {message:?} (install-to-disk.service restarts every 5 s with the same error)");
+                if cur == Some(Phase::Bootkube) {
+                    // The install ran before bootkube was seen complete: still its failure.
+                    self.end(
+                        Phase::Bootkube,
+                        Status::Pass,
+                        now,
+                        "bootkube done (install-to-disk ran)".into(),
+                        out,
+                    );
+                }
+                self.fail(now, reason, out);
+            }
+        } else if message.contains("Install complete.") && cur == Some(Phase::InstallToDisk) {
+            self.disk.end_ms = Some(now);
+            self.end(Phase::InstallToDisk, Status::Pass, now, message.into(), out);
+        }
+    }
+
+    fn on_disk_write(&mut self, bytes: u64, now: u64) {
+        if bytes > self.disk.last_bytes {
+            self.disk.last_growth_ms = now;
+        }
+        self.disk.last_bytes = bytes;
+    }
+
+    fn on_guest(&mut self, s: &GuestStatus, now: u64, out: &mut Vec<Action>) {
+        match self.current {
+            Some(Phase::LiveBoot) if s.live => {
+                self.live_boot_id = Some(s.boot_id.clone());
+                self.end(
+                    Phase::LiveBoot,
+                    Status::Pass,
+                    now,
+                    "SSH works and /run/ostree-live exists".into(),
+                    out,
+                );
+            }
+            Some(Phase::LiveBoot) => {
+                self.fail(now, "the system that answered SSH is not the live ISO (/run/ostree-live is absent): the disk booted before the install".into(), out);
+            }
+            Some(Phase::Bootkube) => {
+                if s.bootkube_done {
+                    self.end(
+                        Phase::Bootkube,
+                        Status::Pass,
+                        now,
+                        "/opt/openshift/.bootkube.done".into(),
+                        out,
+                    );
+                } else if s.bootkube_restarts >= self.cfg.bootkube_max_restarts {
+                    let last = self
+                        .last_bootkube_error
+                        .clone()
+                        .unwrap_or_else(|| format!("state {}", s.bootkube_state));
+                    self.fail(
+                        now,
+                        format!(
+                            "bootkube.service failed and restarted {} times; last error: {last:?}",
+                            s.bootkube_restarts
+                        ),
+                        out,
+                    );
+                }
+            }
+            Some(Phase::DiskBoot) if Some(&s.boot_id) != self.live_boot_id.as_ref() => {
+                if s.live {
+                    self.fail(now, "the live ISO booted again after the install (/run/ostree-live exists after the reset): the bootstrap would loop; check the boot order".into(), out);
+                } else {
+                    self.end(
+                        Phase::DiskBoot,
+                        Status::Pass,
+                        now,
+                        "SSH works and /run/ostree-live is absent".into(),
+                        out,
+                    );
+                }
+            }
+            Some(Phase::BootstrapCleanup) => self.judge_cleanup(s, now, out),
+            _ => {}
+        }
+        if !s.live
+            && s.bootkube_state.starts_with("failed")
+            && self.live_boot_id.as_ref() != Some(&s.boot_id)
+        {
+            self.post_reboot_failure = Some(format!(
+                "the post-reboot bootkube.service failed ({}); bootstrap files remain: {}",
+                s.bootkube_state,
+                s.bootstrap_files.join(", ")
+            ));
+        }
+        if self.current == Some(Phase::BootstrapCleanup) {
+            self.judge_cleanup(s, now, out);
+        }
+    }
+
+    fn judge_cleanup(&mut self, s: &GuestStatus, now: u64, out: &mut Vec<Action>) {
+        if self.current != Some(Phase::BootstrapCleanup) || s.live {
+            return;
+        }
+        if let Some(reason) = self.post_reboot_failure.clone() {
+            self.fail(now, reason, out);
+        } else if s.bootkube_enabled == "disabled" && s.bootstrap_files.is_empty() {
+            self.end(
+                Phase::BootstrapCleanup,
+                Status::Pass,
+                now,
+                "bootkube.service finished and disabled; bootstrap files gone".into(),
+                out,
+            );
+        }
+    }
+
+    fn api_ok(&self, c: ApiCheck) -> bool {
+        self.api.get(&key(c)).map(|(ok, _)| *ok).unwrap_or(false)
+    }
+
+    fn advance_api(&mut self, now: u64, out: &mut Vec<Action>) {
+        // Several phases may complete on the same evidence; walk forward while they do.
+        loop {
+            let Some(cur) = self.current else { return };
+            let done = match cur {
+                Phase::ApiReady => self.api_ok(ApiCheck::Readyz),
+                Phase::BootstrapComplete => {
+                    self.api_ok(ApiCheck::BootstrapConfigmap)
+                        && self.api_ok(ApiCheck::EtcdBootstrapMemberRemoved)
+                }
+                Phase::NodeReady => self.api_ok(ApiCheck::NodeReady),
+                Phase::ClusterReady => {
+                    self.api_ok(ApiCheck::ClusterVersion) && self.api_ok(ApiCheck::ClusterOperators)
+                }
+                _ => false,
+            };
+            if !done {
+                return;
+            }
+            self.end(cur, Status::Pass, now, "condition met".into(), out);
+            if cur == Phase::ClusterReady {
+                if let Some(reason) = self.post_reboot_failure.clone() {
+                    self.fail(now, reason, out);
+                }
+                return;
+            }
+        }
+    }
+
+    /// Checks deadlines and the write-stall detector.
+    pub fn tick(&mut self, now_ms: u64) -> Vec<Action> {
+        let mut out = Vec::new();
+        let Some(cur) = self.current else { return out };
+        if self.outcome.is_some() {
+            return out;
+        }
+        if cur == Phase::InstallToDisk && self.disk.start_ms.is_some() {
+            let idle = now_ms.saturating_sub(self.disk.last_growth_ms);
+            if idle > self.cfg.write_stall.as_millis() as u64 {
+                self.fail(
+                    now_ms,
+                    format!(
+                        "no write to the install disk for {} s while coreos-installer runs ({:.0} MiB written)",
+                        idle / 1000,
+                        self.disk.written() as f64 / 1048576.0
+                    ),
+                    &mut out,
+                );
+                return out;
+            }
+        }
+        let st = &self.phases[&cur];
+        let Some(start) = st.start_ms else { return out };
+        if now_ms.saturating_sub(start) > st.timeout.as_millis() as u64 {
+            let last = self
+                .last_signals
+                .back()
+                .map(|(t, s)| {
+                    format!(
+                        "; last signal {:.0} s ago: {s}",
+                        (now_ms.saturating_sub(*t)) as f64 / 1000.0
+                    )
+                })
+                .unwrap_or_default();
+            let evidence = self.pending_evidence(cur);
+            let reason = format!(
+                "{cur} did not finish within {}{evidence}{last}",
+                humantime::format_duration(st.timeout)
+            );
+            let st = self.phases.get_mut(&cur).expect("state");
+            st.status = Status::Timeout;
+            st.end_ms = Some(now_ms);
+            st.detail = reason.clone();
+            out.push(Action::PhaseEnded(cur, Status::Timeout));
+            self.finish(Verdict::Fail, Some(cur), reason, &mut out);
+        }
+        out
+    }
+
+    /// What the phase is still waiting for, from the latest API answers.
+    fn pending_evidence(&self, p: Phase) -> String {
+        let checks: &[ApiCheck] = match p {
+            Phase::ApiReady => &[ApiCheck::Readyz],
+            Phase::BootstrapComplete => &[
+                ApiCheck::BootstrapConfigmap,
+                ApiCheck::EtcdBootstrapMemberRemoved,
+            ],
+            Phase::NodeReady => &[ApiCheck::NodeReady],
+            Phase::ClusterReady => &[ApiCheck::ClusterVersion, ApiCheck::ClusterOperators],
+            Phase::InstallToDisk => {
+                return self
+                    .last_install_error
+                    .as_ref()
+                    .map(|e| format!("; last coreos-installer error: {e:?}"))
+                    .unwrap_or_default()
+            }
+            _ => return String::new(),
+        };
+        let parts: Vec<String> = checks
+            .iter()
+            .filter_map(|c| self.api.get(&key(*c)))
+            .filter(|(ok, _)| !ok)
+            .map(|(_, d)| d.clone())
+            .collect();
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", parts.join("; "))
+        }
+    }
+
+    /// For heartbeats: the current phase and how long it has run.
+    pub fn progress(&self, now_ms: u64) -> Option<(Phase, Duration)> {
+        let p = self.current?;
+        let start = self.phases[&p].start_ms?;
+        Some((p, Duration::from_millis(now_ms.saturating_sub(start))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::event::Source;
+
+    fn machine() -> Machine {
+        let timeouts = Phase::ALL
+            .iter()
+            .map(|p| (*p, Duration::from_secs(100)))
+            .collect();
+        let mut m = Machine::new(Config {
+            timeouts,
+            write_stall: Duration::from_secs(20),
+            bootkube_max_restarts: 3,
+        });
+        m.start(0);
+        m
+    }
+
+    fn ev(t_ms: u64, signal: Signal) -> Event {
+        Event {
+            time: String::new(),
+            t_ms,
+            source: Source::Harness,
+            signal,
+        }
+    }
+
+    fn journal(unit: &str, msg: &str) -> Signal {
+        Signal::Journal {
+            unit: unit.into(),
+            identifier: String::new(),
+            message: msg.into(),
+            guest_usec: 0,
+            boot_id: String::new(),
+        }
+    }
+
+    fn guest(boot: &str, live: bool) -> GuestStatus {
+        GuestStatus {
+            boot_id: boot.into(),
+            live,
+            bootkube_enabled: "enabled".into(),
+            bootstrap_files: vec!["/opt/openshift".into()],
+            ..Default::default()
+        }
+    }
+
+    fn api(check: ApiCheck, ok: bool, detail: &str) -> Signal {
+        Signal::Api {
+            check,
+            ok,
+            detail: detail.into(),
+        }
+    }
+
+    fn feed(m: &mut Machine, events: Vec<(u64, Signal)>) -> Vec<Action> {
+        events
+            .into_iter()
+            .flat_map(|(t, s)| m.on_event(&ev(t, s)))
+            .collect()
+    }
+
+    /// A run up to the end of bootkube.
+    fn through_bootkube(m: &mut Machine) {
+        feed(
+            m,
+            vec![
+                (1000, Signal::AssetsReady),
+                (1100, Signal::VmStarted { pid: 1 }),
+                (20_000, Signal::GuestStatus(guest("live", true))),
+                (
+                    25_000,
+                    journal("bootkube.service", "Rendering MCO manifests..."),
+                ),
+                (
+                    30_000,
+                    journal("bootkube.service", "bootkube.service complete"),
+                ),
+            ],
+        );
+        assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    }
+
+    #[test]
+    fn a_clean_run_passes_every_phase_in_order() {
+        let mut m = machine();
+        through_bootkube(&mut m);
+        let mut done = guest("disk", false);
+        feed(&mut m, vec![
+            (31_000, Signal::DiskWrite { bytes: 1000 }),
+            (32_000, journal("install-to-disk.service", "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vda")),
+            (33_000, Signal::DiskWrite { bytes: 1000 + 100 * 1048576 }),
+            (36_000, Signal::DiskWrite { bytes: 1000 + 300 * 1048576 }),
+            (37_000, journal("install-to-disk.service", "Install complete.")),
+            (38_000, Signal::Qmp { name: "RESET".into(), data: serde_json::json!({"guest": true}) }),
+            // The old live system may still answer before the reset takes effect: ignored.
+            (38_100, Signal::GuestStatus(guest("live", true))),
+            (55_000, Signal::GuestStatus(guest("disk", false))),
+            (57_000, api(ApiCheck::Readyz, true, "ok")),
+            (58_000, api(ApiCheck::BootstrapConfigmap, true, "complete")),
+            (58_500, api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True")),
+            (59_000, api(ApiCheck::NodeReady, true, "Ready")),
+            (60_000, api(ApiCheck::ClusterVersion, true, "Available")),
+            (90_000, api(ApiCheck::ClusterOperators, true, "settled")),
+        ]);
+        assert_eq!(m.current(), Some(Phase::BootstrapCleanup));
+        done.bootkube_enabled = "disabled".into();
+        done.bootstrap_files.clear();
+        let actions = feed(&mut m, vec![(95_000, Signal::GuestStatus(done))]);
+        assert!(matches!(
+            actions.last(),
+            Some(Action::Finished(Outcome {
+                verdict: Verdict::Pass,
+                ..
+            }))
+        ));
+        for p in Phase::ALL {
+            assert_eq!(m.phase(p).status, Status::Pass, "{p}");
+        }
+        assert_eq!(m.phase(Phase::InstallToDisk).start_ms, Some(32_000));
+        assert_eq!(m.resets, 1);
+        assert_eq!(m.disk.written(), 300 * 1048576);
+        assert_eq!(m.disk.duration_ms(), Some(5000));
+        assert!((m.disk.mib_per_s().unwrap() - 60.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_coreos_installer_error_fails_install_to_disk_at_once() {
+        let mut m = machine();
+        through_bootkube(&mut m);
+        let a = feed(&mut m, vec![
+            (32_000, journal("install-to-disk.service", "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vdz")),
+            (32_500, journal("install-to-disk.service", "Error: opening /dev/vdz")),
+        ]);
+        let Some(Action::Finished(o)) = a.last() else {
+            panic!("{a:?}")
+        };
+        assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+        assert!(o.reason.contains("Error: opening /dev/vdz"), "{}", o.reason);
+        assert_eq!(m.phase(Phase::Reboot).status, Status::Pending);
+    }
+
+    #[test]
+    fn the_live_iso_booting_again_fails_disk_boot() {
+        let mut m = machine();
+        through_bootkube(&mut m);
+        feed(
+            &mut m,
+            vec![
+                (
+                    32_000,
+                    journal("install-to-disk.service", "Install complete."),
+                ),
+                (
+                    38_000,
+                    Signal::Qmp {
+                        name: "RESET".into(),
+                        data: serde_json::json!({}),
+                    },
+                ),
+            ],
+        );
+        let a = feed(
+            &mut m,
+            vec![(60_000, Signal::GuestStatus(guest("live-again", true)))],
+        );
+        let Some(Action::Finished(o)) = a.last() else {
+            panic!("{a:?}")
+        };
+        assert_eq!(o.failed_phase, Some(Phase::DiskBoot));
+        assert!(o.reason.contains("live ISO booted again"), "{}", o.reason);
+    }
+
+    #[test]
+    fn a_panic_fails_the_current_phase() {
+        let mut m = machine();
+        through_bootkube(&mut m);
+        let a = feed(
+            &mut m,
+            vec![(
+                31_000,
+                Signal::Qmp {
+                    name: "GUEST_PANICKED".into(),
+                    data: serde_json::json!({"action": "pause"}),
+                },
+            )],
+        );
+        assert!(matches!(
+            a.last(),
+            Some(Action::Finished(Outcome {
+                failed_phase: Some(Phase::InstallToDisk),
+                ..
+            }))
+        ));
+        let mut m = machine();
+        through_bootkube(&mut m);
+        let a = feed(
+            &mut m,
+            vec![(
+                31_000,
+                Signal::Console {
+                    line: "[ 3.1] Kernel panic - not syncing: sysrq triggered crash".into(),
+                },
+            )],
+        );
+        let Some(Action::Finished(o)) = a.last() else {
+            panic!()
+        };
+        assert!(o.reason.contains("sysrq triggered crash"), "{}", o.reason);
+    }
+
+    #[test]
+    fn a_timeout_quotes_the_last_signal_and_what_was_missing() {
+        let mut m = machine();
+        through_bootkube(&mut m);
+        feed(
+            &mut m,
+            vec![
+                (
+                    32_000,
+                    journal("install-to-disk.service", "Install complete."),
+                ),
+                (
+                    38_000,
+                    Signal::Qmp {
+                        name: "RESET".into(),
+                        data: serde_json::json!({}),
+                    },
+                ),
+                (55_000, Signal::GuestStatus(guest("disk", false))),
+                (60_000, api(ApiCheck::Readyz, false, "readyz answered 503")),
+            ],
+        );
+        assert!(m.tick(100_000).is_empty());
+        let a = m.tick(155_001);
+        let Some(Action::Finished(o)) = a.last() else {
+            panic!("{a:?}")
+        };
+        assert_eq!(o.failed_phase, Some(Phase::ApiReady));
+        assert_eq!(m.phase(Phase::ApiReady).status, Status::Timeout);
+        assert!(o.reason.contains("within 1m 40s"), "{}", o.reason);
+        assert!(o.reason.contains("readyz answered 503"), "{}", o.reason);
+        assert!(o.reason.contains("s ago"), "{}", o.reason);
+    }
+
+    #[test]
+    fn a_write_stall_is_a_failure() {
+        let mut m = machine();
+        through_bootkube(&mut m);
+        feed(&mut m, vec![
+            (32_000, journal("install-to-disk.service", "Executing coreos-installer with the following options: install -i x /dev/vda")),
+            (33_000, Signal::DiskWrite { bytes: 5 << 20 }),
+            (40_000, Signal::DiskWrite { bytes: 5 << 20 }),
+        ]);
+        assert!(m.tick(50_000).is_empty());
+        let a = m.tick(53_500);
+        let Some(Action::Finished(o)) = a.last() else {
+            panic!("{a:?}")
+        };
+        assert!(
+            o.reason.contains("no write to the install disk for 20 s"),
+            "{}",
+            o.reason
+        );
+    }
+
+    #[test]
+    fn bootkube_failing_repeatedly_fails_fast_with_its_error() {
+        let mut m = machine();
+        feed(&mut m, vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            (20_000, Signal::GuestStatus(guest("live", true))),
+            (21_000, journal("bootkube.service", "Error: error while checking pod status: timed out waiting for the condition")),
+        ]);
+        let mut s = guest("live", true);
+        s.bootkube_restarts = 3;
+        s.bootkube_state = "activating/exit-code".into();
+        let a = feed(&mut m, vec![(40_000, Signal::GuestStatus(s))]);
+        let Some(Action::Finished(o)) = a.last() else {
+            panic!("{a:?}")
+        };
+        assert_eq!(o.failed_phase, Some(Phase::Bootkube));
+        assert!(
+            o.reason.contains("timed out waiting for the condition"),
+            "{}",
+            o.reason
+        );
+    }
+
+    #[test]
+    fn a_failed_post_reboot_unit_fails_bootstrap_cleanup() {
+        let mut m = machine();
+        through_bootkube(&mut m);
+        let mut failed = guest("disk", false);
+        failed.bootkube_state = "failed/exit-code".into();
+        let a = feed(
+            &mut m,
+            vec![
+                (
+                    32_000,
+                    journal("install-to-disk.service", "Install complete."),
+                ),
+                (
+                    38_000,
+                    Signal::Qmp {
+                        name: "RESET".into(),
+                        data: serde_json::json!({}),
+                    },
+                ),
+                (55_000, Signal::GuestStatus(guest("disk", false))),
+                (56_000, Signal::GuestStatus(failed)),
+                (57_000, api(ApiCheck::Readyz, true, "ok")),
+                (58_000, api(ApiCheck::BootstrapConfigmap, true, "complete")),
+                (
+                    58_500,
+                    api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True"),
+                ),
+                (59_000, api(ApiCheck::NodeReady, true, "Ready")),
+                (60_000, api(ApiCheck::ClusterVersion, true, "Available")),
+                (61_000, api(ApiCheck::ClusterOperators, true, "settled")),
+            ],
+        );
+        let Some(Action::Finished(o)) = a.last() else {
+            panic!("{a:?}")
+        };
+        assert_eq!(o.failed_phase, Some(Phase::BootstrapCleanup));
+        assert!(
+            o.reason.contains("post-reboot bootkube.service failed"),
+            "{}",
+            o.reason
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! The phases of a bootstrap-in-place run, in order (ARCHITECTURE.md "Phases").
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    Assets,
+    LiveBoot,
+    Bootkube,
+    InstallToDisk,
+    Reboot,
+    DiskBoot,
+    ApiReady,
+    BootstrapComplete,
+    NodeReady,
+    ClusterReady,
+    BootstrapCleanup,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 11] = [
+        Phase::Assets,
+        Phase::LiveBoot,
+        Phase::Bootkube,
+        Phase::InstallToDisk,
+        Phase::Reboot,
+        Phase::DiskBoot,
+        Phase::ApiReady,
+        Phase::BootstrapComplete,
+        Phase::NodeReady,
+        Phase::ClusterReady,
+        Phase::BootstrapCleanup,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Assets => "assets",
+            Phase::LiveBoot => "live-boot",
+            Phase::Bootkube => "bootkube",
+            Phase::InstallToDisk => "install-to-disk",
+            Phase::Reboot => "reboot",
+            Phase::DiskBoot => "disk-boot",
+            Phase::ApiReady => "api-ready",
+            Phase::BootstrapComplete => "bootstrap-complete",
+            Phase::NodeReady => "node-ready",
+            Phase::ClusterReady => "cluster-ready",
+            Phase::BootstrapCleanup => "bootstrap-cleanup",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    pub fn names() -> Vec<&'static str> {
+        Phase::ALL.iter().map(|p| p.name()).collect()
+    }
+
+    pub fn next(self) -> Option<Phase> {
+        let i = Phase::ALL.iter().position(|p| *p == self)?;
+        Phase::ALL.get(i + 1).copied()
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Default phase timeouts of a real OpenShift install on KVM, from `openshift-install
+/// wait-for` and CI practice (SNO-CONTRACT.md §7, §9). The profile may override them; they are
+/// scaled for TCG and by `--timeout-scale`.
+pub fn openshift_default_timeout(p: Phase) -> Duration {
+    let m = |n: u64| Duration::from_secs(n * 60);
+    match p {
+        Phase::Assets => m(15),
+        Phase::LiveBoot => m(15),
+        Phase::Bootkube => m(45),
+        Phase::InstallToDisk => m(30),
+        Phase::Reboot => m(5),
+        Phase::DiskBoot => m(20),
+        Phase::ApiReady => m(20),
+        Phase::BootstrapComplete => m(45),
+        Phase::NodeReady => m(20),
+        Phase::ClusterReady => m(70),
+        Phase::BootstrapCleanup => m(10),
+    }
+}
+
+/// Default phase timeouts of the minisno fixture with its fast schedule, measured under TCG
+/// on two cores with generous slack (a loaded CI machine runs two VMs at a time).
+pub fn fixture_default_timeout(p: Phase) -> Duration {
+    let s = Duration::from_secs;
+    match p {
+        Phase::Assets => s(300),
+        Phase::LiveBoot => s(240),
+        Phase::Bootkube => s(180),
+        Phase::InstallToDisk => s(300),
+        Phase::Reboot => s(120),
+        Phase::DiskBoot => s(240),
+        Phase::ApiReady => s(180),
+        Phase::BootstrapComplete => s(180),
+        Phase::NodeReady => s(180),
+        Phase::ClusterReady => s(240),
+        Phase::BootstrapCleanup => s(180),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_follow_the_contract_order() {
+        assert_eq!(
+            Phase::names(),
+            [
+                "assets",
+                "live-boot",
+                "bootkube",
+                "install-to-disk",
+                "reboot",
+                "disk-boot",
+                "api-ready",
+                "bootstrap-complete",
+                "node-ready",
+                "cluster-ready",
+                "bootstrap-cleanup"
+            ]
+        );
+        for p in Phase::ALL {
+            assert_eq!(Phase::from_name(p.name()), Some(p));
+        }
+        assert_eq!(Phase::Reboot.next(), Some(Phase::DiskBoot));
+        assert_eq!(Phase::BootstrapCleanup.next(), None);
+    }
+}

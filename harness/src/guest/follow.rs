@@ -1,0 +1,303 @@
+//! Following the guest over SSH across reboots: a status poller (live or installed system,
+//! markers, the BiP units' states, bootstrap files) and a journal follower that streams the BiP
+//! units' entries. Each runs on its own thread with its own session, reconnects whenever the
+//! guest goes away (the host key changes with the system), and sends what it sees as signals.
+
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::ssh::{SshSession, SshTarget};
+use crate::flow::event::{GuestStatus, Signal, Source};
+
+pub type SignalTx = UnboundedSender<(Source, Signal)>;
+
+/// The units whose journal the follower streams (SNO-CONTRACT.md §5, §6).
+pub const BIP_UNITS: &[&str] = &[
+    "release-image.service",
+    "kubelet.service",
+    "bootkube.service",
+    "install-to-disk.service",
+    "progress.service",
+    "approve-csr.service",
+];
+
+/// One shell command that reports everything the state machine needs, `|`-separated.
+const STATUS_SCRIPT: &str = r#"b=$(cat /proc/sys/kernel/random/boot_id); l=0; [ -e /run/ostree-live ] && l=1
+bd=0; [ -e /opt/openshift/.bootkube.done ] && bd=1; id=0; [ -e /opt/openshift/.install-to-disk.done ] && id=1
+en=$(systemctl is-enabled bootkube.service 2>/dev/null)
+st=$(systemctl show -p ActiveState --value bootkube.service)/$(systemctl show -p Result --value bootkube.service)
+nr=$(systemctl show -p NRestarts --value bootkube.service); ir=$(systemctl show -p NRestarts --value install-to-disk.service)
+files=$(ls -d /etc/kubernetes/bootstrap-secrets /etc/kubernetes/bootstrap-configs /usr/local/bin/installer-gather.sh /usr/local/bin/installer-masters-gather.sh /var/log/log-bundle-bootstrap.tar.gz /opt/openshift 2>/dev/null | tr '\n' ' ')
+echo "$b|$l|$bd|$id|$en|$st|$nr|$ir|$files""#;
+
+/// Parses the status line (and the session's host key) into a `GuestStatus`.
+pub fn parse_status(line: &str, host_key: &str) -> Option<GuestStatus> {
+    let f: Vec<&str> = line.trim().split('|').collect();
+    if f.len() != 9 || f[0].is_empty() {
+        return None;
+    }
+    Some(GuestStatus {
+        boot_id: f[0].to_string(),
+        live: f[1] == "1",
+        host_key: host_key.to_string(),
+        bootkube_done: f[2] == "1",
+        install_to_disk_done: f[3] == "1",
+        bootkube_enabled: f[4].to_string(),
+        bootkube_state: f[5].to_string(),
+        bootkube_restarts: f[6].parse().unwrap_or(0),
+        install_restarts: f[7].parse().unwrap_or(0),
+        bootstrap_files: f[8].split_whitespace().map(str::to_string).collect(),
+    })
+}
+
+/// A journal entry of `journalctl -o json` as a signal, or None for entries without a message.
+pub fn parse_journal(line: &str) -> Option<(Signal, String)> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let message = match &v["MESSAGE"] {
+        serde_json::Value::String(s) => s.clone(),
+        // Non-UTF-8 messages come as byte arrays.
+        serde_json::Value::Array(bytes) => {
+            let b: Vec<u8> = bytes
+                .iter()
+                .filter_map(|x| x.as_u64().map(|n| n as u8))
+                .collect();
+            String::from_utf8_lossy(&b).into_owned()
+        }
+        _ => return None,
+    };
+    let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
+    let cursor = s("__CURSOR");
+    Some((
+        Signal::Journal {
+            unit: s("_SYSTEMD_UNIT"),
+            identifier: s("SYSLOG_IDENTIFIER"),
+            message,
+            guest_usec: s("__REALTIME_TIMESTAMP").parse().unwrap_or(0),
+            boot_id: s("_BOOT_ID"),
+        },
+        cursor,
+    ))
+}
+
+/// Owns the follower threads; stops them on drop.
+pub struct Followers {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Followers {
+    pub fn start(target: SshTarget, tx: SignalTx, poll: Duration) -> Followers {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        {
+            let (target, tx, stop) = (target.clone(), tx.clone(), stop.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name("guest-status".into())
+                    .spawn(move || status_loop(&target, &tx, &stop, poll))
+                    .expect("spawn"),
+            );
+        }
+        {
+            let stop2 = stop.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("guest-journal".into())
+                    .spawn(move || journal_loop(&target, &tx, &stop2))
+                    .expect("spawn"),
+            );
+        }
+        Followers { stop, threads }
+    }
+
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Followers {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn sleep_unless_stopped(stop: &AtomicBool, d: Duration) {
+    let step = Duration::from_millis(100);
+    let mut left = d;
+    while !stop.load(Ordering::SeqCst) && !left.is_zero() {
+        let s = step.min(left);
+        std::thread::sleep(s);
+        left -= s;
+    }
+}
+
+fn status_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool, poll: Duration) {
+    let mut session: Option<SshSession> = None;
+    let mut up = false;
+    while !stop.load(Ordering::SeqCst) {
+        if session.is_none() {
+            match target.connect(Duration::from_secs(5)) {
+                Ok(s) => {
+                    let _ = tx.send((
+                        Source::Guest,
+                        Signal::Ssh {
+                            up: true,
+                            detail: format!(
+                                "host key {}",
+                                &s.host_key_sha256[..16.min(s.host_key_sha256.len())]
+                            ),
+                        },
+                    ));
+                    up = true;
+                    session = Some(s);
+                }
+                Err(e) => {
+                    if up {
+                        let _ = tx.send((
+                            Source::Guest,
+                            Signal::Ssh {
+                                up: false,
+                                detail: e.to_string(),
+                            },
+                        ));
+                        up = false;
+                    }
+                    sleep_unless_stopped(stop, Duration::from_secs(1));
+                    continue;
+                }
+            }
+        }
+        let s = session.as_ref().expect("connected above");
+        match s.exec(&format!(
+            "sudo -n sh -c '{}'",
+            STATUS_SCRIPT.replace('\'', r"'\''")
+        )) {
+            Ok(out) => {
+                if let Some(st) = out
+                    .stdout
+                    .lines()
+                    .last()
+                    .and_then(|l| parse_status(l, &s.host_key_sha256))
+                {
+                    let _ = tx.send((Source::Guest, Signal::GuestStatus(st)));
+                }
+            }
+            Err(e) => {
+                let _ = tx.send((
+                    Source::Guest,
+                    Signal::Ssh {
+                        up: false,
+                        detail: e.to_string(),
+                    },
+                ));
+                up = false;
+                session = None;
+                continue;
+            }
+        }
+        sleep_unless_stopped(stop, poll);
+    }
+}
+
+fn journal_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool) {
+    // The last cursor seen per boot, so a reconnect resumes without repeating entries.
+    let mut cursor: Option<(String, String)> = None;
+    while !stop.load(Ordering::SeqCst) {
+        let session = match target.connect(Duration::from_secs(5)) {
+            Ok(s) => s,
+            Err(_) => {
+                sleep_unless_stopped(stop, Duration::from_secs(1));
+                continue;
+            }
+        };
+        let boot = session
+            .succeed("cat /proc/sys/kernel/random/boot_id")
+            .map(|b| b.trim().to_string())
+            .unwrap_or_default();
+        let units: String = BIP_UNITS.iter().map(|u| format!(" -u {u}")).collect();
+        let after = match &cursor {
+            Some((b, c)) if *b == boot => format!(" --after-cursor='{c}'"),
+            _ => String::new(),
+        };
+        let cmd = format!("sudo -n journalctl -b -f -o json --no-pager{units}{after}");
+        let Ok(mut ch) = session.stream(&cmd) else {
+            sleep_unless_stopped(stop, Duration::from_secs(1));
+            continue;
+        };
+        let mut pending: Vec<u8> = Vec::new();
+        let mut buf = [0u8; 16384];
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return;
+            }
+            match ch.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    pending.extend_from_slice(&buf[..n]);
+                    while let Some(pos) = pending.iter().position(|&b| b == b'\n') {
+                        let line: Vec<u8> = pending.drain(..=pos).collect();
+                        if let Some((sig, c)) = parse_journal(&String::from_utf8_lossy(&line)) {
+                            cursor = Some((boot.clone(), c));
+                            let _ = tx.send((Source::Journal, sig));
+                        }
+                    }
+                }
+                // The session's read timeout fires while the journal is quiet; the channel
+                // is only gone once it reports end of file.
+                Err(_) if !ch.eof() && session.alive() => continue,
+                Err(_) => break,
+            }
+        }
+        sleep_unless_stopped(stop, Duration::from_millis(500));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_lines_parse() {
+        let s = parse_status("abc|1|1|0|enabled|active/success|0|2|/opt/openshift /etc/kubernetes/bootstrap-secrets \n", "hk").unwrap();
+        assert!(s.live && s.bootkube_done && !s.install_to_disk_done);
+        assert_eq!(s.install_restarts, 2);
+        assert_eq!(
+            s.bootstrap_files,
+            ["/opt/openshift", "/etc/kubernetes/bootstrap-secrets"]
+        );
+        assert!(parse_status("garbage", "hk").is_none());
+    }
+
+    #[test]
+    fn journal_entries_parse_including_byte_messages() {
+        let (sig, cursor) = parse_journal(r#"{"__CURSOR":"s=1","__REALTIME_TIMESTAMP":"1700000000000000","_BOOT_ID":"b","_SYSTEMD_UNIT":"bootkube.service","SYSLOG_IDENTIFIER":"bootkube.sh","MESSAGE":"Rendering MCO manifests..."}"#).unwrap();
+        assert_eq!(cursor, "s=1");
+        let Signal::Journal {
+            unit,
+            message,
+            guest_usec,
+            ..
+        } = sig
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (unit.as_str(), message.as_str(), guest_usec),
+            (
+                "bootkube.service",
+                "Rendering MCO manifests...",
+                1_700_000_000_000_000
+            )
+        );
+        let (sig, _) = parse_journal(r#"{"MESSAGE":[104,105]}"#).unwrap();
+        assert!(matches!(sig, Signal::Journal { message, .. } if message == "hi"));
+        assert!(parse_journal("not json").is_none());
+    }
+}

@@ -1,0 +1,433 @@
+//! `result.json`: the document one run leaves in its directory.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+/// The schema tag every `result.json` carries.
+pub const SCHEMA: &str = "sno-harness/result/v1";
+/// The file name inside a run directory.
+pub const RESULT_FILE: &str = "result.json";
+
+const PHASES: [&str; 11] = [
+    "assets",
+    "live-boot",
+    "bootkube",
+    "install-to-disk",
+    "reboot",
+    "disk-boot",
+    "api-ready",
+    "bootstrap-complete",
+    "node-ready",
+    "cluster-ready",
+    "bootstrap-cleanup",
+];
+
+/// The phase names of the contract, in order.
+pub fn phase_names() -> &'static [&'static str] {
+    &PHASES
+}
+
+/// Formats a time as RFC 3339 UTC with second precision, e.g. `2026-11-29T23:00:00Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// The outcome of a run: the system under test passed or failed, or the harness/host failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Error,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The outcome of one phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PhaseStatus {
+    Pass,
+    Fail,
+    Timeout,
+    NotReached,
+}
+
+impl PhaseStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PhaseStatus::Pass => "pass",
+            PhaseStatus::Fail => "fail",
+            PhaseStatus::Timeout => "timeout",
+            PhaseStatus::NotReached => "not-reached",
+        }
+    }
+
+    /// Fail or timeout.
+    pub fn is_failure(self) -> bool {
+        matches!(self, PhaseStatus::Fail | PhaseStatus::Timeout)
+    }
+}
+
+impl fmt::Display for PhaseStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One phase of the timeline; times are milliseconds since the run started.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub name: String,
+    pub status: PhaseStatus,
+    pub start_ms: Option<u64>,
+    pub end_ms: Option<u64>,
+    pub duration_ms: Option<u64>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub detail: String,
+}
+
+impl PhaseResult {
+    /// A phase the run never got to: status `not-reached`, no times.
+    pub fn not_reached(name: impl Into<String>) -> Self {
+        PhaseResult {
+            name: name.into(),
+            status: PhaseStatus::NotReached,
+            start_ms: None,
+            end_ms: None,
+            duration_ms: None,
+            timeout_ms: None,
+            detail: String::new(),
+        }
+    }
+}
+
+/// Throughput of the write to the install disk.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiskWrite {
+    pub disk: String,
+    pub bytes: u64,
+    pub duration_ms: u64,
+    pub mib_per_s: f64,
+    /// Where the numbers come from, e.g. `qmp` (block stats).
+    pub source: String,
+    #[serde(default)]
+    pub image_bytes: Option<u64>,
+}
+
+/// One event of the timeline, condensed for a failure report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signal {
+    pub t_ms: u64,
+    pub source: String,
+    pub summary: String,
+}
+
+/// What the run ran on.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostContext {
+    pub qemu_version: String,
+    pub cpu_model: String,
+    pub harness_version: String,
+    pub kernel: String,
+}
+
+/// `result.json`, schema `sno-harness/result/v1`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema: String,
+    /// Permutation id, or the scenario name for a single run.
+    pub id: String,
+    /// Scenario path as given.
+    pub scenario: String,
+    /// Axis values; empty for a single run.
+    #[serde(default)]
+    pub params: BTreeMap<String, String>,
+    pub profile: String,
+    pub backend: String,
+    pub accel: String,
+    #[serde(default)]
+    pub accel_reason: String,
+    pub verdict: Verdict,
+    pub failed_phase: Option<String>,
+    /// Empty when passed; otherwise the reason in words, quoting the evidence.
+    pub reason: String,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub resets: u32,
+    /// All contract phases in order; unreached ones `not-reached` with null times.
+    pub phases: Vec<PhaseResult>,
+    pub disk_write: Option<DiskWrite>,
+    #[serde(default)]
+    pub last_signals: Vec<Signal>,
+    /// Artifact name -> path relative to the run directory.
+    #[serde(default)]
+    pub artifacts: BTreeMap<String, String>,
+    pub replay: String,
+    #[serde(default)]
+    pub host: HostContext,
+}
+
+/// Reading a `result.json` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{path}: not a valid result document: {source}")]
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{path}: schema {found:?}, expected {SCHEMA:?}")]
+    Schema { path: PathBuf, found: String },
+}
+
+impl RunResult {
+    /// Every contract phase, all `not-reached`: the starting point of a run's phase list.
+    pub fn unreached_phases() -> Vec<PhaseResult> {
+        PHASES
+            .iter()
+            .map(|p| PhaseResult::not_reached(*p))
+            .collect()
+    }
+
+    /// The phase with this name, if present.
+    pub fn phase(&self, name: &str) -> Option<&PhaseResult> {
+        self.phases.iter().find(|p| p.name == name)
+    }
+
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("RunResult serializes");
+        s.push('\n');
+        s
+    }
+
+    /// Writes `dir/result.json` atomically (temporary file in `dir`, then rename).
+    pub fn write(&self, dir: &Path) -> io::Result<()> {
+        let target = dir.join(RESULT_FILE);
+        let tmp = dir.join(format!(".{RESULT_FILE}.tmp"));
+        let res = (|| {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(self.to_json().as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &target)
+        })();
+        if res.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        res
+    }
+
+    /// Reads a `result.json` file and checks its schema tag.
+    pub fn read(path: impl AsRef<Path>) -> Result<RunResult, ResultError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ResultError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let r: RunResult = serde_json::from_str(&text).map_err(|source| ResultError::Json {
+            path: path.to_owned(),
+            source,
+        })?;
+        if r.schema != SCHEMA {
+            return Err(ResultError::Schema {
+                path: path.to_owned(),
+                found: r.schema,
+            });
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// A passed run with every phase timed and a disk write.
+    pub(crate) fn sample_pass(id: &str) -> RunResult {
+        let mut t = 0;
+        let phases = PHASES
+            .iter()
+            .map(|name| {
+                let start = t;
+                t += 1000;
+                PhaseResult {
+                    name: (*name).into(),
+                    status: PhaseStatus::Pass,
+                    start_ms: Some(start),
+                    end_ms: Some(t),
+                    duration_ms: Some(1000),
+                    timeout_ms: Some(600_000),
+                    detail: String::new(),
+                }
+            })
+            .collect();
+        RunResult {
+            schema: SCHEMA.into(),
+            id: id.into(),
+            scenario: "scenarios/disks.toml".into(),
+            params: BTreeMap::from([("disks.install.bus".into(), "virtio".into())]),
+            profile: "fixture".into(),
+            backend: "qemu".into(),
+            accel: "tcg".into(),
+            accel_reason: "/dev/kvm: nested virtualization unavailable".into(),
+            verdict: Verdict::Pass,
+            failed_phase: None,
+            reason: String::new(),
+            started_at: "2026-11-29T23:00:00Z".into(),
+            duration_ms: 61234,
+            resets: 1,
+            phases,
+            disk_write: Some(DiskWrite {
+                disk: "install".into(),
+                bytes: 268_435_456,
+                duration_ms: 3100,
+                mib_per_s: 82.6,
+                source: "qmp".into(),
+                image_bytes: Some(268_435_456),
+            }),
+            last_signals: vec![],
+            artifacts: BTreeMap::from([
+                ("serial".into(), "serial.log".into()),
+                ("events".into(), "events.jsonl".into()),
+            ]),
+            replay: format!("sno-harness run scenarios/disks.toml --filter {id} --keep"),
+            host: HostContext {
+                qemu_version: "9.2.0".into(),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// A run that timed out in `bootkube`; later phases not reached.
+    pub(crate) fn sample_fail(id: &str, reason: &str) -> RunResult {
+        let mut r = sample_pass(id);
+        r.verdict = Verdict::Fail;
+        r.failed_phase = Some("bootkube".into());
+        r.reason = reason.into();
+        r.disk_write = None;
+        r.resets = 0;
+        r.phases[2].status = PhaseStatus::Timeout;
+        r.phases[2].detail = "last seen: bootkube.sh line 40, 600 s ago".into();
+        for p in &mut r.phases[3..] {
+            *p = PhaseResult::not_reached(p.name.clone());
+        }
+        r.last_signals = vec![Signal {
+            t_ms: 2500,
+            source: "serial".into(),
+            summary: "bootkube.sh: waiting for etcd".into(),
+        }];
+        r
+    }
+
+    #[test]
+    fn phase_names_in_contract_order() {
+        assert_eq!(phase_names().len(), 11);
+        assert_eq!(phase_names()[0], "assets");
+        assert_eq!(phase_names()[10], "bootstrap-cleanup");
+        let un = RunResult::unreached_phases();
+        assert!(un
+            .iter()
+            .all(|p| p.status == PhaseStatus::NotReached && p.start_ms.is_none()));
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn pass_round_trip_and_field_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = sample_pass("virtio.512.bios.by-id");
+        r.write(dir.path()).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(RESULT_FILE)).unwrap();
+        assert!(text.ends_with("}\n"));
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["schema"], "sno-harness/result/v1");
+        assert_eq!(v["verdict"], "pass");
+        assert!(v["failed_phase"].is_null());
+        assert_eq!(v["reason"], "");
+        assert_eq!(v["params"]["disks.install.bus"], "virtio");
+        assert_eq!(v["phases"][0]["name"], "assets");
+        assert_eq!(v["phases"][2]["status"], "pass");
+        assert_eq!(v["phases"][2]["start_ms"], 2000);
+        assert_eq!(v["phases"][2]["duration_ms"], 1000);
+        assert_eq!(v["disk_write"]["mib_per_s"], 82.6);
+        assert_eq!(v["disk_write"]["source"], "qmp");
+        assert_eq!(v["started_at"], "2026-11-29T23:00:00Z");
+        assert_eq!(v["duration_ms"], 61234);
+        assert_eq!(v["resets"], 1);
+        assert_eq!(v["host"]["qemu_version"], "9.2.0");
+        // No temporary file left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_eq!(RunResult::read(dir.path().join(RESULT_FILE)).unwrap(), r);
+    }
+
+    #[test]
+    fn fail_round_trip_not_reached_is_null() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = sample_fail("smoke", "bootkube timed out");
+        r.write(dir.path()).unwrap();
+        let v: Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(RESULT_FILE)).unwrap()).unwrap();
+        assert_eq!(v["verdict"], "fail");
+        assert_eq!(v["failed_phase"], "bootkube");
+        assert_eq!(v["phases"][2]["status"], "timeout");
+        assert_eq!(v["phases"][3]["status"], "not-reached");
+        assert!(v["phases"][3]["start_ms"].is_null());
+        assert!(v["disk_write"].is_null());
+        assert_eq!(v["last_signals"][0]["source"], "serial");
+        assert_eq!(RunResult::read(dir.path().join(RESULT_FILE)).unwrap(), r);
+    }
+
+    #[test]
+    fn reads_minimal_document_and_rejects_other_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(RESULT_FILE);
+        // The example of ARCHITECTURE.md, verbatim apart from a missing field or two.
+        let doc = r#"{ "schema": "sno-harness/result/v1", "id": "virtio.512.bios.by-id",
+          "scenario": "scenarios/disks.toml", "params": {"disks.install.bus": "virtio"},
+          "profile": "fixture", "backend": "qemu", "accel": "tcg",
+          "verdict": "pass", "failed_phase": null, "reason": "",
+          "started_at": "2026-11-29T23:00:00Z", "duration_ms": 61234, "resets": 1,
+          "phases": [{"name": "bootkube", "status": "pass", "start_ms": 4100, "end_ms": 9050, "duration_ms": 4950}],
+          "disk_write": {"disk": "install", "bytes": 268435456, "duration_ms": 3100, "mib_per_s": 82.6, "source": "qmp"},
+          "replay": "sno-harness run scenarios/disks.toml --filter virtio.512.bios.by-id --keep" }"#;
+        std::fs::write(&p, doc).unwrap();
+        let r = RunResult::read(&p).unwrap();
+        assert_eq!(r.phase("bootkube").unwrap().duration_ms, Some(4950));
+        assert_eq!(r.disk_write.unwrap().image_bytes, None);
+        std::fs::write(&p, doc.replace("result/v1", "result/v0")).unwrap();
+        assert!(matches!(
+            RunResult::read(&p),
+            Err(ResultError::Schema { .. })
+        ));
+        assert!(matches!(
+            RunResult::read(dir.path().join("missing.json")),
+            Err(ResultError::Io { .. })
+        ));
+    }
+}

@@ -1,0 +1,255 @@
+//! `summary.md`: the verdicts and timelines of a set of runs, for a terminal or GitHub.
+
+use std::fmt::Write;
+
+use super::result::{PhaseStatus, RunResult, Verdict};
+
+/// The longest reason shown in the verdict table, in characters.
+const REASON_MAX: usize = 120;
+
+/// Renders runs as Markdown: a verdict table, then per run its phases, disk write, replay
+/// command (when not passed) and artifacts.
+pub fn summary_markdown(runs: &[RunResult]) -> String {
+    let mut md = String::from("# sno-harness summary\n\n");
+    let n = |v: Verdict| runs.iter().filter(|r| r.verdict == v).count();
+    let _ = writeln!(
+        md,
+        "{} run(s): {} passed, {} failed, {} error(s).\n",
+        runs.len(),
+        n(Verdict::Pass),
+        n(Verdict::Fail),
+        n(Verdict::Error)
+    );
+
+    let rows = runs
+        .iter()
+        .map(|r| {
+            vec![
+                format!("`{}`", cell(&r.id)),
+                verdict_badge(r.verdict),
+                r.failed_phase.as_deref().map(cell).unwrap_or_default(),
+                cell(&truncate(&r.reason, REASON_MAX)),
+                secs(r.duration_ms),
+            ]
+        })
+        .collect::<Vec<_>>();
+    md.push_str(&table(
+        &["id", "verdict", "failed phase", "reason", "duration s"],
+        &rows,
+    ));
+
+    for r in runs {
+        let _ = writeln!(md, "\n## `{}`: {}\n", r.id, verdict_badge(r.verdict));
+        let _ = writeln!(
+            md,
+            "Scenario `{}`, profile {}, backend {}, accel {}{}; started {}, {} reset(s).",
+            r.scenario,
+            r.profile,
+            r.backend,
+            r.accel,
+            if r.accel_reason.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", r.accel_reason)
+            },
+            r.started_at,
+            r.resets
+        );
+        if !r.params.is_empty() {
+            let params: Vec<String> = r.params.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+            let _ = writeln!(md, "\nParams: {}.", params.join(", "));
+        }
+        if r.verdict != Verdict::Pass {
+            let _ = writeln!(md, "\n**Reason:** {}", one_line(&r.reason));
+        }
+        md.push('\n');
+
+        let rows = r
+            .phases
+            .iter()
+            .map(|p| {
+                vec![
+                    p.name.clone(),
+                    status_badge(p.status),
+                    p.duration_ms.map(secs).unwrap_or_default(),
+                    p.timeout_ms.map(secs).unwrap_or_default(),
+                ]
+            })
+            .collect::<Vec<_>>();
+        md.push_str(&table(
+            &["phase", "status", "duration s", "timeout s"],
+            &rows,
+        ));
+
+        if let Some(w) = &r.disk_write {
+            let _ = writeln!(
+                md,
+                "\nDisk write: {:.1} MiB ({} bytes) to `{}` in {} s, {:.1} MiB/s (source: {}).",
+                w.bytes as f64 / (1024.0 * 1024.0),
+                w.bytes,
+                w.disk,
+                secs(w.duration_ms),
+                w.mib_per_s,
+                w.source
+            );
+        }
+        if r.verdict != Verdict::Pass {
+            if !r.last_signals.is_empty() {
+                md.push_str("\nLast signals:\n\n```text\n");
+                for s in &r.last_signals {
+                    let _ = writeln!(md, "[{:>9}s] {}: {}", secs(s.t_ms), s.source, s.summary);
+                }
+                md.push_str("```\n");
+            }
+            if !r.replay.is_empty() {
+                let _ = writeln!(md, "\nReplay:\n\n```sh\n{}\n```", r.replay);
+            }
+        }
+        if !r.artifacts.is_empty() {
+            md.push_str("\nArtifacts:\n\n");
+            for (name, path) in &r.artifacts {
+                let _ = writeln!(md, "- {name}: `{path}`");
+            }
+        }
+    }
+    md
+}
+
+fn verdict_badge(v: Verdict) -> String {
+    match v {
+        Verdict::Pass => "pass".into(),
+        Verdict::Fail => "**FAIL**".into(),
+        Verdict::Error => "**ERROR**".into(),
+    }
+}
+
+fn status_badge(s: PhaseStatus) -> String {
+    if s.is_failure() {
+        format!("**{s}**")
+    } else {
+        s.to_string()
+    }
+}
+
+/// Milliseconds as seconds with one decimal.
+fn secs(ms: u64) -> String {
+    format!("{:.1}", ms as f64 / 1000.0)
+}
+
+/// Collapses line breaks so a text stays on one Markdown line.
+fn one_line(s: &str) -> String {
+    s.split(['\r', '\n'])
+        .filter(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Escapes a text for a Markdown table cell: one line, `|` escaped.
+fn cell(s: &str) -> String {
+    one_line(s).replace('|', "\\|")
+}
+
+/// Cuts a text to at most `max` characters, marking the cut with an ellipsis.
+fn truncate(s: &str, max: usize) -> String {
+    let s = one_line(s);
+    if s.chars().count() <= max {
+        return s;
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// A Markdown table with columns padded to their widest cell, so it also reads in a terminal.
+fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c}{}", " ".repeat(w - c.chars().count())))
+            .collect();
+        format!("| {} |\n", padded.join(" | "))
+    };
+    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
+    out.push_str(&line(widths.iter().map(|w| "-".repeat(*w)).collect()));
+    for row in rows {
+        out.push_str(&line(row.clone()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::result::tests::{sample_fail, sample_pass};
+
+    #[test]
+    fn verdict_table_and_sections() {
+        let runs = [
+            sample_pass("virtio.512.bios.by-id"),
+            sample_fail("nvme.4k.uefi.by-path", "bootkube timed out after 600 s"),
+        ];
+        let md = summary_markdown(&runs);
+        assert!(md.starts_with("# sno-harness summary\n"));
+        assert!(md.contains("2 run(s): 1 passed, 1 failed, 0 error(s)."));
+        assert!(md.contains("| id "));
+        let pass_row = md
+            .lines()
+            .find(|l| l.starts_with("| `virtio.512.bios.by-id`"))
+            .unwrap();
+        assert!(pass_row.contains("| pass "));
+        assert!(pass_row.contains("| 61.2 "));
+        let fail_row = md
+            .lines()
+            .find(|l| l.starts_with("| `nvme.4k.uefi.by-path`"))
+            .unwrap();
+        assert!(fail_row.contains("| **FAIL** "));
+        assert!(fail_row.contains("| bootkube "));
+        assert!(fail_row.contains("bootkube timed out after 600 s"));
+        // Phase tables: a passed phase with duration and timeout, a timeout, an unreached one.
+        assert!(md.lines().any(|l| l.starts_with("| install-to-disk ")
+            && l.contains("| pass ")
+            && l.contains("| 1.0 ")
+            && l.contains("| 600.0 ")));
+        assert!(md
+            .lines()
+            .any(|l| l.starts_with("| bootkube ") && l.contains("**timeout**")));
+        assert!(md
+            .lines()
+            .any(|l| l.starts_with("| node-ready ") && l.contains("not-reached")));
+        assert!(md
+            .contains("Disk write: 256.0 MiB (268435456 bytes) to `install` in 3.1 s, 82.6 MiB/s"));
+        // Replay only for the failed run.
+        assert_eq!(md.matches("```sh\n").count(), 1);
+        assert!(md.contains(
+            "```sh\nsno-harness run scenarios/disks.toml --filter nvme.4k.uefi.by-path --keep\n```"
+        ));
+        assert!(md.contains("- serial: `serial.log`"));
+        assert!(md.contains("bootkube.sh: waiting for etcd"));
+        // Every table row has as many cells as its header.
+        for l in md.lines().filter(|l| l.starts_with("| ")) {
+            let cells = l.replace("\\|", "").matches('|').count();
+            assert!(cells == 6 || cells == 5, "bad row: {l}");
+        }
+    }
+
+    #[test]
+    fn reason_escaped_and_truncated() {
+        let long = format!("api: GET /readyz | status 500 | {}", "x".repeat(200));
+        let md = summary_markdown(&[sample_fail("a|b", &format!("{long}\nsecond line"))]);
+        let row = md.lines().find(|l| l.starts_with("| `a\\|b`")).unwrap();
+        assert!(row.contains("api: GET /readyz \\| status 500 \\| xxx"));
+        assert!(row.contains('…'));
+        assert!(!row.contains("second line"));
+        let reason_cell = row.split(" | ").nth(3).unwrap();
+        assert!(reason_cell.replace("\\|", "|").trim().chars().count() <= REASON_MAX);
+        assert_eq!(truncate("short", 120), "short");
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+    }
+}

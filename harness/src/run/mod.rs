@@ -1,0 +1,689 @@
+//! Running one scenario: assets, VM, observers, the state machine, artifacts and the result.
+//! Every resource the run creates is owned here and released on every path.
+
+mod api_poller;
+mod outcome;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::mpsc;
+
+use crate::assets::{self, AssetsRequest};
+use crate::fixture::{self, BuildOptions};
+use crate::flow::event::{EventLog, Signal, Source};
+use crate::flow::machine::{Action, Config as MachineConfig, Machine, Outcome, Verdict};
+use crate::flow::phase::{fixture_default_timeout, openshift_default_timeout, Phase};
+use crate::guest::follow::Followers;
+use crate::guest::ssh::{SshKeyPair, SshTarget};
+use crate::health::ApiEndpoint;
+use crate::report::result::RunResult;
+use crate::scenario::{BootOrder, Profile, Scenario};
+use crate::vm::accel::{self, Accel};
+use crate::vm::qemu::qmp::Qmp;
+use crate::vm::qemu::QemuProcess;
+use crate::vm::{disk, CdromSpec, DiskSpec, Firmware, PortForward, VmSpec, OVMF_VARS};
+
+pub use outcome::build_result;
+
+pub struct RunOptions {
+    /// This run's directory (result.json and the artifacts go here).
+    pub dir: PathBuf,
+    pub id: String,
+    pub params: BTreeMap<String, String>,
+    pub keep: bool,
+    pub timeout_scale: f64,
+    pub cache_dir: PathBuf,
+    pub replay: String,
+    /// Resolves when the run must stop (Ctrl-C, SIGTERM).
+    pub interrupt: tokio::sync::watch::Receiver<bool>,
+}
+
+/// The phase timeouts of a scenario: the profile's defaults, the scenario's overrides, times
+/// the TCG factor (real OpenShift defaults assume KVM) and `--timeout-scale`.
+pub fn phase_timeouts(s: &Scenario, accel: Accel, scale: f64) -> BTreeMap<Phase, Duration> {
+    let tcg = match (s.profile, accel) {
+        (Profile::Openshift, Accel::Tcg) => 4.0,
+        _ => 1.0,
+    };
+    Phase::ALL
+        .iter()
+        .map(|p| {
+            let base = s
+                .timeouts
+                .get(p)
+                .copied()
+                .unwrap_or_else(|| match s.profile {
+                    Profile::Fixture => fixture_default_timeout(*p),
+                    Profile::Openshift => openshift_default_timeout(*p),
+                });
+            (*p, base.mul_f64(tcg * scale))
+        })
+        .collect()
+}
+
+/// The installer binary and its environment, from the profile.
+pub fn installer_for(s: &Scenario) -> Result<(PathBuf, Vec<(String, String)>), String> {
+    match s.profile {
+        Profile::Fixture => {
+            let a = fixture::build(&BuildOptions::default()).map_err(|e| e.to_string())?;
+            let f = s
+                .fixture
+                .as_ref()
+                .expect("fixture scenarios have a fixture section");
+            let env = vec![
+                ("MINISNO_SCHEDULE".to_string(), f.schedule.clone()),
+                ("MINISNO_FAULTS".to_string(), f.faults.join(",")),
+            ];
+            Ok((
+                a.installer.ok_or("the fixture build has no installer")?,
+                env,
+            ))
+        }
+        Profile::Openshift => {
+            let o = s
+                .openshift
+                .as_ref()
+                .expect("openshift scenarios have an openshift section");
+            let path = match &o.installer {
+                Some(p) => p.clone(),
+                None => crate::util::which("openshift-install").ok_or(
+                    "openshift-install is not on PATH; set [openshift] installer = \"PATH\"",
+                )?,
+            };
+            let env = o
+                .release_image
+                .iter()
+                .map(|r| {
+                    (
+                        "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE".to_string(),
+                        r.clone(),
+                    )
+                })
+                .collect();
+            Ok((path, env))
+        }
+    }
+}
+
+/// The VM of a scenario: disks (qemu-img, in `dir/disks`), boot order, firmware, forwards.
+pub fn vm_spec(
+    s: &Scenario,
+    dir: &Path,
+    iso: &Path,
+    accel: Accel,
+    ssh_port: u16,
+    api_port: u16,
+) -> VmSpec {
+    let install = s.install.install_disk_id.clone();
+    let (disk_index, cd_index) = match s.vm.boot_order {
+        BootOrder::DiskFirst => (1, 2),
+        BootOrder::CdromFirst => (2, 1),
+    };
+    let disks = s
+        .disks
+        .iter()
+        .map(|d| DiskSpec {
+            id: d.id.clone(),
+            path: dir.join("disks").join(format!("{}.qcow2", d.id)),
+            format: "qcow2".into(),
+            bus: d.bus,
+            sector: d.sector,
+            serial: Some(d.serial.clone()),
+            bootindex: (Some(&d.id) == install.as_ref()
+                || (install.is_none() && d.id == s.disks[0].id))
+                .then_some(disk_index),
+        })
+        .collect();
+    VmSpec {
+        name: format!("sno-{}", s.name),
+        vcpus: s.vm.vcpus,
+        memory_mib: s.vm.memory_mib,
+        firmware: s.vm.firmware,
+        accel,
+        disks,
+        cdrom: Some(CdromSpec {
+            path: iso.to_path_buf(),
+            bootindex: Some(cd_index),
+        }),
+        uefi_vars: (s.vm.firmware == Firmware::Uefi).then(|| dir.join("OVMF_VARS.fd")),
+        serial_socket: dir.join("serial.sock"),
+        qmp_socket: Some(dir.join("qmp.sock")),
+        forwards: vec![
+            PortForward {
+                host_port: ssh_port,
+                guest_port: 22,
+            },
+            PortForward {
+                host_port: api_port,
+                guest_port: 6443,
+            },
+        ],
+    }
+}
+
+/// Whether a result is what the scenario's `[expect]` section says (a pass, without one).
+pub fn check_expectation(s: &Scenario, r: &RunResult) -> Result<String, String> {
+    let Some(e) = &s.expect else {
+        return if r.verdict == crate::report::result::Verdict::Pass {
+            Ok("passed".into())
+        } else {
+            Err(format!(
+                "{} at {}: {}",
+                r.verdict.as_str(),
+                r.failed_phase.as_deref().unwrap_or("-"),
+                r.reason
+            ))
+        };
+    };
+    let verdict_ok = e.verdict == r.verdict.as_str();
+    let phase_ok = e.failed_phase.is_none() || e.failed_phase == r.failed_phase;
+    let reason_ok = e
+        .reason_contains
+        .as_ref()
+        .is_none_or(|x| r.reason.contains(x.as_str()));
+    let expected = format!(
+        "{} at {} with a reason containing {:?}",
+        e.verdict,
+        e.failed_phase.as_deref().unwrap_or("-"),
+        e.reason_contains.as_deref().unwrap_or("")
+    );
+    if verdict_ok && phase_ok && reason_ok {
+        Ok(format!("as expected: {expected}"))
+    } else {
+        Err(format!(
+            "expected {expected}, got {} at {}: {}",
+            r.verdict.as_str(),
+            r.failed_phase.as_deref().unwrap_or("-"),
+            r.reason
+        ))
+    }
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+fn say(started: Instant, line: &str) {
+    eprintln!("[{:6.1} s] {line}", started.elapsed().as_secs_f64());
+}
+
+/// What the state machine and the observers produced, for the result.
+pub struct RunRecord {
+    pub machine: Machine,
+    pub started_at: SystemTime,
+    pub duration: Duration,
+    pub accel: Accel,
+    pub accel_reason: String,
+    pub artifacts: BTreeMap<String, String>,
+    pub install_disk: Option<String>,
+}
+
+/// Runs a scenario to its verdict and writes result.json. Never panics on the guest's or the
+/// host's account: failures become the verdict.
+pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
+    let started = Instant::now();
+    let started_at = SystemTime::now();
+    let mut artifacts = BTreeMap::new();
+    let dir = opts.dir.clone();
+    let mut machine = Machine::new(MachineConfig {
+        timeouts: phase_timeouts(s, Accel::Tcg, opts.timeout_scale),
+        write_stall: Duration::from_secs(120).mul_f64(opts.timeout_scale),
+        bootkube_max_restarts: 3,
+    });
+    let accel = accel::decide(s.vm.accel);
+    let (accel, accel_reason) = match accel {
+        Ok(d) => (d.accel, d.reason),
+        Err(e) => {
+            machine.start(0);
+            machine.error(0, e.to_string());
+            return finish(
+                s,
+                &opts,
+                RunRecord {
+                    machine,
+                    started_at,
+                    duration: started.elapsed(),
+                    accel: Accel::Tcg,
+                    accel_reason: e.to_string(),
+                    artifacts,
+                    install_disk: None,
+                },
+            );
+        }
+    };
+    // Timeouts depend on the accelerator; rebuild with the real one.
+    machine = Machine::new(MachineConfig {
+        timeouts: phase_timeouts(s, accel, opts.timeout_scale),
+        write_stall: Duration::from_secs(120).mul_f64(opts.timeout_scale),
+        bootkube_max_restarts: 3,
+    });
+    say(
+        started,
+        &format!("{}: accelerator {accel:?} ({accel_reason})", opts.id),
+    );
+    let record = drive(s, &opts, &dir, machine, started, accel, &mut artifacts).await;
+    let machine = record;
+    finish(
+        s,
+        &opts,
+        RunRecord {
+            machine,
+            started_at,
+            duration: started.elapsed(),
+            accel,
+            accel_reason,
+            artifacts,
+            install_disk: s.install.install_disk_id.clone(),
+        },
+    )
+}
+
+fn finish(s: &Scenario, opts: &RunOptions, rec: RunRecord) -> RunResult {
+    let result = build_result(s, opts, &rec);
+    if let Err(e) = result.write(&opts.dir) {
+        eprintln!(
+            "sno-harness: writing {}/result.json: {e}",
+            opts.dir.display()
+        );
+    }
+    let _ = crate::report::junit::write_junit(
+        &opts.dir.join("junit.xml"),
+        std::slice::from_ref(&result),
+        &result.id,
+    );
+    let _ = fs::write(
+        opts.dir.join("summary.md"),
+        crate::report::summary::summary_markdown(std::slice::from_ref(&result)),
+    );
+    result
+}
+
+/// Everything between the start and the verdict. Returns the machine holding the outcome.
+async fn drive(
+    s: &Scenario,
+    opts: &RunOptions,
+    dir: &Path,
+    mut machine: Machine,
+    started: Instant,
+    accel: Accel,
+    artifacts: &mut BTreeMap<String, String>,
+) -> Machine {
+    let now = || started.elapsed().as_millis() as u64;
+    let mut log = match EventLog::create(&dir.join("events.jsonl"), started) {
+        Ok(l) => l,
+        Err(e) => {
+            machine.start(0);
+            machine.error(0, format!("creating events.jsonl: {e}"));
+            return machine;
+        }
+    };
+    artifacts.insert("events".into(), "events.jsonl".into());
+    let (tx, mut rx) = mpsc::unbounded_channel::<(Source, Signal)>();
+    let mut pending = machine.start(now());
+    let _ = log.record(
+        Source::Harness,
+        Signal::Note {
+            text: format!("run {} started", opts.id),
+        },
+    );
+
+    // --- assets
+    say(started, "assets: install-config, installer, live ISO");
+    let key = match SshKeyPair::generate(&format!("sno-harness {}", opts.id)) {
+        Ok(k) => k,
+        Err(e) => {
+            machine.error(now(), e.to_string());
+            return machine;
+        }
+    };
+    let assets = {
+        let (s2, dir2, key2, cache) = (
+            s.clone(),
+            dir.to_path_buf(),
+            key.clone(),
+            opts.cache_dir.clone(),
+        );
+        tokio::task::spawn_blocking(move || -> Result<assets::Assets, (bool, String)> {
+            let (installer, env) = installer_for(&s2).map_err(|e| (false, e))?;
+            assets::prepare(&AssetsRequest {
+                scenario: &s2,
+                run_dir: &dir2,
+                installer: &installer,
+                installer_env: env,
+                ssh_public_key: &key2.public_openssh,
+                cache_dir: &cache,
+            })
+            .map_err(|e| (e.is_rejection(), e.to_string()))
+        })
+        .await
+    };
+    artifacts.insert("install-config".into(), "install-config.yaml".into());
+    artifacts.insert("installer-log".into(), "assets/installer.log".into());
+    let assets = match assets {
+        Ok(Ok(a)) => a,
+        Ok(Err((rejected, reason))) => {
+            if rejected {
+                machine.fail_now(now(), reason);
+            } else {
+                machine.error(now(), format!("assets: {reason}"));
+            }
+            return machine;
+        }
+        Err(e) => {
+            machine.error(now(), format!("assets: {e}"));
+            return machine;
+        }
+    };
+    pending.extend(handle(
+        &mut machine,
+        &mut log,
+        Source::Harness,
+        Signal::AssetsReady,
+    ));
+
+    // --- VM
+    let ports = (free_port(), free_port());
+    let (Ok(ssh_port), Ok(api_port)) = ports else {
+        machine.error(now(), "no free port on 127.0.0.1".into());
+        return machine;
+    };
+    let spec = vm_spec(s, dir, &assets.live_iso, accel, ssh_port, api_port);
+    if let Err(e) = fs::create_dir_all(dir.join("disks")) {
+        machine.error(now(), format!("creating disks/: {e}"));
+        return machine;
+    }
+    for (d, sd) in spec.disks.iter().zip(&s.disks) {
+        if let Err(e) = disk::create_qcow2(&d.path, sd.size_bytes) {
+            machine.error(now(), e.to_string());
+            return machine;
+        }
+    }
+    if let Some(vars) = &spec.uefi_vars {
+        if let Err(e) = fs::copy(OVMF_VARS, vars) {
+            machine.error(now(), format!("copying {OVMF_VARS}: {e}"));
+            return machine;
+        }
+    }
+    // Started on this thread, not on a blocking-pool thread: QEMU's parent-death signal fires
+    // when the thread that forked it exits, and pool threads exit when idle.
+    let (mut qemu, console) = match QemuProcess::start(&spec, dir) {
+        Ok(x) => x,
+        Err(e) => {
+            machine.error(now(), e.to_string());
+            return machine;
+        }
+    };
+    let _ = fs::write(dir.join("vm.txt"), qemu.command_line() + "\n");
+    artifacts.insert("vm".into(), "vm.txt".into());
+    artifacts.insert("serial".into(), "serial.log".into());
+    artifacts.insert("qemu-stderr".into(), "qemu.stderr".into());
+    pending.extend(handle(
+        &mut machine,
+        &mut log,
+        Source::Harness,
+        Signal::VmStarted { pid: qemu.pid() },
+    ));
+    say(
+        started,
+        &format!("VM started: SSH on 127.0.0.1:{ssh_port}, API on 127.0.0.1:{api_port}"),
+    );
+    {
+        let tx = tx.clone();
+        console.on_line(move |l| {
+            let _ = tx.send((
+                Source::Serial,
+                Signal::Console {
+                    line: l.to_string(),
+                },
+            ));
+        });
+    }
+
+    // QMP: events, and the install disk's write counter.
+    let qmp = match Qmp::connect(&dir.join("qmp.sock"), Duration::from_secs(30)).await {
+        Ok((q, mut events)) => {
+            let tx2 = tx.clone();
+            tokio::spawn(async move {
+                while let Some(ev) = events.recv().await {
+                    let _ = tx2.send((
+                        Source::Qmp,
+                        Signal::Qmp {
+                            name: ev.name,
+                            data: ev.data,
+                        },
+                    ));
+                }
+            });
+            Some(Arc::new(q))
+        }
+        Err(e) => {
+            machine.error(now(), format!("QMP: {e}"));
+            qemu.kill();
+            return machine;
+        }
+    };
+    let install_drive = s.install.install_disk_id.clone();
+    let blockstats = qmp.clone().zip(install_drive.clone()).map(|(q, drive)| {
+        let tx2 = tx.clone();
+        tokio::spawn(async move {
+            let mut last = None;
+            loop {
+                if let Ok(stats) = q.block_stats().await {
+                    if let Some(b) = stats.iter().find(|b| b.drive_id() == Some(drive.as_str())) {
+                        if last != Some(b.wr_bytes) {
+                            last = Some(b.wr_bytes);
+                            let _ =
+                                tx2.send((Source::Disk, Signal::DiskWrite { bytes: b.wr_bytes }));
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        })
+    });
+
+    let target = SshTarget {
+        addr: ([127, 0, 0, 1], ssh_port).into(),
+        user: "core".into(),
+        key: key.clone(),
+    };
+    let mut followers = Followers::start(target, tx.clone(), Duration::from_secs(2));
+    let mut api_task: Option<tokio::task::JoinHandle<()>> = None;
+    let endpoint = ApiEndpoint {
+        kubeconfig: assets.kubeconfig.clone(),
+        server: Some(format!("https://127.0.0.1:{api_port}")),
+    };
+
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut heartbeat = tokio::time::interval(Duration::from_secs(30));
+    heartbeat.tick().await;
+    let mut interrupt = opts.interrupt.clone();
+    let mut journal_files = JournalFiles::new(dir);
+    artifacts.insert("journal-live".into(), "journal-live.txt".into());
+    artifacts.insert("journal-disk".into(), "journal-disk.txt".into());
+    let mut live_boot: Option<String> = None;
+
+    loop {
+        for a in pending.drain(..) {
+            match a {
+                Action::PhaseStarted(p) => {
+                    say(started, &format!("phase {p} started"));
+                    if p == Phase::ApiReady && api_task.is_none() {
+                        api_task = Some(tokio::spawn(api_poller::poll(
+                            endpoint.clone(),
+                            tx.clone(),
+                            Duration::from_secs(2),
+                        )));
+                    }
+                }
+                Action::PhaseEnded(p, st) => say(started, &format!("phase {p} ended: {st:?}")),
+                Action::Finished(o) => say(
+                    started,
+                    &format!("verdict {:?}{}", o.verdict, reason_suffix(&o)),
+                ),
+            }
+        }
+        if machine.outcome().is_some() {
+            break;
+        }
+        tokio::select! {
+            Some((source, signal)) = rx.recv() => {
+                if let Signal::GuestStatus(st) = &signal {
+                    if st.live && live_boot.is_none() {
+                        live_boot = Some(st.boot_id.clone());
+                    }
+                }
+                if let Signal::Journal { .. } = &signal {
+                    journal_files.write(&signal, live_boot.as_deref());
+                }
+                pending.extend(handle(&mut machine, &mut log, source, signal));
+            }
+            _ = tick.tick() => {
+                if !qemu.is_running() {
+                    pending.extend(handle(&mut machine, &mut log, Source::Harness, Signal::VmExited { status: "QEMU is gone".into() }));
+                }
+                pending.extend(machine.tick(now()));
+            }
+            _ = heartbeat.tick() => {
+                say(started, &heartbeat_line(&machine, now()));
+            }
+            _ = interrupt.changed() => {
+                let _ = log.record(Source::Harness, Signal::Note { text: "interrupted".into() });
+                pending.extend(machine.error(now(), "interrupted".into()));
+            }
+        }
+    }
+
+    // --- tear down: observers first, then evidence, then the VM.
+    if let Some(t) = api_task {
+        t.abort();
+    }
+    if let Some(t) = blockstats {
+        t.abort();
+    }
+    followers.stop();
+    let failed = machine
+        .outcome()
+        .map(|o| o.verdict != Verdict::Pass)
+        .unwrap_or(true);
+    if failed {
+        if let Some(q) = &qmp {
+            let png = dir.join("screenshot-final.png");
+            if tokio::time::timeout(Duration::from_secs(5), q.screendump(&png))
+                .await
+                .map(|r| r.is_ok())
+                .unwrap_or(false)
+            {
+                artifacts.insert("screenshot".into(), "screenshot-final.png".into());
+            }
+        }
+    }
+    qemu.kill();
+    if !opts.keep {
+        let _ = fs::remove_dir_all(dir.join("disks"));
+        let _ = fs::remove_file(&assets.live_iso);
+    } else {
+        eprintln!(
+            "sno-harness: --keep: the VM's disks are in {}; to boot them again:\n{}",
+            dir.join("disks").display(),
+            qemu.command_line()
+        );
+    }
+    let _ = fs::remove_file(dir.join("serial.sock"));
+    let _ = fs::remove_file(dir.join("qmp.sock"));
+    machine
+}
+
+fn reason_suffix(o: &Outcome) -> String {
+    if o.reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", o.reason)
+    }
+}
+
+fn handle(
+    machine: &mut Machine,
+    log: &mut EventLog,
+    source: Source,
+    signal: Signal,
+) -> Vec<Action> {
+    match log.record(source, signal) {
+        Ok(ev) => machine.on_event(&ev),
+        Err(e) => {
+            let t = 0;
+            machine.error(t, format!("writing events.jsonl: {e}"))
+        }
+    }
+}
+
+fn heartbeat_line(m: &Machine, now_ms: u64) -> String {
+    let phase = m
+        .progress(now_ms)
+        .map(|(p, d)| format!("{p} for {:.0} s", d.as_secs_f64()))
+        .unwrap_or_else(|| "between phases".into());
+    let last = m
+        .last_signals()
+        .last()
+        .map(|(t, s)| {
+            format!(
+                "last signal {:.0} s ago: {s}",
+                (now_ms.saturating_sub(*t)) as f64 / 1000.0
+            )
+        })
+        .unwrap_or_else(|| "no signal yet".into());
+    let disk = if m.disk.start_ms.is_some() {
+        format!(
+            "; install disk: {:.0} MiB written",
+            m.disk.written() as f64 / 1048576.0
+        )
+    } else {
+        String::new()
+    };
+    format!("heartbeat: {phase}; {last}{disk}")
+}
+
+/// journal-live.txt and journal-disk.txt: the BiP units' entries of each system, as they come.
+struct JournalFiles {
+    live: Option<fs::File>,
+    disk: Option<fs::File>,
+}
+
+impl JournalFiles {
+    fn new(dir: &Path) -> JournalFiles {
+        JournalFiles {
+            live: fs::File::create(dir.join("journal-live.txt")).ok(),
+            disk: fs::File::create(dir.join("journal-disk.txt")).ok(),
+        }
+    }
+
+    fn write(&mut self, signal: &Signal, live_boot: Option<&str>) {
+        if let Signal::Journal {
+            unit,
+            identifier,
+            message,
+            guest_usec,
+            boot_id,
+        } = signal
+        {
+            let f = if Some(boot_id.as_str()) == live_boot {
+                &mut self.live
+            } else {
+                &mut self.disk
+            };
+            if let Some(f) = f {
+                let t = humantime::format_rfc3339_micros(
+                    std::time::UNIX_EPOCH + Duration::from_micros(*guest_usec),
+                );
+                let _ = writeln!(f, "{t} {unit} {identifier}: {message}");
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The run's record turned into result.json's document.
+
+use crate::flow::machine::{Status, Verdict as MVerdict};
+use crate::flow::phase::Phase;
+use crate::report::result::{
+    self, DiskWrite, HostContext, PhaseResult, PhaseStatus, RunResult, Signal, Verdict,
+};
+use crate::scenario::Scenario;
+
+use super::{RunOptions, RunRecord};
+
+fn status(s: Status) -> PhaseStatus {
+    match s {
+        Status::Pending | Status::Running => PhaseStatus::NotReached,
+        Status::Pass => PhaseStatus::Pass,
+        Status::Fail => PhaseStatus::Fail,
+        Status::Timeout => PhaseStatus::Timeout,
+    }
+}
+
+pub fn host_context() -> HostContext {
+    let qemu_version = std::process::Command::new(crate::vm::qemu::QEMU_BINARY)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_string))
+        .unwrap_or_default();
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_default();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    HostContext {
+        qemu_version,
+        cpu_model,
+        harness_version: env!("CARGO_PKG_VERSION").to_string(),
+        kernel,
+    }
+}
+
+pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResult {
+    let m = &rec.machine;
+    let phases = Phase::ALL
+        .iter()
+        .map(|p| {
+            let st = m.phase(*p);
+            let status = status(st.status);
+            let reached = status != PhaseStatus::NotReached;
+            PhaseResult {
+                name: p.name().to_string(),
+                status,
+                start_ms: if reached { st.start_ms } else { None },
+                end_ms: if reached { st.end_ms } else { None },
+                duration_ms: match (st.start_ms, st.end_ms) {
+                    (Some(a), Some(b)) if reached => Some(b.saturating_sub(a)),
+                    _ => None,
+                },
+                timeout_ms: Some(st.timeout.as_millis() as u64),
+                detail: st.detail.clone(),
+            }
+        })
+        .collect();
+    let (verdict, failed_phase, reason) = match m.outcome() {
+        Some(o) => (
+            match o.verdict {
+                MVerdict::Pass => Verdict::Pass,
+                MVerdict::Fail => Verdict::Fail,
+                MVerdict::Error => Verdict::Error,
+            },
+            o.failed_phase.map(|p| p.name().to_string()),
+            o.reason.clone(),
+        ),
+        None => (
+            Verdict::Error,
+            None,
+            "the run ended without a verdict".to_string(),
+        ),
+    };
+    let disk_write = rec.install_disk.as_ref().and_then(|d| {
+        let ms = m.disk.duration_ms()?;
+        Some(DiskWrite {
+            disk: d.clone(),
+            bytes: m.disk.written(),
+            duration_ms: ms,
+            mib_per_s: (m.disk.mib_per_s().unwrap_or(0.0) * 10.0).round() / 10.0,
+            source: "qmp".into(),
+            image_bytes: None,
+        })
+    });
+    RunResult {
+        schema: result::SCHEMA.into(),
+        id: opts.id.clone(),
+        scenario: s.path.display().to_string(),
+        params: opts.params.clone(),
+        profile: s.profile.name().into(),
+        backend: "qemu".into(),
+        accel: format!("{:?}", rec.accel).to_lowercase(),
+        accel_reason: rec.accel_reason.clone(),
+        verdict,
+        failed_phase,
+        reason,
+        started_at: result::rfc3339(rec.started_at),
+        duration_ms: rec.duration.as_millis() as u64,
+        resets: m.resets,
+        phases,
+        disk_write,
+        last_signals: m
+            .last_signals()
+            .map(|(t, sum)| Signal {
+                t_ms: *t,
+                source: String::new(),
+                summary: sum.clone(),
+            })
+            .collect(),
+        artifacts: rec.artifacts.clone(),
+        replay: opts.replay.clone(),
+        host: host_context(),
+    }
+}

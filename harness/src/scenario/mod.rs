@@ -1,0 +1,10 @@
+//! Scenario files: their model, parsing with file-and-line errors, validation, and how the
+//! guest will name the scenario's disks.
+
+pub mod model;
+pub mod naming;
+mod parse;
+pub mod units;
+
+pub use model::{BootOrder, Disk, Profile, Scenario};
+pub use parse::{load, parse_str, ScenarioError};

@@ -1,0 +1,450 @@
+//! Parsing and validating a scenario file. Every error names the file, the line and what would
+//! be valid; nothing is started before a scenario is valid.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use toml::Spanned;
+
+use super::model::*;
+use super::naming;
+use super::units::{parse_duration, parse_size};
+use crate::flow::phase::Phase;
+use crate::vm::{Bus, Firmware, Sector};
+
+/// A bad scenario: where and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    pub file: PathBuf,
+    /// 1-based; None when the error is about the file as a whole.
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, "{}:{l}:{c}: {}", self.file.display(), self.message),
+            (Some(l), None) => write!(f, "{}:{l}: {}", self.file.display(), self.message),
+            _ => write!(f, "{}: {}", self.file.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+struct Ctx<'a> {
+    file: &'a Path,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, span: Option<Range<usize>>, message: impl Into<String>) -> ScenarioError {
+        let (line, column) = match span.filter(|s| s.end > 0 || s.start > 0) {
+            Some(s) => {
+                let upto = &self.text[..s.start.min(self.text.len())];
+                let line = upto.matches('\n').count() + 1;
+                let column = upto.len() - upto.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+                (Some(line), Some(column))
+            }
+            None => (None, None),
+        };
+        ScenarioError {
+            file: self.file.to_path_buf(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+
+    fn at<T>(&self, s: &Spanned<T>, message: impl Into<String>) -> ScenarioError {
+        self.err(Some(s.span()), message)
+    }
+}
+
+/// Reads and validates a scenario file.
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: path.to_path_buf(),
+        line: None,
+        column: None,
+        message: format!("cannot read the scenario: {e}"),
+    })?;
+    parse_str(path, &text)
+}
+
+pub fn parse_str(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+    let cx = Ctx { file: path, text };
+    let file: ScenarioFile = toml::from_str(text)
+        .map_err(|e| cx.err(e.span(), e.message().trim().replace('\n', "; ")))?;
+    validate(&cx, file)
+}
+
+fn check_name(cx: &Ctx, what: &str, s: &Spanned<String>) -> Result<(), ScenarioError> {
+    let ok = !s.get_ref().is_empty()
+        && s.get_ref().chars().all(|c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.' || c == '_'
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(cx.at(
+            s,
+            format!(
+                "{what} {:?} must be non-empty lowercase letters, digits, '-', '.' or '_'",
+                s.get_ref()
+            ),
+        ))
+    }
+}
+
+fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
+    check_name(cx, "name", &f.name)?;
+
+    // --- vm
+    let vcpus = *f.vm.vcpus.get_ref();
+    if !(1..=64).contains(&vcpus) {
+        return Err(cx.at(&f.vm.vcpus, format!("vm.vcpus = {vcpus}: must be 1 to 64")));
+    }
+    let memory = parse_size(f.vm.memory.get_ref())
+        .map_err(|m| cx.at(&f.vm.memory, format!("vm.memory: {m}")))?;
+    let memory_mib = memory / (1 << 20);
+    if memory_mib < 512 {
+        return Err(cx.at(&f.vm.memory, "vm.memory: at least 512MiB"));
+    }
+    let firmware = *f.vm.firmware.get_ref();
+
+    // --- disks
+    if f.disks.is_empty() {
+        return Err(cx.err(None, "no [[disks]]: a scenario needs at least the installation disk, e.g.\n[[disks]]\nid = \"install\"\nsize = \"8GiB\""));
+    }
+    let mut disks = Vec::new();
+    let mut seen = HashSet::new();
+    for sd in &f.disks {
+        let d = sd.get_ref();
+        let id_ok = !d.id.is_empty()
+            && d.id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !id_ok {
+            return Err(cx.at(
+                sd,
+                format!("disk id {:?}: use lowercase letters, digits and '-'", d.id),
+            ));
+        }
+        if !seen.insert(d.id.clone()) {
+            return Err(cx.at(sd, format!("disk id {:?} is used twice", d.id)));
+        }
+        let size_bytes =
+            parse_size(d.size.get_ref()).map_err(|m| cx.at(&d.size, format!("disks.size: {m}")))?;
+        if size_bytes < (64 << 20) {
+            return Err(cx.at(&d.size, "disks.size: at least 64MiB"));
+        }
+        let serial = d.serial.clone().unwrap_or_else(|| format!("sno-{}", d.id));
+        if serial.is_empty()
+            || serial.len() > 20
+            || !serial
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(cx.at(sd, format!("disk serial {serial:?}: 1 to 20 characters of letters, digits, '-' or '_' (the limit of virtio, NVMe and ATA serials)")));
+        }
+        if d.bus == Bus::Sata && d.sector == Sector::S4k {
+            return Err(cx.at(sd, format!("disk {:?}: SATA disks cannot have 4096-byte logical sectors in QEMU; use sector = \"512\" or \"512e\", or another bus", d.id)));
+        }
+        disks.push(Disk {
+            id: d.id.clone(),
+            size_bytes,
+            bus: d.bus,
+            sector: d.sector,
+            serial,
+        });
+    }
+
+    // --- install
+    let inst = &f.install;
+    let (installation_disk, install_disk_id) = match &inst.installation_disk {
+        None => {
+            let first = &disks[0];
+            (naming::by_id(first), Some(first.id.clone()))
+        }
+        Some(spec) => match spec.get_ref() {
+            InstallationDiskSpec::Literal(s) => (s.clone(), None),
+            InstallationDiskSpec::Ref { by, disk } => {
+                let Some(i) = disks.iter().position(|d| &d.id == disk) else {
+                    let ids: Vec<&str> = disks.iter().map(|d| d.id.as_str()).collect();
+                    return Err(cx.at(spec, format!("install.installation_disk names disk {disk:?}, which is not among the [[disks]] ({})", ids.join(", "))));
+                };
+                let value = match by {
+                    DiskNaming::Id => naming::by_id(&disks[i]),
+                    DiskNaming::Name => naming::kernel_name(&disks, i)
+                        .map_err(|m| cx.at(spec, format!("install.installation_disk: {m}")))?,
+                    DiskNaming::Path => {
+                        return Err(cx.at(spec, "install.installation_disk: by = \"path\" is not supported yet; use by = \"id\" or \"name\""));
+                    }
+                };
+                (value, Some(disk.clone()))
+            }
+        },
+    };
+    if let Some(id) = &install_disk_id {
+        let d = disks.iter().find(|d| &d.id == id).expect("resolved above");
+        if firmware == Firmware::Bios && d.sector == Sector::S4k {
+            let span = inst
+                .installation_disk
+                .as_ref()
+                .map(|s| s.span())
+                .unwrap_or(f.vm.firmware.span());
+            return Err(cx.err(Some(span), format!("disk {id:?} is 4K-native and vm.firmware is \"bios\": SeaBIOS and GRUB's BIOS boot code cannot boot 4Kn disks (neither can RHCOS); use firmware = \"uefi\" or sector = \"512e\"")));
+        }
+    }
+    let pull_secret = inst.pull_secret.as_ref().map(|s| s.get_ref().clone());
+    if f.profile == Profile::Openshift && pull_secret.is_none() {
+        return Err(cx.err(None, "install.pull_secret is required for profile \"openshift\": { file = \"PATH\" } or { env = \"VARIABLE\" }"));
+    }
+    if let Some(s) = &inst.pull_secret {
+        if let SecretSource::Env(v) = s.get_ref() {
+            if v.is_empty() {
+                return Err(cx.at(s, "install.pull_secret: env needs a variable name"));
+            }
+        }
+    }
+
+    // --- timeouts
+    let mut timeouts = BTreeMap::new();
+    for (k, v) in &f.timeouts {
+        let phase = Phase::from_name(k.get_ref()).ok_or_else(|| {
+            cx.at(
+                k,
+                format!(
+                    "timeouts.{}: unknown phase; phases are {}",
+                    k.get_ref(),
+                    Phase::names().join(", ")
+                ),
+            )
+        })?;
+        let d = parse_duration(v.get_ref())
+            .map_err(|m| cx.at(v, format!("timeouts.{}: {m}", k.get_ref())))?;
+        timeouts.insert(phase, d);
+    }
+
+    // --- profile sections
+    let fixture = match (&f.fixture, f.profile) {
+        (Some(s), Profile::Openshift) => {
+            return Err(cx.at(
+                s,
+                "a [fixture] section only applies to profile = \"fixture\"",
+            ))
+        }
+        (Some(s), Profile::Fixture) => {
+            let sec = s.get_ref();
+            for fault in &sec.faults {
+                if let Err(e) = minisno_install::bip::Fault::parse(fault.get_ref()) {
+                    return Err(cx.at(fault, format!("fixture.faults: {e}")));
+                }
+            }
+            if !["fast", "normal"].contains(&sec.schedule.as_str()) {
+                return Err(cx.at(
+                    s,
+                    format!(
+                        "fixture.schedule = {:?}: use \"fast\" or \"normal\"",
+                        sec.schedule
+                    ),
+                ));
+            }
+            Some(FixtureSpec {
+                faults: sec.faults.iter().map(|f| f.get_ref().clone()).collect(),
+                schedule: sec.schedule.clone(),
+            })
+        }
+        (None, Profile::Fixture) => Some(FixtureSpec {
+            faults: vec![],
+            schedule: "fast".into(),
+        }),
+        (None, Profile::Openshift) => None,
+    };
+    let openshift = match (&f.openshift, f.profile) {
+        (Some(s), Profile::Fixture) => {
+            return Err(cx.at(
+                s,
+                "an [openshift] section only applies to profile = \"openshift\"",
+            ))
+        }
+        (Some(s), Profile::Openshift) => Some(OpenshiftSpec {
+            installer: s.get_ref().installer.clone(),
+            release_image: s.get_ref().release_image.clone(),
+        }),
+        (None, Profile::Openshift) => Some(OpenshiftSpec {
+            installer: None,
+            release_image: None,
+        }),
+        (None, Profile::Fixture) => None,
+    };
+    if let Some(e) = &f.expect {
+        if !["pass", "fail", "error"].contains(&e.verdict.as_str()) {
+            return Err(cx.err(
+                None,
+                format!(
+                    "expect.verdict = {:?}: use \"pass\", \"fail\" or \"error\"",
+                    e.verdict
+                ),
+            ));
+        }
+        if let Some(p) = &e.failed_phase {
+            if Phase::from_name(p).is_none() {
+                return Err(cx.err(
+                    None,
+                    format!(
+                        "expect.failed_phase = {p:?}: phases are {}",
+                        Phase::names().join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+
+    Ok(Scenario {
+        name: f.name.into_inner(),
+        path: cx.file.to_path_buf(),
+        profile: f.profile,
+        description: f.description,
+        vm: VmConfig {
+            vcpus,
+            memory_mib,
+            firmware,
+            accel: f.vm.accel,
+            boot_order: f.vm.boot_order,
+        },
+        disks,
+        install: InstallSpec {
+            cluster: inst.cluster.clone(),
+            base_domain: inst.base_domain.clone(),
+            installation_disk,
+            install_disk_id,
+            network_type: inst.network_type.clone(),
+            machine_network: inst.machine_network.clone(),
+            cluster_network: inst.cluster_network.clone(),
+            service_network: inst.service_network.clone(),
+            control_plane_replicas: inst.control_plane_replicas,
+            bootstrap_in_place: inst.bootstrap_in_place,
+            pull_secret,
+            proxy: inst.proxy.clone(),
+            additional_trust_bundle: inst.additional_trust_bundle.clone(),
+            fips: inst.fips,
+            capabilities: inst.capabilities.clone(),
+        },
+        timeouts,
+        fixture,
+        openshift,
+        expect: f.expect,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        parse_str(Path::new("s.toml"), text)
+    }
+
+    const SMOKE: &str = r#"
+name = "smoke"
+profile = "fixture"
+
+[vm]
+firmware = "bios"
+
+[[disks]]
+id = "install"
+size = "8GiB"
+bus = "virtio"
+
+[install]
+installation_disk = { by = "id", disk = "install" }
+
+[timeouts]
+bootkube = "5m"
+"#;
+
+    #[test]
+    fn a_small_scenario_resolves_its_defaults() {
+        let s = parse(SMOKE).unwrap();
+        assert_eq!(s.vm.vcpus, 2);
+        assert_eq!(s.vm.memory_mib, 3072);
+        assert_eq!(
+            s.install.installation_disk,
+            "/dev/disk/by-id/virtio-sno-install"
+        );
+        assert_eq!(s.install.install_disk_id.as_deref(), Some("install"));
+        assert_eq!(s.timeouts[&Phase::Bootkube].as_secs(), 300);
+        assert_eq!(s.fixture.unwrap().schedule, "fast");
+    }
+
+    fn err(text: &str) -> ScenarioError {
+        parse(text).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_the_line_and_what_is_valid() {
+        let e = err(&SMOKE.replace("bus = \"virtio\"", "bus = \"floppy\""));
+        assert_eq!(e.line, Some(11), "{e}");
+        assert!(e.message.contains("virtio"), "{e}");
+
+        let e = err(&SMOKE.replace("bootkube = \"5m\"", "bootcamp = \"5m\""));
+        assert_eq!(e.line, Some(17), "{e}");
+        assert!(e.message.contains("live-boot"), "{e}");
+
+        let e = err(&SMOKE.replace("disk = \"install\"", "disk = \"other\""));
+        assert_eq!(e.line, Some(14), "{e}");
+        assert!(e.message.contains("(install)"), "{e}");
+
+        let e = err(&SMOKE.replace("[vm]", "[vm]\ncolour = \"red\""));
+        assert_eq!(e.line, Some(6), "{e}");
+        assert!(e.to_string().starts_with("s.toml:6:"), "{e}");
+    }
+
+    #[test]
+    fn impossible_hardware_is_refused() {
+        let e = err(&SMOKE.replace("bus = \"virtio\"", "bus = \"sata\"\nsector = \"4k\""));
+        assert!(e.message.contains("SATA"), "{e}");
+        let e = err(&SMOKE.replace("bus = \"virtio\"", "sector = \"4k\""));
+        assert!(e.message.contains("4Kn"), "{e}");
+        assert!(parse(
+            &SMOKE
+                .replace("bus = \"virtio\"", "sector = \"4k\"")
+                .replace("firmware = \"bios\"", "firmware = \"uefi\"")
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn faults_are_checked_against_the_fixture() {
+        let e = err(&format!(
+            "{SMOKE}\n[fixture]\nfaults = [\"bootkube-explode\"]\n"
+        ));
+        assert_eq!(e.line, Some(20), "{e}");
+        assert!(e.message.contains("bootkube-fail"), "{e}");
+        assert!(parse(&format!(
+            "{SMOKE}\n[fixture]\nfaults = [\"operator-degraded:ingress\"]\n"
+        ))
+        .is_ok());
+    }
+
+    #[test]
+    fn literal_installation_disks_are_kept_as_written() {
+        let s =
+            parse(&SMOKE.replace("{ by = \"id\", disk = \"install\" }", "\"/dev/vdz\"")).unwrap();
+        assert_eq!(s.install.installation_disk, "/dev/vdz");
+        assert_eq!(s.install.install_disk_id, None);
+    }
+
+    #[test]
+    fn openshift_needs_a_pull_secret() {
+        let e = err(&SMOKE.replace("profile = \"fixture\"", "profile = \"openshift\""));
+        assert!(e.message.contains("pull_secret"), "{e}");
+    }
+}

@@ -1,0 +1,67 @@
+//! Sizes ("8GiB") and durations ("20m") as scenario files write them.
+
+/// Parses a byte size: a number with an optional binary (KiB, MiB, GiB, TiB) or decimal
+/// (K, M, G, T, KB, MB, GB, TB) suffix. A bare number is bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (examples: \"8GiB\", \"512MiB\")"))?;
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
+        "K" | "KB" => 1_000,
+        "M" | "MB" => 1_000_000,
+        "G" | "GB" => 1_000_000_000,
+        "T" | "TB" => 1_000_000_000_000,
+        other => {
+            return Err(format!(
+                "unknown size unit {other:?} in {s:?} (use B, KiB, MiB, GiB, TiB)"
+            ))
+        }
+    };
+    let bytes = value * mult as f64;
+    if !(bytes.is_finite() && bytes >= 1.0 && bytes < u64::MAX as f64) {
+        return Err(format!("{s:?} is not a usable size"));
+    }
+    Ok(bytes as u64)
+}
+
+/// Parses a duration such as "20m", "90s", "1h30m".
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s.trim()).map_err(|e| {
+        format!("{s:?} is not a duration ({e}; examples: \"90s\", \"20m\", \"1h30m\")")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("8GiB").unwrap(), 8 << 30);
+        assert_eq!(parse_size("512MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_size("120G").unwrap(), 120_000_000_000);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert!(parse_size("8 gallons")
+            .unwrap_err()
+            .contains("unknown size unit"));
+        assert!(parse_size("GiB").is_err());
+        assert!(parse_size("0").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("20m").unwrap().as_secs(), 1200);
+        assert_eq!(parse_duration("1h30m").unwrap().as_secs(), 5400);
+        assert!(parse_duration("soon").is_err());
+    }
+}

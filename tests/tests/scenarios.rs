@@ -1,0 +1,83 @@
+//! Every shipped scenario as a test case (libtest-mimic, so nextest can filter and shard them):
+//! `scenarios/smoke.toml` must pass, and each `scenarios/faults/*.toml` must end as its
+//! `[expect]` section says, by running the real flow on minisno under QEMU.
+
+use std::path::{Path, PathBuf};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use sno_harness::run::{check_expectation, run_scenario, RunOptions};
+use sno_harness::scenario;
+
+fn scenario_files(root: &Path) -> Vec<PathBuf> {
+    let mut files = vec![root.join("smoke.toml")];
+    let mut faults: Vec<PathBuf> = std::fs::read_dir(root.join("faults"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    faults.sort();
+    files.extend(faults);
+    files
+}
+
+fn run_file(path: &Path) -> Result<(), Failed> {
+    let s = scenario::load(path).map_err(|e| Failed::from(e.to_string()))?;
+    let out = tempfile::Builder::new()
+        .prefix(&format!("sno-scenario-{}-", s.name))
+        .tempdir()
+        .map_err(|e| Failed::from(e.to_string()))?;
+    let rt = tokio::runtime::Runtime::new().map_err(|e| Failed::from(e.to_string()))?;
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let result = rt.block_on(run_scenario(
+        &s,
+        RunOptions {
+            dir: out.path().to_path_buf(),
+            id: s.name.clone(),
+            params: Default::default(),
+            keep: false,
+            timeout_scale: 1.0,
+            cache_dir: sno_harness::fixture::default_cache_dir(),
+            replay: format!("sno-harness run {} --keep", path.display()),
+            interrupt: rx,
+        },
+    ));
+    match check_expectation(&s, &result) {
+        Ok(m) => {
+            eprintln!(
+                "{}: {m} ({:.0} s)",
+                s.name,
+                result.duration_ms as f64 / 1000.0
+            );
+            Ok(())
+        }
+        Err(m) => {
+            // Keep the evidence of a failure.
+            let kept = out.keep();
+            Err(Failed::from(format!(
+                "{m}\nrun directory: {}",
+                kept.display()
+            )))
+        }
+    }
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let trials = scenario_files(&root)
+        .into_iter()
+        .map(|p| {
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            let name = if p.parent().is_some_and(|d| d.ends_with("faults")) {
+                format!("fault::{name}")
+            } else {
+                name
+            };
+            Trial::test(name, move || run_file(&p))
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
