@@ -192,17 +192,21 @@ fn install_and_boot_from_disk(firmware: Firmware, sector: Sector, name: &str) {
         "{}",
         out.stdout
     );
-    step(
-        t0,
-        &format!("coreos-installer install took {install_s:.1} s"),
-    );
+    step(t0, &format!("MEASURE metal install: {install_s:.1} s"));
 
     let mark = m.console.line_count();
+    let t_reboot = Instant::now();
     let _ = live.exec("sudo systemctl reboot");
     drop(live);
     m.wait_for_console_after(mark, "minisno: disk system up");
     let disk = m.wait_for_ssh();
-    step(t0, "installed system up after the reset");
+    step(
+        t0,
+        &format!(
+            "MEASURE reboot to SSH into the installed system (first boot): {:.1} s",
+            t_reboot.elapsed().as_secs_f64()
+        ),
+    );
     assert_ne!(
         disk.host_key_sha256, live_key,
         "a new system has a new host key"
@@ -236,11 +240,18 @@ fn install_and_boot_from_disk(firmware: Firmware, sector: Sector, name: &str) {
         "sudo rm /etc/minisno-test/firstboot && echo kept | sudo tee /etc/minisno-test/persist",
     );
     let mark = m.console.line_count();
+    let t_reboot = Instant::now();
     let _ = disk.exec("sudo systemctl reboot");
     drop(disk);
     m.wait_for_console_after(mark, "minisno: disk system up");
     let again = m.wait_for_ssh();
-    step(t0, "second boot from disk up");
+    step(
+        t0,
+        &format!(
+            "MEASURE reboot to SSH (second boot from disk): {:.1} s",
+            t_reboot.elapsed().as_secs_f64()
+        ),
+    );
     succeed(&again, "test ! -e /etc/minisno-test/firstboot");
     assert_eq!(succeed(&again, "cat /etc/minisno-test/persist"), "kept\n");
     assert!(

@@ -104,6 +104,9 @@ pub struct GuestStatus {
     pub install_restarts: u32,
     /// Bootstrap files still present after the reboot (SNO-CONTRACT.md §6).
     pub bootstrap_files: Vec<String>,
+    /// The guest's clock when it answered, nanoseconds since the epoch: with the event's host
+    /// time it gives the clock offset, so guest timestamps (journal) map onto the host's.
+    pub guest_time_ns: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

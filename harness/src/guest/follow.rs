@@ -32,12 +32,12 @@ en=$(systemctl is-enabled bootkube.service 2>/dev/null)
 st=$(systemctl show -p ActiveState --value bootkube.service)/$(systemctl show -p Result --value bootkube.service)
 nr=$(systemctl show -p NRestarts --value bootkube.service); ir=$(systemctl show -p NRestarts --value install-to-disk.service)
 files=$(ls -d /etc/kubernetes/bootstrap-secrets /etc/kubernetes/bootstrap-configs /usr/local/bin/installer-gather.sh /usr/local/bin/installer-masters-gather.sh /var/log/log-bundle-bootstrap.tar.gz /opt/openshift 2>/dev/null | tr '\n' ' ')
-echo "$b|$l|$bd|$id|$en|$st|$nr|$ir|$files""#;
+echo "$b|$l|$bd|$id|$en|$st|$nr|$ir|$files|$(date +%s%N)""#;
 
 /// Parses the status line (and the session's host key) into a `GuestStatus`.
 pub fn parse_status(line: &str, host_key: &str) -> Option<GuestStatus> {
     let f: Vec<&str> = line.trim().split('|').collect();
-    if f.len() != 9 || f[0].is_empty() {
+    if f.len() != 10 || f[0].is_empty() {
         return None;
     }
     Some(GuestStatus {
@@ -51,6 +51,7 @@ pub fn parse_status(line: &str, host_key: &str) -> Option<GuestStatus> {
         bootkube_restarts: f[6].parse().unwrap_or(0),
         install_restarts: f[7].parse().unwrap_or(0),
         bootstrap_files: f[8].split_whitespace().map(str::to_string).collect(),
+        guest_time_ns: f[9].trim().parse().unwrap_or(0),
     })
 }
 
@@ -265,9 +266,10 @@ mod tests {
 
     #[test]
     fn status_lines_parse() {
-        let s = parse_status("abc|1|1|0|enabled|active/success|0|2|/opt/openshift /etc/kubernetes/bootstrap-secrets \n", "hk").unwrap();
+        let s = parse_status("abc|1|1|0|enabled|active/success|0|2|/opt/openshift /etc/kubernetes/bootstrap-secrets |1700000000123456789\n", "hk").unwrap();
         assert!(s.live && s.bootkube_done && !s.install_to_disk_done);
         assert_eq!(s.install_restarts, 2);
+        assert_eq!(s.guest_time_ns, 1_700_000_000_123_456_789);
         assert_eq!(
             s.bootstrap_files,
             ["/opt/openshift", "/etc/kubernetes/bootstrap-secrets"]

@@ -1,0 +1,113 @@
+//! Ctrl-C during bootkube: the run ends within 10 s with verdict `error` and reason
+//! `interrupted`, keeps its evidence, and leaves no QEMU, socket or disk behind.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn qemu_processes_for(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains("qemu-system") && cmd.contains(&dir.display().to_string()) {
+                found.push(cmd);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn ctrl_c_during_bootkube_stops_the_run_cleanly() {
+    let out = tempfile::Builder::new()
+        .prefix("sno-interrupt-")
+        .tempdir()
+        .unwrap();
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("run")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(out.path())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = out.path().join("smoke");
+    let events = dir.join("events.jsonl");
+
+    // Wait until the harness is in its bootkube phase: the live system was seen (which ends
+    // live-boot) and bootkube.sh has printed a line after that.
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&events).unwrap_or_default();
+        let live_seen = text
+            .lines()
+            .position(|l| l.contains("\"kind\":\"guest-status\"") && l.contains("\"live\":true"));
+        let bootkube_after = live_seen.is_some_and(|i| {
+            text.lines().skip(i).any(|l| {
+                l.contains("\"kind\":\"journal\"")
+                    && l.contains("bootkube.service")
+                    && l.contains("Rendering")
+            })
+        });
+        if bootkube_after {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before bootkube started"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "bootkube never started"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        !qemu_processes_for(&dir).is_empty(),
+        "QEMU runs during bootkube"
+    );
+
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let interrupted = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            interrupted.elapsed() < Duration::from_secs(10),
+            "the run did not stop within 10 s of Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let took = interrupted.elapsed();
+    eprintln!("stopped {:.1} s after SIGINT", took.as_secs_f64());
+    assert_eq!(
+        status.code(),
+        Some(4),
+        "an interrupted run is a harness error (exit 4)"
+    );
+
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["verdict"], "error");
+    assert_eq!(result["reason"], "interrupted");
+    assert_eq!(result["failed_phase"], "bootkube");
+    // The evidence stays; the VM and everything it needed are gone.
+    for kept in [
+        "events.jsonl",
+        "serial.log",
+        "vm.txt",
+        "install-config.yaml",
+        "junit.xml",
+        "summary.md",
+    ] {
+        assert!(dir.join(kept).is_file(), "{kept} is kept");
+    }
+    assert!(qemu_processes_for(&dir).is_empty(), "QEMU outlived the run");
+    for gone in ["disks", "live.iso", "serial.sock", "qmp.sock"] {
+        assert!(!dir.join(gone).exists(), "{gone} was left behind");
+    }
+}

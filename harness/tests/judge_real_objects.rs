@@ -1,0 +1,91 @@
+//! The API judgements against objects shaped as real OpenShift 4.17 clusters serve them
+//! (written from the openshift/api and Kubernetes types), so the `openshift` profile's checks
+//! are tested without a cluster.
+
+use std::time::Duration;
+
+use sno_harness::health::judge;
+
+fn load(name: &str) -> serde_json::Value {
+    let path = format!("{}/tests/data/openshift/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_completed_cluster_version_is_available() {
+    let j = judge::cluster_version(&load("clusterversion-completed.json"));
+    assert!(j.ok, "{}", j.detail);
+    assert!(j.detail.contains("4.17.0"));
+}
+
+#[test]
+fn an_installing_cluster_version_quotes_the_degraded_operator() {
+    let j = judge::cluster_version(&load("clusterversion-installing.json"));
+    assert!(!j.ok);
+    assert!(j.detail.contains("Failing=True"), "{}", j.detail);
+    assert!(
+        j.detail.contains("Cluster operator ingress is degraded"),
+        "{}",
+        j.detail
+    );
+}
+
+#[test]
+fn operators_name_each_problem_with_its_message() {
+    let now = humantime::parse_rfc3339("2024-10-14T10:00:00Z").unwrap();
+    let j = judge::cluster_operators(&load("clusteroperators.json"), now, Duration::from_secs(30));
+    assert!(!j.ok);
+    assert!(
+        j.detail.starts_with("2 of 3 operators not ready"),
+        "{}",
+        j.detail
+    );
+    assert!(
+        j.detail.contains("ingress: Available=True Degraded=True"),
+        "{}",
+        j.detail
+    );
+    assert!(
+        j.detail.contains("CanaryChecksRepetitiveFailures"),
+        "{}",
+        j.detail
+    );
+    assert!(
+        j.detail.contains("console: Available=False"),
+        "{}",
+        j.detail
+    );
+    assert!(!j.detail.contains("etcd:"), "{}", j.detail);
+}
+
+#[test]
+fn operators_must_have_settled_for_thirty_seconds() {
+    let mut list = load("clusteroperators.json");
+    list["items"] = serde_json::Value::Array(vec![list["items"][0].clone()]);
+    let progressing_ended = humantime::parse_rfc3339("2024-10-14T09:44:40Z").unwrap();
+    let j = judge::cluster_operators(
+        &list,
+        progressing_ended + Duration::from_secs(10),
+        Duration::from_secs(30),
+    );
+    assert!(!j.ok && j.detail.contains("etcd (10 s)"), "{}", j.detail);
+    let j = judge::cluster_operators(
+        &list,
+        progressing_ended + Duration::from_secs(31),
+        Duration::from_secs(30),
+    );
+    assert!(j.ok, "{}", j.detail);
+}
+
+#[test]
+fn the_single_node_is_ready() {
+    let j = judge::single_node_ready(&load("nodes.json"));
+    assert!(j.ok, "{}", j.detail);
+    assert!(j.detail.contains("sno.example.test"));
+}
+
+#[test]
+fn etcd_reports_the_bootstrap_member_removed() {
+    let j = judge::etcd_bootstrap_member_removed(&load("etcd.json"));
+    assert!(j.ok, "{}", j.detail);
+}
