@@ -13,23 +13,9 @@ pub const SCHEMA: &str = "sno-harness/result/v1";
 /// The file name inside a run directory.
 pub const RESULT_FILE: &str = "result.json";
 
-const PHASES: [&str; 11] = [
-    "assets",
-    "live-boot",
-    "bootkube",
-    "install-to-disk",
-    "reboot",
-    "disk-boot",
-    "api-ready",
-    "bootstrap-complete",
-    "node-ready",
-    "cluster-ready",
-    "bootstrap-cleanup",
-];
-
-/// The phase names of the contract, in order.
-pub fn phase_names() -> &'static [&'static str] {
-    &PHASES
+/// The phase names of the contract, in order (one list: `flow::phase::Phase`).
+pub fn phase_names() -> Vec<&'static str> {
+    crate::flow::phase::Phase::names()
 }
 
 /// Formats a time as RFC 3339 UTC with second precision, e.g. `2026-11-29T23:00:00Z`.
@@ -209,9 +195,9 @@ pub enum ResultError {
 impl RunResult {
     /// Every contract phase, all `not-reached`: the starting point of a run's phase list.
     pub fn unreached_phases() -> Vec<PhaseResult> {
-        PHASES
-            .iter()
-            .map(|p| PhaseResult::not_reached(*p))
+        phase_names()
+            .into_iter()
+            .map(PhaseResult::not_reached)
             .collect()
     }
 
@@ -272,7 +258,7 @@ pub(crate) mod tests {
     /// A passed run with every phase timed and a disk write.
     pub(crate) fn sample_pass(id: &str) -> RunResult {
         let mut t = 0;
-        let phases = PHASES
+        let phases = phase_names()
             .iter()
             .map(|name| {
                 let start = t;
