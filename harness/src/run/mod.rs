@@ -232,15 +232,19 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
     let started_at = SystemTime::now();
     let mut artifacts = BTreeMap::new();
     let dir = opts.dir.clone();
-    let mut machine = Machine::new(MachineConfig {
-        timeouts: phase_timeouts(s, Accel::Tcg, opts.timeout_scale),
-        write_stall: Duration::from_secs(120).mul_f64(opts.timeout_scale),
-        bootkube_max_restarts: 3,
-    });
+    // Timeouts depend on the accelerator, so the machine is made once it is known.
+    let new_machine = |accel: Accel| {
+        Machine::new(MachineConfig {
+            timeouts: phase_timeouts(s, accel, opts.timeout_scale),
+            write_stall: Duration::from_secs(120).mul_f64(opts.timeout_scale),
+            bootkube_max_restarts: 3,
+        })
+    };
     let accel = accel::decide(s.vm.accel);
     let (accel, accel_reason) = match accel {
         Ok(d) => (d.accel, d.reason),
         Err(e) => {
+            let mut machine = new_machine(Accel::Kvm);
             machine.start(0);
             machine.error(0, e.to_string());
             return finish(
@@ -250,7 +254,7 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
                     machine,
                     started_at,
                     duration: started.elapsed(),
-                    accel: Accel::Tcg,
+                    accel: Accel::Kvm,
                     accel_reason: e.to_string(),
                     artifacts,
                     install_disk: None,
@@ -258,18 +262,12 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
             );
         }
     };
-    // Timeouts depend on the accelerator; rebuild with the real one.
-    machine = Machine::new(MachineConfig {
-        timeouts: phase_timeouts(s, accel, opts.timeout_scale),
-        write_stall: Duration::from_secs(120).mul_f64(opts.timeout_scale),
-        bootkube_max_restarts: 3,
-    });
+    let machine = new_machine(accel);
     say(
         started,
         &format!("{}: accelerator {accel:?} ({accel_reason})", opts.id),
     );
-    let record = drive(s, &opts, &dir, machine, started, accel, &mut artifacts).await;
-    let machine = record;
+    let machine = drive(s, &opts, &dir, machine, started, accel, &mut artifacts).await;
     finish(
         s,
         &opts,
@@ -617,10 +615,7 @@ fn handle(
 ) -> Vec<Action> {
     match log.record(source, signal) {
         Ok(ev) => machine.on_event(&ev),
-        Err(e) => {
-            let t = 0;
-            machine.error(t, format!("writing events.jsonl: {e}"))
-        }
+        Err(e) => machine.error(0, format!("writing events.jsonl: {e}")),
     }
 }
 
