@@ -207,6 +207,7 @@ fn install_and_boot_from_disk(firmware: Firmware, sector: Sector, name: &str) {
             t_reboot.elapsed().as_secs_f64()
         ),
     );
+    profile_boot(&m, &disk, mark);
     assert_ne!(
         disk.host_key_sha256, live_key,
         "a new system has a new host key"
@@ -245,6 +246,7 @@ fn install_and_boot_from_disk(firmware: Firmware, sector: Sector, name: &str) {
     drop(disk);
     m.wait_for_console_after(mark, "minisno: disk system up");
     let again = m.wait_for_ssh();
+    profile_boot(&m, &again, mark);
     step(
         t0,
         &format!(
@@ -260,6 +262,31 @@ fn install_and_boot_from_disk(firmware: Firmware, sector: Sector, name: &str) {
             .any(|l| l.contains("applying Ignition config")),
         "Ignition ran again on the second boot"
     );
+}
+
+/// With `SNO_E2E_PROFILE` set, prints where a boot spent its time: the console since `mark`
+/// (host timestamps are in serial.log) and systemd's own accounting. For measurement runs.
+fn profile_boot(m: &Machine, ssh: &sno_harness::guest::ssh::SshSession, mark: usize) {
+    if std::env::var_os("SNO_E2E_PROFILE").is_none() {
+        return;
+    }
+    let log = std::fs::read_to_string(m.dir.path().join("serial.log")).unwrap_or_default();
+    eprintln!("--- PROFILE serial.log (from console line {mark}) ---");
+    for line in log.lines().skip(mark) {
+        eprintln!("{line}");
+    }
+    for cmd in [
+        "systemd-analyze time",
+        "systemd-analyze blame --no-pager | head -25",
+        "systemd-analyze critical-chain --no-pager ssh.service",
+        "sudo journalctl -b -o short-monotonic --no-pager | grep -v kernel: | head -200",
+    ] {
+        let out = ssh
+            .exec(cmd)
+            .map(|o| o.stdout)
+            .unwrap_or_else(|e| e.to_string());
+        eprintln!("--- PROFILE {cmd} ---\n{out}");
+    }
 }
 
 #[test]

@@ -99,11 +99,35 @@ pub struct SshSession {
     pub host_key_sha256: String,
 }
 
+/// How long a connection attempt waits for the server's first bytes. Through QEMU's user
+/// networking the TCP connect to the forwarded port succeeds at once whatever the guest's
+/// state; while the guest has no address yet, nothing ever answers, and a handshake that waits
+/// its full I/O timeout would delay noticing the guest by that much. sshd sends its version
+/// line as soon as it accepts, so a short wait for it tells a live server from a dead end.
+const BANNER_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Waits up to `timeout` for the server to send something, without consuming it.
+fn wait_for_banner(tcp: &TcpStream, timeout: Duration) -> std::io::Result<()> {
+    tcp.set_read_timeout(Some(timeout))?;
+    let mut first = [0u8; 4];
+    let n = tcp.peek(&mut first)?;
+    tcp.set_read_timeout(None)?;
+    if n == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionAborted,
+            "closed before the SSH version line",
+        ));
+    }
+    Ok(())
+}
+
 impl SshTarget {
     /// One connection attempt: TCP, handshake, public-key authentication.
     pub fn connect(&self, io_timeout: Duration) -> Result<SshSession, SshError> {
         let addr = self.addr;
         let tcp = TcpStream::connect_timeout(&addr, io_timeout)
+            .map_err(|source| SshError::Connect { addr, source })?;
+        wait_for_banner(&tcp, io_timeout.min(BANNER_TIMEOUT))
             .map_err(|source| SshError::Connect { addr, source })?;
         let mut session = ssh2::Session::new().map_err(|source| SshError::Protocol {
             addr,
@@ -236,5 +260,45 @@ mod tests {
         assert!(k.public_openssh.ends_with(" sno-harness test"));
         assert!(k.private_openssh.contains("BEGIN OPENSSH PRIVATE KEY"));
         assert!(!format!("{k:?}").contains("PRIVATE"));
+    }
+
+    fn target(addr: SocketAddr) -> SshTarget {
+        SshTarget {
+            addr,
+            user: "core".into(),
+            key: SshKeyPair::generate("t").unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_silent_peer_is_given_up_on_after_the_banner_timeout_not_the_io_timeout() {
+        // What QEMU's hostfwd looks like while the guest has no address: accepted, then silence.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let hold = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            std::thread::sleep(BANNER_TIMEOUT + Duration::from_secs(1));
+            drop(conn);
+        });
+        let start = std::time::Instant::now();
+        let err = target(addr).connect(Duration::from_secs(30)).err().unwrap();
+        let took = start.elapsed();
+        assert!(matches!(err, SshError::Connect { .. }), "{err}");
+        // Well under the 30 s I/O timeout, whatever the load on the machine running the test.
+        assert!(
+            took >= BANNER_TIMEOUT && took < Duration::from_secs(15),
+            "{took:?}"
+        );
+        hold.join().unwrap();
+    }
+
+    #[test]
+    fn a_peer_that_closes_at_once_is_a_connect_error() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let close = std::thread::spawn(move || drop(listener.accept().unwrap()));
+        let err = target(addr).connect(Duration::from_secs(30)).err().unwrap();
+        assert!(matches!(err, SshError::Connect { .. }), "{err}");
+        close.join().unwrap();
     }
 }

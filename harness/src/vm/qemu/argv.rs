@@ -3,6 +3,14 @@
 
 use crate::vm::{Accel, Bus, Firmware, VmSpec, OVMF_CODE};
 
+/// Size in MiB of TCG's translation cache. QEMU 7.2's default is 1 GiB. With a cache that
+/// large, the first boot after a guest reset that follows a busy system (the live ISO after
+/// `coreos-installer` has run) is several times slower: measured on this host, GRUB took 21-28 s
+/// to load the kernel instead of 6 s and the initramfs unpacked in 2-12 s instead of 0.2 s,
+/// putting the first disk boot at 50-56 s to SSH. With 64 MiB it is 24 s; the live boot and the
+/// disk write are unchanged, and each VM's RSS is smaller.
+pub const TCG_TB_SIZE_MIB: u32 = 64;
+
 /// AHCI port of the CD-ROM on q35's built-in controller; SATA disks take ports from 0 up.
 const CDROM_AHCI_PORT: usize = 5;
 
@@ -19,7 +27,7 @@ pub fn qemu_argv(spec: &VmSpec) -> Vec<String> {
             "-machine",
             "q35",
             "-accel",
-            "tcg,thread=multi",
+            &format!("tcg,thread=multi,tb-size={TCG_TB_SIZE_MIB}"),
             "-cpu",
             "max",
         ]),

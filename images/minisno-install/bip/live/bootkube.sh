@@ -18,7 +18,7 @@ stage() {
     echo "$line"
     sleep "$STAGE_DELAY"
     stage_hook "$marker"
-    touch "$marker.done"
+    : > "$marker.done"
     record_service_stage_success
 }
 
