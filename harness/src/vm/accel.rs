@@ -1,6 +1,11 @@
-//! Choosing the accelerator: KVM only when it can work, else TCG, always with the reason.
+//! Choosing the accelerator: KVM only when it is proven to work, else TCG, always with the
+//! reason.
+
+pub mod trial;
 
 use std::fs::OpenOptions;
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,21 +37,37 @@ pub struct AccelDecision {
 #[error("KVM was requested but cannot be used: {0}")]
 pub struct KvmUnusable(pub String);
 
-/// Decides on the accelerator. `auto` takes KVM only when the CPU advertises hardware
-/// virtualisation and /dev/kvm opens read-write; a nested setup without `vmx`/`svm` has a
-/// /dev/kvm whose guests hang, which is why the CPU flags are checked too.
+/// Decides on the accelerator. `auto` takes KVM only after proving it works: the CPU advertises
+/// hardware virtualisation, /dev/kvm opens read-write, and a trial guest (`trial`) runs under
+/// `-accel kvm` with the real VMs' CPU model. A nested host can pass the first two and still
+/// hang or abort its guests, hence the trial. The verdict is computed once per process.
 pub fn decide(choice: AccelChoice) -> Result<AccelDecision, KvmUnusable> {
-    let probe = probe_kvm();
-    match (choice, probe) {
+    if choice == AccelChoice::Tcg {
+        // Nothing to prove: do not spend a trial on it.
+        return decide_from(choice, &Ok(Duration::ZERO));
+    }
+    decide_from(choice, kvm_verdict())
+}
+
+/// The decision given the KVM verdict (`Ok` = the trial's duration, `Err` = the evidence).
+fn decide_from(
+    choice: AccelChoice,
+    kvm: &Result<Duration, String>,
+) -> Result<AccelDecision, KvmUnusable> {
+    match (choice, kvm) {
         (AccelChoice::Tcg, _) => Ok(AccelDecision {
             accel: Accel::Tcg,
             reason: "TCG requested".into(),
         }),
-        (AccelChoice::Kvm, Ok(())) | (AccelChoice::Auto, Ok(())) => Ok(AccelDecision {
+        (AccelChoice::Kvm | AccelChoice::Auto, Ok(took)) => Ok(AccelDecision {
             accel: Accel::Kvm,
-            reason: "KVM usable (vmx/svm present, /dev/kvm opens)".into(),
+            reason: format!(
+                "KVM usable (vmx/svm present, /dev/kvm opens, a trial guest ran under -accel kvm \
+                 in {:.2} s)",
+                took.as_secs_f64()
+            ),
         }),
-        (AccelChoice::Kvm, Err(why)) => Err(KvmUnusable(why)),
+        (AccelChoice::Kvm, Err(why)) => Err(KvmUnusable(why.clone())),
         (AccelChoice::Auto, Err(why)) => Ok(AccelDecision {
             accel: Accel::Tcg,
             reason: format!("KVM unusable ({why}); falling back to TCG, expect slow guests"),
@@ -54,7 +75,20 @@ pub fn decide(choice: AccelChoice) -> Result<AccelDecision, KvmUnusable> {
     }
 }
 
-fn probe_kvm() -> Result<(), String> {
+/// Whether KVM works, proven once per process: several VMs in one run share the verdict
+/// instead of each paying for (and logging) a trial.
+fn kvm_verdict() -> &'static Result<Duration, String> {
+    static VERDICT: OnceLock<Result<Duration, String>> = OnceLock::new();
+    VERDICT.get_or_init(|| {
+        let verdict = probe_kvm();
+        // Debug only: every caller logs the decision's reason itself (run, doctor, plan).
+        tracing::debug!(?verdict, "KVM verdict");
+        verdict
+    })
+}
+
+/// The cheap checks first (they explain the common failures best), then the trial.
+fn probe_kvm() -> Result<Duration, String> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     cpu_has_virtualisation(&cpuinfo)?;
     OpenOptions::new()
@@ -62,7 +96,7 @@ fn probe_kvm() -> Result<(), String> {
         .write(true)
         .open("/dev/kvm")
         .map_err(|e| format!("/dev/kvm: {e}"))?;
-    Ok(())
+    trial::trial_boot(Accel::Kvm).map_err(|e| format!("trial guest under -accel kvm: {e}"))
 }
 
 fn cpu_has_virtualisation(cpuinfo: &str) -> Result<(), String> {
@@ -87,6 +121,43 @@ mod tests {
         assert!(cpu_has_virtualisation("flags\t\t: fpu svm\n").is_ok());
         let err = cpu_has_virtualisation("flags\t\t: fpu sse hypervisor\n").unwrap_err();
         assert!(err.contains("vmx"), "{err}");
+    }
+
+    #[test]
+    fn a_passed_trial_means_kvm_for_auto_and_kvm() {
+        let ok = Ok(Duration::from_millis(60));
+        for choice in [AccelChoice::Auto, AccelChoice::Kvm] {
+            let d = decide_from(choice, &ok).unwrap();
+            assert_eq!(d.accel, Accel::Kvm);
+            assert!(d.reason.contains("trial guest ran"), "{}", d.reason);
+            assert!(d.reason.contains("0.06 s"), "{}", d.reason);
+        }
+    }
+
+    #[test]
+    fn a_failed_trial_means_tcg_for_auto_with_the_evidence() {
+        let failed = Err("trial guest under -accel kvm: KVM internal error; stderr: \"KVM internal error. Suberror: 1\"".to_string());
+        let d = decide_from(AccelChoice::Auto, &failed).unwrap();
+        assert_eq!(d.accel, Accel::Tcg);
+        assert_eq!(
+            d.reason,
+            "KVM unusable (trial guest under -accel kvm: KVM internal error; stderr: \
+             \"KVM internal error. Suberror: 1\"); falling back to TCG, expect slow guests"
+        );
+    }
+
+    #[test]
+    fn a_failed_trial_is_an_error_when_kvm_is_required() {
+        let failed = Err("trial guest under -accel kvm: no exit within 10s, killed".to_string());
+        let e = decide_from(AccelChoice::Kvm, &failed).unwrap_err();
+        assert!(e.to_string().contains("no exit within 10s"), "{e}");
+    }
+
+    #[test]
+    fn tcg_requested_ignores_kvm() {
+        let d = decide_from(AccelChoice::Tcg, &Err("whatever".into())).unwrap();
+        assert_eq!(d.accel, Accel::Tcg);
+        assert_eq!(d.reason, "TCG requested");
     }
 
     #[test]
