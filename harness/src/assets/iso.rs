@@ -2,8 +2,10 @@
 //! its sha256 and kept in a cache by digest.
 
 use std::fs::{self, File};
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, ErrorKind, Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
@@ -15,14 +17,21 @@ pub enum IsoError {
         #[source]
         source: std::io::Error,
     },
+    #[error("the stream metadata gives {0:?} as the ISO's sha256, which is not 64 hex digits")]
+    BadSha256(String),
     #[error("the ISO at {location} has sha256 {actual}, but the stream metadata says {expected}")]
     Digest {
         location: String,
         expected: String,
         actual: String,
     },
+    /// `status` is the HTTP status when the server answered with an error.
     #[error("downloading {location}: {message}")]
-    Download { location: String, message: String },
+    Download {
+        location: String,
+        status: Option<u16>,
+        message: String,
+    },
     #[error("unsupported ISO location {0:?} (file://, http:// or https:// URLs)")]
     Scheme(String),
     #[error("{what}: {source}")]
@@ -31,6 +40,10 @@ pub enum IsoError {
         #[source]
         source: std::io::Error,
     },
+}
+
+fn io(what: String) -> impl FnOnce(std::io::Error) -> IsoError {
+    move |source| IsoError::Io { what, source }
 }
 
 fn sha256_of(mut r: impl Read) -> std::io::Result<String> {
@@ -48,14 +61,14 @@ fn sha256_of(mut r: impl Read) -> std::io::Result<String> {
 
 /// Percent-decoding of a file URL's path.
 fn file_url_path(url: &str) -> Option<PathBuf> {
-    let rest = url.strip_prefix("file://")?;
-    let bytes = rest.as_bytes();
+    let bytes = url.strip_prefix("file://")?.as_bytes();
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?, 16) {
-                out.push(b);
+            if let (Some(hi), Some(lo)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push(hi << 4 | lo);
                 i += 3;
                 continue;
             }
@@ -70,92 +83,550 @@ fn file_url_path(url: &str) -> Option<PathBuf> {
 /// verification is remembered by size and modification time); downloads land in
 /// `cache/<sha256>.iso`.
 pub fn fetch_iso(location: &str, sha256: &str, cache: &Path) -> Result<PathBuf, IsoError> {
-    let io = |what: String| move |source| IsoError::Io { what, source };
-    fs::create_dir_all(cache).map_err(io(format!("creating {}", cache.display())))?;
-    if let Some(path) = file_url_path(location) {
-        let meta = fs::metadata(&path).map_err(|source| IsoError::Missing {
-            location: location.into(),
-            source,
-        })?;
-        let mtime = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let stamp = format!("{}\n{}\n{}\n", path.display(), meta.len(), mtime);
-        let memo = cache.join(format!("{sha256}.verified"));
-        if fs::read_to_string(&memo).ok().as_deref() == Some(stamp.as_str()) {
-            return Ok(path);
-        }
-        let f = File::open(&path).map_err(|source| IsoError::Missing {
-            location: location.into(),
-            source,
-        })?;
-        let actual =
-            sha256_of(BufReader::new(f)).map_err(io(format!("reading {}", path.display())))?;
-        if actual != sha256 {
-            return Err(IsoError::Digest {
-                location: location.into(),
-                expected: sha256.into(),
-                actual,
-            });
-        }
-        let _ = fs::write(&memo, stamp);
-        return Ok(path);
+    fetch_with(&agent_config().build().new_agent(), location, sha256, cache)
+}
+
+/// The HTTP client: ureq's rustls with the webpki roots, and the proxy from the environment.
+/// A mirror that never answers or stops sending fails the run instead of hanging it; there is
+/// no limit on the whole transfer, since an ISO's size over the link's speed is unknown.
+fn agent_config() -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
+    ureq::Agent::config_builder()
+        .timeout_connect(Some(Duration::from_secs(30)))
+        .timeout_per_read(Some(Duration::from_secs(60)))
+}
+
+fn fetch_with(
+    agent: &ureq::Agent,
+    location: &str,
+    sha256: &str,
+    cache: &Path,
+) -> Result<PathBuf, IsoError> {
+    // The digest names files in the cache, so it must be nothing but a digest.
+    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(IsoError::BadSha256(sha256.into()));
     }
-    if !(location.starts_with("http://") || location.starts_with("https://")) {
+    let sha256 = &sha256.to_ascii_lowercase();
+    let path = file_url_path(location);
+    if path.is_none() && !(location.starts_with("http://") || location.starts_with("https://")) {
         return Err(IsoError::Scheme(location.into()));
     }
+    fs::create_dir_all(cache).map_err(io(format!("creating {}", cache.display())))?;
+    match path {
+        Some(path) => verify_file(location, path, sha256, cache),
+        None => download_cached(agent, location, sha256, cache),
+    }
+}
+
+/// Verifies a local ISO in place. Hashing a GiB on every run is slow, so a memo records the
+/// path, size and modification time that were last found to match.
+fn verify_file(
+    location: &str,
+    path: PathBuf,
+    sha256: &str,
+    cache: &Path,
+) -> Result<PathBuf, IsoError> {
+    let missing = |source| IsoError::Missing {
+        location: location.into(),
+        source,
+    };
+    let meta = fs::metadata(&path).map_err(missing)?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let stamp = format!("{}\n{}\n{}\n", path.display(), meta.len(), mtime);
+    let memo = cache.join(format!("{sha256}.verified"));
+    if fs::read_to_string(&memo).ok().as_deref() == Some(stamp.as_str()) {
+        return Ok(path);
+    }
+    let f = File::open(&path).map_err(missing)?;
+    let actual = sha256_of(BufReader::new(f)).map_err(io(format!("reading {}", path.display())))?;
+    if actual != sha256 {
+        return Err(IsoError::Digest {
+            location: location.into(),
+            expected: sha256.into(),
+            actual,
+        });
+    }
+    // Only an optimisation: without the memo the next run hashes again.
+    let _ = fs::write(&memo, stamp);
+    Ok(path)
+}
+
+/// Downloads into `cache/<sha256>.iso` unless it is there. The file is only ever renamed into
+/// place after its digest matched, so its presence is proof enough and no request is made.
+fn download_cached(
+    agent: &ureq::Agent,
+    location: &str,
+    sha256: &str,
+    cache: &Path,
+) -> Result<PathBuf, IsoError> {
     let dest = cache.join(format!("{sha256}.iso"));
     if dest.is_file() {
         return Ok(dest);
     }
-    let tmp = cache.join(format!(".{sha256}.iso.partial-{}", std::process::id()));
-    let result = download(location, &tmp).and_then(|actual| {
-        if actual == sha256 {
-            fs::rename(&tmp, &dest).map_err(io(format!("moving {}", dest.display())))
-        } else {
-            Err(IsoError::Digest {
-                location: location.into(),
-                expected: sha256.into(),
-                actual,
-            })
-        }
-    });
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    // One download per digest at a time, across threads and processes: a waiter finds the file
+    // its holder made instead of downloading a GiB again, and a partial download seen under
+    // the lock can only be a dead process's. The empty lock file stays, since removing it would
+    // let a newcomer lock a fresh inode while a waiter holds the old one.
+    let lock_path = cache.join(format!(".{sha256}.lock"));
+    let lock = File::create(&lock_path).map_err(io(format!("creating {}", lock_path.display())))?;
+    lock.lock()
+        .map_err(io(format!("locking {}", lock_path.display())))?;
+    if dest.is_file() {
+        return Ok(dest);
     }
-    result.map(|()| dest)
+    let prefix = format!(".{sha256}.iso.");
+    remove_stale_partials(cache, &prefix);
+    // Dropped (and so removed) on every error below; the ISO is public, hence 0644.
+    let mut partial = tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(".partial")
+        .permissions(fs::Permissions::from_mode(0o644))
+        .tempfile_in(cache)
+        .map_err(io(format!("creating a download in {}", cache.display())))?;
+    let actual = download(agent, location, &mut partial)?;
+    if actual != sha256 {
+        return Err(IsoError::Digest {
+            location: location.into(),
+            expected: sha256.into(),
+            actual,
+        });
+    }
+    partial
+        .persist(&dest)
+        .map_err(|e| io(format!("moving the download to {}", dest.display()))(e.error))?;
+    // Makes the rename durable; a failure only costs a download after a crash.
+    let _ = File::open(cache).and_then(|d| d.sync_all());
+    Ok(dest)
 }
 
-/// Downloads to `to`, returning the sha256 of what was written.
-fn download(location: &str, to: &Path) -> Result<String, IsoError> {
-    let err = |message: String| IsoError::Download {
+/// Partial downloads of this digest left by a process that died mid-download. Called under the
+/// lock, so none of them is being written.
+fn remove_stale_partials(cache: &Path, prefix: &str) {
+    for entry in fs::read_dir(cache).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(prefix) && name.ends_with(".partial") {
+            tracing::info!(
+                "removing a stale partial download {}",
+                entry.path().display()
+            );
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Streams `location` into `partial`, hashing as it writes, logging each tenth when the size
+/// is known, and syncing at the end; returns the sha256 of what was written.
+fn download(
+    agent: &ureq::Agent,
+    location: &str,
+    partial: &mut tempfile::NamedTempFile,
+) -> Result<String, IsoError> {
+    let err = |status, message| IsoError::Download {
         location: location.into(),
+        status,
         message,
     };
-    let mut resp = ureq::get(location).call().map_err(|e| err(e.to_string()))?;
+    let mut resp = agent.get(location).call().map_err(|e| match e {
+        ureq::Error::StatusCode(code) => err(Some(code), format!("the server answered {code}")),
+        e => err(None, e.to_string()),
+    })?;
+    let total = resp.body().content_length().filter(|&n| n > 0);
+    match total {
+        Some(n) => tracing::info!("downloading {location} ({} MiB)", n >> 20),
+        None => tracing::info!("downloading {location} (size unknown)"),
+    }
+    let what = format!("writing {}", partial.path().display());
+    let out = partial.as_file_mut();
     let mut reader = resp.body_mut().as_reader();
-    let mut out = File::create(to).map_err(|e| err(format!("creating {}: {e}", to.display())))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
+    let (mut done, mut tenths) = (0u64, 0u64);
     loop {
-        let n = reader.read(&mut buf).map_err(|e| err(e.to_string()))?;
-        if n == 0 {
-            break;
-        }
+        // A body cut short of its Content-Length is a read error here, from ureq.
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
+                return Err(err(None, format!("{e} after {done}{of} bytes")));
+            }
+        };
         h.update(&buf[..n]);
-        out.write_all(&buf[..n])
-            .map_err(|e| err(format!("writing {}: {e}", to.display())))?;
+        out.write_all(&buf[..n]).map_err(io(what.clone()))?;
+        done += n as u64;
+        if let Some(total) = total {
+            let now = done.saturating_mul(10) / total;
+            if now > tenths {
+                tenths = now;
+                tracing::info!("downloading {location}: {}%", now * 10);
+            }
+        }
     }
-    out.sync_all().map_err(|e| err(e.to_string()))?;
+    out.sync_all().map_err(io(what))?;
     Ok(hex::encode(h.finalize()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Barrier, Mutex};
+    use std::thread;
+
+    /// Three MiB: several reads, so progress has steps to log.
+    fn iso_bytes() -> Vec<u8> {
+        (0..3u32 << 20).map(|i| (i % 251) as u8).collect()
+    }
+
+    fn iso_sha256() -> String {
+        sha256_of(&iso_bytes()[..]).unwrap()
+    }
+
+    /// A tiny HTTP/1.1 server on 127.0.0.1, one thread per connection, that counts requests
+    /// and answers by path: `/live.iso` the ISO, `/truncated.iso` a Content-Length larger
+    /// than the body it sends, `/stalled.iso` half the body and then silence, `/error.iso`
+    /// 500, and 404 for anything else. With `tls`, it speaks https.
+    struct Server {
+        base: String,
+        requests: Arc<AtomicUsize>,
+    }
+
+    impl Server {
+        fn start(tls: Option<Arc<rustls::ServerConfig>>) -> Server {
+            // Bound before the thread starts, so connections queue without waiting for it.
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            let base = format!("{scheme}://{}", listener.local_addr().unwrap());
+            let requests = Arc::new(AtomicUsize::new(0));
+            let count = requests.clone();
+            thread::spawn(move || {
+                for tcp in listener.incoming().flatten() {
+                    let (count, tls) = (count.clone(), tls.clone());
+                    thread::spawn(move || match tls {
+                        None => answer(tcp, &count),
+                        Some(config) => {
+                            let conn = rustls::ServerConnection::new(config).unwrap();
+                            answer(rustls::StreamOwned::new(conn, tcp), &count)
+                        }
+                    });
+                }
+            });
+            Server { base, requests }
+        }
+
+        fn url(&self, path: &str) -> String {
+            format!("{}{path}", self.base)
+        }
+
+        fn requests(&self) -> usize {
+            self.requests.load(Ordering::SeqCst)
+        }
+    }
+
+    fn answer(mut s: impl Read + Write, count: &AtomicUsize) {
+        let mut head = Vec::new();
+        let mut byte = [0u8];
+        while !head.ends_with(b"\r\n\r\n") {
+            // Also where a refused TLS handshake ends up.
+            if !matches!(s.read(&mut byte), Ok(1)) {
+                return;
+            }
+            head.push(byte[0]);
+        }
+        count.fetch_add(1, Ordering::SeqCst);
+        let head = String::from_utf8_lossy(&head);
+        let path = head.split(' ').nth(1).unwrap_or_default();
+        let body = iso_bytes();
+        let ok = |len: usize| format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n\r\n");
+        let _ = match path {
+            "/live.iso" => write!(s, "{}", ok(body.len())).and_then(|()| s.write_all(&body)),
+            "/truncated.iso" => {
+                write!(s, "{}", ok(body.len() + 1000)).and_then(|()| s.write_all(&body))
+            }
+            "/stalled.iso" => write!(s, "{}", ok(body.len()))
+                .and_then(|()| s.write_all(&body[..body.len() / 2]))
+                .and_then(|()| s.flush())
+                // Silent until the client gives up and closes.
+                .and_then(|()| s.read(&mut byte).map(drop)),
+            "/error.iso" => write!(
+                s,
+                "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
+            ),
+            _ => write!(s, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"),
+        };
+        let _ = s.flush();
+    }
+
+    /// The production client, but direct: a proxy in the environment cannot reach loopback.
+    fn agent() -> ureq::Agent {
+        agent_config().proxy(None).build().new_agent()
+    }
+
+    /// Everything in the cache but the (empty) lock files.
+    fn cached(cache: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.ends_with(".lock"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn http_downloads_are_verified_and_then_served_from_the_cache() {
+        let server = Server::start(None);
+        let d = tempfile::tempdir().unwrap();
+        let url = server.url("/live.iso");
+        let digest = iso_sha256();
+
+        let path = fetch_with(&agent(), &url, &digest, d.path()).unwrap();
+        assert_eq!(path, d.path().join(format!("{digest}.iso")));
+        assert!(fs::read(&path).unwrap() == iso_bytes());
+        assert_eq!(cached(d.path()), [format!("{digest}.iso")]);
+        assert_eq!(server.requests(), 1);
+
+        // The digest is the cache key, however the metadata spells it and wherever it points.
+        let again = fetch_with(&agent(), &url, &digest.to_uppercase(), d.path()).unwrap();
+        assert_eq!(again, path);
+        let elsewhere = server.url("/moved.iso");
+        assert_eq!(
+            fetch_with(&agent(), &elsewhere, &digest, d.path()).unwrap(),
+            path
+        );
+        assert_eq!(server.requests(), 1);
+    }
+
+    #[test]
+    fn a_digest_mismatch_names_both_digests_and_leaves_nothing() {
+        let server = Server::start(None);
+        let d = tempfile::tempdir().unwrap();
+        let url = server.url("/live.iso");
+        let wrong = "ab".repeat(32);
+        match fetch_with(&agent(), &url, &wrong, d.path()).unwrap_err() {
+            IsoError::Digest {
+                location,
+                expected,
+                actual,
+            } => {
+                assert_eq!(location, url);
+                assert_eq!(expected, wrong);
+                assert_eq!(actual, iso_sha256());
+            }
+            e => panic!("{e}"),
+        }
+        assert_eq!(cached(d.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn http_error_statuses_are_download_errors_naming_status_and_url() {
+        let server = Server::start(None);
+        let d = tempfile::tempdir().unwrap();
+        for (path, code) in [("/missing.iso", 404), ("/error.iso", 500)] {
+            let url = server.url(path);
+            let e = fetch_with(&agent(), &url, &iso_sha256(), d.path()).unwrap_err();
+            let text = e.to_string();
+            match e {
+                IsoError::Download {
+                    location, status, ..
+                } => {
+                    assert_eq!(location, url);
+                    assert_eq!(status, Some(code));
+                    assert!(
+                        text.contains(&url) && text.contains(&code.to_string()),
+                        "{text}"
+                    );
+                }
+                e => panic!("{e}"),
+            }
+        }
+        assert_eq!(cached(d.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_body_shorter_than_its_content_length_is_an_error_and_leaves_nothing() {
+        let server = Server::start(None);
+        let d = tempfile::tempdir().unwrap();
+        let url = server.url("/truncated.iso");
+        // The right digest of what is sent: only the length tells the body is cut short.
+        let e = fetch_with(&agent(), &url, &iso_sha256(), d.path()).unwrap_err();
+        assert!(
+            matches!(&e, IsoError::Download { location, status: None, .. } if *location == url),
+            "{e}"
+        );
+        assert_eq!(cached(d.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_stalled_download_times_out_and_leaves_nothing() {
+        let server = Server::start(None);
+        let d = tempfile::tempdir().unwrap();
+        let impatient = agent_config()
+            .proxy(None)
+            .timeout_per_read(Some(Duration::from_millis(300)))
+            .build()
+            .new_agent();
+        let url = server.url("/stalled.iso");
+        let e = fetch_with(&impatient, &url, &iso_sha256(), d.path()).unwrap_err();
+        assert!(matches!(e, IsoError::Download { status: None, .. }), "{e}");
+        assert_eq!(cached(d.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_refused_connection_is_a_download_error() {
+        // A port that was just free; nothing listens on it once the listener is dropped.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+        let d = tempfile::tempdir().unwrap();
+        let url = format!("http://127.0.0.1:{port}/live.iso");
+        let e = fetch_with(&agent(), &url, &iso_sha256(), d.path()).unwrap_err();
+        assert!(matches!(e, IsoError::Download { status: None, .. }), "{e}");
+        assert_eq!(cached(d.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn concurrent_fetches_of_one_digest_download_once() {
+        let server = Server::start(None);
+        let d = tempfile::tempdir().unwrap();
+        let url = server.url("/live.iso");
+        let start = Barrier::new(2);
+        let paths: Vec<PathBuf> = thread::scope(|s| {
+            let fetch = || {
+                start.wait();
+                fetch_with(&agent(), &url, &iso_sha256(), d.path()).unwrap()
+            };
+            let threads = [s.spawn(fetch), s.spawn(fetch)];
+            threads.map(|t| t.join().unwrap()).into()
+        });
+        assert_eq!(paths[0], paths[1]);
+        assert!(fs::read(&paths[0]).unwrap() == iso_bytes());
+        assert_eq!(cached(d.path()), [format!("{}.iso", iso_sha256())]);
+        assert_eq!(server.requests(), 1);
+    }
+
+    #[test]
+    fn partial_downloads_of_a_dead_process_are_removed() {
+        let server = Server::start(None);
+        let d = tempfile::tempdir().unwrap();
+        let digest = iso_sha256();
+        let stale = d.path().join(format!(".{digest}.iso.x7Kq2z.partial"));
+        let other = d
+            .path()
+            .join(format!(".{}.iso.x7Kq2z.partial", "0".repeat(64)));
+        fs::write(&stale, b"half an ISO").unwrap();
+        fs::write(&other, b"another digest's download").unwrap();
+        fetch_with(&agent(), &server.url("/live.iso"), &digest, d.path()).unwrap();
+        assert!(!stale.exists());
+        assert!(other.exists());
+    }
+
+    #[test]
+    fn download_progress_is_logged_per_tenth() {
+        #[derive(Clone, Default)]
+        struct Capture(Arc<Mutex<Vec<u8>>>);
+        impl Write for Capture {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let log = Capture::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let server = Server::start(None);
+        let d = tempfile::tempdir().unwrap();
+        tracing::subscriber::with_default(subscriber, || {
+            fetch_with(&agent(), &server.url("/live.iso"), &iso_sha256(), d.path()).unwrap()
+        });
+        let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        let percents: Vec<u64> = text
+            .lines()
+            .filter_map(|l| l.strip_suffix('%')?.rsplit(' ').next()?.parse().ok())
+            .collect();
+        assert!(text.contains("(3 MiB)"), "{text}");
+        assert_eq!(percents.last(), Some(&100), "{text}");
+        assert!(percents.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert!(percents.iter().all(|p| p % 10 == 0), "{text}");
+    }
+
+    /// A server certificate for 127.0.0.1, signed by nobody anyone trusts.
+    fn self_signed() -> (
+        rustls::pki_types::CertificateDer<'static>,
+        Arc<rustls::ServerConfig>,
+    ) {
+        let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+        let cert = ck.cert.der().clone();
+        let key = rustls::pki_types::PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.clone()], key.into())
+            .unwrap();
+        (cert, Arc::new(config))
+    }
+
+    #[test]
+    fn https_verifies_the_server_against_the_webpki_roots() {
+        let (_, config) = self_signed();
+        let server = Server::start(Some(config));
+        let d = tempfile::tempdir().unwrap();
+        let url = server.url("/live.iso");
+        let e = fetch_with(&agent(), &url, &iso_sha256(), d.path()).unwrap_err();
+        assert!(matches!(e, IsoError::Download { status: None, .. }), "{e}");
+        assert!(e.to_string().contains("UnknownIssuer"), "{e}");
+        assert_eq!(server.requests(), 0);
+        assert_eq!(cached(d.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn https_downloads_from_a_trusted_server() {
+        let (cert, config) = self_signed();
+        let server = Server::start(Some(config));
+        let d = tempfile::tempdir().unwrap();
+        let roots = ureq::tls::RootCerts::new_with_certs(&[ureq::tls::Certificate::from_der(
+            cert.as_ref(),
+        )
+        .to_owned()]);
+        let trusting = agent_config()
+            .proxy(None)
+            .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
+            .build()
+            .new_agent();
+        let path = fetch_with(&trusting, &server.url("/live.iso"), &iso_sha256(), d.path());
+        assert!(fs::read(path.unwrap()).unwrap() == iso_bytes());
+        assert_eq!(server.requests(), 1);
+    }
+
+    #[test]
+    fn digests_that_are_not_sha256_hex_are_refused_before_anything_is_touched() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = d.path().join("cache");
+        for bad in ["../../etc/passwd", "", &"g".repeat(64), &"a".repeat(63)] {
+            let e = fetch_iso("http://127.0.0.1:9/live.iso", bad, &cache).unwrap_err();
+            assert!(matches!(e, IsoError::BadSha256(_)), "{e}");
+        }
+        assert!(!cache.exists());
+    }
 
     #[test]
     fn file_urls_are_verified_and_the_verification_remembered() {
@@ -177,5 +648,38 @@ mod tests {
             fetch_iso("ftp://x/y.iso", &digest, &cache),
             Err(IsoError::Scheme(_))
         ));
+    }
+
+    #[test]
+    fn a_changed_file_is_verified_again() {
+        let d = tempfile::tempdir().unwrap();
+        let iso = d.path().join("live.iso");
+        fs::write(&iso, b"the good ISO").unwrap();
+        let digest = sha256_of(&b"the good ISO"[..]).unwrap();
+        let url = format!("file://{}", iso.display());
+        fetch_iso(&url, &digest, d.path()).unwrap();
+
+        // Same size, so only the modification time tells; set it, not to depend on the clock.
+        fs::write(&iso, b"the bad  ISO").unwrap();
+        let f = File::options().write(true).open(&iso).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1))
+            .unwrap();
+        let e = fetch_iso(&url, &digest, d.path()).unwrap_err();
+        assert!(matches!(e, IsoError::Digest { .. }), "{e}");
+    }
+
+    #[test]
+    fn file_url_paths_are_percent_decoded() {
+        let p = |u: &str| file_url_path(u).map(|p| p.display().to_string());
+        assert_eq!(
+            p("file:///a%20b/c%2Fd.iso").as_deref(),
+            Some("/a b/c/d.iso")
+        );
+        assert_eq!(p("file:///100%25.iso").as_deref(), Some("/100%.iso"));
+        // Not an escape: left as it is.
+        assert_eq!(p("file:///a%zz%+5%").as_deref(), Some("/a%zz%+5%"));
+        assert_eq!(p("file:///caf%C3%A9").as_deref(), Some("/café"));
+        assert_eq!(p("file:///bad%FF"), None);
+        assert_eq!(p("https://x/y.iso"), None);
     }
 }
