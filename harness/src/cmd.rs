@@ -80,6 +80,7 @@ pub fn run(path: &Path, backend: &str, out: Option<PathBuf>, keep: bool, scale: 
                 cache_dir: sno_harness::fixture::default_cache_dir(),
                 replay,
                 interrupt: rx,
+                progress: sno_harness::run::progress::Mode::detect(),
             },
         )
         .await;

@@ -42,6 +42,8 @@ fn run_file(path: &Path) -> Result<(), Failed> {
             cache_dir: sno_harness::fixture::default_cache_dir(),
             replay: format!("sno-harness run {} --keep", path.display()),
             interrupt: rx,
+            // Test output is captured: plain lines, with heartbeats.
+            progress: sno_harness::run::progress::Mode::Plain,
         },
     ));
     match check_expectation(&s, &result) {

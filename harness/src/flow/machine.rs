@@ -57,6 +57,10 @@ pub struct DiskWriteStats {
     pub end_ms: Option<u64>,
     /// When the written byte count last grew.
     pub last_growth_ms: u64,
+    /// How far coreos-installer says it is through the image, in percent, from its own
+    /// progress lines ("Read disk 43.0 MiB/86.8 MiB (49%)"), which the real installer prints
+    /// into install-to-disk's journal too.
+    pub image_percent: Option<f64>,
 }
 
 impl DiskWriteStats {
@@ -74,6 +78,42 @@ impl DiskWriteStats {
         let ms = self.duration_ms()?;
         (ms > 0).then(|| self.written() as f64 / 1048576.0 / (ms as f64 / 1000.0))
     }
+
+    /// Throughput so far, while the write runs (or over the whole write once it ended).
+    pub fn rate_mib_per_s(&self, now_ms: u64) -> Option<f64> {
+        let start = self.start_ms?;
+        let ms = self.end_ms.unwrap_or(now_ms).saturating_sub(start);
+        (ms >= 1000).then(|| self.written() as f64 / 1048576.0 / (ms as f64 / 1000.0))
+    }
+
+    /// One line for heartbeats and the live status: percent of the image, bytes, throughput.
+    pub fn describe(&self, now_ms: u64) -> Option<String> {
+        self.start_ms?;
+        let mut parts = Vec::new();
+        if let Some(p) = self.image_percent {
+            parts.push(format!("{p:.0}% of the image"));
+        }
+        parts.push(format!(
+            "{:.0} MiB written",
+            self.written() as f64 / 1048576.0
+        ));
+        if let Some(r) = self.rate_mib_per_s(now_ms) {
+            parts.push(format!("{r:.1} MiB/s"));
+        }
+        Some(parts.join(", "))
+    }
+}
+
+/// The percentage in a coreos-installer progress line: `Read disk 43.0 MiB/86.8 MiB (49%)`, as
+/// it appears in a journal (on a terminal the line starts with `> ` and ends with `\r`).
+pub fn installer_progress_percent(message: &str) -> Option<f64> {
+    let m = message.trim().trim_start_matches("> ");
+    if !m.starts_with("Read ") || !m.ends_with("%)") {
+        return None;
+    }
+    let open = m.rfind('(')?;
+    let p: f64 = m[open + 1..m.len() - 2].trim().parse().ok()?;
+    (0.0..=100.0).contains(&p).then_some(p)
 }
 
 pub struct Config {
@@ -392,6 +432,8 @@ impl Machine {
                 self.disk.last_growth_ms = now;
                 self.disk.base_bytes = Some(self.disk.last_bytes);
             }
+        } else if let Some(p) = installer_progress_percent(message) {
+            self.disk.image_percent = Some(p);
         } else if message.starts_with("Error:") || message == "install failed" {
             self.last_install_error = Some(message.to_string());
             if cur == Some(Phase::InstallToDisk) || cur == Some(Phase::Bootkube) {
@@ -715,6 +757,57 @@ mod tests {
             ],
         );
         assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    }
+
+    #[test]
+    fn coreos_installer_progress_lines_give_the_percent_of_the_image() {
+        assert_eq!(
+            installer_progress_percent("Read disk 43.0 MiB/86.8 MiB (49%)"),
+            Some(49.0)
+        );
+        assert_eq!(
+            installer_progress_percent("> Read disk 3.4 GiB/3.5 GiB (97%)\r"),
+            Some(97.0)
+        );
+        assert_eq!(
+            installer_progress_percent("Read disk 86.8 MiB/86.8 MiB (100%)"),
+            Some(100.0)
+        );
+        for not_progress in [
+            "Copying image from /run/media/iso/images/metal-512.raw.zst",
+            "Read disk 1 MiB (140%)",
+            "Reading signature from x (5%)",
+            "Read disk (abc%)",
+        ] {
+            assert_eq!(
+                installer_progress_percent(not_progress),
+                None,
+                "{not_progress}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_disk_write_is_described_while_it_runs() {
+        let mut m = machine();
+        through_bootkube(&mut m);
+        assert_eq!(
+            m.disk.describe(31_000),
+            None,
+            "nothing before the write starts"
+        );
+        feed(&mut m, vec![
+            (31_000, Signal::DiskWrite { bytes: 5 * 1048576 }),
+            (32_000, journal("install-to-disk.service", "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vda")),
+            (33_000, journal("install-to-disk.service", "Read disk 12.0 MiB/86.8 MiB (13%)")),
+            (36_000, Signal::DiskWrite { bytes: 5 * 1048576 + 80 * 1048576 }),
+            (36_500, journal("install-to-disk.service", "Read disk 43.0 MiB/86.8 MiB (49%)")),
+        ]);
+        assert_eq!(m.disk.image_percent, Some(49.0));
+        assert_eq!(
+            m.disk.describe(37_000).unwrap(),
+            "49% of the image, 80 MiB written, 16.0 MiB/s"
+        );
     }
 
     #[test]

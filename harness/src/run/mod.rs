@@ -3,6 +3,7 @@
 
 mod api_poller;
 mod outcome;
+pub mod progress;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -41,6 +42,8 @@ pub struct RunOptions {
     pub replay: String,
     /// Resolves when the run must stop (Ctrl-C, SIGTERM).
     pub interrupt: tokio::sync::watch::Receiver<bool>,
+    /// A live status line on a terminal, or plain lines.
+    pub progress: progress::Mode,
 }
 
 /// The phase timeouts of a scenario: the profile's defaults, the scenario's overrides, times
@@ -210,10 +213,6 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
-fn say(started: Instant, line: &str) {
-    eprintln!("[{:6.1} s] {line}", started.elapsed().as_secs_f64());
-}
-
 /// What the state machine and the observers produced, for the result.
 pub struct RunRecord {
     pub machine: Machine,
@@ -230,13 +229,16 @@ pub struct RunRecord {
 pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
     let started = Instant::now();
     let started_at = SystemTime::now();
+    let mut ui = progress::Progress::new(started, opts.progress, "");
     let mut artifacts = BTreeMap::new();
-    let dir = opts.dir.clone();
     // Timeouts depend on the accelerator, so the machine is made once it is known.
     let new_machine = |accel: Accel| {
         Machine::new(MachineConfig {
             timeouts: phase_timeouts(s, accel, opts.timeout_scale),
-            write_stall: Duration::from_secs(120).mul_f64(opts.timeout_scale),
+            write_stall: s
+                .disk_write_stall
+                .unwrap_or(crate::scenario::DEFAULT_DISK_WRITE_STALL)
+                .mul_f64(opts.timeout_scale),
             bootkube_max_restarts: 3,
         })
     };
@@ -263,11 +265,12 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
         }
     };
     let machine = new_machine(accel);
-    say(
-        started,
-        &format!("{}: accelerator {accel:?} ({accel_reason})", opts.id),
-    );
-    let machine = drive(s, &opts, &dir, machine, started, accel, &mut artifacts).await;
+    ui.line(&format!(
+        "{}: accelerator {accel:?} ({accel_reason})",
+        opts.id
+    ));
+    let machine = drive(s, &opts, machine, started, accel, &mut artifacts, &mut ui).await;
+    ui.finish();
     finish(
         s,
         &opts,
@@ -307,12 +310,13 @@ fn finish(s: &Scenario, opts: &RunOptions, rec: RunRecord) -> RunResult {
 async fn drive(
     s: &Scenario,
     opts: &RunOptions,
-    dir: &Path,
     mut machine: Machine,
     started: Instant,
     accel: Accel,
     artifacts: &mut BTreeMap<String, String>,
+    ui: &mut progress::Progress,
 ) -> Machine {
+    let dir = opts.dir.as_path();
     let now = || started.elapsed().as_millis() as u64;
     let mut log = match EventLog::create(&dir.join("events.jsonl"), started) {
         Ok(l) => l,
@@ -333,7 +337,7 @@ async fn drive(
     );
 
     // --- assets
-    say(started, "assets: install-config, installer, live ISO");
+    ui.line("assets: install-config, installer, live ISO");
     let key = match SshKeyPair::generate(&format!("sno-harness {}", opts.id)) {
         Ok(k) => k,
         Err(e) => {
@@ -428,10 +432,9 @@ async fn drive(
         Source::Harness,
         Signal::VmStarted { pid: qemu.pid() },
     ));
-    say(
-        started,
-        &format!("VM started: SSH on 127.0.0.1:{ssh_port}, API on 127.0.0.1:{api_port}"),
-    );
+    ui.line(&format!(
+        "VM started: SSH on 127.0.0.1:{ssh_port}, API on 127.0.0.1:{api_port}"
+    ));
     {
         let tx = tx.clone();
         console.on_line(move |l| {
@@ -500,8 +503,6 @@ async fn drive(
     };
 
     let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut heartbeat = tokio::time::interval(Duration::from_secs(30));
-    heartbeat.tick().await;
     let mut interrupt = opts.interrupt.clone();
     let mut journal_files = JournalFiles::new(dir);
     artifacts.insert("journal-live".into(), "journal-live.txt".into());
@@ -512,7 +513,7 @@ async fn drive(
         for a in pending.drain(..) {
             match a {
                 Action::PhaseStarted(p) => {
-                    say(started, &format!("phase {p} started"));
+                    ui.line(&format!("phase {p} started"));
                     if p == Phase::ApiReady && api_task.is_none() {
                         api_task = Some(tokio::spawn(api_poller::poll(
                             endpoint.clone(),
@@ -521,11 +522,10 @@ async fn drive(
                         )));
                     }
                 }
-                Action::PhaseEnded(p, st) => say(started, &format!("phase {p} ended: {st:?}")),
-                Action::Finished(o) => say(
-                    started,
-                    &format!("verdict {:?}{}", o.verdict, reason_suffix(&o)),
-                ),
+                Action::PhaseEnded(p, st) => ui.line(&format!("phase {p} ended: {st:?}")),
+                Action::Finished(o) => {
+                    ui.line(&format!("verdict {:?}{}", o.verdict, reason_suffix(&o)))
+                }
             }
         }
         if machine.outcome().is_some() {
@@ -548,9 +548,7 @@ async fn drive(
                     pending.extend(handle(&mut machine, &mut log, Source::Harness, Signal::VmExited { status: "QEMU is gone".into() }));
                 }
                 pending.extend(machine.tick(now()));
-            }
-            _ = heartbeat.tick() => {
-                say(started, &heartbeat_line(&machine, now()));
+                ui.status(&machine, now());
             }
             _ = interrupt.changed() => {
                 let _ = log.record(Source::Harness, Signal::Note { text: "interrupted".into() });
@@ -588,15 +586,30 @@ async fn drive(
         let _ = fs::remove_dir_all(dir.join("disks"));
         let _ = fs::remove_file(&assets.live_iso);
     } else {
-        eprintln!(
-            "sno-harness: --keep: the VM's disks are in {}; to boot them again:\n{}",
-            dir.join("disks").display(),
-            qemu.command_line()
-        );
+        ui.finish();
+        eprintln!("{}", keep_instructions(dir, &spec, &key, ssh_port));
     }
     let _ = fs::remove_file(dir.join("serial.sock"));
     let _ = fs::remove_file(dir.join("qmp.sock"));
     machine
+}
+
+/// What `--keep` leaves and how to use it: the command that boots the kept disks with the
+/// console on the terminal, and how to log in (the run's key, saved 0600 under assets/).
+fn keep_instructions(dir: &Path, spec: &VmSpec, key: &SshKeyPair, ssh_port: u16) -> String {
+    let key_path = dir.join("assets").join("ssh-key");
+    let login = match assets::write_private(&key_path, key.private_openssh.as_bytes()) {
+        Ok(()) => format!(
+            "log in, once it is up:\n  ssh -i {} -p {ssh_port} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null core@127.0.0.1",
+            key_path.display()
+        ),
+        Err(e) => format!("(the SSH key could not be saved: {e})"),
+    };
+    format!(
+        "sno-harness: --keep: the VM's disks are in {}.\nTo boot them again (serial console on this terminal; Ctrl-a x quits QEMU):\n{}\n{login}",
+        dir.join("disks").display(),
+        crate::vm::qemu::argv::shell_command_line(&crate::vm::qemu::argv::interactive_argv(spec)),
+    )
 }
 
 fn reason_suffix(o: &Outcome) -> String {
@@ -617,32 +630,6 @@ fn handle(
         Ok(ev) => machine.on_event(&ev),
         Err(e) => machine.error(0, format!("writing events.jsonl: {e}")),
     }
-}
-
-fn heartbeat_line(m: &Machine, now_ms: u64) -> String {
-    let phase = m
-        .progress(now_ms)
-        .map(|(p, d)| format!("{p} for {:.0} s", d.as_secs_f64()))
-        .unwrap_or_else(|| "between phases".into());
-    let last = m
-        .last_signals()
-        .last()
-        .map(|(t, s)| {
-            format!(
-                "last signal {:.0} s ago: {s}",
-                (now_ms.saturating_sub(*t)) as f64 / 1000.0
-            )
-        })
-        .unwrap_or_else(|| "no signal yet".into());
-    let disk = if m.disk.start_ms.is_some() {
-        format!(
-            "; install disk: {:.0} MiB written",
-            m.disk.written() as f64 / 1048576.0
-        )
-    } else {
-        String::new()
-    };
-    format!("heartbeat: {phase}; {last}{disk}")
 }
 
 /// journal-live.txt and journal-disk.txt: the BiP units' entries of each system, as they come.

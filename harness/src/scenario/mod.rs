@@ -6,5 +6,7 @@ pub mod naming;
 mod parse;
 pub mod units;
 
-pub use model::{BootOrder, Disk, Profile, Scenario};
+pub use model::{
+    BootOrder, Disk, Profile, Scenario, DEFAULT_DISK_WRITE_STALL, DISK_WRITE_STALL_KEY,
+};
 pub use parse::{load, parse_str, ScenarioError};

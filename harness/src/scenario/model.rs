@@ -348,7 +348,16 @@ pub struct Scenario {
     pub install: InstallSpec,
     /// Per-phase overrides of the profile's default timeouts (before scaling).
     pub timeouts: BTreeMap<Phase, Duration>,
+    /// `[timeouts] disk-write-stall`: no write to the install disk for this long while
+    /// coreos-installer runs fails the run (default 2 minutes; scaled like the timeouts).
+    pub disk_write_stall: Option<Duration>,
     pub fixture: Option<FixtureSpec>,
     pub openshift: Option<OpenshiftSpec>,
     pub expect: Option<ExpectSection>,
 }
+
+/// The `[timeouts]` key of the disk-write no-progress detector.
+pub const DISK_WRITE_STALL_KEY: &str = "disk-write-stall";
+
+/// Its default: a write stalled this long is stuck, not slow, even on slow hardware.
+pub const DEFAULT_DISK_WRITE_STALL: Duration = Duration::from_secs(120);

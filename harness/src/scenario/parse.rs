@@ -215,19 +215,24 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
 
     // --- timeouts
     let mut timeouts = BTreeMap::new();
+    let mut disk_write_stall = None;
     for (k, v) in &f.timeouts {
+        let d = parse_duration(v.get_ref())
+            .map_err(|m| cx.at(v, format!("timeouts.{}: {m}", k.get_ref())))?;
+        if k.get_ref() == DISK_WRITE_STALL_KEY {
+            disk_write_stall = Some(d);
+            continue;
+        }
         let phase = Phase::from_name(k.get_ref()).ok_or_else(|| {
             cx.at(
                 k,
                 format!(
-                    "timeouts.{}: unknown phase; phases are {}",
+                    "timeouts.{}: unknown key; the keys are the phases ({}) and {DISK_WRITE_STALL_KEY}",
                     k.get_ref(),
                     Phase::names().join(", ")
                 ),
             )
         })?;
-        let d = parse_duration(v.get_ref())
-            .map_err(|m| cx.at(v, format!("timeouts.{}: {m}", k.get_ref())))?;
         timeouts.insert(phase, d);
     }
 
@@ -337,6 +342,7 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
             capabilities: inst.capabilities.clone(),
         },
         timeouts,
+        disk_write_stall,
         fixture,
         openshift,
         expect: f.expect,
@@ -346,6 +352,7 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn parse(text: &str) -> Result<Scenario, ScenarioError> {
         parse_str(Path::new("s.toml"), text)
@@ -382,6 +389,17 @@ bootkube = "5m"
         assert_eq!(s.install.install_disk_id.as_deref(), Some("install"));
         assert_eq!(s.timeouts[&Phase::Bootkube].as_secs(), 300);
         assert_eq!(s.fixture.unwrap().schedule, "fast");
+        assert_eq!(s.disk_write_stall, None);
+    }
+
+    #[test]
+    fn the_disk_write_stall_is_set_under_timeouts() {
+        let s = parse(&SMOKE.replace("bootkube = \"5m\"", "disk-write-stall = \"45s\"")).unwrap();
+        assert_eq!(s.disk_write_stall, Some(Duration::from_secs(45)));
+        assert!(s.timeouts.is_empty());
+        let e = err(&SMOKE.replace("bootkube = \"5m\"", "disk-write-stall = \"soon\""));
+        assert_eq!(e.line, Some(17), "{e}");
+        assert!(e.message.contains("disk-write-stall"), "{e}");
     }
 
     fn err(text: &str) -> ScenarioError {
@@ -397,6 +415,7 @@ bootkube = "5m"
         let e = err(&SMOKE.replace("bootkube = \"5m\"", "bootcamp = \"5m\""));
         assert_eq!(e.line, Some(17), "{e}");
         assert!(e.message.contains("live-boot"), "{e}");
+        assert!(e.message.contains("disk-write-stall"), "{e}");
 
         let e = err(&SMOKE.replace("disk = \"install\"", "disk = \"other\""));
         assert_eq!(e.line, Some(14), "{e}");

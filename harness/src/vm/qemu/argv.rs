@@ -15,6 +15,25 @@ pub const TCG_TB_SIZE_MIB: u32 = 64;
 const CDROM_AHCI_PORT: usize = 5;
 
 pub fn qemu_argv(spec: &VmSpec) -> Vec<String> {
+    build(spec, Console::Harness)
+}
+
+/// The same VM for a person at a terminal (`--keep`): the serial console and QEMU's monitor on
+/// stdio (Ctrl-a x quits, Ctrl-a c switches to the monitor), no QMP socket, no socket for the
+/// harness to attach to first. Disks, firmware, vars, forwards and boot order are the run's.
+pub fn interactive_argv(spec: &VmSpec) -> Vec<String> {
+    build(spec, Console::Terminal)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Console {
+    /// Serial on a Unix socket the harness reads; QMP on another.
+    Harness,
+    /// Serial and monitor multiplexed on stdio.
+    Terminal,
+}
+
+fn build(spec: &VmSpec, console: Console) -> Vec<String> {
     let mut a: Vec<String> = Vec::new();
     let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
 
@@ -52,16 +71,19 @@ pub fn qemu_argv(spec: &VmSpec) -> Vec<String> {
         ]);
     }
     push(&["-device", "VGA"]);
-    push(&[
-        "-chardev",
-        &format!(
-            "socket,id=serial0,path={},server=on,wait=on",
-            spec.serial_socket.display()
-        ),
-        "-serial",
-        "chardev:serial0",
-    ]);
-    if let Some(qmp) = &spec.qmp_socket {
+    match console {
+        Console::Harness => push(&[
+            "-chardev",
+            &format!(
+                "socket,id=serial0,path={},server=on,wait=on",
+                spec.serial_socket.display()
+            ),
+            "-serial",
+            "chardev:serial0",
+        ]),
+        Console::Terminal => push(&["-serial", "mon:stdio"]),
+    }
+    if let (Some(qmp), Console::Harness) = (&spec.qmp_socket, console) {
         push(&[
             "-chardev",
             &format!("socket,id=qmp0,path={},server=on,wait=off", qmp.display()),
@@ -243,6 +265,34 @@ mod tests {
         sp.qmp_socket = None;
         let s = joined(&sp);
         assert!(!s.contains("qmp0") && !s.contains("-mon"), "{s}");
+    }
+
+    #[test]
+    fn the_interactive_command_line_boots_the_same_vm_with_the_console_on_stdio() {
+        let harness = qemu_argv(&spec());
+        let person = interactive_argv(&spec());
+        let s = person.join(" ");
+        assert!(!s.contains("socket"), "no socket chardevs: {s}");
+        assert!(!s.contains("-mon"), "{s}");
+        assert!(s.contains("-serial mon:stdio"), "{s}");
+        // Everything else is the run's VM, option for option.
+        let strip = |a: &[String]| -> Vec<String> {
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < a.len() {
+                let console = matches!(a[i].as_str(), "-chardev" | "-serial" | "-mon");
+                if !console {
+                    out.push(a[i].clone());
+                }
+                i += if console { 2 } else { 1 };
+            }
+            out
+        };
+        assert_eq!(strip(&harness), strip(&person));
+        assert!(
+            s.contains("bootindex=1") && s.contains("file=/r/install.qcow2"),
+            "{s}"
+        );
     }
 
     #[test]
