@@ -47,7 +47,7 @@ impl Progress {
         let bar = (mode == Mode::Live).then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_msg}")
                     .expect("a valid template"),
             );
             bar.enable_steady_tick(Duration::from_millis(250));
