@@ -73,14 +73,27 @@ printf 'minisno %s (a test fixture for sno-harness; not RHCOS)\n' "$MINISNO_SUIT
 chroot "$root" useradd --create-home --uid 1000 --user-group --groups sudo --shell /bin/bash core
 chroot "$root" usermod -p '*' core
 rm -f "$root"/etc/ssh/ssh_host_*
+# sshd's configuration is checked here, once, instead of before every start (ssh.service.d).
+mkdir -p "$root/run/sshd"
+chroot "$root" ssh-keygen -q -t ed25519 -N "" -f /run/sshd-check-key
+chroot "$root" /usr/sbin/sshd -t -h /run/sshd-check-key || die "sshd -t rejects the image's sshd_config"
+rm -rf "$root"/run/sshd-check-key* "$root/run/sshd"
 chroot "$root" systemctl enable systemd-networkd.service ssh.service ssh-host-keygen.service \
     minisno-boot-report.service >/dev/null
 chroot "$root" systemctl disable apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer \
     fstrim.timer >/dev/null 2>&1 || true
 # Masked: wait-online (nothing here waits for it), e2scrub_reap (a 5 s LVM snapshot scan on
-# every boot under TCG; there is no LVM) and the VGA getty (the VM has no display).
+# every boot under TCG; there is no LVM), the VGA getty (the VM has no display), and boot-time
+# units this appliance has no use for (DRM, pstore, FUSE, device-mapper, debugfs, tracefs,
+# huge pages, kernel-command-line networks, audit, daily timers). Under TCG every unit costs a
+# fork and an exec on a CPU that is also starting sshd and the API server.
 chroot "$root" systemctl mask systemd-networkd-wait-online.service e2scrub_reap.service \
-    getty@tty1.service >/dev/null
+    getty@tty1.service modprobe@drm.service modprobe@efi_pstore.service \
+    modprobe@fuse.service modprobe@dm_mod.service modprobe@configfs.service \
+    sys-kernel-debug.mount sys-kernel-tracing.mount dev-hugepages.mount \
+    sys-fs-fuse-connections.mount sys-kernel-config.mount systemd-network-generator.service \
+    systemd-pstore.service systemd-journald-audit.socket dpkg-db-backup.timer \
+    systemd-tmpfiles-clean.timer >/dev/null
 # The live system's /var is whatever the overlay gives; keep the journal in memory there.
 if chroot "$root" ldd /usr/bin/coreos-installer | grep 'not found'; then
     die "coreos-installer misses libraries in the rootfs"

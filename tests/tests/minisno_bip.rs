@@ -174,7 +174,20 @@ fn bootstrap_in_place_converges_on_seabios_virtio() {
             ))
         })
         .await;
-        until_ok("operators settled", limit, || async {
+        until_ok("operators available, not progressing, not degraded", limit, || async {
+            let cos = api.cluster_operators().await.map_err(|e| e.to_string())?;
+            Ok(judge::cluster_operators(&cos, SystemTime::now(), Duration::ZERO))
+        })
+        .await;
+        step(
+            t0,
+            &format!(
+                "MEASURE live boot to a converged cluster (every operator settled, ClusterVersion Available): {:.1} s after the VM started",
+                t_boot.elapsed().as_secs_f64()
+            ),
+        );
+        // The harness's cluster-ready asks for 30 s of that stability on top.
+        until_ok("operators settled for 30 s", limit, || async {
             let cos = api.cluster_operators().await.map_err(|e| e.to_string())?;
             Ok(judge::cluster_operators(
                 &cos,
@@ -187,7 +200,7 @@ fn bootstrap_in_place_converges_on_seabios_virtio() {
     step(
         t0,
         &format!(
-            "cluster converged {:.0} s after the VM started",
+            "MEASURE cluster-ready (operators settled for 30 s): {:.1} s after the VM started",
             t_boot.elapsed().as_secs_f64()
         ),
     );
