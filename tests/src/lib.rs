@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use sno_harness::fixture::{self, BuildOptions, FixtureArtifacts};
 use sno_harness::guest::console::Console;
 use sno_harness::guest::ssh::{SshKeyPair, SshSession, SshTarget};
+use sno_harness::scenario::naming;
 use sno_harness::vm::qemu::QemuProcess;
 use sno_harness::vm::{
     accel, disk, AccelChoice, Bus, CdromSpec, DiskSpec, Firmware, PortForward, Sector, VmSpec,
@@ -87,6 +88,13 @@ pub struct TestDisk {
     pub bootindex: Option<u32>,
 }
 
+/// `/dev/disk/by-path/...` of disk `index` of `disks` as `Machine::start` attaches them (in this
+/// order, through the harness's own command line), from the harness's naming, as scenarios get it.
+pub fn by_path(disks: &[TestDisk], index: usize) -> String {
+    let buses: Vec<Bus> = disks.iter().map(|d| d.bus).collect();
+    naming::by_path(&buses, index).unwrap_or_else(|e| panic!("disk {index}: {e}"))
+}
+
 pub struct Machine {
     pub dir: tempfile::TempDir,
     pub qemu: QemuProcess,
@@ -123,6 +131,7 @@ impl Machine {
             .prefix(&format!("sno-e2e-{name}-"))
             .tempdir()
             .unwrap();
+        // In the order given: the harness places disks by their order (`by_path` relies on it).
         let mut specs = Vec::new();
         for (i, d) in disks.iter().enumerate() {
             let path = dir.path().join(format!("disk{i}.qcow2"));

@@ -304,7 +304,8 @@ fn install_to_disk_and_boot_ovmf_4k() {
     install_and_boot_from_disk(Firmware::Uefi, Sector::S4k, "install-uefi-4k");
 }
 
-/// A disk on `bus` shows up under its expected name with its by-id link from the serial.
+/// A disk on `bus` shows up under its expected name, with its by-id link from the serial and its
+/// by-path link from where the harness placed it (what a scenario's `by = "path"` resolves to).
 fn disk_bus(bus: Bus, expected_dev: &str, expected_by_id: &str) {
     let key = SshKeyPair::generate("sno-e2e").unwrap();
     let work = tempfile::tempdir().unwrap();
@@ -330,6 +331,14 @@ fn disk_bus(bus: Bus, expected_dev: &str, expected_by_id: &str) {
     assert_eq!(resolved.trim(), expected_dev, "{link}");
     let lsblk = succeed(&ssh, &format!("lsblk -dn -o SERIAL {expected_dev}"));
     assert_eq!(lsblk.trim(), serial);
+    let path_link = by_path(&disks, 0);
+    let resolved = succeed(&ssh, &format!("readlink -f {path_link}"));
+    assert_eq!(
+        resolved.trim(),
+        expected_dev,
+        "{path_link}; the guest has:\n{}",
+        succeed(&ssh, "ls -l /dev/disk/by-path/")
+    );
 }
 
 #[test]

@@ -1,5 +1,7 @@
-//! How the guest names a scenario's disks: the kernel's device names and udev's by-id links.
+//! How the guest names a scenario's disks: the kernel's device names and udev's by-id and
+//! by-path links.
 
+use crate::vm::qemu::argv::plan::{self, DiskPlace};
 use crate::vm::Bus;
 
 use super::model::Disk;
@@ -13,6 +15,41 @@ pub fn by_id(disk: &Disk) -> String {
         Bus::Sata => format!("ata-QEMU_HARDDISK_{}", disk.serial),
     };
     format!("/dev/disk/by-id/{id}")
+}
+
+/// `/dev/disk/by-path/...` of disk `index` of a VM whose disks are on `buses`, in the order of
+/// the VmSpec's (and the scenario's) disks: where the command line places the disk
+/// (`vm::qemu::argv::plan`) as udev's `path_id` names it (systemd 252, seen in the guest):
+///
+/// | bus | link |
+/// |---|---|
+/// | virtio | `pci-0000:00:SS.0` (udev adds the deprecated `virtio-pci-0000:00:SS.0` too) |
+/// | scsi | `pci-0000:00:04.0-scsi-0:0:T:0`, T the disk's target (0, 1, ... among SCSI disks) |
+/// | nvme | `pci-0000:00:SS.0-nvme-1` (namespace 1 of the controller) |
+/// | sata | `pci-0000:00:1f.2-ata-P.0`, P the AHCI port + 1 (udev's ID_PATH; it adds the older `...-ata-P` too) |
+///
+/// SS is the disk's own PCI slot: 08, 09, ... in order among virtio and NVMe disks.
+pub fn by_path(buses: &[Bus], index: usize) -> Result<String, String> {
+    let path = match plan::disk_place(buses, index)? {
+        DiskPlace::Pci { slot } => {
+            let pci = format!("pci-0000:00:{slot:02x}.0");
+            match buses[index] {
+                Bus::Nvme => format!("{pci}-nvme-1"),
+                _ => pci,
+            }
+        }
+        DiskPlace::Scsi { target } => format!(
+            "pci-0000:00:{:02x}.0-scsi-0:0:{target}:0",
+            plan::SCSI_CONTROLLER_SLOT
+        ),
+        DiskPlace::Sata { port } => format!(
+            "pci-0000:00:{:02x}.{}-ata-{}.0",
+            plan::AHCI_SLOT,
+            plan::AHCI_FUNCTION,
+            u32::from(port) + 1
+        ),
+    };
+    Ok(format!("/dev/disk/by-path/{path}"))
 }
 
 /// The kernel's name for disk `index` of `disks`: virtio disks are vda, vdb... in order;
@@ -106,6 +143,96 @@ mod tests {
     fn scsi_with_sata_is_ambiguous() {
         let disks = [d("a", Bus::Scsi), d("b", Bus::Sata)];
         assert!(kernel_name(&disks, 1).unwrap_err().contains("by = \"id\""));
+    }
+
+    #[test]
+    fn by_path_links_follow_the_pci_plan() {
+        use Bus::*;
+        let buses = [Virtio, Scsi, Nvme, Sata, Virtio, Scsi, Nvme, Sata];
+        let links: Vec<_> = (0..buses.len())
+            .map(|i| by_path(&buses, i).unwrap())
+            .collect();
+        // As udev made them in the guest for these eight disks.
+        assert_eq!(
+            links,
+            [
+                "/dev/disk/by-path/pci-0000:00:08.0",
+                "/dev/disk/by-path/pci-0000:00:04.0-scsi-0:0:0:0",
+                "/dev/disk/by-path/pci-0000:00:09.0-nvme-1",
+                "/dev/disk/by-path/pci-0000:00:1f.2-ata-1.0",
+                "/dev/disk/by-path/pci-0000:00:0a.0",
+                "/dev/disk/by-path/pci-0000:00:04.0-scsi-0:0:1:0",
+                "/dev/disk/by-path/pci-0000:00:0b.0-nvme-1",
+                "/dev/disk/by-path/pci-0000:00:1f.2-ata-2.0",
+            ]
+        );
+        assert_eq!(
+            by_path(&[Nvme], 0).unwrap(),
+            "/dev/disk/by-path/pci-0000:00:08.0-nvme-1"
+        );
+    }
+
+    #[test]
+    fn by_path_refuses_disks_beyond_the_plan() {
+        let pci = [Bus::Virtio; 24];
+        assert_eq!(
+            by_path(&pci, 22).unwrap(),
+            "/dev/disk/by-path/pci-0000:00:1e.0"
+        );
+        let e = by_path(&pci, 23).unwrap_err();
+        assert!(e.contains("23 PCI slots") && e.contains("number 24"), "{e}");
+        let sata = [Bus::Sata; 6];
+        assert_eq!(
+            by_path(&sata, 4).unwrap(),
+            "/dev/disk/by-path/pci-0000:00:1f.2-ata-5.0"
+        );
+        let e = by_path(&sata, 5).unwrap_err();
+        assert!(e.contains("CD-ROM"), "{e}");
+    }
+
+    /// A scenario with `disks` (id, bus) naming the disk `install` with `by`.
+    fn scenario(disks: &[(&str, &str)], by: &str) -> String {
+        let mut s = format!(
+            "name = \"p\"\nprofile = \"fixture\"\n\n[install]\ninstallation_disk = {{ by = \"{by}\", disk = \"install\" }}\n"
+        );
+        for (id, bus) in disks {
+            s.push_str(&format!(
+                "\n[[disks]]\nid = \"{id}\"\nsize = \"1GiB\"\nbus = \"{bus}\"\n"
+            ));
+        }
+        s
+    }
+
+    #[test]
+    fn scenarios_name_the_installation_disk_by_path() {
+        let parse = |text: &str| crate::scenario::parse_str(std::path::Path::new("s.toml"), text);
+        let s = parse(&scenario(
+            &[("data", "virtio"), ("log", "scsi"), ("install", "nvme")],
+            "path",
+        ))
+        .unwrap();
+        assert_eq!(
+            s.install.installation_disk,
+            "/dev/disk/by-path/pci-0000:00:09.0-nvme-1"
+        );
+        assert_eq!(s.install.install_disk_id.as_deref(), Some("install"));
+
+        let mut five: Vec<(String, &str)> = (0..5).map(|i| (format!("d{i}"), "sata")).collect();
+        five.push(("install".into(), "sata"));
+        let five: Vec<(&str, &str)> = five.iter().map(|(i, b)| (i.as_str(), *b)).collect();
+        let e = parse(&scenario(&five, "path")).unwrap_err();
+        assert_eq!(e.line, Some(5), "{e}");
+        assert!(
+            e.message.contains("\"install\" has no by-path link") && e.message.contains("CD-ROM"),
+            "{e}"
+        );
+        assert_eq!(
+            parse(&scenario(&five[1..], "path"))
+                .unwrap()
+                .install
+                .installation_disk,
+            "/dev/disk/by-path/pci-0000:00:1f.2-ata-5.0"
+        );
     }
 
     #[test]

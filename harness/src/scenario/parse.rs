@@ -183,7 +183,10 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
                     DiskNaming::Name => naming::kernel_name(&disks, i)
                         .map_err(|m| cx.at(spec, format!("install.installation_disk: {m}")))?,
                     DiskNaming::Path => {
-                        return Err(cx.at(spec, "install.installation_disk: by = \"path\" is not supported yet; use by = \"id\" or \"name\""));
+                        let buses: Vec<Bus> = disks.iter().map(|d| d.bus).collect();
+                        naming::by_path(&buses, i).map_err(|m| {
+                            cx.at(spec, format!("install.installation_disk: disk {disk:?} has no by-path link: {m}; use fewer disks of its kind"))
+                        })?
                     }
                 };
                 (value, Some(disk.clone()))

@@ -11,8 +11,116 @@ use crate::vm::{Accel, Bus, Firmware, VmSpec, OVMF_CODE};
 /// disk write are unchanged, and each VM's RSS is smaller.
 pub const TCG_TB_SIZE_MIB: u32 = 64;
 
-/// AHCI port of the CD-ROM on q35's built-in controller; SATA disks take ports from 0 up.
-const CDROM_AHCI_PORT: usize = 5;
+/// Where every device sits, so the guest's `/dev/disk/by-path/...` links follow from the VmSpec
+/// alone (`scenario::naming::by_path` turns a [`DiskPlace`] into the link). All PCI devices are
+/// on q35's root bus `pcie.0` at a fixed slot, function 0, given as `bus=pcie.0,addr=0xSS`:
+///
+/// | PCI address | device |
+/// |---|---|
+/// | 00:00.0 | q35 host bridge (built in) |
+/// | 00:01.0 | `VGA` |
+/// | 00:02.0 | `virtio-net-pci` |
+/// | 00:03.0 | `virtio-rng-pci` |
+/// | 00:04.0 | `virtio-scsi-pci`, when a disk is on SCSI; its `scsi-hd` disks are channel 0, target 0, 1, ... in the order of the disks, LUN 0 |
+/// | 00:08.0 to 00:1e.0 | `virtio-blk-pci` and `nvme` disks, one slot each, in the order of the disks (23 at most) |
+/// | 00:1f.0 | ICH9 LPC bridge (built in); `pvpanic` is an ISA device behind it (no PCI address) |
+/// | 00:1f.2 | ICH9 AHCI (built in): SATA disks (`ide-hd`) on ports 0 to 4 in the order of the disks, the CD-ROM on port 5 |
+/// | 00:1f.3 | ICH9 SMBus (built in) |
+pub mod plan {
+    use crate::vm::Bus;
+
+    pub const VGA_SLOT: u8 = 0x01;
+    pub const NET_SLOT: u8 = 0x02;
+    pub const RNG_SLOT: u8 = 0x03;
+    /// The virtio-scsi controller, present only when a disk is on SCSI.
+    pub const SCSI_CONTROLLER_SLOT: u8 = 0x04;
+    /// virtio-blk and NVMe disks take slots from here up, in the order of the disks.
+    pub const FIRST_DISK_SLOT: u8 = 0x08;
+    /// The last free slot: 0x1f holds q35's built-in ICH9 functions.
+    pub const LAST_DISK_SLOT: u8 = 0x1e;
+    /// q35's built-in AHCI controller, 00:1f.2.
+    pub const AHCI_SLOT: u8 = 0x1f;
+    pub const AHCI_FUNCTION: u8 = 2;
+    /// AHCI port of the CD-ROM; SATA disks take ports from 0 up to the one before it.
+    pub const CDROM_AHCI_PORT: u8 = 5;
+    /// virtio-scsi's highest target (QEMU's `VIRTIO_SCSI_MAX_TARGET`).
+    pub const LAST_SCSI_TARGET: u8 = 255;
+
+    /// Where a disk sits.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum DiskPlace {
+        /// A PCI slot of its own on pcie.0, function 0 (virtio-blk, NVMe).
+        Pci { slot: u8 },
+        /// Channel 0, this target, LUN 0 of the virtio-scsi controller at [`SCSI_CONTROLLER_SLOT`].
+        Scsi { target: u8 },
+        /// This port of q35's AHCI controller.
+        Sata { port: u8 },
+    }
+
+    /// Where disk `index` of a VM whose disks are on `buses` (in order) sits, or why it does not
+    /// fit the plan. The command line places every disk with `place`; one that does not fit
+    /// gets an address QEMU refuses to start with (slot 0x1f is taken, so is the CD-ROM's port).
+    pub fn disk_place(buses: &[Bus], index: usize) -> Result<DiskPlace, String> {
+        let rank = rank(buses, index);
+        let (room, what) = match buses[index] {
+            Bus::Virtio | Bus::Nvme => (
+                usize::from(LAST_DISK_SLOT - FIRST_DISK_SLOT) + 1,
+                format!("PCI slots for virtio and NVMe disks (00:{FIRST_DISK_SLOT:02x}.0 to 00:{LAST_DISK_SLOT:02x}.0)"),
+            ),
+            Bus::Scsi => (
+                usize::from(LAST_SCSI_TARGET) + 1,
+                "virtio-scsi targets".to_string(),
+            ),
+            Bus::Sata => (
+                usize::from(CDROM_AHCI_PORT),
+                format!("AHCI ports for SATA disks (the CD-ROM is on port {CDROM_AHCI_PORT})"),
+            ),
+        };
+        if rank >= room {
+            return Err(format!(
+                "the VM has {room} {what}; this {} disk would be number {}",
+                buses[index].name(),
+                rank + 1
+            ));
+        }
+        Ok(place(buses, index))
+    }
+
+    /// [`disk_place`] without the check that the disk fits.
+    pub(super) fn place(buses: &[Bus], index: usize) -> DiskPlace {
+        let rank = rank(buses, index);
+        let small = |n: usize| u8::try_from(n).unwrap_or(u8::MAX);
+        match buses[index] {
+            Bus::Virtio | Bus::Nvme => DiskPlace::Pci {
+                slot: small(usize::from(FIRST_DISK_SLOT) + rank),
+            },
+            Bus::Scsi => DiskPlace::Scsi {
+                target: small(rank),
+            },
+            Bus::Sata => DiskPlace::Sata { port: small(rank) },
+        }
+    }
+
+    /// How many disks before `index` take from the same pool (PCI slots, SCSI targets, ports).
+    fn rank(buses: &[Bus], index: usize) -> usize {
+        let pool = |b: Bus| match b {
+            Bus::Virtio | Bus::Nvme => 0,
+            Bus::Scsi => 1,
+            Bus::Sata => 2,
+        };
+        buses[..index]
+            .iter()
+            .filter(|b| pool(**b) == pool(buses[index]))
+            .count()
+    }
+}
+
+use plan::{DiskPlace, CDROM_AHCI_PORT};
+
+/// `bus=pcie.0,addr=0xSS`: a device's fixed place on q35's root bus.
+fn pci_addr(slot: u8) -> String {
+    format!("bus=pcie.0,addr={slot:#04x}")
+}
 
 pub fn qemu_argv(spec: &VmSpec) -> Vec<String> {
     build(spec, Console::Harness)
@@ -70,7 +178,7 @@ fn build(spec: &VmSpec, console: Console) -> Vec<String> {
             &format!("if=pflash,format=raw,unit=1,file={}", vars.display()),
         ]);
     }
-    push(&["-device", "VGA"]);
+    push(&["-device", &format!("VGA,{}", pci_addr(plan::VGA_SLOT))]);
     match console {
         Console::Harness => push(&[
             "-chardev",
@@ -97,16 +205,28 @@ fn build(spec: &VmSpec, console: Console) -> Vec<String> {
         .map(|f| format!(",hostfwd=tcp:127.0.0.1:{}-:{}", f.host_port, f.guest_port))
         .collect();
     push(&["-netdev", &format!("user,id=net0{fwds}")]);
-    push(&["-device", "virtio-net-pci,netdev=net0"]);
+    push(&[
+        "-device",
+        &format!("virtio-net-pci,{},netdev=net0", pci_addr(plan::NET_SLOT)),
+    ]);
     push(&["-object", "rng-random,id=rng0,filename=/dev/urandom"]);
-    push(&["-device", "virtio-rng-pci,rng=rng0"]);
+    push(&[
+        "-device",
+        &format!("virtio-rng-pci,{},rng=rng0", pci_addr(plan::RNG_SLOT)),
+    ]);
     push(&["-device", "pvpanic"]);
 
     if spec.disks.iter().any(|d| d.bus == Bus::Scsi) {
-        push(&["-device", "virtio-scsi-pci,id=scsi0"]);
+        push(&[
+            "-device",
+            &format!(
+                "virtio-scsi-pci,{},id=scsi0",
+                pci_addr(plan::SCSI_CONTROLLER_SLOT)
+            ),
+        ]);
     }
-    let mut sata_port = 0;
-    for d in &spec.disks {
+    let buses: Vec<Bus> = spec.disks.iter().map(|d| d.bus).collect();
+    for (i, d) in spec.disks.iter().enumerate() {
         push(&[
             "-drive",
             &format!(
@@ -119,15 +239,21 @@ fn build(spec: &VmSpec, console: Console) -> Vec<String> {
                 d.id
             ),
         ]);
-        let mut dev = match d.bus {
-            Bus::Virtio => format!("virtio-blk-pci,drive={}", d.id),
-            Bus::Scsi => format!("scsi-hd,bus=scsi0.0,drive={}", d.id),
-            Bus::Nvme => format!("nvme,drive={}", d.id),
-            Bus::Sata => {
-                let port = sata_port;
-                sata_port += 1;
+        let mut dev = match (d.bus, plan::place(&buses, i)) {
+            (Bus::Virtio, DiskPlace::Pci { slot }) => {
+                format!("virtio-blk-pci,{},drive={}", pci_addr(slot), d.id)
+            }
+            (Bus::Nvme, DiskPlace::Pci { slot }) => {
+                format!("nvme,{},drive={}", pci_addr(slot), d.id)
+            }
+            (Bus::Scsi, DiskPlace::Scsi { target }) => format!(
+                "scsi-hd,bus=scsi0.0,channel=0,scsi-id={target},lun=0,drive={}",
+                d.id
+            ),
+            (Bus::Sata, DiskPlace::Sata { port }) => {
                 format!("ide-hd,bus=ide.{port},drive={}", d.id)
             }
+            (bus, place) => unreachable!("{bus:?} disk placed at {place:?}"),
         };
         dev.push_str(&format!(
             ",logical_block_size={},physical_block_size={}",
@@ -237,7 +363,7 @@ mod tests {
     #[test]
     fn boot_order_is_per_device_and_never_mixed_with_boot_order() {
         let s = joined(&spec());
-        assert!(s.contains("virtio-blk-pci,drive=install,logical_block_size=512,physical_block_size=512,serial=sno-install,bootindex=1"), "{s}");
+        assert!(s.contains("virtio-blk-pci,bus=pcie.0,addr=0x08,drive=install,logical_block_size=512,physical_block_size=512,serial=sno-install,bootindex=1"), "{s}");
         assert!(
             s.contains("ide-cd,bus=ide.5,drive=cdrom0,bootindex=2"),
             "{s}"
@@ -322,17 +448,140 @@ mod tests {
             })
             .collect();
         let s = joined(&sp);
-        assert!(s.contains("virtio-scsi-pci,id=scsi0"));
         assert!(
-            s.contains("virtio-blk-pci,drive=d0,logical_block_size=4096,physical_block_size=4096")
-        );
-        assert!(s.contains("scsi-hd,bus=scsi0.0,drive=d1,logical_block_size=4096"));
-        assert!(
-            s.contains("nvme,drive=d2,logical_block_size=4096,physical_block_size=4096,serial=d2")
+            s.contains("virtio-scsi-pci,bus=pcie.0,addr=0x04,id=scsi0"),
+            "{s}"
         );
         assert!(
-            s.contains("ide-hd,bus=ide.0,drive=d3,logical_block_size=512,physical_block_size=4096")
+            s.contains("virtio-blk-pci,bus=pcie.0,addr=0x08,drive=d0,logical_block_size=4096,physical_block_size=4096"),
+            "{s}"
         );
+        assert!(
+            s.contains(
+                "scsi-hd,bus=scsi0.0,channel=0,scsi-id=0,lun=0,drive=d1,logical_block_size=4096"
+            ),
+            "{s}"
+        );
+        assert!(
+            s.contains("nvme,bus=pcie.0,addr=0x09,drive=d2,logical_block_size=4096,physical_block_size=4096,serial=d2"),
+            "{s}"
+        );
+        assert!(
+            s.contains("ide-hd,bus=ide.0,drive=d3,logical_block_size=512,physical_block_size=4096"),
+            "{s}"
+        );
+    }
+
+    fn disks_on(buses: &[Bus]) -> Vec<DiskSpec> {
+        buses
+            .iter()
+            .enumerate()
+            .map(|(i, bus)| DiskSpec {
+                id: format!("d{i}"),
+                path: PathBuf::from(format!("/r/d{i}.qcow2")),
+                format: "qcow2".into(),
+                bus: *bus,
+                sector: Sector::S512,
+                serial: None,
+                bootindex: None,
+            })
+            .collect()
+    }
+
+    /// The `-device` values of a command line, in order.
+    fn devices(a: &[String]) -> Vec<&str> {
+        a.windows(2)
+            .filter(|w| w[0] == "-device")
+            .map(|w| w[1].as_str())
+            .collect()
+    }
+
+    #[test]
+    fn every_pci_device_has_its_slot_from_the_plan() {
+        use Bus::*;
+        let buses = [Sata, Virtio, Scsi, Nvme, Virtio, Scsi, Sata, Nvme];
+        let mut sp = spec();
+        sp.disks = disks_on(&buses);
+        let a = qemu_argv(&sp);
+        let dev = devices(&a);
+        let at = |slot: &str| -> Vec<&str> {
+            dev.iter()
+                .filter(|d| {
+                    d.split(',')
+                        .collect::<Vec<_>>()
+                        .windows(2)
+                        .any(|w| w[0] == "bus=pcie.0" && w[1] == format!("addr={slot}"))
+                })
+                .map(|d| d.split(',').next().unwrap())
+                .collect()
+        };
+        assert_eq!(at("0x01"), ["VGA"]);
+        assert_eq!(at("0x02"), ["virtio-net-pci"]);
+        assert_eq!(at("0x03"), ["virtio-rng-pci"]);
+        assert_eq!(at("0x04"), ["virtio-scsi-pci"]);
+        // virtio-blk and NVMe disks from 0x08 up, in the order of the disks.
+        assert_eq!(at("0x08"), ["virtio-blk-pci"]);
+        assert_eq!(at("0x09"), ["nvme"]);
+        assert_eq!(at("0x0a"), ["virtio-blk-pci"]);
+        assert_eq!(at("0x0b"), ["nvme"]);
+        // Every PCI device has an address; the others are on the SCSI, AHCI or ISA bus.
+        for d in &dev {
+            let pci = d.contains("-pci,") || d.starts_with("VGA,") || d.starts_with("nvme,");
+            assert_eq!(pci, d.contains(",bus=pcie.0,addr=0x"), "{d}");
+        }
+        assert!(dev.contains(&"pvpanic"), "{dev:?}");
+        // SCSI disks are targets 0, 1, ... at LUN 0; SATA disks take AHCI ports from 0 up.
+        let s = a.join(" ");
+        assert!(
+            s.contains("scsi-hd,bus=scsi0.0,channel=0,scsi-id=0,lun=0,drive=d2,"),
+            "{s}"
+        );
+        assert!(
+            s.contains("scsi-hd,bus=scsi0.0,channel=0,scsi-id=1,lun=0,drive=d5,"),
+            "{s}"
+        );
+        assert!(s.contains("ide-hd,bus=ide.0,drive=d0,"), "{s}");
+        assert!(s.contains("ide-hd,bus=ide.1,drive=d6,"), "{s}");
+        assert!(s.contains("ide-cd,bus=ide.5,drive=cdrom0"), "{s}");
+        // The command line places each disk where the plan says (what by-path links rely on).
+        let places: Vec<DiskPlace> = (0..buses.len())
+            .map(|i| plan::disk_place(&buses, i).unwrap())
+            .collect();
+        assert_eq!(
+            places,
+            [
+                DiskPlace::Sata { port: 0 },
+                DiskPlace::Pci { slot: 0x08 },
+                DiskPlace::Scsi { target: 0 },
+                DiskPlace::Pci { slot: 0x09 },
+                DiskPlace::Pci { slot: 0x0a },
+                DiskPlace::Scsi { target: 1 },
+                DiskPlace::Sata { port: 1 },
+                DiskPlace::Pci { slot: 0x0b },
+            ]
+        );
+    }
+
+    #[test]
+    fn the_plan_has_room_for_23_pci_disks_and_5_sata_disks() {
+        let pci: Vec<Bus> = (0..24)
+            .map(|i| if i % 2 == 0 { Bus::Virtio } else { Bus::Nvme })
+            .collect();
+        assert_eq!(
+            plan::disk_place(&pci, 22),
+            Ok(DiskPlace::Pci { slot: 0x1e })
+        );
+        assert!(plan::disk_place(&pci, 23).is_err());
+        let sata = [Bus::Sata; 6];
+        assert_eq!(plan::disk_place(&sata, 4), Ok(DiskPlace::Sata { port: 4 }));
+        let e = plan::disk_place(&sata, 5).unwrap_err();
+        assert!(e.contains("5 AHCI ports"), "{e}");
+        let scsi = vec![Bus::Scsi; 257];
+        assert_eq!(
+            plan::disk_place(&scsi, 255),
+            Ok(DiskPlace::Scsi { target: 255 })
+        );
+        assert!(plan::disk_place(&scsi, 256).is_err());
     }
 
     #[test]
