@@ -17,6 +17,8 @@ packages=(
     # Building coreos-installer and the ssh2 crate.
     pkg-config libssl-dev libzstd-dev liblzma-dev
     openssh-client
+    # report.html is checked in headless Chromium (harness/tests/report_html.rs).
+    chromium
 )
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends --allow-downgrades "${packages[@]}" >/dev/null

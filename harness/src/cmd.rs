@@ -53,22 +53,7 @@ pub fn run(path: &Path, backend: &str, out: Option<PathBuf>, keep: bool, scale: 
     };
     let replay = format!("sno-harness run {} --keep", path.display());
     rt.block_on(async {
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            use tokio::signal::unix::{signal, SignalKind};
-            let (Ok(mut int), Ok(mut term)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-            ) else {
-                return;
-            };
-            tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
-            eprintln!("sno-harness: interrupted; stopping (press Ctrl-C again to force)");
-            let _ = tx.send(true);
-            tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
-            // QEMU dies with us (parent-death signal).
-            std::process::exit(130);
-        });
+        let rx = interrupt_channel();
         let result = run_scenario(
             &s,
             RunOptions {
@@ -114,8 +99,218 @@ pub fn run(path: &Path, backend: &str, out: Option<PathBuf>, keep: bool, scale: 
     })
 }
 
-/// `plan`: what a run would do, without doing any of it.
+/// SIGINT or SIGTERM sets the channel (runs stop and write `interrupted`); a second one exits
+/// at once, and QEMU dies with us through its parent-death signal. Call inside the runtime.
+fn interrupt_channel() -> tokio::sync::watch::Receiver<bool> {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+        eprintln!("sno-harness: interrupted; stopping (press Ctrl-C again to force)");
+        let _ = tx.send(true);
+        tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+        std::process::exit(130);
+    });
+    rx
+}
+
+pub struct MatrixArgs {
+    pub path: PathBuf,
+    pub jobs: Option<u32>,
+    pub strategy: Option<String>,
+    pub filter: Option<String>,
+    pub out: Option<PathBuf>,
+    pub keep: bool,
+    pub timeout_scale: f64,
+}
+
+/// `matrix`: every permutation (filtered), in parallel under admission control, then the
+/// merged reports.
+pub fn matrix(a: &MatrixArgs) -> i32 {
+    use sno_harness::matrix::{self, Strategy};
+    use sno_harness::run::matrix::{run_matrix, Job, MatrixOptions};
+
+    let mut m = match matrix::load(&a.path) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("sno-harness: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    if let Some(st) = &a.strategy {
+        let st: Strategy = match st.parse() {
+            Ok(st) => st,
+            Err(e) => {
+                eprintln!("sno-harness: --strategy {st:?}: {e}");
+                return exit::BAD_INPUT;
+            }
+        };
+        m = match m.with_strategy(st) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("sno-harness: {e}");
+                return exit::BAD_INPUT;
+            }
+        };
+    }
+    if !(a.timeout_scale.is_finite() && a.timeout_scale > 0.0) {
+        eprintln!("sno-harness: --timeout-scale must be a positive number");
+        return exit::BAD_INPUT;
+    }
+    if a.jobs == Some(0) {
+        eprintln!("sno-harness: --jobs must be at least 1");
+        return exit::BAD_INPUT;
+    }
+    let perms: Vec<_> = match &a.filter {
+        Some(glob) => m
+            .permutations
+            .iter()
+            .filter(|p| matrix::matches_filter(&p.id, glob))
+            .cloned()
+            .collect(),
+        None => m.permutations.clone(),
+    };
+    if perms.is_empty() {
+        eprintln!(
+            "sno-harness: no permutation of {} matches --filter {:?}; `sno-harness plan {}` lists them",
+            a.path.display(),
+            a.filter.as_deref().unwrap_or(""),
+            a.path.display()
+        );
+        return exit::BAD_INPUT;
+    }
+    let out = out_dir(a.out.clone());
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        eprintln!("sno-harness: creating {}: {e}", out.display());
+        return exit::HARNESS_ERROR;
+    }
+    let jobs: Vec<Job> = perms
+        .iter()
+        .map(|p| Job {
+            id: p.id.clone(),
+            params: p.values.clone(),
+            scenario: p.scenario.clone(),
+            replay: format!(
+                "sno-harness matrix {} --strategy {} --filter {} --keep",
+                a.path.display(),
+                m.strategy.name(),
+                p.id
+            ),
+        })
+        .collect();
+    let jobs_n = a
+        .jobs
+        .unwrap_or_else(sno_harness::run::admission::default_jobs);
+    eprintln!(
+        "sno-harness: matrix {}: {} permutations ({} strategy; {} in the full product), {jobs_n} at once, into {}",
+        m.name,
+        jobs.len(),
+        m.strategy.name(),
+        m.full_count,
+        out.display()
+    );
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sno-harness: {e}");
+            return exit::HARNESS_ERROR;
+        }
+    };
+    let (results, schedule) = rt.block_on(async {
+        let rx = interrupt_channel();
+        run_matrix(
+            jobs,
+            MatrixOptions {
+                out: out.clone(),
+                jobs: jobs_n,
+                keep: a.keep,
+                timeout_scale: a.timeout_scale,
+                cache_dir: sno_harness::fixture::default_cache_dir(),
+                interrupt: rx,
+            },
+        )
+        .await
+    });
+    let axes: Vec<(String, Vec<String>)> = m
+        .axes
+        .iter()
+        .map(|ax| (ax.key.clone(), ax.labels.clone()))
+        .collect();
+    let mut code = exit::OK;
+    if let Err(e) = sno_harness::report::matrix::write_reports(&out, &results, &axes) {
+        eprintln!("sno-harness: writing the reports: {e}");
+        code = exit::HARNESS_ERROR;
+    }
+    let mut unexpected = 0;
+    let mut errors = 0;
+    for (p, r) in perms.iter().zip(&results) {
+        match sno_harness::run::check_expectation(&p.scenario, r) {
+            Ok(_) => {}
+            Err(why) => {
+                eprintln!("  {}: {why}", p.id);
+                if r.verdict == Verdict::Error && p.scenario.expect.is_none() {
+                    errors += 1;
+                } else {
+                    unexpected += 1;
+                }
+            }
+        }
+    }
+    let delays = &schedule.dispatch_delays;
+    let mean_delay = if delays.is_empty() {
+        0.0
+    } else {
+        delays.iter().map(|d| d.as_secs_f64()).sum::<f64>() / delays.len() as f64
+    };
+    let summed: f64 = results.iter().map(|r| r.duration_ms as f64 / 1000.0).sum();
+    eprintln!(
+        "sno-harness: matrix {}: {} as expected, {unexpected} not, {errors} errors; wall {:.0} s against {summed:.0} s of runs (x{:.2}); at most {} at once; dispatch {mean_delay:.3} s per permutation; {}",
+        m.name,
+        results.len() - unexpected - errors,
+        schedule.wall.as_secs_f64(),
+        if schedule.wall.as_secs_f64() > 0.0 { summed / schedule.wall.as_secs_f64() } else { 0.0 },
+        schedule.peak_parallel,
+        out.join("summary.md").display()
+    );
+    if code != exit::OK {
+        code
+    } else if unexpected > 0 {
+        exit::SCENARIO_FAILED
+    } else if errors > 0 {
+        exit::HARNESS_ERROR
+    } else {
+        exit::OK
+    }
+}
+
+/// `plan`: what a run would do, without doing any of it. For a matrix: its permutations.
 pub fn plan(path: &Path, json: bool) -> i32 {
+    if sno_harness::matrix::is_matrix_file(path) {
+        return match sno_harness::matrix::load(path) {
+            Ok(m) if json => {
+                let v = sno_harness::matrix::plan_json(&m);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&v).expect("serialisable")
+                );
+                exit::OK
+            }
+            Ok(m) => {
+                print!("{}", sno_harness::matrix::plan_text(&m));
+                exit::OK
+            }
+            Err(e) => {
+                eprintln!("sno-harness: {e}");
+                exit::BAD_INPUT
+            }
+        };
+    }
     let s = match scenario::load(path) {
         Ok(s) => s,
         Err(e) => {
@@ -355,4 +550,87 @@ fn free_space(p: &Path) -> Option<u64> {
     // SAFETY: statvfs with a valid C string and an owned output struct.
     (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0)
         .then(|| st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// `report`: regenerate a run directory's reports from its result.json files, or compare it
+/// with a baseline. Exit 0, 1 (a regression), 2 (bad input: not a run directory, an unreadable
+/// result.json, bad thresholds) or 4 (a report could not be written).
+pub fn report(
+    dir: &Path,
+    baseline: Option<&Path>,
+    html: Option<&Path>,
+    threshold_pct: f64,
+    threshold_s: f64,
+) -> i32 {
+    use sno_harness::report::compare::{compare, render_text, Thresholds};
+    use sno_harness::report::load::load_run_dir;
+    use sno_harness::report::matrix::{write_html, write_reports_for};
+    use sno_harness::report::summary_json::{Summary, SUMMARY_JSON_FILE};
+
+    let valid = |x: f64| x.is_finite() && x >= 0.0;
+    if !(valid(threshold_pct) && valid(threshold_s)) {
+        eprintln!("sno-harness: --threshold-pct and --threshold-s must be numbers >= 0");
+        return exit::BAD_INPUT;
+    }
+    let runs = match load_run_dir(dir) {
+        Ok(runs) => runs,
+        Err(e) => {
+            eprintln!("sno-harness: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    // An earlier report's summary.json knows the matrix axes, with the values no permutation
+    // ran; the result.json files alone only know the values that did.
+    let axes = Summary::read(&dir.join(SUMMARY_JSON_FILE))
+        .map(|s| s.axes())
+        .unwrap_or_default();
+
+    let mut regressed = false;
+    if let Some(baseline_dir) = baseline {
+        let base = match load_run_dir(baseline_dir) {
+            Ok(runs) => runs,
+            Err(e) => {
+                eprintln!("sno-harness: baseline: {e}");
+                return exit::BAD_INPUT;
+            }
+        };
+        let t = Thresholds {
+            pct: threshold_pct,
+            secs: threshold_s,
+        };
+        let base: Vec<_> = base.into_iter().map(|r| r.result).collect();
+        let current: Vec<_> = runs.iter().map(|r| r.result.clone()).collect();
+        let cmp = compare(&base, &current, t);
+        println!(
+            "{} compared with the baseline {}",
+            dir.display(),
+            baseline_dir.display()
+        );
+        print!("{}", render_text(&cmp, t));
+        regressed = cmp.regressions() > 0;
+    }
+
+    let written = match (html, baseline) {
+        (Some(file), _) => write_html(file, dir, &runs, &axes).map(|()| vec![file.to_path_buf()]),
+        (None, None) => write_reports_for(dir, &runs, &axes),
+        // A comparison only reads.
+        (None, Some(_)) => Ok(Vec::new()),
+    };
+    match written {
+        Ok(paths) => {
+            for p in paths {
+                println!("wrote {}", p.display());
+            }
+        }
+        Err(e) => {
+            eprintln!("sno-harness: writing the report: {e}");
+            return exit::HARNESS_ERROR;
+        }
+    }
+    if regressed {
+        // The contract's exit 1, here meaning "regressed".
+        exit::SCENARIO_FAILED
+    } else {
+        exit::OK
+    }
 }

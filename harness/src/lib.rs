@@ -8,6 +8,7 @@ pub mod fixture;
 pub mod flow;
 pub mod guest;
 pub mod health;
+pub mod matrix;
 pub mod report;
 pub mod run;
 pub mod scenario;

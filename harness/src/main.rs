@@ -39,12 +39,58 @@ enum Command {
         #[arg(long, default_value_t = 1.0)]
         timeout_scale: f64,
     },
+    /// Run every permutation of a matrix file, in parallel as far as the host has memory,
+    /// CPUs and disk for; write one directory per permutation and the merged reports
+    /// (summary.json, summary.md, junit.xml, report.html). Exit 0 when every permutation
+    /// ended as expected, 1 when one did not, 2 bad input, 4 harness error.
+    Matrix {
+        matrix: PathBuf,
+        /// Permutations at once [default: the host's CPUs]; admission control still applies.
+        #[arg(long)]
+        jobs: Option<u32>,
+        /// Override the matrix file's strategy: full | pairwise.
+        #[arg(long)]
+        strategy: Option<String>,
+        /// Only the permutations whose id matches this glob (`*`, `?`).
+        #[arg(long)]
+        filter: Option<String>,
+        /// Output directory [default: $ARTIFACT_DIR, else runs/<timestamp>]
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Keep each permutation's disks and print how to boot them.
+        #[arg(long)]
+        keep: bool,
+        /// Multiply every phase timeout.
+        #[arg(long, default_value_t = 1.0)]
+        timeout_scale: f64,
+    },
     /// Print what a run would do (install-config, commands, QEMU command line, timeouts);
     /// run nothing.
     Plan {
         scenario: PathBuf,
         #[arg(long)]
         json: bool,
+    },
+    /// Regenerate the reports of a run directory (summary.json, summary.md, junit.xml,
+    /// report.html) from its result.json files, or compare it with a baseline: per-phase
+    /// deltas, exit 1 when a phase, the disk write or a verdict regressed.
+    Report {
+        /// A run directory: permutation directories with a result.json each, or one run's.
+        run_dir: PathBuf,
+        /// Compare with this run directory (permutations matched by id); prints the deltas
+        /// and writes nothing unless --html is given.
+        #[arg(long, value_name = "BASELINE_DIR")]
+        compare: Option<PathBuf>,
+        /// Write only the HTML report, to this file.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// A phase regressed when slower by more than this percentage...
+        #[arg(long, default_value_t = 20.0, value_name = "PCT")]
+        threshold_pct: f64,
+        /// ...and by more than this many seconds. The disk write regressed when its MiB/s
+        /// dropped by more than --threshold-pct.
+        #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+        threshold_s: f64,
     },
     /// Check the host: QEMU, a usable KVM or TCG, OVMF, coreos-installer, disk space.
     /// Exit 3 when it cannot run a scenario.
@@ -97,7 +143,37 @@ fn main() {
             keep,
             timeout_scale,
         } => cmd::run(&scenario, &backend, out, keep, timeout_scale),
+        Command::Matrix {
+            matrix,
+            jobs,
+            strategy,
+            filter,
+            out,
+            keep,
+            timeout_scale,
+        } => cmd::matrix(&cmd::MatrixArgs {
+            path: matrix,
+            jobs,
+            strategy,
+            filter,
+            out,
+            keep,
+            timeout_scale,
+        }),
         Command::Plan { scenario, json } => cmd::plan(&scenario, json),
+        Command::Report {
+            run_dir,
+            compare,
+            html,
+            threshold_pct,
+            threshold_s,
+        } => cmd::report(
+            &run_dir,
+            compare.as_deref(),
+            html.as_deref(),
+            threshold_pct,
+            threshold_s,
+        ),
         Command::Doctor => cmd::doctor(),
         Command::Fixture {
             command: FixtureCommand::Build { out, json },

@@ -1,6 +1,11 @@
 //! Every shipped scenario as a test case (libtest-mimic, so nextest can filter and shard them):
 //! `scenarios/smoke.toml` must pass, and each `scenarios/faults/*.toml` must end as its
 //! `[expect]` section says, by running the real flow on minisno under QEMU.
+//!
+//! Every permutation of every shipped matrix (`scenarios/*.toml` with axes) is a test case too,
+//! named `<matrix>::<permutation id>` (`disks::nvme.4k.uefi.by-path.2-second`). They are
+//! ignored by default, being long: `cargo nextest run -p sno-e2e --test scenarios
+//! --run-ignored only -E 'test(/nvme/)'` selects some, `--partition hash:1/3` shards them.
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +30,15 @@ fn scenario_files(root: &Path) -> Vec<PathBuf> {
 
 fn run_file(path: &Path) -> Result<(), Failed> {
     let s = scenario::load(path).map_err(|e| Failed::from(e.to_string()))?;
+    let replay = format!("sno-harness run {} --keep", path.display());
+    run_one(&s, Default::default(), replay)
+}
+
+fn run_one(
+    s: &scenario::Scenario,
+    params: std::collections::BTreeMap<String, String>,
+    replay: String,
+) -> Result<(), Failed> {
     let out = tempfile::Builder::new()
         .prefix(&format!("sno-scenario-{}-", s.name))
         .tempdir()
@@ -32,21 +46,21 @@ fn run_file(path: &Path) -> Result<(), Failed> {
     let rt = tokio::runtime::Runtime::new().map_err(|e| Failed::from(e.to_string()))?;
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let result = rt.block_on(run_scenario(
-        &s,
+        s,
         RunOptions {
             dir: out.path().to_path_buf(),
             id: s.name.clone(),
-            params: Default::default(),
+            params,
             keep: false,
             timeout_scale: 1.0,
             cache_dir: sno_harness::fixture::default_cache_dir(),
-            replay: format!("sno-harness run {} --keep", path.display()),
+            replay,
             interrupt: rx,
             // Test output is captured: plain lines, with heartbeats.
             progress: sno_harness::run::progress::Mode::Plain,
         },
     ));
-    match check_expectation(&s, &result) {
+    match check_expectation(s, &result) {
         Ok(m) => {
             eprintln!(
                 "{}: {m} ({:.0} s)",
@@ -66,10 +80,51 @@ fn run_file(path: &Path) -> Result<(), Failed> {
     }
 }
 
+/// The permutations of every shipped matrix, as ignored test cases.
+fn matrix_trials(root: &Path) -> Vec<Trial> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    let mut trials = Vec::new();
+    for path in files
+        .into_iter()
+        .filter(|p| sno_harness::matrix::is_matrix_file(p))
+    {
+        let m = match sno_harness::matrix::load(&path) {
+            Ok(m) => m,
+            Err(e) => {
+                // A broken shipped matrix is a failing test, not a silently missing one.
+                let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+                let msg = e.to_string();
+                trials.push(Trial::test(
+                    format!("{name}::load"),
+                    move || Err(msg.into()),
+                ));
+                continue;
+            }
+        };
+        for p in m.permutations {
+            let replay = format!(
+                "sno-harness matrix {} --filter {} --keep",
+                path.display(),
+                p.id
+            );
+            trials.push(
+                Trial::test(format!("{}::{}", m.name, p.id), move || {
+                    run_one(&p.scenario, p.values.clone(), replay.clone())
+                })
+                .with_ignored_flag(true),
+            );
+        }
+    }
+    trials
+}
+
 fn main() {
     let args = Arguments::from_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    let trials = scenario_files(&root)
+    let mut trials: Vec<Trial> = scenario_files(&root)
         .into_iter()
         .map(|p| {
             let name = p.file_stem().unwrap().to_string_lossy().into_owned();
@@ -81,5 +136,6 @@ fn main() {
             Trial::test(name, move || run_file(&p))
         })
         .collect();
+    trials.extend(matrix_trials(&root));
     libtest_mimic::run(&args, trials).exit();
 }

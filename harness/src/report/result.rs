@@ -193,6 +193,33 @@ pub enum ResultError {
 }
 
 impl RunResult {
+    /// The result of a run that never started (not admitted, interrupted while queued, or its
+    /// directory could not be made): verdict `error`, every phase `not-reached`.
+    pub fn unreached_error(id: &str, reason: &str) -> RunResult {
+        RunResult {
+            schema: SCHEMA.into(),
+            id: id.into(),
+            scenario: String::new(),
+            params: BTreeMap::new(),
+            profile: String::new(),
+            backend: "qemu".into(),
+            accel: String::new(),
+            accel_reason: String::new(),
+            verdict: Verdict::Error,
+            failed_phase: None,
+            reason: reason.into(),
+            started_at: String::new(),
+            duration_ms: 0,
+            resets: 0,
+            phases: RunResult::unreached_phases(),
+            disk_write: None,
+            last_signals: vec![],
+            artifacts: BTreeMap::new(),
+            replay: String::new(),
+            host: HostContext::default(),
+        }
+    }
+
     /// Every contract phase, all `not-reached`: the starting point of a run's phase list.
     pub fn unreached_phases() -> Vec<PhaseResult> {
         phase_names()
@@ -204,6 +231,15 @@ impl RunResult {
     /// The phase with this name, if present.
     pub fn phase(&self, name: &str) -> Option<&PhaseResult> {
         self.phases.iter().find(|p| p.name == name)
+    }
+
+    /// Whether the run got as far as any phase. A run that never did (cancelled before it
+    /// started, or the harness failed while setting up) exercised nothing of the system under
+    /// test: coverage counts it as "not run" whatever its verdict.
+    pub fn reached_any_phase(&self) -> bool {
+        self.phases
+            .iter()
+            .any(|p| p.status != PhaseStatus::NotReached)
     }
 
     /// Pretty JSON with a trailing newline.

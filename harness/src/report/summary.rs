@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
+use super::load::LocatedRun;
 use super::result::{PhaseStatus, RunResult, Verdict};
+use super::summary_json::Summary;
 
 /// The longest reason shown in the verdict table, in characters.
 const REASON_MAX: usize = 120;
@@ -10,7 +12,89 @@ const REASON_MAX: usize = 120;
 /// Renders runs as Markdown: a verdict table, then per run its phases, disk write, replay
 /// command (when not passed) and artifacts.
 pub fn summary_markdown(runs: &[RunResult]) -> String {
+    let refs: Vec<&RunResult> = runs.iter().collect();
     let mut md = String::from("# sno-harness summary\n\n");
+    md.push_str(&counts_and_verdicts(&refs));
+    for r in runs {
+        md.push_str(&run_section(r, ".", "##"));
+    }
+    md
+}
+
+/// Renders a matrix run as Markdown: the verdict table, the coverage of every axis value, the
+/// slowest phases, then a section per permutation that did not pass (its phases, reason,
+/// signals, replay command and artifacts). Passed permutations are in result.json and
+/// report.html: a long matrix would bury its failures here.
+pub fn matrix_summary_markdown(runs: &[LocatedRun], summary: &Summary) -> String {
+    let results: Vec<&RunResult> = runs.iter().map(|r| &r.result).collect();
+    let mut md = String::from("# sno-harness summary\n\n");
+    md.push_str(&counts_and_verdicts(&results));
+
+    md.push_str("\n## Coverage\n\n");
+    if summary.coverage.is_empty() {
+        md.push_str("No axes: a single scenario.\n");
+    } else {
+        let rows = summary
+            .coverage
+            .iter()
+            .flat_map(|axis| {
+                axis.values.iter().map(|v| {
+                    vec![
+                        format!("`{}`", cell(&axis.axis)),
+                        format!("`{}`", cell(&v.value)),
+                        v.passed.to_string(),
+                        v.failed.to_string(),
+                        v.not_run.to_string(),
+                        match v.state {
+                            super::coverage::CoverageState::Failed => "**failed**".into(),
+                            other => other.as_str().to_string(),
+                        },
+                    ]
+                })
+            })
+            .collect::<Vec<_>>();
+        md.push_str(&table(
+            &["axis", "value", "passed", "failed", "not run", "state"],
+            &rows,
+        ));
+    }
+
+    md.push_str("\n## Slowest phases\n\n");
+    let rows = summary
+        .slowest_phases
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            vec![
+                (i + 1).to_string(),
+                s.phase.clone(),
+                format!("`{}`", cell(&s.id)),
+                status_badge(s.status),
+                secs(s.duration_ms),
+            ]
+        })
+        .collect::<Vec<_>>();
+    md.push_str(&table(
+        &["#", "phase", "permutation", "status", "duration s"],
+        &rows,
+    ));
+
+    let failed: Vec<&LocatedRun> = runs
+        .iter()
+        .filter(|r| r.result.verdict != Verdict::Pass)
+        .collect();
+    if !failed.is_empty() {
+        md.push_str("\n## Failures\n");
+        for r in failed {
+            md.push_str(&run_section(&r.result, &r.dir, "###"));
+        }
+    }
+    md
+}
+
+/// The counts line and the verdict table.
+fn counts_and_verdicts(runs: &[&RunResult]) -> String {
+    let mut md = String::new();
     let n = |v: Verdict| runs.iter().filter(|r| r.verdict == v).count();
     let _ = writeln!(
         md,
@@ -37,78 +121,87 @@ pub fn summary_markdown(runs: &[RunResult]) -> String {
         &["id", "verdict", "failed phase", "reason", "duration s"],
         &rows,
     ));
+    md
+}
 
-    for r in runs {
-        let _ = writeln!(md, "\n## `{}`: {}\n", r.id, verdict_badge(r.verdict));
+/// One run: its phases, disk write, and for a run that did not pass, its reason, last
+/// signals and replay command; then its artifacts, as paths relative to the summary (`dir` is
+/// the run's directory from there). `heading` is the Markdown heading level.
+fn run_section(r: &RunResult, dir: &str, heading: &str) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "\n{heading} `{}`: {}\n", r.id, verdict_badge(r.verdict));
+    let _ = writeln!(
+        md,
+        "Scenario `{}`, profile {}, backend {}, accel {}{}; started {}, {} reset(s).",
+        r.scenario,
+        r.profile,
+        r.backend,
+        r.accel,
+        if r.accel_reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", r.accel_reason)
+        },
+        r.started_at,
+        r.resets
+    );
+    if !r.params.is_empty() {
+        let params: Vec<String> = r.params.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+        let _ = writeln!(md, "\nParams: {}.", params.join(", "));
+    }
+    if r.verdict != Verdict::Pass {
+        let _ = writeln!(md, "\n**Reason:** {}", one_line(&r.reason));
+    }
+    md.push('\n');
+
+    let rows = r
+        .phases
+        .iter()
+        .map(|p| {
+            vec![
+                p.name.clone(),
+                status_badge(p.status),
+                p.duration_ms.map(secs).unwrap_or_default(),
+                p.timeout_ms.map(secs).unwrap_or_default(),
+            ]
+        })
+        .collect::<Vec<_>>();
+    md.push_str(&table(
+        &["phase", "status", "duration s", "timeout s"],
+        &rows,
+    ));
+
+    if let Some(w) = &r.disk_write {
         let _ = writeln!(
             md,
-            "Scenario `{}`, profile {}, backend {}, accel {}{}; started {}, {} reset(s).",
-            r.scenario,
-            r.profile,
-            r.backend,
-            r.accel,
-            if r.accel_reason.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", r.accel_reason)
-            },
-            r.started_at,
-            r.resets
+            "\nDisk write: {:.1} MiB ({} bytes) to `{}` in {} s, {:.1} MiB/s (source: {}).",
+            w.bytes as f64 / (1024.0 * 1024.0),
+            w.bytes,
+            w.disk,
+            secs(w.duration_ms),
+            w.mib_per_s,
+            w.source
         );
-        if !r.params.is_empty() {
-            let params: Vec<String> = r.params.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
-            let _ = writeln!(md, "\nParams: {}.", params.join(", "));
-        }
-        if r.verdict != Verdict::Pass {
-            let _ = writeln!(md, "\n**Reason:** {}", one_line(&r.reason));
-        }
-        md.push('\n');
-
-        let rows = r
-            .phases
-            .iter()
-            .map(|p| {
-                vec![
-                    p.name.clone(),
-                    status_badge(p.status),
-                    p.duration_ms.map(secs).unwrap_or_default(),
-                    p.timeout_ms.map(secs).unwrap_or_default(),
-                ]
-            })
-            .collect::<Vec<_>>();
-        md.push_str(&table(
-            &["phase", "status", "duration s", "timeout s"],
-            &rows,
-        ));
-
-        if let Some(w) = &r.disk_write {
-            let _ = writeln!(
-                md,
-                "\nDisk write: {:.1} MiB ({} bytes) to `{}` in {} s, {:.1} MiB/s (source: {}).",
-                w.bytes as f64 / (1024.0 * 1024.0),
-                w.bytes,
-                w.disk,
-                secs(w.duration_ms),
-                w.mib_per_s,
-                w.source
-            );
-        }
-        if r.verdict != Verdict::Pass {
-            if !r.last_signals.is_empty() {
-                md.push_str("\nLast signals:\n\n```text\n");
-                for s in &r.last_signals {
-                    let _ = writeln!(md, "[{:>9}s] {}: {}", secs(s.t_ms), s.source, s.summary);
-                }
-                md.push_str("```\n");
+    }
+    if r.verdict != Verdict::Pass {
+        if !r.last_signals.is_empty() {
+            md.push_str("\nLast signals:\n\n```text\n");
+            for s in &r.last_signals {
+                let _ = writeln!(md, "[{:>9}s] {}: {}", secs(s.t_ms), s.source, s.summary);
             }
-            if !r.replay.is_empty() {
-                let _ = writeln!(md, "\nReplay:\n\n```sh\n{}\n```", r.replay);
-            }
+            md.push_str("```\n");
         }
-        if !r.artifacts.is_empty() {
-            md.push_str("\nArtifacts:\n\n");
-            for (name, path) in &r.artifacts {
+        if !r.replay.is_empty() {
+            let _ = writeln!(md, "\nReplay:\n\n```sh\n{}\n```", r.replay);
+        }
+    }
+    if !r.artifacts.is_empty() {
+        md.push_str("\nArtifacts:\n\n");
+        for (name, path) in &r.artifacts {
+            if dir == "." {
                 let _ = writeln!(md, "- {name}: `{path}`");
+            } else {
+                let _ = writeln!(md, "- {name}: `{dir}/{path}`");
             }
         }
     }

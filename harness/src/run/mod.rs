@@ -1,7 +1,9 @@
 //! Running one scenario: assets, VM, observers, the state machine, artifacts and the result.
 //! Every resource the run creates is owned here and released on every path.
 
+pub mod admission;
 mod api_poller;
+pub mod matrix;
 mod outcome;
 pub mod progress;
 
@@ -207,10 +209,25 @@ pub fn check_expectation(s: &Scenario, r: &RunResult) -> Result<String, String> 
     }
 }
 
+/// A free port on 127.0.0.1 that no other run of this process was given. The kernel can hand
+/// the same ephemeral port to two probes once the first probe's socket is closed, and the
+/// QEMU of a parallel run binds it only later; ports are therefore never given out twice.
 fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+    static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    for _ in 0..64 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let mut taken = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+        if taken.insert(port) {
+            return Ok(port);
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AddrInUse,
+        "no port on 127.0.0.1 that this process has not used already",
+    ))
 }
 
 /// What the state machine and the observers produced, for the result.
@@ -667,5 +684,15 @@ impl JournalFiles {
                 let _ = writeln!(f, "{t} {unit} {identifier}: {message}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod port_tests {
+    #[test]
+    fn ports_are_never_handed_out_twice_in_a_process() {
+        let ports: Vec<u16> = (0..300).map(|_| super::free_port().unwrap()).collect();
+        let distinct: std::collections::BTreeSet<_> = ports.iter().collect();
+        assert_eq!(distinct.len(), ports.len());
     }
 }

@@ -1,0 +1,195 @@
+//! From a checked `Spec` to permutations: the rows of the strategy (full cartesian product or
+//! pairwise covering array, both without excluded rows), each turned into a scenario through
+//! the scenario validator, named by its id and carrying its expectation.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{Location, MatrixError};
+use super::ids::permutation_id;
+use super::keys::{apply_all, Change};
+use super::pairwise::covering_array;
+use super::parse::Spec;
+use crate::scenario::{self, Scenario};
+
+/// The most permutations a matrix may expand to: more is not a test run anyone can wait for.
+pub const MAX_PERMUTATIONS: usize = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// Every combination of values the exclusions leave.
+    Full,
+    /// A covering array: every pair of values of two axes, in few permutations.
+    Pairwise,
+}
+
+impl Strategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Full => "full",
+            Strategy::Pairwise => "pairwise",
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = String;
+
+    /// For `--strategy`.
+    fn from_str(s: &str) -> Result<Strategy, String> {
+        match s {
+            "full" => Ok(Strategy::Full),
+            "pairwise" => Ok(Strategy::Pairwise),
+            other => Err(format!("strategy {other:?}: use \"full\" or \"pairwise\"")),
+        }
+    }
+}
+
+/// One combination of axis values, as a scenario ready to run.
+#[derive(Debug, Clone)]
+pub struct Permutation {
+    /// The values' labels joined with '.', in axis order: `virtio.4k.uefi.by-id`.
+    pub id: String,
+    /// Axis key -> label (what `result.json` records as `params`).
+    pub values: BTreeMap<String, String>,
+    /// The base scenario with the values applied and validated; its `name` is the id and its
+    /// `expect` the first matching `[[expect]]` rule's, else the base scenario's.
+    pub scenario: Scenario,
+}
+
+pub fn expand(spec: &Spec, strategy: Strategy) -> Result<Vec<Permutation>, MatrixError> {
+    let space = spec.space();
+    let rows = match strategy {
+        Strategy::Full => space.all_rows(MAX_PERMUTATIONS).ok_or_else(|| {
+            MatrixError::Invalid {
+                at: spec.strategy_at.clone(),
+                message: format!(
+                    "the full product has {} permutations, more than {MAX_PERMUTATIONS}: use strategy = \"pairwise\" or exclude combinations",
+                    space.count()
+                ),
+            }
+        })?,
+        Strategy::Pairwise => covering_array(&space),
+    };
+    if rows.is_empty() {
+        return Err(MatrixError::Invalid {
+            at: Location::file(&spec.path),
+            message: "the [[exclude]] rules leave no permutation".into(),
+        });
+    }
+    let mut ids = HashSet::new();
+    let mut permutations = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let p = permutation(spec, row)?;
+        // Labels are unique per axis after sanitising, so ids are too; checked all the same,
+        // as ids name run directories.
+        if !ids.insert(p.id.clone()) {
+            return Err(MatrixError::Invalid {
+                at: Location::file(&spec.path),
+                message: format!("two permutations have the id {}", p.id),
+            });
+        }
+        permutations.push(p);
+    }
+    Ok(permutations)
+}
+
+fn permutation(spec: &Spec, row: &[usize]) -> Result<Permutation, MatrixError> {
+    let labels: Vec<&str> = spec
+        .axes
+        .iter()
+        .zip(row)
+        .map(|(a, &v)| a.values[v].label.as_str())
+        .collect();
+    let id = permutation_id(&labels);
+    let all: Vec<usize> = (0..row.len()).collect();
+    let mut scenario =
+        scenario_for(spec, row, &all).map_err(|message| refused(spec, row, &id, message))?;
+    scenario.name = id.clone();
+    if let Some(e) = spec.expectations.iter().find(|e| e.matches(row)) {
+        scenario.expect = Some(e.expect.clone());
+    }
+    let values = spec
+        .axes
+        .iter()
+        .zip(&labels)
+        .map(|(a, l)| (a.key.clone(), l.to_string()))
+        .collect();
+    Ok(Permutation {
+        id,
+        values,
+        scenario,
+    })
+}
+
+/// The base scenario with the values of the axes `selected` from `row`, validated.
+fn scenario_for(spec: &Spec, row: &[usize], selected: &[usize]) -> Result<Scenario, String> {
+    let changes: Vec<&Change> = selected
+        .iter()
+        .map(|&a| &spec.axes[a].values[row[a]].change)
+        .collect();
+    let table = apply_all(&spec.base_table, &spec.base, &changes)?;
+    let text = toml::to_string(&table).map_err(|e| e.to_string())?;
+    scenario::parse_str(&spec.path, &text).map_err(|e| e.message)
+}
+
+/// The error for a row the validator refuses: at the first axis involved, naming the values
+/// that clash and the rule that would drop them.
+fn refused(spec: &Spec, row: &[usize], id: &str, message: String) -> MatrixError {
+    let axes = involved(spec, row);
+    let pairs: Vec<String> = axes
+        .iter()
+        .map(|&a| {
+            format!(
+                "{:?} = {:?}",
+                spec.axes[a].key, spec.axes[a].values[row[a]].label
+            )
+        })
+        .collect();
+    let at = axes
+        .first()
+        .map(|&a| spec.axes[a].at.clone())
+        .unwrap_or_else(|| Location::file(&spec.path));
+    MatrixError::Permutation {
+        at,
+        id: id.to_string(),
+        message: format!(
+            "the scenario validator refuses it: {message}; if the combination cannot run, drop it with [[exclude]] {}",
+            pairs.join(", ")
+        ),
+    }
+}
+
+/// The axes whose values clash, in axis order: those where another of the axis's values would
+/// make the permutation valid (bios + 4k: firmware and sector, not bus). When no single change
+/// would, the axis that completes the shortest refused prefix of axes.
+fn involved(spec: &Spec, row: &[usize]) -> Vec<usize> {
+    let n = row.len();
+    let all: Vec<usize> = (0..n).collect();
+    let valid_with = |axis: usize, value: usize| {
+        let mut other = row.to_vec();
+        other[axis] = value;
+        scenario_for(spec, &other, &all).is_ok()
+    };
+    let fixers: Vec<usize> = (0..n)
+        .filter(|&a| (0..spec.axes[a].values.len()).any(|v| v != row[a] && valid_with(a, v)))
+        .collect();
+    if !fixers.is_empty() {
+        return fixers;
+    }
+    let refuses = |set: &[usize]| scenario_for(spec, row, set).is_err();
+    match (0..n).find(|&k| refuses(&(0..=k).collect::<Vec<_>>())) {
+        Some(last) => vec![last],
+        None => all,
+    }
+}

@@ -1,0 +1,130 @@
+//! What `sno-harness plan MATRIX.toml` prints: the permutations with their ids and values, the
+//! strategy, and how many the full product would have.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::{Matrix, Strategy};
+use crate::scenario::model::ExpectSection;
+
+#[derive(Serialize)]
+struct PlanJson<'m> {
+    matrix: &'m str,
+    path: String,
+    base: String,
+    strategy: &'static str,
+    count: usize,
+    full_count: usize,
+    axes: Vec<AxisJson<'m>>,
+    permutations: Vec<PermutationJson<'m>>,
+}
+
+#[derive(Serialize)]
+struct AxisJson<'m> {
+    key: &'m str,
+    values: &'m [String],
+}
+
+#[derive(Serialize)]
+struct PermutationJson<'m> {
+    id: &'m str,
+    values: &'m BTreeMap<String, String>,
+    expect: Option<&'m ExpectSection>,
+}
+
+/// `plan --json`.
+pub fn plan_json(m: &Matrix) -> serde_json::Value {
+    let plan = PlanJson {
+        matrix: &m.name,
+        path: m.path.display().to_string(),
+        base: m.base.display().to_string(),
+        strategy: m.strategy.name(),
+        count: m.permutations.len(),
+        full_count: m.full_count,
+        axes: m
+            .axes
+            .iter()
+            .map(|a| AxisJson {
+                key: &a.key,
+                values: &a.labels,
+            })
+            .collect(),
+        permutations: m
+            .permutations
+            .iter()
+            .map(|p| PermutationJson {
+                id: &p.id,
+                values: &p.values,
+                expect: p.scenario.expect.as_ref(),
+            })
+            .collect(),
+    };
+    serde_json::to_value(plan).expect("plain data serialises")
+}
+
+/// `plan` for people: a header, then one line a permutation with its values in columns.
+pub fn plan_text(m: &Matrix) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "matrix {} ({}), base scenario {}",
+        m.name,
+        m.path.display(),
+        m.base.display()
+    );
+    if !m.description.is_empty() {
+        let _ = writeln!(out, "{}", m.description);
+    }
+    let _ = writeln!(
+        out,
+        "strategy {}: {} permutations (pairwise {}, full {})\n",
+        m.strategy,
+        m.permutations.len(),
+        m.count(Strategy::Pairwise),
+        m.full_count,
+    );
+    let mut header = vec!["id".to_string()];
+    header.extend(m.axes.iter().map(|a| a.key.clone()));
+    header.push("expect".into());
+    let rows: Vec<Vec<String>> = m
+        .permutations
+        .iter()
+        .map(|p| {
+            let mut row = vec![p.id.clone()];
+            row.extend(m.axes.iter().map(|a| p.values[&a.key].clone()));
+            row.push(p.scenario.expect.as_ref().map(describe).unwrap_or_default());
+            row
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].chars().count())
+                .chain([header[c].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in std::iter::once(&header).chain(&rows) {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    out
+}
+
+fn describe(e: &ExpectSection) -> String {
+    let mut s = e.verdict.clone();
+    if let Some(p) = &e.failed_phase {
+        let _ = write!(s, " at {p}");
+    }
+    if let Some(r) = &e.reason_contains {
+        let _ = write!(s, ": {r:?}");
+    }
+    s
+}

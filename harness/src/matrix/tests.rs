@@ -1,0 +1,656 @@
+//! Loading matrices end to end: the example files under tests/data/matrix/, and inline
+//! matrices over the same base scenario for the errors.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::vm::{Bus, Firmware, Sector};
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/matrix")
+        .join(name)
+}
+
+/// An inline matrix beside the example files, so `base = "base.toml"` resolves.
+fn parse(text: &str) -> Result<Matrix, MatrixError> {
+    parse_str(&data("inline.toml"), text)
+}
+
+fn err(text: &str) -> MatrixError {
+    match parse(text) {
+        Ok(m) => panic!(
+            "expected an error, got {:?}",
+            m.permutations.iter().map(|p| &p.id).collect::<Vec<_>>()
+        ),
+        Err(e) => e,
+    }
+}
+
+const HEAD: &str = "name = \"m\"\nbase = \"base.toml\"\n";
+
+fn with_head(rest: &str) -> String {
+    format!("{HEAD}{rest}")
+}
+
+fn ids(m: &Matrix) -> Vec<&str> {
+    m.permutations.iter().map(|p| p.id.as_str()).collect()
+}
+
+// ---- the examples ---------------------------------------------------------------------------
+
+#[test]
+fn the_disks_example_covers_every_allowed_pair_in_eleven_permutations() {
+    let m = load(&data("disks.toml")).unwrap();
+    assert_eq!(m.strategy, Strategy::Pairwise);
+    assert_eq!(m.full_count, 4 * 3 * 2 * 2 - 2 * 2 - 4 * 2 + 2);
+    // Without sata+4k, bus x sector needs 11 pairs: no array is smaller.
+    assert_eq!(m.permutations.len(), 11);
+    let full = m.with_strategy(Strategy::Full).unwrap();
+    let pairs = |p: &Permutation| -> BTreeSet<(String, String, String, String)> {
+        let v: Vec<(&String, &String)> = p.values.iter().collect();
+        let mut out = BTreeSet::new();
+        for i in 0..v.len() {
+            for j in i + 1..v.len() {
+                out.insert((
+                    v[i].0.clone(),
+                    v[i].1.clone(),
+                    v[j].0.clone(),
+                    v[j].1.clone(),
+                ));
+            }
+        }
+        out
+    };
+    let wanted: BTreeSet<_> = full.permutations.iter().flat_map(pairs).collect();
+    let got: BTreeSet<_> = m.permutations.iter().flat_map(pairs).collect();
+    assert_eq!(wanted, got);
+    for p in &m.permutations {
+        let excluded = (p.values["disks.install.sector"] == "4k")
+            && (p.values["vm.firmware"] == "bios" || p.values["disks.install.bus"] == "sata");
+        assert!(!excluded, "{}", p.id);
+    }
+}
+
+#[test]
+fn full_lists_every_allowed_combination_in_axis_order() {
+    let m = load(&data("disks.toml"))
+        .unwrap()
+        .with_strategy(Strategy::Full)
+        .unwrap();
+    assert_eq!(m.strategy, Strategy::Full);
+    assert_eq!(m.permutations.len(), 38);
+    assert_eq!(m.count(Strategy::Full), 38);
+    assert_eq!(m.count(Strategy::Pairwise), 11);
+    let ids = ids(&m);
+    assert_eq!(
+        &ids[..5],
+        [
+            "virtio.512.bios.by-id",
+            "virtio.512.bios.by-name",
+            "virtio.512.uefi.by-id",
+            "virtio.512.uefi.by-name",
+            "virtio.512e.bios.by-id",
+        ]
+    );
+    assert!(ids.contains(&"virtio.4k.uefi.by-id"));
+    assert!(!ids.contains(&"virtio.4k.bios.by-id"));
+    assert!(!ids.iter().any(|i| i.starts_with("sata.4k")));
+    assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), ids.len());
+}
+
+#[test]
+fn permutations_are_validated_scenarios_named_by_their_id() {
+    let m = load(&data("disks.toml"))
+        .unwrap()
+        .with_strategy(Strategy::Full)
+        .unwrap();
+    let p = m.permutation("nvme.4k.uefi.by-name").unwrap();
+    assert_eq!(p.scenario.name, "nvme.4k.uefi.by-name");
+    assert_eq!(p.scenario.path, data("disks.toml"));
+    assert_eq!(p.scenario.vm.firmware, Firmware::Uefi);
+    assert_eq!(p.scenario.disks[0].bus, Bus::Nvme);
+    assert_eq!(p.scenario.disks[0].sector, Sector::S4k);
+    assert_eq!(p.scenario.install.installation_disk, "/dev/nvme0n1");
+    assert_eq!(
+        p.values,
+        BTreeMap::from([
+            ("disks.install.bus".to_string(), "nvme".to_string()),
+            ("disks.install.sector".to_string(), "4k".to_string()),
+            ("vm.firmware".to_string(), "uefi".to_string()),
+            (
+                "install.installation_disk".to_string(),
+                "by-name".to_string()
+            ),
+        ])
+    );
+    let by_id = m.permutation("scsi.512.bios.by-id").unwrap();
+    assert_eq!(
+        by_id.scenario.install.installation_disk,
+        "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_sno-install"
+    );
+    // What the base sets and no axis touches stays.
+    assert_eq!(by_id.scenario.disks[0].size_bytes, 8 << 30);
+    assert_eq!(by_id.scenario.fixture.as_ref().unwrap().schedule, "fast");
+}
+
+#[test]
+fn ids_and_permutations_are_the_same_on_every_load() {
+    let a = load(&data("disks.toml")).unwrap();
+    let b = load(&data("disks.toml")).unwrap();
+    assert_eq!(ids(&a), ids(&b));
+    assert_eq!(
+        ids(&a),
+        [
+            "virtio.512.bios.by-id",
+            "virtio.512e.uefi.by-name",
+            "virtio.4k.uefi.by-id",
+            "scsi.512.uefi.by-name",
+            "scsi.512e.bios.by-id",
+            "scsi.4k.uefi.by-name",
+            "nvme.512.bios.by-name",
+            "nvme.512e.uefi.by-id",
+            "nvme.4k.uefi.by-id",
+            "sata.512.bios.by-id",
+            "sata.512e.uefi.by-name",
+        ]
+    );
+}
+
+#[test]
+fn shape_axes_rewrite_the_disks_and_the_networks() {
+    let m = load(&data("network.toml")).unwrap();
+    assert_eq!(m.strategy, Strategy::Full);
+    // 3 stacks x (1 + 2 + 2) layouts-with-naming.
+    assert_eq!(m.permutations.len(), 15);
+
+    let p = m.permutation("ipv4.3-last.by-name").unwrap();
+    let disk_ids: Vec<&str> = p.scenario.disks.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(disk_ids, ["extra1", "extra2", "install"]);
+    assert_eq!(p.scenario.install.installation_disk, "/dev/vdc");
+    assert_eq!(
+        p.scenario.install.install_disk_id.as_deref(),
+        Some("install")
+    );
+    let serials: BTreeSet<&str> = p.scenario.disks.iter().map(|d| d.serial.as_str()).collect();
+    assert_eq!(serials.len(), 3);
+    assert_eq!(p.scenario.install.machine_network, ["10.0.2.0/24"]);
+
+    let p = m.permutation("dual-stack.2-second.by-id").unwrap();
+    assert_eq!(p.scenario.disks[1].id, "install");
+    assert_eq!(
+        p.scenario.install.installation_disk,
+        "/dev/disk/by-id/virtio-sno-install"
+    );
+    assert_eq!(
+        p.scenario.install.machine_network,
+        ["10.0.2.0/24", "fec0::/64"]
+    );
+    let cidrs: Vec<&str> = p
+        .scenario
+        .install
+        .cluster_network
+        .iter()
+        .map(|c| c.cidr.as_str())
+        .collect();
+    assert_eq!(cidrs, ["10.128.0.0/14", "fd01::/48"]);
+    assert_eq!(p.scenario.install.cluster_network[1].host_prefix, 64);
+
+    let p = m.permutation("ipv6-first.1.by-id").unwrap();
+    assert_eq!(
+        p.scenario.install.service_network,
+        ["fd02::/112", "172.30.0.0/16"]
+    );
+}
+
+#[test]
+fn a_layout_copies_the_install_disk_as_the_other_axes_left_it() {
+    let m = parse(&with_head(
+        "[[axis]]\nkey = \"disks.layout\"\nvalues = [\"2\"]\n\n[[axis]]\nkey = \"disks.install.bus\"\nvalues = [\"nvme\"]\n",
+    ))
+    .unwrap();
+    let s = &m.permutations[0].scenario;
+    assert_eq!(m.permutations[0].id, "2.nvme");
+    assert!(s.disks.iter().all(|d| d.bus == Bus::Nvme));
+    assert_eq!(s.disks[0].id, "install");
+}
+
+#[test]
+fn expectations_replace_the_base_one_for_the_permutations_they_match() {
+    let m = load(&data("network.toml")).unwrap();
+    for p in &m.permutations {
+        let e = p.scenario.expect.as_ref();
+        if p.values["install.network_stack"] == "ipv6-first" {
+            let e = e.unwrap();
+            assert_eq!(e.verdict, "fail");
+            assert_eq!(e.failed_phase.as_deref(), Some("assets"));
+        } else {
+            assert!(e.is_none(), "{}", p.id);
+        }
+    }
+    // The first matching rule wins; a list of labels matches any of them.
+    let m = parse(&with_head(
+        r#"
+[[axis]]
+key = "vm.firmware"
+values = ["bios", "uefi"]
+
+[[expect]]
+when = { "vm.firmware" = "uefi" }
+verdict = "fail"
+failed_phase = "live-boot"
+
+[[expect]]
+when = { "vm.firmware" = ["bios", "uefi"] }
+verdict = "pass"
+"#,
+    ))
+    .unwrap();
+    let verdicts: Vec<&str> = m
+        .permutations
+        .iter()
+        .map(|p| p.scenario.expect.as_ref().unwrap().verdict.as_str())
+        .collect();
+    assert_eq!(verdicts, ["pass", "fail"]);
+}
+
+#[test]
+fn filters_select_permutations_by_glob() {
+    let m = load(&data("disks.toml")).unwrap();
+    let uefi: Vec<&str> = m.filter("*.uefi.*").map(|p| p.id.as_str()).collect();
+    assert_eq!(uefi.len(), 7);
+    assert!(uefi.iter().all(|id| id.contains(".uefi.")));
+    assert_eq!(m.filter("nvme.4k.uefi.by-id").count(), 1);
+    assert_eq!(m.filter("floppy.*").count(), 0);
+}
+
+#[test]
+fn matrix_files_are_told_from_scenario_files() {
+    assert!(is_matrix_file(&data("disks.toml")));
+    assert!(is_matrix_file(&data("smoke-firmware.toml")));
+    assert!(!is_matrix_file(&data("base.toml")));
+    assert!(!is_matrix_file(&data("no-such-file.toml")));
+    assert!(looks_like_matrix("[[axis]]\nkey = \"vm.firmware\"\n"));
+    assert!(!looks_like_matrix("name = \"s\"\nprofile = \"fixture\"\n"));
+    assert!(!looks_like_matrix("not toml ["));
+}
+
+#[test]
+fn a_matrix_may_name_a_shipped_scenario_as_its_base() {
+    let m = load(&data("smoke-firmware.toml")).unwrap();
+    assert_eq!(ids(&m), ["bios", "uefi"]);
+    assert!(
+        m.base.ends_with("scenarios/smoke.toml"),
+        "{}",
+        m.base.display()
+    );
+    assert!(
+        !m.base.to_string_lossy().contains(".."),
+        "{}",
+        m.base.display()
+    );
+}
+
+#[test]
+fn plan_json_lists_ids_values_and_counts() {
+    let m = load(&data("network.toml")).unwrap();
+    let v = plan_json(&m);
+    assert_eq!(v["matrix"], "network");
+    assert_eq!(v["strategy"], "full");
+    assert_eq!(v["full_count"], 15);
+    assert_eq!(v["count"], 15);
+    assert_eq!(v["permutations"][0]["id"], "ipv4.1.by-id");
+    assert_eq!(v["permutations"][0]["values"]["disks.layout"], "1");
+    assert_eq!(v["permutations"][0]["expect"], serde_json::Value::Null);
+    assert_eq!(v["permutations"][14]["expect"]["failed_phase"], "assets");
+    assert_eq!(v["axes"][1]["values"][2], "3-last");
+}
+
+#[test]
+fn plan_text_has_a_header_and_a_line_per_permutation() {
+    let m = load(&data("disks.toml")).unwrap();
+    let text = plan_text(&m);
+    assert!(
+        text.contains("strategy pairwise: 11 permutations (pairwise 11, full 38)"),
+        "{text}"
+    );
+    let table: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("id ")).collect();
+    assert_eq!(table.len(), 12, "{text}");
+    assert!(table[0].contains("disks.install.bus"));
+    assert!(table[1].starts_with("virtio.512.bios.by-id "));
+}
+
+// ---- errors ---------------------------------------------------------------------------------
+
+#[test]
+fn syntax_and_unknown_fields_name_the_line_and_what_is_valid() {
+    let e = err(&with_head("[[axis]]\nkee = \"vm.firmware\"\n"));
+    assert_eq!(e.line(), Some(4), "{e}");
+    assert!(e.to_string().contains("`key`"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}:4:", data("inline.toml").display())),
+        "{e}"
+    );
+
+    let e = err(&with_head(
+        "strategy = \"greedy\"\n[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\"]\n",
+    ));
+    assert_eq!(e.line(), Some(3), "{e}");
+    assert!(e.to_string().contains("pairwise"), "{e}");
+
+    let e = err("name = \"m\"\n[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\"]\n");
+    assert!(e.to_string().contains("base"), "{e}");
+
+    let e = err(&with_head(""));
+    assert!(e.to_string().contains("at least one [[axis]]"), "{e}");
+
+    let e = err("name = \"My Matrix\"\nbase = \"base.toml\"\n");
+    assert_eq!(e.line(), Some(1), "{e}");
+}
+
+#[test]
+fn unknown_scenario_keys_are_rejected_at_the_axis_line() {
+    let e = err(&with_head(
+        "\n[[axis]]\nkey = \"vm.colour\"\nvalues = [\"red\"]\n",
+    ));
+    assert_eq!(e.line(), Some(5), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("colour") && text.contains("firmware"), "{e}");
+
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"flavour\"\nvalues = [\"red\"]\n",
+    ));
+    assert_eq!(e.line(), Some(4), "{e}");
+    assert!(e.to_string().contains("profile"), "{e}");
+
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"disks.data.bus\"\nvalues = [\"nvme\"]\n",
+    ));
+    assert_eq!(e.line(), Some(4), "{e}");
+    assert!(e.to_string().contains("(its disks: install)"), "{e}");
+
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"disks.install.colour\"\nvalues = [\"red\"]\n",
+    ));
+    assert_eq!(e.line(), Some(4), "{e}");
+    assert!(e.to_string().contains("sector"), "{e}");
+
+    let e = err(&with_head("[[axis]]\nkey = \"name\"\nvalues = [\"x\"]\n"));
+    assert!(e.to_string().contains("named by its id"), "{e}");
+}
+
+#[test]
+fn bad_values_are_rejected_at_their_line_with_what_is_valid() {
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"vm.firmware\"\nvalues = [\n  \"bios\",\n  \"efi\",\n]\n",
+    ));
+    assert_eq!(e.line(), Some(7), "{e}");
+    assert!(e.to_string().contains("`uefi`"), "{e}");
+
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"vm.vcpus\"\nvalues = [\"two\"]\n",
+    ));
+    assert_eq!(e.line(), Some(5), "{e}");
+
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"disks.layout\"\nvalues = [\"2-third\"]\n",
+    ));
+    assert!(e.to_string().contains("third of 2"), "{e}");
+
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"install.network_stack\"\nvalues = [\"ipv5\"]\n",
+    ));
+    assert!(e.to_string().contains("\"dual-stack\""), "{e}");
+
+    // Numbers label themselves as TOML writes them.
+    let m = parse(&with_head(
+        "[[axis]]\nkey = \"vm.vcpus\"\nvalues = [1, 4]\n",
+    ))
+    .unwrap();
+    assert_eq!(ids(&m), ["1", "4"]);
+    assert_eq!(m.permutations[1].scenario.vm.vcpus, 4);
+}
+
+#[test]
+fn duplicate_empty_and_colliding_values_are_rejected() {
+    let e = err(&with_head("[[axis]]\nkey = \"vm.firmware\"\nvalues = []\n"));
+    assert_eq!(e.line(), Some(5), "{e}");
+    assert!(e.to_string().contains("no values"), "{e}");
+
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\", \"bios\"]\n",
+    ));
+    assert!(e.to_string().contains("twice"), "{e}");
+
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"install.installation_disk\"\nvalues = [\"/dev/vda\", \"_dev_vda\"]\n",
+    ));
+    assert!(e.to_string().contains("same id part"), "{e}");
+
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"disks.layout\"\nvalues = [\"3\", \"3-first\"]\n",
+    ));
+    assert!(e.to_string().contains("means the same"), "{e}");
+
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\"]\n[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"uefi\"]\n",
+    ));
+    assert_eq!(e.line(), Some(7), "{e}");
+    assert!(e.to_string().contains("twice"), "{e}");
+}
+
+#[test]
+fn values_that_are_not_scalars_need_a_label() {
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"install.installation_disk\"\nvalues = [{ by = \"id\", disk = \"install\" }]\n",
+    ));
+    assert_eq!(e.line(), Some(5), "{e}");
+    assert!(e.to_string().contains("label = "), "{e}");
+
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"fixture.faults\"\nvalues = [{ label = \"\", value = [] }]\n",
+    ));
+    assert!(e.to_string().contains("empty label"), "{e}");
+
+    let m = parse(&with_head(
+        "[[axis]]\nkey = \"fixture.faults\"\nvalues = [{ label = \"none\", value = [] }, { label = \"degraded\", value = [\"operator-degraded:ingress\"] }]\n",
+    ))
+    .unwrap();
+    assert_eq!(ids(&m), ["none", "degraded"]);
+    assert_eq!(
+        m.permutations[1].scenario.fixture.as_ref().unwrap().faults,
+        ["operator-degraded:ingress"]
+    );
+}
+
+#[test]
+fn a_combination_the_validator_refuses_must_be_excluded() {
+    let text = with_head(
+        r#"
+[[axis]]
+key = "disks.install.bus"
+values = ["virtio", "nvme"]
+
+[[axis]]
+key = "vm.firmware"
+values = ["bios", "uefi"]
+
+[[axis]]
+key = "disks.install.sector"
+values = ["512", "4k"]
+"#,
+    );
+    let e = err(&text);
+    // The firmware axis (its key on line 9) is the first one involved in bios + 4k.
+    assert_eq!(e.line(), Some(9), "{e}");
+    let MatrixError::Permutation { id, message, .. } = &e else {
+        panic!("{e}");
+    };
+    assert_eq!(id, "virtio.bios.4k");
+    assert!(message.contains("4Kn"), "{e}");
+    assert!(
+        message.contains(r#"[[exclude]] "vm.firmware" = "bios", "disks.install.sector" = "4k""#),
+        "{e}"
+    );
+
+    // Excluded, written with an unquoted dotted key or a quoted one, it loads.
+    for rule in [
+        "vm.firmware = \"bios\"\ndisks.install.sector = \"4k\"",
+        "\"vm.firmware\" = \"bios\"\n\"disks.install.sector\" = \"4k\"",
+    ] {
+        let m = parse(&format!("{text}\n[[exclude]]\n{rule}\n")).unwrap();
+        assert_eq!(m.permutations.len(), 6);
+        assert_eq!(m.full_count, 6);
+    }
+    // Pairwise finds it too: every pair that is not excluded is in some permutation.
+    let e = err(&text.replace("base.toml\"\n", "base.toml\"\nstrategy = \"pairwise\"\n"));
+    assert!(matches!(e, MatrixError::Permutation { .. }), "{e}");
+}
+
+#[test]
+fn a_value_the_validator_refuses_on_its_own_is_named_alone() {
+    let e = err(&with_head(
+        "[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"uefi\"]\n[[axis]]\nkey = \"disks.install.size\"\nvalues = [\"1MiB\"]\n",
+    ));
+    assert_eq!(e.line(), Some(7), "{e}");
+    assert!(e.to_string().contains("at least 64MiB"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("[[exclude]] \"disks.install.size\" = \"1MiB\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn rules_name_axes_and_values_of_the_matrix() {
+    let axes = "[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\", \"uefi\"]\n";
+    let e = err(&with_head(&format!(
+        "{axes}[[exclude]]\n\"vm.bus\" = \"bios\"\n"
+    )));
+    assert_eq!(e.line(), Some(7), "{e}");
+    assert!(e.to_string().contains("the axes are vm.firmware"), "{e}");
+
+    let e = err(&with_head(&format!(
+        "{axes}[[exclude]]\n\"vm.firmware\" = \"efi\"\n"
+    )));
+    assert_eq!(e.line(), Some(7), "{e}");
+    assert!(e.to_string().contains("\"bios\", \"uefi\""), "{e}");
+
+    let e = err(&with_head(&format!("{axes}[[exclude]]\n")));
+    assert!(e.to_string().contains("empty [[exclude]]"), "{e}");
+
+    let e = err(&with_head(&format!(
+        "{axes}[[exclude]]\n\"vm.firmware\" = [\"bios\", \"uefi\"]\n"
+    )));
+    assert!(e.to_string().contains("leave no permutation"), "{e}");
+}
+
+#[test]
+fn expectations_are_checked_like_a_scenario_expect() {
+    let axes = "[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\", \"uefi\"]\n";
+    let e = err(&with_head(&format!(
+        "{axes}[[expect]]\nwhen = {{ \"vm.firmware\" = \"uefi\" }}\nverdict = \"fail\"\nfailed_phase = \"boot\"\n"
+    )));
+    assert_eq!(e.line(), Some(9), "{e}");
+    assert!(e.to_string().contains("live-boot"), "{e}");
+
+    let e = err(&with_head(&format!(
+        "{axes}[[expect]]\nwhen = {{ \"vm.firmware\" = \"uefi\" }}\nverdict = \"flaky\"\n"
+    )));
+    assert_eq!(e.line(), Some(8), "{e}");
+
+    let e = err(&with_head(&format!(
+        "{axes}[[exclude]]\n\"vm.firmware\" = \"uefi\"\n[[expect]]\nwhen = {{ \"vm.firmware\" = \"uefi\" }}\nverdict = \"pass\"\n"
+    )));
+    assert_eq!(e.line(), Some(9), "{e}");
+    assert!(e.to_string().contains("matches no permutation"), "{e}");
+
+    let e = err(&with_head(&format!(
+        "{axes}[[expect]]\nwhen = {{}}\nverdict = \"pass\"\n"
+    )));
+    assert!(e.to_string().contains("base scenario's [expect]"), "{e}");
+}
+
+#[test]
+fn a_bad_or_missing_base_is_reported_at_the_base_line() {
+    let e = err("name = \"m\"\nbase = \"missing.toml\"\n[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\"]\n");
+    assert_eq!(e.line(), Some(2), "{e}");
+    assert!(
+        e.to_string().contains("cannot read the base scenario"),
+        "{e}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("base.toml"),
+        "name = \"b\"\nprofile = \"fixture\"\n[[disks]]\nid = \"install\"\nsize = \"8GiB\"\nbus = \"floppy\"\n",
+    )
+    .unwrap();
+    let e = parse_str(
+        &dir.path().join("m.toml"),
+        "name = \"m\"\nbase = \"base.toml\"\n[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\"]\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.line(), Some(2), "{e}");
+    // The base's own error, with its own file and line.
+    assert!(e.to_string().contains("base.toml:6:"), "{e}");
+}
+
+#[test]
+fn a_layout_needs_a_base_with_one_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("base.toml"),
+        "name = \"b\"\nprofile = \"fixture\"\n[[disks]]\nid = \"install\"\nsize = \"8GiB\"\n[[disks]]\nid = \"data\"\nsize = \"1GiB\"\n",
+    )
+    .unwrap();
+    let e = parse_str(
+        &dir.path().join("m.toml"),
+        "name = \"m\"\nbase = \"base.toml\"\n[[axis]]\nkey = \"disks.layout\"\nvalues = [\"2\"]\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.line(), Some(5), "{e}");
+    assert!(e.to_string().contains("exactly one [[disks]] entry"), "{e}");
+}
+
+#[test]
+fn a_huge_full_product_is_refused_and_pairwise_plans_it() {
+    let values = (1..=10)
+        .map(|m| format!("\"{m}m\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let axes: String = [
+        "live-boot",
+        "bootkube",
+        "install-to-disk",
+        "disk-boot",
+        "api-ready",
+    ]
+    .iter()
+    .map(|p| format!("[[axis]]\nkey = \"timeouts.{p}\"\nvalues = [{values}]\n"))
+    .collect();
+    let e = err(&with_head(&format!("strategy = \"full\"\n{axes}")));
+    assert_eq!(e.line(), Some(3), "{e}");
+    assert!(e.to_string().contains("100000 permutations"), "{e}");
+
+    let m = parse(&with_head(&format!("strategy = \"pairwise\"\n{axes}"))).unwrap();
+    assert_eq!(m.full_count, 100_000);
+    assert!(
+        (100..=120).contains(&m.permutations.len()),
+        "{}",
+        m.permutations.len()
+    );
+    assert!(m.with_strategy(Strategy::Full).is_err());
+}
+
+#[test]
+fn strategies_parse_from_the_command_line() {
+    assert_eq!("pairwise".parse::<Strategy>(), Ok(Strategy::Pairwise));
+    assert_eq!("full".parse::<Strategy>(), Ok(Strategy::Full));
+    assert!("some"
+        .parse::<Strategy>()
+        .unwrap_err()
+        .contains("\"pairwise\""));
+}

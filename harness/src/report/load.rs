@@ -1,0 +1,158 @@
+//! Reading a run directory back: the `result.json` of every permutation in it.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::result::{ResultError, RunResult, RESULT_FILE};
+
+/// A run's result and where its directory is, relative to the directory the reports go to:
+/// the permutation id for a matrix (`OUT/<id>/`), `.` when the reports sit next to the one
+/// result.json. Report links to artifacts start from here.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocatedRun {
+    pub dir: String,
+    pub result: RunResult,
+}
+
+impl LocatedRun {
+    /// A run in the directory named after its id, as the run directory contract lays it out.
+    pub fn in_own_dir(result: RunResult) -> Self {
+        LocatedRun {
+            dir: result.id.clone(),
+            result,
+        }
+    }
+}
+
+/// Reading a run directory failed; every case is bad input naming the path at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{path}: not a directory")]
+    NotADirectory { path: PathBuf },
+    #[error(
+        "{path}: not a run directory: no {RESULT_FILE} in it nor in any directory directly under it"
+    )]
+    NoResults { path: PathBuf },
+    #[error(transparent)]
+    Result(#[from] ResultError),
+}
+
+/// The runs of a run directory: `DIR/result.json` when DIR is one run's directory, else every
+/// `DIR/*/result.json`, sorted by directory name. Subdirectories without a result.json
+/// (a permutation killed before it wrote one, or unrelated) are skipped; an unreadable or
+/// invalid result.json is an error naming the file, never silently dropped.
+pub fn load_run_dir(dir: &Path) -> Result<Vec<LocatedRun>, LoadError> {
+    let io_err = |source| LoadError::Io {
+        path: dir.to_owned(),
+        source,
+    };
+    let meta = std::fs::metadata(dir).map_err(io_err)?;
+    if !meta.is_dir() {
+        return Err(LoadError::NotADirectory {
+            path: dir.to_owned(),
+        });
+    }
+    let single = dir.join(RESULT_FILE);
+    if single.exists() {
+        return Ok(vec![LocatedRun {
+            dir: ".".into(),
+            result: RunResult::read(&single)?,
+        }]);
+    }
+
+    let mut subdirs: Vec<(String, PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io_err)? {
+        let entry = entry.map_err(io_err)?;
+        let name = entry.file_name();
+        // Report links are relative hrefs: a name that is not UTF-8 could not be linked.
+        let Some(name) = name.to_str() else { continue };
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        if path.is_dir() && path.join(RESULT_FILE).exists() {
+            subdirs.push((name.to_string(), path.join(RESULT_FILE)));
+        }
+    }
+    if subdirs.is_empty() {
+        return Err(LoadError::NoResults {
+            path: dir.to_owned(),
+        });
+    }
+    subdirs.sort();
+    subdirs
+        .into_iter()
+        .map(|(name, file)| {
+            Ok(LocatedRun {
+                dir: name,
+                result: RunResult::read(&file)?,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::result::tests::{sample_fail, sample_pass};
+
+    fn write_run(root: &Path, dir: &str, r: &RunResult) {
+        let d = root.join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        r.write(&d).unwrap();
+    }
+
+    #[test]
+    fn matrix_directory_sorted_skipping_dirs_without_result() {
+        let out = tempfile::tempdir().unwrap();
+        write_run(out.path(), "b.nvme", &sample_fail("b.nvme", "x"));
+        write_run(out.path(), "a.virtio", &sample_pass("a.virtio"));
+        std::fs::create_dir(out.path().join("killed-before-result")).unwrap();
+        std::fs::write(out.path().join("summary.md"), "old").unwrap();
+        let runs = load_run_dir(out.path()).unwrap();
+        let dirs: Vec<&str> = runs.iter().map(|r| r.dir.as_str()).collect();
+        assert_eq!(dirs, ["a.virtio", "b.nvme"]);
+        assert_eq!(runs[1].result.id, "b.nvme");
+    }
+
+    #[test]
+    fn single_run_directory_is_its_own_permutation() {
+        let out = tempfile::tempdir().unwrap();
+        sample_pass("smoke").write(out.path()).unwrap();
+        let runs = load_run_dir(out.path()).unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].dir, ".");
+    }
+
+    #[test]
+    fn bad_input_names_the_path() {
+        let out = tempfile::tempdir().unwrap();
+        let err = load_run_dir(out.path()).unwrap_err();
+        assert!(matches!(err, LoadError::NoResults { .. }));
+        assert!(err.to_string().contains("not a run directory"));
+
+        let missing = out.path().join("nope");
+        assert!(matches!(
+            load_run_dir(&missing).unwrap_err(),
+            LoadError::Io { .. }
+        ));
+        let file = out.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        assert!(matches!(
+            load_run_dir(&file).unwrap_err(),
+            LoadError::NotADirectory { .. }
+        ));
+
+        write_run(out.path(), "good", &sample_pass("good"));
+        std::fs::create_dir(out.path().join("broken")).unwrap();
+        std::fs::write(out.path().join("broken").join(RESULT_FILE), "{\"schema\":").unwrap();
+        let err = load_run_dir(out.path()).unwrap_err();
+        assert!(matches!(err, LoadError::Result(ResultError::Json { .. })));
+        assert!(
+            err.to_string().contains("broken/result.json"),
+            "names the file: {err}"
+        );
+    }
+}

@@ -1,0 +1,240 @@
+//! The reports of a run directory (ARCHITECTURE.md, "Run directory contract"): `summary.json`,
+//! `junit.xml`, `summary.md` and `report.html` next to the permutations' directories.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::coverage::{merge_axes, Axis};
+use super::html::{render_html, REPORT_HTML_FILE};
+use super::junit::junit_for_runs;
+use super::load::LocatedRun;
+use super::result::RunResult;
+use super::summary::matrix_summary_markdown;
+use super::summary_json::{Summary, SUMMARY_JSON_FILE};
+
+/// The merged JUnit file name.
+pub const JUNIT_FILE: &str = "junit.xml";
+/// The Markdown summary file name.
+pub const SUMMARY_MD_FILE: &str = "summary.md";
+/// The JUnit report's name when the runs do not share one scenario.
+const JUNIT_NAME: &str = "sno-harness";
+
+/// Writes the four reports of a matrix run into `out_dir`, each permutation's directory being
+/// `out_dir/<id>/`. `axes` are the matrix axes with all their values (so values no
+/// permutation ran show as "not run"); pass `&[]` when unknown, they are then the union of the
+/// runs' params. Each file is replaced atomically; an error names the file.
+pub fn write_reports(
+    out_dir: &Path,
+    results: &[RunResult],
+    axes: &[(String, Vec<String>)],
+) -> io::Result<()> {
+    let runs: Vec<LocatedRun> = results
+        .iter()
+        .cloned()
+        .map(LocatedRun::in_own_dir)
+        .collect();
+    let axes: Vec<Axis> = axes
+        .iter()
+        .map(|(key, values)| Axis::new(key.as_str(), values.iter().map(String::as_str)))
+        .collect();
+    write_reports_for(out_dir, &runs, &axes).map(|_| ())
+}
+
+/// The reports of `runs` (their directories relative to `out_dir`), written into `out_dir`.
+/// Returns the paths written.
+pub fn write_reports_for(
+    out_dir: &Path,
+    runs: &[LocatedRun],
+    axes: &[Axis],
+) -> io::Result<Vec<PathBuf>> {
+    let summary = summarise(runs, axes);
+    let results: Vec<RunResult> = runs.iter().map(|r| r.result.clone()).collect();
+    let files = [
+        (SUMMARY_JSON_FILE, summary.to_json()),
+        (JUNIT_FILE, junit_for_runs(&results, &junit_name(&results))),
+        (SUMMARY_MD_FILE, matrix_summary_markdown(runs, &summary)),
+        (REPORT_HTML_FILE, render_html(runs, &summary)),
+    ];
+    let mut written = Vec::new();
+    for (name, content) in files {
+        let path = out_dir.join(name);
+        write_atomic(&path, content.as_bytes())?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Writes only `report.html` for `runs` to `path` (anywhere: links are made relative to
+/// `runs_dir`, the directory holding the permutations, as seen from `path`'s directory).
+pub fn write_html(
+    path: &Path,
+    runs_dir: &Path,
+    runs: &[LocatedRun],
+    axes: &[Axis],
+) -> io::Result<()> {
+    let summary = summarise(runs, axes);
+    let relocated: Vec<LocatedRun> = runs
+        .iter()
+        .map(|r| LocatedRun {
+            dir: relative_dir(path.parent().unwrap_or(Path::new(".")), runs_dir, &r.dir),
+            result: r.result.clone(),
+        })
+        .collect();
+    write_atomic(path, render_html(&relocated, &summary).as_bytes())
+}
+
+/// The summary of `runs` over `axes` completed with the runs' params.
+pub fn summarise(runs: &[LocatedRun], axes: &[Axis]) -> Summary {
+    let results: Vec<&RunResult> = runs.iter().map(|r| &r.result).collect();
+    Summary::build(runs, &merge_axes(axes, &results))
+}
+
+/// The scenario all runs share, else a generic name.
+fn junit_name(results: &[RunResult]) -> String {
+    match results.first() {
+        Some(first) if results.iter().all(|r| r.scenario == first.scenario) => {
+            first.scenario.clone()
+        }
+        _ => JUNIT_NAME.to_string(),
+    }
+}
+
+/// `run_dir` (a permutation's directory relative to `runs_dir`) as seen from `from`. Both
+/// are made absolute first; when that fails the path stays as given (a link that may not
+/// resolve beats no report).
+fn relative_dir(from: &Path, runs_dir: &Path, run_dir: &str) -> String {
+    let target = runs_dir.join(run_dir);
+    let (Ok(from), Ok(target)) = (std::path::absolute(from), std::path::absolute(&target)) else {
+        return target.display().to_string();
+    };
+    let from: Vec<_> = normalise(&from);
+    let target: Vec<_> = normalise(&target);
+    let common = from.iter().zip(&target).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); from.len() - common];
+    parts.extend(target[common..].iter().cloned());
+    if parts.is_empty() {
+        ".".into()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// The normal components of an absolute path, with `.` and `..` resolved lexically.
+fn normalise(p: &Path) -> Vec<String> {
+    use std::path::Component;
+    let mut out: Vec<String> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(s) => out.push(s.to_string_lossy().into_owned()),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Writes through a temporary file in the same directory and a rename, so a reader (a browser,
+/// CI collecting artifacts) never sees half a report. The error names the file.
+fn write_atomic(path: &Path, content: &[u8]) -> io::Result<()> {
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(named)?;
+    tmp.write_all(content).map_err(named)?;
+    tmp.persist(path).map_err(|e| named(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::coverage::tests::sample_not_run;
+    use crate::report::result::tests::{sample_fail, sample_pass};
+
+    #[test]
+    fn writes_the_four_reports_with_declared_axes() {
+        let out = tempfile::tempdir().unwrap();
+        let mut fail = sample_fail("nvme", "bootkube timed out");
+        fail.params
+            .insert("disks.install.bus".into(), "nvme".into());
+        let results = vec![sample_pass("virtio"), fail, sample_not_run("sata")];
+        let axes = vec![(
+            "disks.install.bus".to_string(),
+            vec!["virtio".to_string(), "nvme".to_string(), "scsi".to_string()],
+        )];
+        write_reports(out.path(), &results, &axes).unwrap();
+
+        let names: Vec<String> = std::fs::read_dir(out.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        let mut names = names;
+        names.sort();
+        assert_eq!(
+            names,
+            ["junit.xml", "report.html", "summary.json", "summary.md"]
+        );
+
+        let summary = Summary::read(&out.path().join("summary.json")).unwrap();
+        assert_eq!(summary.counts.total, 3);
+        assert_eq!(summary.coverage[0].values[2].value, "scsi");
+        assert_eq!(summary.permutations[1].path, "nvme");
+
+        let junit = std::fs::read_to_string(out.path().join("junit.xml")).unwrap();
+        assert_eq!(junit.matches("<testsuite ").count(), 3);
+        assert!(junit.contains("<testsuites name=\"scenarios/disks.toml\""));
+        assert!(junit.contains("message=\"bootkube timed out\""));
+
+        let md = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
+        assert!(md.contains("## Coverage"));
+        assert!(md.contains(
+            "| `disks.install.bus` | `scsi`   | 0      | 0      | 0       | not-run    |"
+        ));
+        assert!(md.contains("## Slowest phases"));
+        assert!(md.contains("### `nvme`: **FAIL**"));
+        assert!(md.contains("- serial: `nvme/serial.log`"));
+        assert!(!md.contains("### `virtio`"), "passed runs have no section");
+
+        let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+        assert_eq!(html.matches("<svg class=\"gantt\"").count(), 3);
+    }
+
+    #[test]
+    fn html_elsewhere_links_back_to_the_runs() {
+        assert_eq!(
+            relative_dir(Path::new("/a/b"), Path::new("/a/runs"), "x"),
+            "../runs/x"
+        );
+        assert_eq!(
+            relative_dir(Path::new("/a/runs"), Path::new("/a/runs"), "x"),
+            "x"
+        );
+        assert_eq!(
+            relative_dir(Path::new("/a/runs/x"), Path::new("/a/runs"), "."),
+            ".."
+        );
+        assert_eq!(
+            relative_dir(Path::new("/a/runs"), Path::new("/a/runs"), "."),
+            "."
+        );
+        let out = tempfile::tempdir().unwrap();
+        let runs = vec![LocatedRun::in_own_dir(sample_fail("f", "x"))];
+        let elsewhere = out.path().join("html");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let file = elsewhere.join("r.html");
+        write_html(&file, &out.path().join("runs"), &runs, &[]).unwrap();
+        let html = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            html.contains("href=\"../runs/f/serial.log\""),
+            "{}",
+            &html[..200]
+        );
+        let err =
+            write_html(&out.path().join("missing/r.html"), out.path(), &runs, &[]).unwrap_err();
+        assert!(err.to_string().contains("missing/r.html"), "{err}");
+    }
+}

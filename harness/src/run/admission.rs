@@ -1,0 +1,266 @@
+//! Admission control for parallel runs: a run starts only when the host has room for it in
+//! memory, CPUs and disk, on top of what the runs already going have reserved. A run the host
+//! could never hold is refused up front instead of waiting forever.
+
+use std::path::Path;
+
+/// What one run needs from the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    pub memory_bytes: u64,
+    pub vcpus: u32,
+    pub disk_bytes: u64,
+}
+
+/// What the host has now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostNow {
+    /// MemAvailable from /proc/meminfo.
+    pub mem_available: u64,
+    pub cpus: u32,
+    /// Free bytes on the filesystem of the run directory.
+    pub disk_free: u64,
+}
+
+/// How far the vCPUs of the VMs running at once may exceed the host's CPUs. Under TCG a VM's
+/// vCPU threads are busy only while the guest computes (boots, decompresses, writes); through
+/// the long waits of a run (API convergence, the 30 s operator settle) they idle, so two
+/// 2-vCPU VMs on 2 cores finish well before two runs one after the other.
+pub const CPU_OVERCOMMIT: u32 = 2;
+
+/// Kept free for the host (the harness, the page cache that QEMU's disk writes go through).
+pub const MEMORY_HEADROOM: u64 = 1 << 30;
+
+/// Kept free on the run directory's filesystem.
+pub const DISK_HEADROOM: u64 = 1 << 30;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Start,
+    /// Not now; the reason says what is short.
+    Wait(String),
+    /// Not on this host, even with nothing else running.
+    Never(String),
+}
+
+/// The bookkeeping of what running runs reserved.
+#[derive(Debug, Default, Clone)]
+pub struct Admission {
+    memory: u64,
+    vcpus: u32,
+    disk: u64,
+    running: u32,
+}
+
+fn gib(b: u64) -> f64 {
+    b as f64 / (1u64 << 30) as f64
+}
+
+impl Admission {
+    pub fn running(&self) -> u32 {
+        self.running
+    }
+
+    /// Whether a run needing `need` may start now on a host looking like `host`, with at most
+    /// `jobs` runs at once. MemAvailable already excludes the memory running VMs have touched;
+    /// subtracting their whole reservation as well is deliberately conservative: a guest
+    /// grows into its memory as it runs, and running out of memory kills runs.
+    pub fn decide(&self, need: Need, host: HostNow, jobs: u32) -> Decision {
+        let mem_total_ok = need.memory_bytes + MEMORY_HEADROOM <= host.mem_available + self.memory;
+        if self.running == 0 && !mem_total_ok {
+            return Decision::Never(format!(
+                "needs {:.1} GiB of memory (+{:.0} GiB headroom); {:.1} GiB is available",
+                gib(need.memory_bytes),
+                gib(MEMORY_HEADROOM),
+                gib(host.mem_available)
+            ));
+        }
+        if self.running == 0 && need.disk_bytes + DISK_HEADROOM > host.disk_free {
+            return Decision::Never(format!(
+                "needs {:.1} GiB of disk (+{:.0} GiB headroom); {:.1} GiB is free",
+                gib(need.disk_bytes),
+                gib(DISK_HEADROOM),
+                gib(host.disk_free)
+            ));
+        }
+        if self.running >= jobs {
+            return Decision::Wait(format!("{} of {jobs} jobs running", self.running));
+        }
+        let mem_free = host.mem_available.saturating_sub(self.memory);
+        if need.memory_bytes + MEMORY_HEADROOM > mem_free {
+            return Decision::Wait(format!(
+                "memory: {:.1} GiB available after what running VMs reserved, {:.1} GiB needed",
+                gib(mem_free),
+                gib(need.memory_bytes + MEMORY_HEADROOM)
+            ));
+        }
+        let cpu_limit = (host.cpus * CPU_OVERCOMMIT).max(need.vcpus);
+        if self.vcpus + need.vcpus > cpu_limit {
+            return Decision::Wait(format!(
+                "CPUs: {} vCPUs running, {} more would pass {cpu_limit} ({} host CPUs x {CPU_OVERCOMMIT})",
+                self.vcpus, need.vcpus, host.cpus
+            ));
+        }
+        let disk_free = host.disk_free.saturating_sub(self.disk);
+        if need.disk_bytes + DISK_HEADROOM > disk_free {
+            return Decision::Wait(format!(
+                "disk: {:.1} GiB free after what running runs reserved, {:.1} GiB needed",
+                gib(disk_free),
+                gib(need.disk_bytes + DISK_HEADROOM)
+            ));
+        }
+        Decision::Start
+    }
+
+    pub fn reserve(&mut self, need: Need) {
+        self.memory += need.memory_bytes;
+        self.vcpus += need.vcpus;
+        self.disk += need.disk_bytes;
+        self.running += 1;
+    }
+
+    pub fn release(&mut self, need: Need) {
+        self.memory = self.memory.saturating_sub(need.memory_bytes);
+        self.vcpus = self.vcpus.saturating_sub(need.vcpus);
+        self.disk = self.disk.saturating_sub(need.disk_bytes);
+        self.running = self.running.saturating_sub(1);
+    }
+}
+
+/// The host as it is now: MemAvailable, online CPUs, free space under `dir`.
+pub fn host_now(dir: &Path) -> std::io::Result<HostNow> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo")?;
+    let mem_available = parse_meminfo_available(&meminfo).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "no MemAvailable in /proc/meminfo",
+        )
+    })?;
+    Ok(HostNow {
+        mem_available,
+        cpus: host_cpus(),
+        disk_free: free_bytes(dir)?,
+    })
+}
+
+pub fn host_cpus() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
+}
+
+/// The default number of parallel runs: the host's CPUs (the admission checks still apply).
+pub fn default_jobs() -> u32 {
+    host_cpus().max(1)
+}
+
+fn parse_meminfo_available(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid NUL-terminated path and a zeroed statvfs the call fills.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    fn need() -> Need {
+        Need {
+            memory_bytes: 3 * GIB,
+            vcpus: 2,
+            disk_bytes: 2 * GIB,
+        }
+    }
+
+    fn host(mem_gib: u64) -> HostNow {
+        HostNow {
+            mem_available: mem_gib * GIB,
+            cpus: 2,
+            disk_free: 50 * GIB,
+        }
+    }
+
+    #[test]
+    fn two_small_vms_fit_on_this_host_and_a_third_waits_for_a_job() {
+        let mut a = Admission::default();
+        assert_eq!(a.decide(need(), host(20), 2), Decision::Start);
+        a.reserve(need());
+        assert_eq!(a.decide(need(), host(17), 2), Decision::Start);
+        a.reserve(need());
+        assert!(
+            matches!(a.decide(need(), host(14), 2), Decision::Wait(w) if w.contains("2 of 2 jobs"))
+        );
+        a.release(need());
+        assert_eq!(a.decide(need(), host(17), 2), Decision::Start);
+    }
+
+    #[test]
+    fn memory_counts_what_running_vms_reserved() {
+        let mut a = Admission::default();
+        a.reserve(need());
+        // 5 GiB available, 3 GiB of it reserved by the running VM: 2 GiB < 3 + 1 needed.
+        assert!(
+            matches!(a.decide(need(), host(5), 4), Decision::Wait(w) if w.starts_with("memory"))
+        );
+        assert_eq!(a.decide(need(), host(8), 4), Decision::Start);
+    }
+
+    #[test]
+    fn cpus_may_be_overcommitted_twice_and_no_more() {
+        let mut a = Admission::default();
+        for _ in 0..2 {
+            assert_eq!(a.decide(need(), host(20), 8), Decision::Start);
+            a.reserve(need());
+        }
+        // 4 vCPUs running on 2 CPUs: the limit of 2 x 2.
+        assert!(
+            matches!(a.decide(need(), host(20), 8), Decision::Wait(w) if w.starts_with("CPUs"))
+        );
+    }
+
+    #[test]
+    fn a_vm_larger_than_the_host_is_refused_not_queued() {
+        let a = Admission::default();
+        let big = Need {
+            memory_bytes: 64 * GIB,
+            ..need()
+        };
+        assert!(matches!(a.decide(big, host(20), 2), Decision::Never(w) if w.contains("64.0 GiB")));
+        let wide = Need {
+            disk_bytes: 100 * GIB,
+            ..need()
+        };
+        assert!(matches!(a.decide(wide, host(20), 2), Decision::Never(w) if w.contains("disk")));
+        // A VM with more vCPUs than the host still runs, alone.
+        let many = Need { vcpus: 8, ..need() };
+        assert_eq!(a.decide(many, host(20), 2), Decision::Start);
+    }
+
+    #[test]
+    fn meminfo_parses_and_the_host_probe_works_here() {
+        assert_eq!(
+            parse_meminfo_available("MemTotal: 10 kB\nMemAvailable:    2048 kB\n"),
+            Some(2048 * 1024)
+        );
+        assert_eq!(parse_meminfo_available("MemTotal: 10 kB\n"), None);
+        let h = host_now(Path::new("/")).unwrap();
+        assert!(
+            h.mem_available > 0 && h.cpus >= 1 && h.disk_free > 0,
+            "{h:?}"
+        );
+    }
+}

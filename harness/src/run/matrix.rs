@@ -1,0 +1,213 @@
+//! Running many permutations at once: a queue, admission control on memory, CPUs and disk,
+//! and one run directory per permutation. Runs share nothing mutable: each has its own
+//! directory, VM name, disks, sockets and ports (see `free_port`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::task::JoinSet;
+
+use super::admission::{self, Admission, Decision, Need};
+use super::progress::Mode;
+use super::{run_scenario, RunOptions};
+use crate::report::result::{RunResult, Verdict};
+use crate::scenario::Scenario;
+
+/// One permutation to run.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: String,
+    /// Axis key -> value label, for result.json's `params`.
+    pub params: BTreeMap<String, String>,
+    pub scenario: Scenario,
+    /// The command that runs this permutation alone.
+    pub replay: String,
+}
+
+pub struct MatrixOptions {
+    /// The matrix's run directory; each permutation writes `<out>/<id>/`.
+    pub out: PathBuf,
+    pub jobs: u32,
+    pub keep: bool,
+    pub timeout_scale: f64,
+    pub cache_dir: PathBuf,
+    pub interrupt: tokio::sync::watch::Receiver<bool>,
+}
+
+/// What the matrix did, besides the results.
+#[derive(Debug, Clone, Default)]
+pub struct Schedule {
+    pub wall: Duration,
+    /// Per permutation: from the moment it could have started (a slot was free and it was
+    /// next) to the moment it did. Admission waits are excluded; they are the host's limits.
+    pub dispatch_delays: Vec<Duration>,
+    /// Most runs at once.
+    pub peak_parallel: u32,
+}
+
+/// Disk a run needs: its copy of the live ISO, its disks' written part, the logs. The disks are
+/// sparse qcow2, so their nominal size is not what they take.
+fn need_of(s: &Scenario) -> Need {
+    const PER_RUN_DISK: u64 = 2 << 30;
+    Need {
+        memory_bytes: s.vm.memory_mib * 1024 * 1024,
+        vcpus: s.vm.vcpus,
+        disk_bytes: PER_RUN_DISK,
+    }
+}
+
+/// Runs every job, at most `opts.jobs` at once and only as the host has room, and returns the
+/// results in the jobs' order. A job the host can never hold gets an `error` result saying why.
+pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>, Schedule) {
+    let started = Instant::now();
+    let total = jobs.len();
+    let mut results: Vec<Option<RunResult>> = vec![None; total];
+    let mut queue: std::collections::VecDeque<(usize, Job)> =
+        jobs.into_iter().enumerate().collect();
+    let mut admission = Admission::default();
+    let mut running: JoinSet<(usize, Need, RunResult)> = JoinSet::new();
+    let mut schedule = Schedule::default();
+    let mut free_since = Instant::now();
+    let mut interrupt = opts.interrupt.clone();
+    let jobs_limit = opts.jobs.max(1);
+
+    while !queue.is_empty() || !running.is_empty() {
+        // Start what fits, in order.
+        while let Some((index, job)) = queue.front().cloned() {
+            if *interrupt.borrow() {
+                queue.pop_front();
+                results[index] = Some(not_run(&job, &opts, "interrupted before it started"));
+                continue;
+            }
+            let need = need_of(&job.scenario);
+            let host = match admission::host_now(&opts.out) {
+                Ok(h) => h,
+                Err(e) => {
+                    queue.pop_front();
+                    results[index] = Some(not_run(
+                        &job,
+                        &opts,
+                        &format!("reading the host's state: {e}"),
+                    ));
+                    continue;
+                }
+            };
+            match admission.decide(need, host, jobs_limit) {
+                Decision::Start => {
+                    queue.pop_front();
+                    schedule.dispatch_delays.push(free_since.elapsed());
+                    admission.reserve(need);
+                    schedule.peak_parallel = schedule.peak_parallel.max(admission.running());
+                    eprintln!(
+                        "[{:6.1} s] matrix: starting {} ({} running, {} queued)",
+                        started.elapsed().as_secs_f64(),
+                        job.id,
+                        admission.running(),
+                        queue.len()
+                    );
+                    let run_opts = RunOptions {
+                        dir: opts.out.join(&job.id),
+                        id: job.id.clone(),
+                        params: job.params.clone(),
+                        keep: opts.keep,
+                        timeout_scale: opts.timeout_scale,
+                        cache_dir: opts.cache_dir.clone(),
+                        replay: job.replay.clone(),
+                        interrupt: opts.interrupt.clone(),
+                        progress: Mode::Plain,
+                    };
+                    running.spawn(async move {
+                        let r = match std::fs::create_dir_all(&run_opts.dir) {
+                            Ok(()) => run_scenario(&job.scenario, run_opts).await,
+                            Err(e) => {
+                                let why = format!("creating {}: {e}", run_opts.dir.display());
+                                error_result(&job, &why)
+                            }
+                        };
+                        (index, need, r)
+                    });
+                    free_since = Instant::now();
+                }
+                Decision::Wait(why) => {
+                    tracing::debug!("{}: waiting: {why}", job.id);
+                    break;
+                }
+                Decision::Never(why) => {
+                    queue.pop_front();
+                    eprintln!("matrix: {} cannot run on this host: {why}", job.id);
+                    results[index] = Some(not_run(&job, &opts, &format!("not admitted: {why}")));
+                }
+            }
+        }
+        if running.is_empty() {
+            if queue.is_empty() {
+                break;
+            }
+            // Nothing runs and the head still waits (memory taken by something else): look
+            // again shortly.
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                _ = interrupt.changed() => {}
+            }
+            continue;
+        }
+        // Wait for a run to end (or the host to change: re-check every 5 s).
+        tokio::select! {
+            done = running.join_next() => {
+                if let Some(Ok((index, need, r))) = done {
+                    admission.release(need);
+                    eprintln!(
+                        "[{:6.1} s] matrix: {} {}{} ({:.0} s)",
+                        started.elapsed().as_secs_f64(),
+                        r.id,
+                        r.verdict.as_str(),
+                        r.failed_phase.as_deref().map(|p| format!(" at {p}")).unwrap_or_default(),
+                        r.duration_ms as f64 / 1000.0
+                    );
+                    results[index] = Some(r);
+                    free_since = Instant::now();
+                } else if let Some(Err(e)) = done {
+                    // A run task panicked: its slot is lost to bookkeeping, but the matrix
+                    // goes on; the missing result is reported below.
+                    tracing::error!("a run task failed: {e}");
+                }
+            }
+            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+    }
+    schedule.wall = started.elapsed();
+    let results = results
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.unwrap_or_else(|| {
+                let mut e = RunResult::unreached_error(&format!("#{i}"), "the run's task failed");
+                e.started_at = crate::report::result::rfc3339(SystemTime::now());
+                e
+            })
+        })
+        .collect();
+    (results, schedule)
+}
+
+/// The result of a permutation that never started.
+fn not_run(job: &Job, opts: &MatrixOptions, why: &str) -> RunResult {
+    let r = error_result(job, why);
+    let dir = opts.out.join(&job.id);
+    if std::fs::create_dir_all(&dir).is_ok() {
+        let _ = r.write(&dir);
+    }
+    r
+}
+
+fn error_result(job: &Job, why: &str) -> RunResult {
+    let mut r = RunResult::unreached_error(&job.id, why);
+    r.scenario = job.scenario.path.display().to_string();
+    r.params = job.params.clone();
+    r.profile = job.scenario.profile.name().to_string();
+    r.replay = job.replay.clone();
+    r.started_at = crate::report::result::rfc3339(SystemTime::now());
+    debug_assert_eq!(r.verdict, Verdict::Error);
+    r
+}
