@@ -24,7 +24,22 @@ fn ctrl_c_during_bootkube_stops_the_run_cleanly() {
         .prefix("sno-interrupt-")
         .tempdir()
         .unwrap();
-    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml");
+    // The smoke scenario with the normal schedule: its bootkube stages take 2 s each, so the
+    // interrupt lands in bootkube for certain (the fast schedule's whole bootkube takes 4 s).
+    let smoke = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml"),
+    )
+    .unwrap();
+    assert!(
+        smoke.contains("schedule = \"fast\""),
+        "smoke.toml changed shape"
+    );
+    let scenario = out.path().join("smoke.toml");
+    std::fs::write(
+        &scenario,
+        smoke.replace("schedule = \"fast\"", "schedule = \"normal\""),
+    )
+    .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
         .arg("run")
         .arg(&scenario)

@@ -145,6 +145,12 @@ fn write_atomic(path: &Path, content: &[u8]) -> io::Result<()> {
     };
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(named)?;
     tmp.write_all(content).map_err(named)?;
+    // Reports carry no secrets (assets/ does, and stays 0600): readable like any other file,
+    // not with the temporary file's 0600.
+    use std::os::unix::fs::PermissionsExt;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))
+        .map_err(named)?;
     tmp.persist(path).map_err(|e| named(e.error))?;
     Ok(())
 }

@@ -246,7 +246,8 @@ pub struct RunRecord {
 pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
     let started = Instant::now();
     let started_at = SystemTime::now();
-    let mut ui = progress::Progress::new(started, opts.progress, "");
+    // Lines carry the run's id: a matrix interleaves several runs' lines.
+    let mut ui = progress::Progress::new(started, opts.progress, &opts.id);
     let mut artifacts = BTreeMap::new();
     // Timeouts depend on the accelerator, so the machine is made once it is known.
     let new_machine = |accel: Accel| {
@@ -282,10 +283,7 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
         }
     };
     let machine = new_machine(accel);
-    ui.line(&format!(
-        "{}: accelerator {accel:?} ({accel_reason})",
-        opts.id
-    ));
+    ui.line(&format!("accelerator {accel:?} ({accel_reason})"));
     let machine = drive(s, &opts, machine, started, accel, &mut artifacts, &mut ui).await;
     ui.finish();
     finish(
