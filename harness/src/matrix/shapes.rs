@@ -6,8 +6,8 @@
 //!   `[[disks]]` entry, the install disk; the others copy it (size, bus, sector) with ids
 //!   `extra1`, `extra2`, ... and serials `sno-extra1`, ... so every disk has its own by-id link.
 //! - `install.network_stack`: which IP families the install-config's networks have and in what
-//!   order. `ipv4` keeps the IPv4 networks; `dual-stack` lists IPv4 then IPv6; `ipv6-first`
-//!   lists IPv6 first, which the installer refuses ("IPv4 addresses must be listed before IPv6
+//!   order. `ipv4` keeps the IPv4 networks; `ipv6` has only IPv6 ones; `dual-stack` lists
+//!   IPv4 then IPv6; `ipv6-first` lists IPv6 first, which the installer refuses ("IPv4 addresses must be listed before IPv6
 //!   addresses"). The IPv4 networks come from the scenario; the IPv6 ones too when it has any,
 //!   else QEMU user networking's `fec0::/64` for the machine network, `fd01::/48` (host prefix
 //!   64) for the cluster network and `fd02::/112` for services.
@@ -95,13 +95,15 @@ impl Layout {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetworkStack {
     Ipv4,
+    Ipv6,
     DualStack,
     Ipv6First,
 }
 
 impl NetworkStack {
-    const NAMES: [(&'static str, NetworkStack); 3] = [
+    const NAMES: [(&'static str, NetworkStack); 4] = [
         ("ipv4", NetworkStack::Ipv4),
+        ("ipv6", NetworkStack::Ipv6),
         ("dual-stack", NetworkStack::DualStack),
         ("ipv6-first", NetworkStack::Ipv6First),
     ];
@@ -166,6 +168,7 @@ impl NetworkStack {
             let v6 = if v6.is_empty() { ipv6_default } else { v6 };
             let list = match self {
                 NetworkStack::Ipv4 => v4,
+                NetworkStack::Ipv6 => v6,
                 NetworkStack::DualStack => v4.into_iter().chain(v6).collect(),
                 NetworkStack::Ipv6First => v6.into_iter().chain(v4).collect(),
             };
@@ -245,7 +248,9 @@ mod tests {
 
     #[test]
     fn network_stacks_name_their_vocabulary() {
-        let e = NetworkStack::parse("ipv6").unwrap_err();
+        let e = NetworkStack::parse("ipv7").unwrap_err();
         assert!(e.contains("\"dual-stack\""), "{e}");
+        assert!(e.contains("\"ipv6\""), "{e}");
+        assert_eq!(NetworkStack::parse("ipv6"), Ok(NetworkStack::Ipv6));
     }
 }

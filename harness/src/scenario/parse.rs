@@ -339,8 +339,19 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
             control_plane_replicas: inst.control_plane_replicas,
             bootstrap_in_place: inst.bootstrap_in_place,
             pull_secret,
-            proxy: inst.proxy.clone(),
-            additional_trust_bundle: inst.additional_trust_bundle.clone(),
+            // An empty section or path means none: how a matrix value says "without".
+            proxy: inst.proxy.clone().filter(|p| {
+                p.http_proxy.is_some() || p.https_proxy.is_some() || p.no_proxy.is_some()
+            }),
+            // Relative to the scenario file, like every path a scenario names.
+            additional_trust_bundle: inst
+                .additional_trust_bundle
+                .as_ref()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|p| match cx.file.parent() {
+                    Some(dir) if p.is_relative() => dir.join(p),
+                    _ => p.clone(),
+                }),
             fips: inst.fips,
             capabilities: inst.capabilities.clone(),
         },
@@ -393,6 +404,37 @@ bootkube = "5m"
         assert_eq!(s.timeouts[&Phase::Bootkube].as_secs(), 300);
         assert_eq!(s.fixture.unwrap().schedule, "fast");
         assert_eq!(s.disk_write_stall, None);
+    }
+
+    #[test]
+    fn an_empty_proxy_or_bundle_means_none_and_a_bundle_is_relative_to_the_scenario() {
+        let with = |extra: &str| {
+            parse_str(
+                Path::new("/srv/scenarios/s.toml"),
+                &SMOKE.replace("[timeouts]", &format!("{extra}\n[timeouts]")),
+            )
+            .unwrap()
+        };
+        // The extra lines land in [install], the section before [timeouts].
+        let s = with("proxy = {}\nadditional_trust_bundle = \"\"");
+        assert_eq!(s.install.proxy, None);
+        assert_eq!(s.install.additional_trust_bundle, None);
+        let s = with(
+            "proxy = { http_proxy = \"http://p:3128\" }\nadditional_trust_bundle = \"data/ca.pem\"",
+        );
+        assert_eq!(
+            s.install.proxy.unwrap().http_proxy.as_deref(),
+            Some("http://p:3128")
+        );
+        assert_eq!(
+            s.install.additional_trust_bundle,
+            Some(PathBuf::from("/srv/scenarios/data/ca.pem"))
+        );
+        let s = with("additional_trust_bundle = \"/etc/ca.pem\"");
+        assert_eq!(
+            s.install.additional_trust_bundle,
+            Some(PathBuf::from("/etc/ca.pem"))
+        );
     }
 
     #[test]
