@@ -4,7 +4,7 @@
 
 use super::colors;
 use super::markup::{el, num, Element};
-use super::scale::{nice_step, seconds_label, Scale};
+use super::scale::{horizontal_axis, nice_step, seconds_label, AxisPlace, Scale};
 use crate::report::result::{PhaseResult, PhaseStatus, RunResult};
 
 const LABEL_W: f64 = 150.0;
@@ -55,36 +55,13 @@ pub fn gantt(run: &RunResult, scale: Scale) -> Element {
 
 fn time_axis(scale: Scale, axis_y: f64) -> Element {
     let step = nice_step(scale.max, TARGET_TICKS);
-    let mut g = el("g").attr("class", "axis").child(
-        el("line")
-            .attr("x1", num(LABEL_W))
-            .attr("x2", num(LABEL_W + PLOT_W))
-            .attr("y1", num(axis_y))
-            .attr("y2", num(axis_y))
-            .attr("stroke", colors::AXIS),
-    );
-    for t in scale.ticks(TARGET_TICKS) {
-        let x = LABEL_W + scale.px(t);
-        g = g
-            .child(
-                el("line")
-                    .attr("class", "grid")
-                    .attr("x1", num(x))
-                    .attr("x2", num(x))
-                    .attr("y1", num(TOP))
-                    .attr("y2", num(axis_y + 4.0))
-                    .attr("stroke", colors::GRID),
-            )
-            .child(
-                el("text")
-                    .attr("class", "tick")
-                    .attr("x", num(x))
-                    .attr("y", num(axis_y + 17.0))
-                    .attr("text-anchor", "middle")
-                    .text(seconds_label(t, step)),
-            );
-    }
-    g
+    let at = AxisPlace {
+        left: LABEL_W,
+        width: PLOT_W,
+        top: TOP,
+        axis_y,
+    };
+    horizontal_axis(scale, at, TARGET_TICKS, |t| seconds_label(t, step))
 }
 
 fn phase_row(run: &RunResult, phase: &PhaseResult, row: usize, scale: Scale) -> Element {

@@ -62,6 +62,57 @@ pub fn seconds_label(ms: f64, step_ms: f64) -> String {
     }
 }
 
+/// Where a horizontal axis goes: its plot area (x from `left`, `width` wide), the top of the
+/// grid lines and the axis line's y.
+pub struct AxisPlace {
+    pub left: f64,
+    pub width: f64,
+    pub top: f64,
+    pub axis_y: f64,
+}
+
+/// A horizontal axis under a chart: the axis line, a grid line and a label per tick. Both the
+/// Gantt charts and the throughput chart use it; `label` formats a tick's value.
+pub fn horizontal_axis(
+    scale: Scale,
+    at: AxisPlace,
+    ticks: usize,
+    label: impl Fn(f64) -> String,
+) -> super::markup::Element {
+    use super::colors;
+    use super::markup::{el, num};
+    let mut g = el("g").attr("class", "axis").child(
+        el("line")
+            .attr("x1", num(at.left))
+            .attr("x2", num(at.left + at.width))
+            .attr("y1", num(at.axis_y))
+            .attr("y2", num(at.axis_y))
+            .attr("stroke", colors::AXIS),
+    );
+    for t in scale.ticks(ticks) {
+        let x = at.left + scale.px(t);
+        g = g
+            .child(
+                el("line")
+                    .attr("class", "grid")
+                    .attr("x1", num(x))
+                    .attr("x2", num(x))
+                    .attr("y1", num(at.top))
+                    .attr("y2", num(at.axis_y + 4.0))
+                    .attr("stroke", colors::GRID),
+            )
+            .child(
+                el("text")
+                    .attr("class", "tick")
+                    .attr("x", num(x))
+                    .attr("y", num(at.axis_y + 17.0))
+                    .attr("text-anchor", "middle")
+                    .text(label(t)),
+            );
+    }
+    g
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 
 use super::colors;
 use super::markup::{el, num, Element};
-use super::scale::Scale;
+use super::scale::{horizontal_axis, AxisPlace, Scale};
 use crate::report::result::RunResult;
 
 const PLOT_W: f64 = 560.0;
@@ -43,35 +43,13 @@ pub fn throughput_chart(runs: &[&RunResult]) -> Element {
         .attr("viewBox", format!("0 0 {} {}", num(width), num(height)))
         .attr("role", "img")
         .attr("aria-label", "disk-write throughput per permutation, MiB/s");
-    let mut axis = el("g").attr("class", "axis").child(
-        el("line")
-            .attr("x1", num(label_w))
-            .attr("x2", num(label_w + PLOT_W))
-            .attr("y1", num(axis_y))
-            .attr("y2", num(axis_y))
-            .attr("stroke", colors::AXIS),
-    );
-    for t in scale.ticks(TARGET_TICKS) {
-        let x = label_w + scale.px(t);
-        axis = axis
-            .child(
-                el("line")
-                    .attr("class", "grid")
-                    .attr("x1", num(x))
-                    .attr("x2", num(x))
-                    .attr("y1", num(TOP))
-                    .attr("y2", num(axis_y + 4.0))
-                    .attr("stroke", colors::GRID),
-            )
-            .child(
-                el("text")
-                    .attr("class", "tick")
-                    .attr("x", num(x))
-                    .attr("y", num(axis_y + 17.0))
-                    .attr("text-anchor", "middle")
-                    .text(format!("{t}")),
-            );
-    }
+    let at = AxisPlace {
+        left: label_w,
+        width: PLOT_W,
+        top: TOP,
+        axis_y,
+    };
+    let axis = horizontal_axis(scale, at, TARGET_TICKS, |t| format!("{t}"));
     svg = svg.child(axis).child(
         el("text")
             .attr("class", "tick")
