@@ -22,7 +22,34 @@ pub fn out_dir(out: Option<PathBuf>) -> PathBuf {
     })
 }
 
-pub fn run(path: &Path, backend: &str, out: Option<PathBuf>, keep: bool, scale: f64) -> i32 {
+/// The flags `run` and `matrix` share.
+#[derive(clap::Args)]
+pub struct RunFlags {
+    /// Output directory [default: $ARTIFACT_DIR, else runs/<timestamp>]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Keep the VMs' disks and the live ISO, and print how to boot them.
+    #[arg(long)]
+    pub keep: bool,
+    /// Multiply every phase timeout.
+    #[arg(long, default_value_t = 1.0)]
+    pub timeout_scale: f64,
+}
+
+impl RunFlags {
+    /// A bad flag's message, for exit 2.
+    fn invalid(&self) -> Option<&'static str> {
+        (!(self.timeout_scale.is_finite() && self.timeout_scale > 0.0))
+            .then_some("--timeout-scale must be a positive number")
+    }
+}
+
+pub fn run(path: &Path, backend: &str, flags: RunFlags) -> i32 {
+    let RunFlags {
+        ref out,
+        keep,
+        timeout_scale: scale,
+    } = flags;
     let s = match scenario::load(path) {
         Ok(s) => s,
         Err(e) => {
@@ -34,11 +61,11 @@ pub fn run(path: &Path, backend: &str, out: Option<PathBuf>, keep: bool, scale: 
         eprintln!("sno-harness: --backend {backend:?}: only \"qemu\" is available");
         return exit::BAD_INPUT;
     }
-    if !(scale.is_finite() && scale > 0.0) {
-        eprintln!("sno-harness: --timeout-scale must be a positive number");
+    if let Some(why) = flags.invalid() {
+        eprintln!("sno-harness: {why}");
         return exit::BAD_INPUT;
     }
-    let out = out_dir(out);
+    let out = out_dir(out.clone());
     let dir = out.join(&s.name);
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!("sno-harness: creating {}: {e}", dir.display());
@@ -125,9 +152,7 @@ pub struct MatrixArgs {
     pub jobs: Option<u32>,
     pub strategy: Option<String>,
     pub filter: Option<String>,
-    pub out: Option<PathBuf>,
-    pub keep: bool,
-    pub timeout_scale: f64,
+    pub flags: RunFlags,
 }
 
 /// `matrix`: every permutation (filtered), in parallel under admission control, then the
@@ -159,8 +184,8 @@ pub fn matrix(a: &MatrixArgs) -> i32 {
             }
         };
     }
-    if !(a.timeout_scale.is_finite() && a.timeout_scale > 0.0) {
-        eprintln!("sno-harness: --timeout-scale must be a positive number");
+    if let Some(why) = a.flags.invalid() {
+        eprintln!("sno-harness: {why}");
         return exit::BAD_INPUT;
     }
     if a.jobs == Some(0) {
@@ -185,7 +210,7 @@ pub fn matrix(a: &MatrixArgs) -> i32 {
         );
         return exit::BAD_INPUT;
     }
-    let out = out_dir(a.out.clone());
+    let out = out_dir(a.flags.out.clone());
     if let Err(e) = std::fs::create_dir_all(&out) {
         eprintln!("sno-harness: creating {}: {e}", out.display());
         return exit::HARNESS_ERROR;
@@ -229,8 +254,8 @@ pub fn matrix(a: &MatrixArgs) -> i32 {
             MatrixOptions {
                 out: out.clone(),
                 jobs: jobs_n,
-                keep: a.keep,
-                timeout_scale: a.timeout_scale,
+                keep: a.flags.keep,
+                timeout_scale: a.flags.timeout_scale,
                 cache_dir: sno_harness::fixture::default_cache_dir(),
                 interrupt: rx,
             },

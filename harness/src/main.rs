@@ -29,15 +29,8 @@ enum Command {
         /// Only `qemu` for now.
         #[arg(long, default_value = "qemu")]
         backend: String,
-        /// Output directory [default: $ARTIFACT_DIR, else runs/<timestamp>]
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Keep the VM's disks and the live ISO, and print how to boot them.
-        #[arg(long)]
-        keep: bool,
-        /// Multiply every phase timeout.
-        #[arg(long, default_value_t = 1.0)]
-        timeout_scale: f64,
+        #[command(flatten)]
+        flags: cmd::RunFlags,
     },
     /// Run every permutation of a matrix file, in parallel as far as the host has memory,
     /// CPUs and disk for; write one directory per permutation and the merged reports
@@ -54,15 +47,8 @@ enum Command {
         /// Only the permutations whose id matches this glob (`*`, `?`).
         #[arg(long)]
         filter: Option<String>,
-        /// Output directory [default: $ARTIFACT_DIR, else runs/<timestamp>]
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Keep each permutation's disks and print how to boot them.
-        #[arg(long)]
-        keep: bool,
-        /// Multiply every phase timeout.
-        #[arg(long, default_value_t = 1.0)]
-        timeout_scale: f64,
+        #[command(flatten)]
+        flags: cmd::RunFlags,
     },
     /// Print what a run would do (install-config, commands, QEMU command line, timeouts);
     /// run nothing.
@@ -139,26 +125,20 @@ fn main() {
         Command::Run {
             scenario,
             backend,
-            out,
-            keep,
-            timeout_scale,
-        } => cmd::run(&scenario, &backend, out, keep, timeout_scale),
+            flags,
+        } => cmd::run(&scenario, &backend, flags),
         Command::Matrix {
             matrix,
             jobs,
             strategy,
             filter,
-            out,
-            keep,
-            timeout_scale,
+            flags,
         } => cmd::matrix(&cmd::MatrixArgs {
             path: matrix,
             jobs,
             strategy,
             filter,
-            out,
-            keep,
-            timeout_scale,
+            flags,
         }),
         Command::Plan { scenario, json } => cmd::plan(&scenario, json),
         Command::Report {
