@@ -430,23 +430,14 @@ mod tests {
     #[test]
     fn every_bus_and_sector_size_maps_to_its_device() {
         let mut sp = spec();
-        sp.disks = Bus::ALL
-            .iter()
-            .enumerate()
-            .map(|(i, bus)| DiskSpec {
-                id: format!("d{i}"),
-                path: PathBuf::from(format!("/r/d{i}.qcow2")),
-                format: "qcow2".into(),
-                bus: *bus,
-                sector: if *bus == Bus::Sata {
-                    Sector::S512e
-                } else {
-                    Sector::S4k
-                },
-                serial: None,
-                bootindex: None,
-            })
-            .collect();
+        sp.disks = disks_on(&Bus::ALL);
+        for d in &mut sp.disks {
+            d.sector = if d.bus == Bus::Sata {
+                Sector::S512e
+            } else {
+                Sector::S4k
+            };
+        }
         let s = joined(&sp);
         assert!(
             s.contains("virtio-scsi-pci,bus=pcie.0,addr=0x04,id=scsi0"),
