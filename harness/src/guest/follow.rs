@@ -139,6 +139,17 @@ fn sleep_unless_stopped(stop: &AtomicBool, d: Duration) {
     }
 }
 
+/// The guest stopped answering SSH (a reboot, a crash, a network loss): one event with why.
+fn ssh_down(tx: &SignalTx, e: &impl std::fmt::Display) {
+    let _ = tx.send((
+        Source::Guest,
+        Signal::Ssh {
+            up: false,
+            detail: e.to_string(),
+        },
+    ));
+}
+
 fn status_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool, poll: Duration) {
     let mut session: Option<SshSession> = None;
     let mut up = false;
@@ -161,13 +172,7 @@ fn status_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool, poll: Durat
                 }
                 Err(e) => {
                     if up {
-                        let _ = tx.send((
-                            Source::Guest,
-                            Signal::Ssh {
-                                up: false,
-                                detail: e.to_string(),
-                            },
-                        ));
+                        ssh_down(tx, &e);
                         up = false;
                     }
                     sleep_unless_stopped(stop, Duration::from_secs(1));
@@ -191,13 +196,7 @@ fn status_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool, poll: Durat
                 }
             }
             Err(e) => {
-                let _ = tx.send((
-                    Source::Guest,
-                    Signal::Ssh {
-                        up: false,
-                        detail: e.to_string(),
-                    },
-                ));
+                ssh_down(tx, &e);
                 up = false;
                 session = None;
                 continue;
