@@ -164,9 +164,15 @@ impl InstallConfig {
 
     /// The same document with the pull secret replaced, for the run directory and logs.
     pub fn redacted_yaml(&self) -> String {
+        serde_saphyr::to_string(&self.redacted_json()).expect("install-config serialises")
+    }
+
+    /// The document as JSON with the pull secret replaced: what the cluster's reported state is
+    /// compared with.
+    pub fn redacted_json(&self) -> serde_json::Value {
         let mut copy = serde_json::to_value(self).expect("serialisable");
         copy["pullSecret"] = serde_json::Value::String(REDACTED.into());
-        serde_saphyr::to_string(&copy).expect("install-config serialises")
+        copy
     }
 }
 

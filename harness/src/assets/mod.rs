@@ -86,6 +86,8 @@ pub struct Assets {
     pub live_iso: PathBuf,
     pub iso_source: String,
     pub iso_sha256: String,
+    /// The install-config given to the installer, pull secret redacted, as JSON.
+    pub install_config: serde_json::Value,
 }
 
 /// Writes a file readable by its owner only (assets carry secrets).
@@ -297,6 +299,7 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
         live_iso,
         iso_source: location,
         iso_sha256: sha256,
+        install_config: ic.redacted_json(),
     })
 }
 

@@ -83,6 +83,8 @@ pub enum ApiCheck {
     NodeReady,
     ClusterVersion,
     ClusterOperators,
+    /// The cluster reports the install-config it was given (health/applied.rs).
+    InstallConfigApplied,
 }
 
 /// What one SSH status poll of the guest found.

@@ -568,7 +568,19 @@ impl Machine {
                 }
                 Phase::NodeReady => self.api_ok(ApiCheck::NodeReady),
                 Phase::ClusterReady => {
-                    self.api_ok(ApiCheck::ClusterVersion) && self.api_ok(ApiCheck::ClusterOperators)
+                    let settled = self.api_ok(ApiCheck::ClusterVersion)
+                        && self.api_ok(ApiCheck::ClusterOperators);
+                    if settled {
+                        // Every operator has settled, so what the cluster reports now is what
+                        // it was installed with: a difference will not go away by waiting.
+                        if let Some((false, detail)) =
+                            self.api.get(&key(ApiCheck::InstallConfigApplied)).cloned()
+                        {
+                            self.fail(now, detail, out);
+                            return;
+                        }
+                    }
+                    settled && self.api_ok(ApiCheck::InstallConfigApplied)
                 }
                 _ => false,
             };
@@ -644,7 +656,11 @@ impl Machine {
                 ApiCheck::EtcdBootstrapMemberRemoved,
             ],
             Phase::NodeReady => &[ApiCheck::NodeReady],
-            Phase::ClusterReady => &[ApiCheck::ClusterVersion, ApiCheck::ClusterOperators],
+            Phase::ClusterReady => &[
+                ApiCheck::ClusterVersion,
+                ApiCheck::ClusterOperators,
+                ApiCheck::InstallConfigApplied,
+            ],
             Phase::InstallToDisk => {
                 return self
                     .last_install_error
@@ -830,6 +846,7 @@ mod tests {
             (58_500, api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True")),
             (59_000, api(ApiCheck::NodeReady, true, "Ready")),
             (60_000, api(ApiCheck::ClusterVersion, true, "Available")),
+            (60_500, api(ApiCheck::InstallConfigApplied, true, "install-config applied")),
             (90_000, api(ApiCheck::ClusterOperators, true, "settled")),
         ]);
         assert_eq!(m.current(), Some(Phase::BootstrapCleanup));
@@ -1047,6 +1064,7 @@ mod tests {
                 ),
                 (59_000, api(ApiCheck::NodeReady, true, "Ready")),
                 (60_000, api(ApiCheck::ClusterVersion, true, "Available")),
+                (60_500, api(ApiCheck::InstallConfigApplied, true, "applied")),
                 (61_000, api(ApiCheck::ClusterOperators, true, "settled")),
             ],
         );
@@ -1056,6 +1074,124 @@ mod tests {
         assert_eq!(o.failed_phase, Some(Phase::BootstrapCleanup));
         assert!(
             o.reason.contains("post-reboot bootkube.service failed"),
+            "{}",
+            o.reason
+        );
+    }
+
+    /// Up to cluster-ready with every check but the install-config one passing.
+    fn to_a_settled_cluster(m: &mut Machine) {
+        through_bootkube(m);
+        feed(
+            m,
+            vec![
+                (
+                    32_000,
+                    journal("install-to-disk.service", "Install complete."),
+                ),
+                (
+                    38_000,
+                    Signal::Qmp {
+                        name: "RESET".into(),
+                        data: serde_json::json!({}),
+                    },
+                ),
+                (55_000, Signal::GuestStatus(guest("disk", false))),
+                (57_000, api(ApiCheck::Readyz, true, "ok")),
+                (58_000, api(ApiCheck::BootstrapConfigmap, true, "complete")),
+                (
+                    58_500,
+                    api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True"),
+                ),
+                (59_000, api(ApiCheck::NodeReady, true, "Ready")),
+            ],
+        );
+        assert_eq!(m.current(), Some(Phase::ClusterReady));
+    }
+
+    #[test]
+    fn cluster_ready_waits_for_the_install_config_check() {
+        let mut m = machine();
+        to_a_settled_cluster(&mut m);
+        feed(
+            &mut m,
+            vec![
+                (60_000, api(ApiCheck::ClusterVersion, true, "Available")),
+                (61_000, api(ApiCheck::ClusterOperators, true, "settled")),
+            ],
+        );
+        assert_eq!(
+            m.current(),
+            Some(Phase::ClusterReady),
+            "no config answer yet"
+        );
+        feed(
+            &mut m,
+            vec![(62_000, api(ApiCheck::InstallConfigApplied, true, "applied"))],
+        );
+        assert_eq!(m.current(), Some(Phase::BootstrapCleanup));
+    }
+
+    #[test]
+    fn a_config_difference_waits_while_operators_progress_and_fails_once_they_settle() {
+        let mut m = machine();
+        to_a_settled_cluster(&mut m);
+        let differs = "the cluster does not report the install-config: networks.config.openshift.io/cluster status.networkType: asked \"OVNKubernetes\", cluster reports \"OpenShiftSDN\"";
+        feed(
+            &mut m,
+            vec![
+                (60_000, api(ApiCheck::InstallConfigApplied, false, differs)),
+                (61_000, api(ApiCheck::ClusterVersion, true, "Available")),
+            ],
+        );
+        assert!(
+            m.outcome().is_none(),
+            "operators are still progressing: keep waiting"
+        );
+        let a = feed(
+            &mut m,
+            vec![(62_000, api(ApiCheck::ClusterOperators, true, "settled"))],
+        );
+        let Some(Action::Finished(o)) = a.last() else {
+            panic!("{a:?}")
+        };
+        assert_eq!(o.verdict, Verdict::Fail);
+        assert_eq!(o.failed_phase, Some(Phase::ClusterReady));
+        assert_eq!(o.reason, format!("cluster-ready: {differs}"));
+    }
+
+    #[test]
+    fn a_cluster_ready_timeout_quotes_the_config_difference() {
+        let mut m = machine();
+        to_a_settled_cluster(&mut m);
+        feed(
+            &mut m,
+            vec![
+                (
+                    60_000,
+                    api(
+                        ApiCheck::ClusterVersion,
+                        false,
+                        "ClusterVersion 4.17.0: Available=False",
+                    ),
+                ),
+                (
+                    60_500,
+                    api(
+                        ApiCheck::InstallConfigApplied,
+                        false,
+                        "the cluster does not report the install-config: fips",
+                    ),
+                ),
+            ],
+        );
+        let a = m.tick(59_000 + 3_600_000);
+        let Some(Action::Finished(o)) = a.last() else {
+            panic!("{a:?}")
+        };
+        assert!(
+            o.reason
+                .contains("Available=False; the cluster does not report the install-config: fips"),
             "{}",
             o.reason
         );

@@ -2,6 +2,7 @@
 //! `openshift-install wait-for bootstrap-complete` and `install-complete` make
 //! (SNO-CONTRACT.md §7), on the admin kubeconfig pointed at a forwarded port.
 
+pub mod applied;
 pub mod judge;
 
 use std::path::Path;
@@ -25,8 +26,12 @@ pub enum HealthError {
         server = .1
     )]
     Transport(String, String),
-    #[error("{what}: {message}")]
-    Api { what: String, message: String },
+    #[error("{what}: {message} ({code})")]
+    Api {
+        what: String,
+        message: String,
+        code: u16,
+    },
 }
 
 /// Where the API is reached: the admin kubeconfig, with its server replaced by the forwarded
@@ -82,7 +87,8 @@ impl ClusterApi {
         match e {
             kube::Error::Api(s) => HealthError::Api {
                 what: what.into(),
-                message: format!("{} ({})", s.message, s.code),
+                message: s.message,
+                code: s.code,
             },
             other => HealthError::Transport(other.to_string(), self.server.clone()),
         }
@@ -140,6 +146,50 @@ impl ClusterApi {
             .await
             .map_err(|e| self.api_error(&format!("GET {plural}/{name}"), e))?;
         serde_json::to_value(obj).map_err(|e| HealthError::Client(e.to_string()))
+    }
+
+    /// A configmap as JSON, None when it does not exist.
+    pub async fn configmap(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<serde_json::Value>, HealthError> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), namespace);
+        let cm = api
+            .get_opt(name)
+            .await
+            .map_err(|e| self.api_error(&format!("GET configmap {namespace}/{name}"), e))?;
+        cm.map(|c| serde_json::to_value(c).map_err(|e| HealthError::Client(e.to_string())))
+            .transpose()
+    }
+
+    /// A cluster-scoped config.openshift.io/v1 object, None when it does not exist.
+    async fn config_object(
+        &self,
+        kind: &str,
+        plural: &str,
+        name: &str,
+    ) -> Result<Option<serde_json::Value>, HealthError> {
+        match self
+            .get_dynamic("config.openshift.io", "v1", kind, plural, name)
+            .await
+        {
+            Err(HealthError::Api { code: 404, .. }) => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
+    /// Everything [`applied::install_config_applied`] compares the install-config with.
+    pub async fn applied_config(&self) -> Result<applied::Observed, HealthError> {
+        Ok(applied::Observed {
+            cluster_config: self.configmap("kube-system", "cluster-config-v1").await?,
+            network: self.config_object("Network", "networks", "cluster").await?,
+            proxy: self.config_object("Proxy", "proxies", "cluster").await?,
+            user_ca_bundle: self.configmap("openshift-config", "user-ca-bundle").await?,
+            cluster_version: self
+                .config_object("ClusterVersion", "clusterversions", "version")
+                .await?,
+        })
     }
 
     pub async fn etcd(&self) -> Result<serde_json::Value, HealthError> {

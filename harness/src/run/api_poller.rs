@@ -5,12 +5,19 @@ use std::time::{Duration, SystemTime};
 
 use crate::flow::event::{ApiCheck, Signal, Source};
 use crate::guest::follow::SignalTx;
-use crate::health::{judge, ApiEndpoint, ClusterApi};
+use crate::health::{applied, judge, ApiEndpoint, ClusterApi, HealthError};
 
 /// How long ClusterOperators must stay settled (`wait-for install-complete` uses 30 s).
 pub const OPERATORS_SETTLE: Duration = Duration::from_secs(30);
 
-pub async fn poll(endpoint: ApiEndpoint, tx: SignalTx, every: Duration) {
+/// `install_config` is the install-config the harness generated, as JSON: the cluster's
+/// reported state is compared with it.
+pub async fn poll(
+    endpoint: ApiEndpoint,
+    install_config: serde_json::Value,
+    tx: SignalTx,
+    every: Duration,
+) {
     let mut last: HashMap<u8, (bool, String)> = HashMap::new();
     let mut send = |check: ApiCheck, ok: bool, detail: String| {
         let k = check as u8;
@@ -69,6 +76,18 @@ pub async fn poll(endpoint: ApiEndpoint, tx: SignalTx, every: Duration) {
                 },
             };
             send(ApiCheck::ClusterOperators, co.ok, co.detail);
+            // Only an answer is evidence here: a dropped connection says nothing about the
+            // config (and /readyz reports it), while a refusal such as 403 is kept.
+            match a.applied_config().await {
+                Ok(seen) => {
+                    let j = applied::install_config_applied(&install_config, &seen);
+                    send(ApiCheck::InstallConfigApplied, j.ok, j.detail);
+                }
+                Err(e @ HealthError::Api { .. }) => {
+                    send(ApiCheck::InstallConfigApplied, false, e.to_string())
+                }
+                Err(_) => {}
+            }
         }
         tokio::time::sleep(every).await;
     }

@@ -532,6 +532,7 @@ async fn drive(
                     if p == Phase::ApiReady && api_task.is_none() {
                         api_task = Some(tokio::spawn(api_poller::poll(
                             endpoint.clone(),
+                            assets.install_config.clone(),
                             tx.clone(),
                             Duration::from_secs(2),
                         )));

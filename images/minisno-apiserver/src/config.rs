@@ -25,7 +25,7 @@ pub struct Config {
     #[serde(default = "Schedule::fast")]
     pub schedule: Schedule,
     /// Fault names (`api-never-ready`, `node-not-ready`, `operator-degraded:<name>`,
-    /// `operator-unavailable:<name>`, `etcd-member-not-removed`). Names this component does
+    /// `operator-unavailable:<name>`, `etcd-member-not-removed`, `network-type-drift`). Names this component does
     /// not know are ignored with a notice: they belong to other parts of minisno.
     #[serde(default)]
     pub faults: Vec<String>,
@@ -104,6 +104,8 @@ pub enum Fault {
     EtcdMemberNotRemoved,
     OperatorDegraded(String),
     OperatorUnavailable(String),
+    /// The network operator deploys the other network type than the install-config asked for.
+    NetworkTypeDrift,
 }
 
 impl Fault {
@@ -113,6 +115,7 @@ impl Fault {
             "api-never-ready" => Some(Fault::ApiNeverReady),
             "node-not-ready" => Some(Fault::NodeNotReady),
             "etcd-member-not-removed" => Some(Fault::EtcdMemberNotRemoved),
+            "network-type-drift" => Some(Fault::NetworkTypeDrift),
             _ => {
                 if let Some(op) = name.strip_prefix("operator-degraded:") {
                     (!op.is_empty()).then(|| Fault::OperatorDegraded(op.to_string()))

@@ -187,3 +187,32 @@ async fn a_single_degraded_operator_is_named_in_the_cluster_version() {
     assert_eq!(condition_status(&dns, "Degraded"), "False");
     fx.running.stop().await;
 }
+
+#[tokio::test]
+async fn network_type_drift_reports_the_other_network_type_in_status_only() {
+    for (faults, deployed) in [
+        (&[][..], "OVNKubernetes"),
+        (&["network-type-drift"][..], "OpenShiftSDN"),
+    ] {
+        let fx = Fixture::start(faults).await;
+        let client = fx.client().await;
+        let net = get_json(&client, "/apis/config.openshift.io/v1/networks/cluster")
+            .await
+            .unwrap();
+        // spec is what the installer wrote from the install-config; status is what runs
+        assert_eq!(net["spec"]["networkType"], "OVNKubernetes", "{faults:?}");
+        assert_eq!(net["status"]["networkType"], deployed, "{faults:?}");
+        // nothing else gives it away: the stored install-config still says what was asked
+        let cc = get_json(
+            &client,
+            "/api/v1/namespaces/kube-system/configmaps/cluster-config-v1",
+        )
+        .await
+        .unwrap();
+        assert!(cc["data"]["install-config"]
+            .as_str()
+            .unwrap()
+            .contains("networkType: OVNKubernetes"));
+        fx.running.stop().await;
+    }
+}

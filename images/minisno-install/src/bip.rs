@@ -36,6 +36,7 @@ pub enum Fault {
     OperatorUnavailable(String),
     PostRebootFail,
     EtcdMemberNotRemoved,
+    NetworkTypeDrift,
 }
 
 /// Everything the payload needs from the install-config and the generated PKI.
@@ -88,6 +89,7 @@ impl Fault {
         "operator-unavailable:<name>",
         "post-reboot-fail",
         "etcd-member-not-removed",
+        "network-type-drift",
     ];
 
     pub fn parse(s: &str) -> Result<Fault, BipError> {
@@ -114,6 +116,7 @@ impl Fault {
             "node-not-ready" => Fault::NodeNotReady,
             "post-reboot-fail" => Fault::PostRebootFail,
             "etcd-member-not-removed" => Fault::EtcdMemberNotRemoved,
+            "network-type-drift" => Fault::NetworkTypeDrift,
             other => return Err(BipError::UnknownFault(other.into())),
         })
     }
@@ -131,6 +134,7 @@ impl Fault {
             Fault::OperatorUnavailable(o) => format!("operator-unavailable:{o}"),
             Fault::PostRebootFail => "post-reboot-fail".into(),
             Fault::EtcdMemberNotRemoved => "etcd-member-not-removed".into(),
+            Fault::NetworkTypeDrift => "network-type-drift".into(),
         }
     }
 }
@@ -328,6 +332,7 @@ fn apiserver_faults(o: &FixtureOptions) -> Vec<String> {
                     | Fault::OperatorDegraded(_)
                     | Fault::OperatorUnavailable(_)
                     | Fault::EtcdMemberNotRemoved
+                    | Fault::NetworkTypeDrift
             )
         })
         .map(Fault::name)

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 use super::openshift_types::*;
 use super::{list_json, sim_meta, Reply};
 use crate::app::App;
+use crate::config::Fault;
 use crate::schedule::{self, Cond};
 
 pub const CONFIG_V1: &str = "config.openshift.io/v1";
@@ -253,6 +254,16 @@ fn networking(app: &App) -> (Value, Value, Value, Value) {
 
 pub fn network(app: &App) -> Network {
     let (cluster, service, _, kind) = networking(app);
+    // What the network operator deployed; the fault makes it differ from what was asked.
+    let deployed = if app.faults.has(&Fault::NetworkTypeDrift) {
+        json!(if kind == "OpenShiftSDN" {
+            "OVNKubernetes"
+        } else {
+            "OpenShiftSDN"
+        })
+    } else {
+        kind.clone()
+    };
     Network {
         api_version: CONFIG_V1.to_string(),
         kind: "Network".to_string(),
@@ -266,7 +277,7 @@ pub fn network(app: &App) -> Network {
         status: json!({
             "clusterNetwork": cluster,
             "serviceNetwork": service,
-            "networkType": kind,
+            "networkType": deployed,
             "clusterNetworkMTU": 1400,
         }),
     }
