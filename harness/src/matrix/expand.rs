@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 use super::error::{Location, MatrixError};
 use super::ids::permutation_id;
 use super::keys::{apply_all, Change};
-use super::pairwise::covering_array;
 use super::parse::Spec;
 use crate::scenario::{self, Scenario};
 
@@ -23,7 +22,8 @@ pub const MAX_PERMUTATIONS: usize = 10_000;
 pub enum Strategy {
     /// Every combination of values the exclusions leave.
     Full,
-    /// A covering array: every pair of values of two axes, in few permutations.
+    /// A covering array: every pair of values of two axes, in few permutations; permutations
+    /// the installer refuses up front apart (negative.rs).
     Pairwise,
 }
 
@@ -65,6 +65,8 @@ pub struct Permutation {
     /// The base scenario with the values applied and validated; its `name` is the id and its
     /// `expect` the first matching `[[expect]]` rule's, else the base scenario's.
     pub scenario: Scenario,
+    /// Whether that rule expects the installer to refuse the config before any VM runs.
+    pub negative: bool,
 }
 
 pub fn expand(spec: &Spec, strategy: Strategy) -> Result<Vec<Permutation>, MatrixError> {
@@ -79,12 +81,17 @@ pub fn expand(spec: &Spec, strategy: Strategy) -> Result<Vec<Permutation>, Matri
                 ),
             }
         })?,
-        Strategy::Pairwise => covering_array(&space),
+        Strategy::Pairwise => spec.pairwise_rows(),
     };
     if rows.is_empty() {
+        let message = if space.count() == 0 {
+            "the [[exclude]] rules leave no permutation".into()
+        } else {
+            "every permutation the [[exclude]] rules leave matches two or more [[expect]] rules that expect failure at assets, and pairwise keeps only permutations with one reason to be refused: use strategy = \"full\" or narrow the rules".into()
+        };
         return Err(MatrixError::Invalid {
             at: Location::file(&spec.path),
-            message: "the [[exclude]] rules leave no permutation".into(),
+            message,
         });
     }
     let mut ids = HashSet::new();
@@ -116,7 +123,8 @@ fn permutation(spec: &Spec, row: &[usize]) -> Result<Permutation, MatrixError> {
     let mut scenario =
         scenario_for(spec, row, &all).map_err(|message| refused(spec, row, &id, message))?;
     scenario.name = id.clone();
-    if let Some(e) = spec.expectations.iter().find(|e| e.matches(row)) {
+    let rule = spec.expectations.iter().find(|e| e.matches(row));
+    if let Some(e) = rule {
         scenario.expect = Some(e.expect.clone());
     }
     let values = spec
@@ -129,6 +137,7 @@ fn permutation(spec: &Spec, row: &[usize]) -> Result<Permutation, MatrixError> {
         id,
         values,
         scenario,
+        negative: rule.is_some_and(|e| e.is_negative()),
     })
 }
 

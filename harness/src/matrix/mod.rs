@@ -37,6 +37,11 @@
 //! (`virtio.by-id.1`). Each permutation is the base scenario's TOML with the values set (shape
 //! axes last), run through the scenario validator like any scenario file: a permutation it
 //! refuses must be excluded, or loading fails naming the axes that clash.
+//!
+//! With `pairwise`, an `[[expect]]` rule that expects failure at `assets` (the installer
+//! refuses the config before any VM runs) is negative, as a `~` value is in PICT: the accepted
+//! permutations cover every pair without its rows, and each such rule gets permutations of its
+//! own, matching no other such rule, that meet every value of the other axes (negative.rs).
 
 pub mod error;
 mod expand;
@@ -44,6 +49,7 @@ mod file;
 mod filter;
 mod ids;
 mod keys;
+mod negative;
 pub mod pairwise;
 mod parse;
 mod plan;
@@ -146,12 +152,17 @@ impl Matrix {
         match strategy {
             _ if strategy == self.strategy => self.permutations.len(),
             Strategy::Full => self.full_count,
-            Strategy::Pairwise => pairwise::covering_array(&self.spec.space()).len(),
+            Strategy::Pairwise => self.spec.pairwise_rows().len(),
         }
     }
 
     pub fn permutation(&self, id: &str) -> Option<&Permutation> {
         self.permutations.iter().find(|p| p.id == id)
+    }
+
+    /// How many permutations expect the installer to refuse them before any VM runs.
+    pub fn negative_count(&self) -> usize {
+        self.permutations.iter().filter(|p| p.negative).count()
     }
 }
 

@@ -16,6 +16,8 @@ struct PlanJson<'m> {
     base: String,
     strategy: &'static str,
     count: usize,
+    /// How many of `count` expect the installer to refuse them at `assets`.
+    negative_count: usize,
     full_count: usize,
     axes: Vec<AxisJson<'m>>,
     permutations: Vec<PermutationJson<'m>>,
@@ -32,6 +34,8 @@ struct PermutationJson<'m> {
     id: &'m str,
     values: &'m BTreeMap<String, String>,
     expect: Option<&'m ExpectSection>,
+    /// Expected to be refused before any VM runs.
+    negative: bool,
 }
 
 /// `plan --json`.
@@ -42,6 +46,7 @@ pub fn plan_json(m: &Matrix) -> serde_json::Value {
         base: m.base.display().to_string(),
         strategy: m.strategy.name(),
         count: m.permutations.len(),
+        negative_count: m.negative_count(),
         full_count: m.full_count,
         axes: m
             .axes
@@ -58,6 +63,7 @@ pub fn plan_json(m: &Matrix) -> serde_json::Value {
                 id: &p.id,
                 values: &p.values,
                 expect: p.scenario.expect.as_ref(),
+                negative: p.negative,
             })
             .collect(),
     };
@@ -77,9 +83,18 @@ pub fn plan_text(m: &Matrix) -> String {
     if !m.description.is_empty() {
         let _ = writeln!(out, "{}", m.description);
     }
+    let negative = m.negative_count();
+    let split = if negative == 0 {
+        String::new()
+    } else {
+        format!(
+            "{} accepted, {negative} expected rejections at assets; ",
+            m.permutations.len() - negative
+        )
+    };
     let _ = writeln!(
         out,
-        "strategy {}: {} permutations (pairwise {}, full {})\n",
+        "strategy {}: {} permutations ({split}pairwise {}, full {})\n",
         m.strategy,
         m.permutations.len(),
         m.count(Strategy::Pairwise),

@@ -26,6 +26,13 @@ impl Expectation {
             .iter()
             .any(|t| t.iter().all(|&(a, v)| row[a] == v))
     }
+
+    /// Whether the rule expects the installer to refuse the config before any VM runs: the
+    /// pairwise strategy gives such rows their own part (negative.rs).
+    pub fn is_negative(&self) -> bool {
+        self.expect.verdict == "fail"
+            && self.expect.failed_phase.as_deref() == Some(Phase::Assets.name())
+    }
 }
 
 /// The tuples a rule's conditions stand for: each condition names an axis and one or more of

@@ -45,6 +45,13 @@ impl Space {
         self.sizes.len()
     }
 
+    /// The same axes with `extra` forbidden as well.
+    pub fn forbidding(&self, extra: impl IntoIterator<Item = Tuple>) -> Space {
+        let mut forbidden = self.forbidden.clone();
+        forbidden.extend(extra);
+        Space::new(self.sizes.clone(), forbidden)
+    }
+
     /// Whether a complete row survives the exclusions.
     pub fn allows(&self, row: &[usize]) -> bool {
         !self

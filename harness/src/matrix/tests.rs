@@ -74,6 +74,91 @@ fn the_disks_example_covers_every_allowed_pair_in_eleven_permutations() {
 }
 
 #[test]
+fn pairwise_tests_every_accepted_pair_in_permutations_the_installer_accepts() {
+    let m = load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/install-config.toml"))
+        .unwrap();
+    assert_eq!(m.strategy, Strategy::Pairwise);
+    let sdn = |p: &Permutation| p.values["install.network_type"] == "OpenShiftSDN";
+    let ipv6_first = |p: &Permutation| p.values["install.network_stack"] == "ipv6-first";
+    let accepted: Vec<&Permutation> = m.permutations.iter().filter(|p| !p.negative).collect();
+    let refused: Vec<&Permutation> = m.permutations.iter().filter(|p| p.negative).collect();
+    for p in &accepted {
+        assert!(!sdn(p) && !ipv6_first(p), "{}", p.id);
+        assert!(p.scenario.expect.is_none(), "{}", p.id);
+    }
+    // The pair that used to ride only on an ipv6-first permutation.
+    assert!(
+        accepted
+            .iter()
+            .any(|p| p.values["install.capabilities"] == "caps-none"
+                && p.values["install.network_type"] == "OVNKubernetes"),
+        "{:?}",
+        ids(&m)
+    );
+    // Three stacks against four two-valued axes need six; OpenShiftSDN meets the three stacks
+    // it can meet alone, ipv6-first both values of each other axis.
+    assert_eq!(accepted.len(), 6);
+    assert_eq!(refused.iter().filter(|p| sdn(p)).count(), 3);
+    assert_eq!(refused.iter().filter(|p| ipv6_first(p)).count(), 2);
+    for p in &refused {
+        assert!(
+            sdn(p) != ipv6_first(p),
+            "{} has two reasons to be refused",
+            p.id
+        );
+        let e = p.scenario.expect.as_ref().unwrap();
+        assert_eq!(
+            (e.verdict.as_str(), e.failed_phase.as_deref()),
+            ("fail", Some("assets"))
+        );
+    }
+    // Accepted first, then each rule's rejections in rule order.
+    let order: Vec<u8> = m
+        .permutations
+        .iter()
+        .map(|p| u8::from(p.negative) + u8::from(ipv6_first(p)))
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] <= w[1]), "{:?}", ids(&m));
+    assert!(plan_text(&m).contains(
+        "strategy pairwise: 11 permutations (6 accepted, 5 expected rejections at assets; pairwise 11, full 128)"
+    ));
+    // The full product keeps the rows with both reasons.
+    let full = m.with_strategy(Strategy::Full).unwrap();
+    assert_eq!(full.permutations.len(), 128);
+    assert_eq!(full.negative_count(), 128 - 3 * 16);
+}
+
+#[test]
+fn pairwise_refuses_a_matrix_whose_every_permutation_has_two_reasons_to_fail() {
+    let text = with_head(
+        r#"strategy = "pairwise"
+[[axis]]
+key = "vm.firmware"
+values = ["uefi"]
+
+[[expect]]
+when = { "vm.firmware" = "uefi" }
+verdict = "fail"
+failed_phase = "assets"
+
+[[expect]]
+when = { "vm.firmware" = "uefi" }
+verdict = "fail"
+failed_phase = "assets"
+"#,
+    );
+    let e = err(&text);
+    assert!(
+        e.to_string().contains("two or more [[expect]] rules"),
+        "{e}"
+    );
+    // One of them expecting a later failure makes the row positive again.
+    let m = parse(&text.replacen("\"assets\"", "\"live-boot\"", 1)).unwrap();
+    assert_eq!(ids(&m), ["uefi"]);
+    assert!(!m.permutations[0].negative);
+}
+
+#[test]
 fn full_lists_every_allowed_combination_in_axis_order() {
     let m = load(&data("disks.toml"))
         .unwrap()
@@ -303,7 +388,11 @@ fn plan_json_lists_ids_values_and_counts() {
     assert_eq!(v["permutations"][0]["id"], "ipv4.1.by-id");
     assert_eq!(v["permutations"][0]["values"]["disks.layout"], "1");
     assert_eq!(v["permutations"][0]["expect"], serde_json::Value::Null);
+    assert_eq!(v["permutations"][0]["negative"], false);
     assert_eq!(v["permutations"][14]["expect"]["failed_phase"], "assets");
+    // Full expansion marks the rejections too: the five ipv6-first permutations.
+    assert_eq!(v["permutations"][14]["negative"], true);
+    assert_eq!(v["negative_count"], 5);
     assert_eq!(v["axes"][1]["values"][2], "3-last");
 }
 
