@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use toml::Spanned;
 
 use super::expand::Strategy;
+use crate::scenario::model::{entries, option_spanned_choice};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -17,13 +18,26 @@ pub struct MatrixFile {
     #[serde(default)]
     pub description: String,
     /// `full` when left out.
+    #[serde(default, deserialize_with = "option_spanned_choice")]
     pub strategy: Option<Spanned<Strategy>>,
-    #[serde(default, rename = "axis")]
+    #[serde(default, rename = "axis", deserialize_with = "axis_entries")]
     pub axes: Vec<AxisSection>,
-    #[serde(default, rename = "exclude")]
+    #[serde(default, rename = "exclude", deserialize_with = "exclude_entries")]
     pub exclusions: Vec<Spanned<Conditions>>,
-    #[serde(default, rename = "expect")]
+    #[serde(default, rename = "expect", deserialize_with = "expect_entries")]
     pub expectations: Vec<Spanned<ExpectRule>>,
+}
+
+fn axis_entries<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<AxisSection>, D::Error> {
+    entries(d, "axis")
+}
+
+fn exclude_entries<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Spanned<Conditions>>, D::Error> {
+    entries(d, "exclude")
+}
+
+fn expect_entries<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Spanned<ExpectRule>>, D::Error> {
+    entries(d, "expect")
 }
 
 #[derive(Debug, Deserialize)]

@@ -12,10 +12,15 @@ use super::expand::Strategy;
 use super::file::{AxisSection, MatrixFile};
 use super::ids::{id_part, split_label};
 use super::keys::{apply_all, Change, Target};
+use super::negative::{self, Rule};
 use super::rules::{self, Expectation};
-use super::space::{Space, Tuple};
+use super::space::{Row, Space, Tuple};
 use crate::scenario::model::ScenarioFile;
-use crate::scenario::{self, Scenario};
+use crate::scenario::{self, shorten_long_words, Scenario, MAX_NAME_LEN};
+
+/// A label is one part of a permutation id, which names a directory (at most 255 bytes).
+const MAX_LABEL_LEN: usize = 64;
+const MAX_ID_LEN: usize = 250;
 
 /// A matrix file, checked: everything expansion needs.
 #[derive(Debug, Clone)]
@@ -58,6 +63,25 @@ impl Spec {
             self.exclusions.clone(),
         )
     }
+
+    /// The `[[expect]]` rules as the pairwise generator sees them.
+    pub fn rules(&self) -> Vec<Rule> {
+        self.expectations
+            .iter()
+            .map(|e| Rule {
+                when: e.when.clone(),
+                negative: e.is_negative(),
+            })
+            .collect()
+    }
+
+    /// The pairwise rows: positive rows, then each negative rule's rows.
+    pub fn pairwise_rows(&self) -> Vec<Row> {
+        negative::pairwise(&self.space(), &self.rules())
+            .into_iter()
+            .map(|p| p.row)
+            .collect()
+    }
 }
 
 /// The matrix file being read, to turn spans into locations.
@@ -74,13 +98,20 @@ impl Ctx<'_> {
     pub fn err<T>(&self, s: &Spanned<T>, message: impl Into<String>) -> MatrixError {
         MatrixError::Invalid {
             at: self.at(s.span()),
-            message: message.into(),
+            message: shorten_long_words(&message.into()),
         }
     }
 }
 
 pub fn parse(path: &Path, text: &str) -> Result<Spec, MatrixError> {
     let cx = Ctx { file: path, text };
+    // TOML forbids control characters anyway; saying so beats the parser's guess at a key.
+    if let Some(at) = text.find('\0') {
+        return Err(MatrixError::Invalid {
+            at: cx.at(at..at + 1),
+            message: "a NUL byte: this is not a text file; a matrix is a TOML text file (name = ..., base = ..., [[axis]] ...)".into(),
+        });
+    }
     let file: MatrixFile = toml::from_str(text).map_err(|e| MatrixError::Invalid {
         at: e
             .span()
@@ -103,6 +134,23 @@ pub fn parse(path: &Path, text: &str) -> Result<Spec, MatrixError> {
             return Err(cx.err(&section.key, format!("axis {} is defined twice", axis.key)));
         }
         axes.push(axis);
+    }
+    let longest_id: usize = axes
+        .iter()
+        .map(|a| {
+            a.values
+                .iter()
+                .map(|v| id_part(&v.label).len())
+                .max()
+                .unwrap_or(0)
+        })
+        .sum::<usize>()
+        + axes.len().saturating_sub(1);
+    if longest_id > MAX_ID_LEN {
+        return Err(MatrixError::Invalid {
+            at: Location::file(path),
+            message: format!("permutation ids would be up to {longest_id} characters, more than {MAX_ID_LEN} (ids name directories): use fewer axes or shorter labels"),
+        });
     }
     let mut exclusions = Vec::new();
     for rule in &file.exclusions {
@@ -139,13 +187,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Spec, MatrixError> {
 }
 
 fn one_line(message: &str) -> String {
-    message.trim().replace('\n', "; ")
+    shorten_long_words(&message.trim().replace('\n', "; "))
 }
 
 /// Matrix names follow scenario names: they name run directories.
 fn check_name(cx: &Ctx, name: &Spanned<String>) -> Result<(), MatrixError> {
     let n = name.get_ref();
     let ok = !n.is_empty()
+        && n.len() <= MAX_NAME_LEN
         && n.chars().all(|c| {
             c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.' || c == '_'
         });
@@ -154,7 +203,9 @@ fn check_name(cx: &Ctx, name: &Spanned<String>) -> Result<(), MatrixError> {
     } else {
         Err(cx.err(
             name,
-            format!("name {n:?} must be non-empty lowercase letters, digits, '-', '.' or '_'"),
+            format!(
+                "name {n:?} must be 1 to {MAX_NAME_LEN} lowercase letters, digits, '-', '.' or '_'"
+            ),
         ))
     }
 }
@@ -162,6 +213,16 @@ fn check_name(cx: &Ctx, name: &Spanned<String>) -> Result<(), MatrixError> {
 fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<(PathBuf, Table, Scenario), MatrixError> {
     let dir = cx.file.parent().unwrap_or(Path::new(""));
     let path = tidy(&dir.join(base.get_ref()));
+    // A device or FIFO would be read forever, or block.
+    if path.exists() && !path.is_file() {
+        return Err(cx.err(
+            base,
+            format!(
+                "the base scenario {} is not a regular file; base names a scenario file, relative to the matrix file",
+                path.display()
+            ),
+        ));
+    }
     let text = std::fs::read_to_string(&path).map_err(|e| {
         cx.err(
             base,
@@ -171,6 +232,26 @@ fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<(PathBuf, Table, Scenar
             ),
         )
     })?;
+    // Before the scenario validator, which would only complain of the matrix's keys: this also
+    // ends a base naming its own matrix, or two matrices naming each other.
+    if toml::from_str::<Table>(&text).is_ok_and(|t| base_is_a_matrix(&t)) {
+        let itself = matches!(
+            (std::fs::canonicalize(&path), std::fs::canonicalize(cx.file)),
+            (Ok(a), Ok(b)) if a == b
+        );
+        let what = if itself {
+            "this matrix file itself"
+        } else {
+            "a matrix"
+        };
+        return Err(cx.err(
+            base,
+            format!(
+                "{} is {what}; the base must be a scenario file (name, profile, [[disks]] ...)",
+                path.display()
+            ),
+        ));
+    }
     let scenario = scenario::parse_str(&path, &text).map_err(|source| MatrixError::Base {
         at: cx.at(base.span()),
         source: Box::new(source),
@@ -185,9 +266,6 @@ fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<(PathBuf, Table, Scenar
             ),
         )
     })?;
-    if base_is_a_matrix(&table) {
-        return Err(cx.err(base, "the base must be a scenario, not another matrix"));
-    }
     Ok((path, table, scenario))
 }
 
@@ -251,6 +329,15 @@ fn parse_axis(
                 message: format!("{key} = {label:?}: {m}"),
             });
         }
+        if label.len() > MAX_LABEL_LEN {
+            return Err(cx.err(
+                raw,
+                format!("axis {key}: a label of {} bytes; labels name permutations and directories: at most {MAX_LABEL_LEN}, use {{ label = \"NAME\", value = ... }}", label.len()),
+            ));
+        }
+        if let Some(m) = missing_bundle(cx, &target, &value) {
+            return Err(cx.err(raw, format!("{key} = {label:?}: {m}")));
+        }
         if let Some(same) = values.iter().find(|v| v.label == label) {
             return Err(cx.err(
                 raw,
@@ -272,6 +359,26 @@ fn parse_axis(
         key,
         at: cx.at(section.key.span()),
         values,
+    })
+}
+
+/// A trust bundle is a file next to the matrix; the scenario validator would find it missing
+/// only per permutation, with advice to exclude it.
+fn missing_bundle(cx: &Ctx, target: &Target, value: &toml::Value) -> Option<String> {
+    let Target::Path(path) = target else {
+        return None;
+    };
+    let bundle = value.as_str().filter(|s| !s.is_empty())?;
+    if path.as_slice() != ["install", "additional_trust_bundle"] {
+        return None;
+    }
+    // Permutations are validated as if they were the matrix file, so paths are relative to it.
+    let full = cx.file.parent().unwrap_or(Path::new("")).join(bundle);
+    (!full.is_file()).then(|| {
+        format!(
+            "{} is not a file; name a PEM file, relative to the matrix file or absolute (\"\" for none)",
+            full.display()
+        )
     })
 }
 

@@ -10,3 +10,4 @@ pub use model::{
     BootOrder, Disk, Profile, Scenario, DEFAULT_DISK_WRITE_STALL, DISK_WRITE_STALL_KEY,
 };
 pub use parse::{load, parse_str, ScenarioError};
+pub(crate) use parse::{shorten_long_words, MAX_NAME_LEN};

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use crate::flow::phase::Phase;
@@ -42,24 +43,139 @@ pub enum BootOrder {
 
 // ---- the file, as written ----------------------------------------------------------------
 
+/// Deserializes a word from a fixed vocabulary (an enum of unit variants). serde's own error
+/// for a value that is not a string ("wanted string or table") names neither what it found nor
+/// the words that would do.
+pub(crate) fn choice<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<T, D::Error> {
+    match toml::Value::deserialize(d)? {
+        toml::Value::String(s) => T::deserialize(de::value::StrDeserializer::<D::Error>::new(&s)),
+        other => {
+            // The words, as serde lists them for a word that is none of them.
+            let probe = T::deserialize(de::value::StrDeserializer::<de::value::Error>::new(""))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            let words = probe.split_once("expected ").map_or("a string", |(_, w)| w);
+            Err(de::Error::custom(format!(
+                "invalid type: {} `{other}`, expected {words}",
+                other.type_str()
+            )))
+        }
+    }
+}
+
+/// `choice` for a field whose place in the file is kept.
+pub(crate) fn spanned_choice<'de, D: Deserializer<'de>, T: DeserializeOwned>(
+    d: D,
+) -> Result<Spanned<T>, D::Error> {
+    struct Word<T>(T);
+    impl<'de, T: DeserializeOwned> Deserialize<'de> for Word<T> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            choice(d).map(Word)
+        }
+    }
+    let w = Spanned::<Word<T>>::deserialize(d)?;
+    let span = w.span();
+    Ok(Spanned::new(span, w.into_inner().0))
+}
+
+pub(crate) fn option_spanned_choice<'de, D: Deserializer<'de>, T: DeserializeOwned>(
+    d: D,
+) -> Result<Option<Spanned<T>>, D::Error> {
+    spanned_choice(d).map(Some)
+}
+
+/// A string that holds a value of its own syntax (a size, a duration): for a value of another
+/// type, serde would say "expected a string", not what the string holds.
+struct Text<const SIZE: bool>(String);
+
+impl<'de, const SIZE: bool> Deserialize<'de> for Text<SIZE> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V(&'static str);
+        impl Visitor<'_> for V {
+            type Value = String;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(self.0)
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<String, E> {
+                Ok(s.to_string())
+            }
+        }
+        let what = if SIZE {
+            "a size such as \"8GiB\" or \"512MiB\""
+        } else {
+            "a duration such as \"90s\", \"20m\" or \"1h30m\""
+        };
+        d.deserialize_str(V(what)).map(Text)
+    }
+}
+
+fn unwrap_text<const SIZE: bool>(t: Spanned<Text<SIZE>>) -> Spanned<String> {
+    let span = t.span();
+    Spanned::new(span, t.into_inner().0)
+}
+
+fn size_text<'de, D: Deserializer<'de>>(d: D) -> Result<Spanned<String>, D::Error> {
+    Spanned::<Text<true>>::deserialize(d).map(unwrap_text)
+}
+
+fn duration_texts<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<Spanned<String>, Spanned<String>>, D::Error> {
+    let m = BTreeMap::<Spanned<String>, Spanned<Text<false>>>::deserialize(d)?;
+    Ok(m.into_iter().map(|(k, v)| (k, unwrap_text(v))).collect())
+}
+
+/// A list of `[[NAME]]` tables, whose error for a single `[NAME]` table says which to write;
+/// serde's says "invalid type: map, expected a sequence".
+pub(crate) fn entries<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+    name: &'static str,
+) -> Result<Vec<T>, D::Error> {
+    struct V<T>(&'static str, std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(
+                f,
+                "a list of tables: write each one as [[{}]], not [{}]",
+                self.0, self.0
+            )
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(x) = seq.next_element()? {
+                out.push(x);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(V(name, std::marker::PhantomData))
+}
+
+fn disk_entries<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Spanned<DiskSection>>, D::Error> {
+    entries(d, "disks")
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioFile {
     pub name: Spanned<String>,
-    pub profile: Profile,
+    #[serde(deserialize_with = "spanned_choice")]
+    pub profile: Spanned<Profile>,
     #[serde(default)]
     pub description: String,
     #[serde(default)]
     pub vm: VmSection,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "disk_entries")]
     pub disks: Vec<Spanned<DiskSection>>,
     #[serde(default)]
     pub install: InstallSection,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "duration_texts")]
     pub timeouts: BTreeMap<Spanned<String>, Spanned<String>>,
     pub fixture: Option<Spanned<FixtureSection>>,
     pub openshift: Option<Spanned<OpenshiftSection>>,
-    pub expect: Option<ExpectSection>,
+    pub expect: Option<Spanned<ExpectSection>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -67,13 +183,13 @@ pub struct ScenarioFile {
 pub struct VmSection {
     #[serde(default = "default_vcpus")]
     pub vcpus: Spanned<u32>,
-    #[serde(default = "default_memory")]
+    #[serde(default = "default_memory", deserialize_with = "size_text")]
     pub memory: Spanned<String>,
-    #[serde(default = "default_firmware")]
+    #[serde(default = "default_firmware", deserialize_with = "spanned_choice")]
     pub firmware: Spanned<Firmware>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "choice")]
     pub accel: AccelChoice,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "choice")]
     pub boot_order: BootOrder,
 }
 
@@ -103,10 +219,11 @@ impl Default for VmSection {
 #[serde(deny_unknown_fields)]
 pub struct DiskSection {
     pub id: String,
+    #[serde(deserialize_with = "size_text")]
     pub size: Spanned<String>,
-    #[serde(default = "default_bus")]
+    #[serde(default = "default_bus", deserialize_with = "choice")]
     pub bus: Bus,
-    #[serde(default = "default_sector")]
+    #[serde(default = "default_sector", deserialize_with = "choice")]
     pub sector: Sector,
     pub serial: Option<String>,
 }
@@ -119,13 +236,58 @@ fn default_sector() -> Sector {
 }
 
 /// How the scenario names the installation disk.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InstallationDiskSpec {
     /// A disk of the scenario, named as the guest sees it.
     Ref { by: DiskNaming, disk: String },
     /// Pasted into install-config as is (also how wrong disks are tested).
     Literal(String),
+}
+
+const INSTALLATION_DISK_USAGE: &str = "a device path such as \"/dev/vda\", or { by = \"id\" | \"name\" | \"path\", disk = \"<a [[disks]] id>\" }";
+
+// By hand rather than `#[serde(untagged)]`, whose only error is "data did not match any
+// variant", which tells the user neither which part is wrong nor what would be valid.
+impl<'de> Deserialize<'de> for InstallationDiskSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct DiskRef {
+            #[serde(deserialize_with = "choice")]
+            by: DiskNaming,
+            disk: String,
+        }
+
+        struct Spec;
+        impl<'de> Visitor<'de> for Spec {
+            type Value = InstallationDiskSpec;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(INSTALLATION_DISK_USAGE)
+            }
+
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(InstallationDiskSpec::Literal(s.to_string()))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let r = DiskRef::deserialize(de::value::MapAccessDeserializer::new(map)).map_err(
+                    |e| {
+                        let e = e.to_string();
+                        de::Error::custom(format!(
+                            "installation_disk: {}; use {INSTALLATION_DISK_USAGE}",
+                            e.trim().replace('\n', " ")
+                        ))
+                    },
+                )?;
+                Ok(InstallationDiskSpec::Ref {
+                    by: r.by,
+                    disk: r.disk,
+                })
+            }
+        }
+        d.deserialize_any(Spec)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -164,7 +326,7 @@ pub struct InstallSection {
     pub pull_secret: Option<Spanned<SecretSource>>,
     pub proxy: Option<ProxySection>,
     /// A file with PEM certificates for `additionalTrustBundle`.
-    pub additional_trust_bundle: Option<PathBuf>,
+    pub additional_trust_bundle: Option<Spanned<PathBuf>>,
     #[serde(default)]
     pub fips: bool,
     pub capabilities: Option<CapabilitiesSection>,
@@ -229,11 +391,34 @@ pub struct ClusterNetworkEntry {
 }
 
 /// Where a secret comes from; secrets never sit in scenario files.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields, rename_all = "lowercase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SecretSource {
     File(PathBuf),
     Env(String),
+}
+
+// By hand: as a serde enum, `{ file = "a", env = "B" }` fails with "wanted exactly 1 element,
+// more than 1 element", which says nothing of what to write.
+impl<'de> Deserialize<'de> for SecretSource {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Either {
+            file: Option<PathBuf>,
+            env: Option<String>,
+        }
+        const USAGE: &str = "use { file = \"PATH\" } or { env = \"VARIABLE\" }";
+        let e = Either::deserialize(d)
+            .map_err(|e| de::Error::custom(format!("{}; {USAGE}", e.to_string().trim())))?;
+        match (e.file, e.env) {
+            (Some(f), None) => Ok(SecretSource::File(f)),
+            (None, Some(v)) => Ok(SecretSource::Env(v)),
+            (Some(_), Some(_)) => Err(de::Error::custom(format!(
+                "a secret comes from a file or a variable, not both: {USAGE}"
+            ))),
+            (None, None) => Err(de::Error::custom(format!("no source: {USAGE}"))),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use toml::Spanned;
 
@@ -12,7 +13,22 @@ use super::model::*;
 use super::naming;
 use super::units::{parse_duration, parse_size};
 use crate::flow::phase::Phase;
+use crate::vm::qemu::argv::plan::disk_place;
 use crate::vm::{Bus, Firmware, Sector};
+
+/// Names become directory names (and parts of permutation ids): well under the 255 bytes a
+/// file name may have.
+pub(crate) const MAX_NAME_LEN: usize = 100;
+/// More memory than any host this runs on has is a typo; admission control would refuse it
+/// only after the run directory exists.
+const MAX_MEMORY: u64 = 16 << 40;
+/// The largest image `qemu-img create -f qcow2` makes with its default 64 KiB clusters
+/// (2 PiB); beyond it the disk would fail to be created, after the run started.
+const MAX_DISK_SIZE: u64 = 2048 << 40;
+/// A phase timeout of zero fails the phase before it starts; more than a week is a typo, and
+/// scaling a huge one by --timeout-scale overflows.
+const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A bad scenario: where and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,9 +61,7 @@ impl Ctx<'_> {
     fn err(&self, span: Option<Range<usize>>, message: impl Into<String>) -> ScenarioError {
         let (line, column) = match span.filter(|s| s.end > 0 || s.start > 0) {
             Some(s) => {
-                let upto = &self.text[..s.start.min(self.text.len())];
-                let line = upto.matches('\n').count() + 1;
-                let column = upto.len() - upto.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+                let (line, column) = line_column(self.text.as_bytes(), s.start);
                 (Some(line), Some(column))
             }
             None => (None, None),
@@ -56,7 +70,7 @@ impl Ctx<'_> {
             file: self.file.to_path_buf(),
             line,
             column,
-            message: message.into(),
+            message: shorten_long_words(&message.into()),
         }
     }
 
@@ -65,19 +79,86 @@ impl Ctx<'_> {
     }
 }
 
+/// 1-based line and column (in bytes) of byte `at`.
+fn line_column(bytes: &[u8], at: usize) -> (usize, usize) {
+    let upto = &bytes[..at.min(bytes.len())];
+    let line_start = upto.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
+    (line, upto.len() - line_start + 1)
+}
+
+/// Messages quote what the file says; one pathological token (a megabyte-long key or value)
+/// would bury what the message says around it.
+pub(crate) fn shorten_long_words(message: &str) -> String {
+    const LONG: usize = 120;
+    if message.split(' ').all(|w| w.len() <= LONG) {
+        return message.to_string();
+    }
+    message
+        .split(' ')
+        .map(|w| {
+            if w.len() <= LONG {
+                return w.to_string();
+            }
+            let mut head = 60;
+            while !w.is_char_boundary(head) {
+                head -= 1;
+            }
+            let mut tail = w.len() - 20;
+            while !w.is_char_boundary(tail) {
+                tail += 1;
+            }
+            format!("{}...({} bytes)...{}", &w[..head], w.len(), &w[tail..])
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Reads and validates a scenario file.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+    let whole_file = |message: String| ScenarioError {
         file: path.to_path_buf(),
         line: None,
         column: None,
-        message: format!("cannot read the scenario: {e}"),
+        message,
+    };
+    // A device or FIFO would be read forever, or block: only a regular file is a scenario.
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => {
+            return Err(whole_file(
+                "cannot read the scenario: not a regular file; a scenario is a TOML file".into(),
+            ))
+        }
+        Err(e) => return Err(whole_file(format!("cannot read the scenario: {e}"))),
+        Ok(_) => {}
+    }
+    let bytes =
+        std::fs::read(path).map_err(|e| whole_file(format!("cannot read the scenario: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let (line, column) = line_column(e.as_bytes(), at);
+        ScenarioError {
+            file: path.to_path_buf(),
+            line: Some(line),
+            column: Some(column),
+            message: format!(
+                "byte 0x{:02x} is not UTF-8: a scenario is a TOML file, which is UTF-8 text",
+                e.as_bytes()[at]
+            ),
+        }
     })?;
     parse_str(path, &text)
 }
 
 pub fn parse_str(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     let cx = Ctx { file: path, text };
+    // TOML forbids control characters anyway; saying so beats the parser's guess at a key.
+    if let Some(at) = text.find('\0') {
+        return Err(cx.err(
+            Some(at..at + 1),
+            "a NUL byte: this is not a text file; a scenario is a TOML text file (name = ..., profile = ..., [[disks]] ...)",
+        ));
+    }
     let file: ScenarioFile = toml::from_str(text)
         .map_err(|e| cx.err(e.span(), e.message().trim().replace('\n', "; ")))?;
     validate(&cx, file)
@@ -85,6 +166,7 @@ pub fn parse_str(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
 
 fn check_name(cx: &Ctx, what: &str, s: &Spanned<String>) -> Result<(), ScenarioError> {
     let ok = !s.get_ref().is_empty()
+        && s.get_ref().len() <= MAX_NAME_LEN
         && s.get_ref().chars().all(|c| {
             c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.' || c == '_'
         });
@@ -94,7 +176,7 @@ fn check_name(cx: &Ctx, what: &str, s: &Spanned<String>) -> Result<(), ScenarioE
         Err(cx.at(
             s,
             format!(
-                "{what} {:?} must be non-empty lowercase letters, digits, '-', '.' or '_'",
+                "{what} {:?} must be 1 to {MAX_NAME_LEN} lowercase letters, digits, '-', '.' or '_'",
                 s.get_ref()
             ),
         ))
@@ -115,6 +197,9 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
     if memory_mib < 512 {
         return Err(cx.at(&f.vm.memory, "vm.memory: at least 512MiB"));
     }
+    if memory > MAX_MEMORY {
+        return Err(cx.at(&f.vm.memory, "vm.memory: at most 16TiB"));
+    }
     let firmware = *f.vm.firmware.get_ref();
 
     // --- disks
@@ -123,6 +208,7 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
     }
     let mut disks = Vec::new();
     let mut seen = HashSet::new();
+    let mut serials = HashSet::new();
     for sd in &f.disks {
         let d = sd.get_ref();
         let id_ok = !d.id.is_empty()
@@ -143,6 +229,12 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
         if size_bytes < (64 << 20) {
             return Err(cx.at(&d.size, "disks.size: at least 64MiB"));
         }
+        if size_bytes > MAX_DISK_SIZE {
+            return Err(cx.at(
+                &d.size,
+                "disks.size: at most 2048TiB (the largest qcow2 image qemu-img creates)",
+            ));
+        }
         let serial = d.serial.clone().unwrap_or_else(|| format!("sno-{}", d.id));
         if serial.is_empty()
             || serial.len() > 20
@@ -150,7 +242,19 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         {
-            return Err(cx.at(sd, format!("disk serial {serial:?}: 1 to 20 characters of letters, digits, '-' or '_' (the limit of virtio, NVMe and ATA serials)")));
+            // Without a serial the message must still point at something the file says.
+            let whose = if d.serial.is_none() {
+                format!(
+                    " (the default for disk id {:?}: give it a shorter id or a serial)",
+                    d.id
+                )
+            } else {
+                String::new()
+            };
+            return Err(cx.at(sd, format!("disk serial {serial:?}{whose}: 1 to 20 characters of letters, digits, '-' or '_' (the limit of virtio, NVMe and ATA serials)")));
+        }
+        if !serials.insert(serial.clone()) {
+            return Err(cx.at(sd, format!("disk serial {serial:?} is used twice: the guest's /dev/disk/by-id links would clash; give each disk its own serial")));
         }
         if d.bus == Bus::Sata && d.sector == Sector::S4k {
             return Err(cx.at(sd, format!("disk {:?}: SATA disks cannot have 4096-byte logical sectors in QEMU; use sector = \"512\" or \"512e\", or another bus", d.id)));
@@ -204,9 +308,25 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
             return Err(cx.err(Some(span), format!("disk {id:?} is 4K-native and vm.firmware is \"bios\": SeaBIOS and GRUB's BIOS boot code cannot boot 4Kn disks (neither can RHCOS); use firmware = \"uefi\" or sector = \"512e\"")));
         }
     }
+    // A disk that does not fit the VM's slots gets an address QEMU refuses, after the run
+    // directory and the disk images exist. Checked after the installation disk, whose by-path
+    // error says more.
+    let buses: Vec<Bus> = disks.iter().map(|d| d.bus).collect();
+    for (i, sd) in f.disks.iter().enumerate() {
+        disk_place(&buses, i).map_err(|m| {
+            cx.at(
+                sd,
+                format!(
+                    "disk {:?}: {m}; use fewer disks of its kind, or another bus",
+                    disks[i].id
+                ),
+            )
+        })?;
+    }
     let pull_secret = inst.pull_secret.as_ref().map(|s| s.get_ref().clone());
-    if f.profile == Profile::Openshift && pull_secret.is_none() {
-        return Err(cx.err(None, "install.pull_secret is required for profile \"openshift\": { file = \"PATH\" } or { env = \"VARIABLE\" }"));
+    let profile = *f.profile.get_ref();
+    if profile == Profile::Openshift && pull_secret.is_none() {
+        return Err(cx.at(&f.profile, "install.pull_secret is required for profile \"openshift\": { file = \"PATH\" } or { env = \"VARIABLE\" }"));
     }
     if let Some(s) = &inst.pull_secret {
         if let SecretSource::Env(v) = s.get_ref() {
@@ -220,27 +340,38 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
     let mut timeouts = BTreeMap::new();
     let mut disk_write_stall = None;
     for (k, v) in &f.timeouts {
-        let d = parse_duration(v.get_ref())
-            .map_err(|m| cx.at(v, format!("timeouts.{}: {m}", k.get_ref())))?;
-        if k.get_ref() == DISK_WRITE_STALL_KEY {
-            disk_write_stall = Some(d);
-            continue;
-        }
-        let phase = Phase::from_name(k.get_ref()).ok_or_else(|| {
-            cx.at(
+        let phase = Phase::from_name(k.get_ref());
+        if phase.is_none() && k.get_ref() != DISK_WRITE_STALL_KEY {
+            return Err(cx.at(
                 k,
                 format!(
                     "timeouts.{}: unknown key; the keys are the phases ({}) and {DISK_WRITE_STALL_KEY}",
                     k.get_ref(),
                     Phase::names().join(", ")
                 ),
-            )
-        })?;
+            ));
+        }
+        let d = parse_duration(v.get_ref())
+            .map_err(|m| cx.at(v, format!("timeouts.{}: {m}", k.get_ref())))?;
+        if !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(&d) {
+            return Err(cx.at(
+                v,
+                format!(
+                    "timeouts.{} = {:?}: out of range; use 1s to 7d",
+                    k.get_ref(),
+                    v.get_ref()
+                ),
+            ));
+        }
+        let Some(phase) = phase else {
+            disk_write_stall = Some(d);
+            continue;
+        };
         timeouts.insert(phase, d);
     }
 
     // --- profile sections
-    let fixture = match (&f.fixture, f.profile) {
+    let fixture = match (&f.fixture, profile) {
         (Some(s), Profile::Openshift) => {
             return Err(cx.at(
                 s,
@@ -274,7 +405,7 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
         }),
         (None, Profile::Openshift) => None,
     };
-    let openshift = match (&f.openshift, f.profile) {
+    let openshift = match (&f.openshift, profile) {
         (Some(s), Profile::Fixture) => {
             return Err(cx.at(
                 s,
@@ -291,10 +422,11 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
         }),
         (None, Profile::Fixture) => None,
     };
-    if let Some(e) = &f.expect {
+    if let Some(spanned) = &f.expect {
+        let e = spanned.get_ref();
         if !["pass", "fail", "error"].contains(&e.verdict.as_str()) {
-            return Err(cx.err(
-                None,
+            return Err(cx.at(
+                spanned,
                 format!(
                     "expect.verdict = {:?}: use \"pass\", \"fail\" or \"error\"",
                     e.verdict
@@ -303,8 +435,8 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
         }
         if let Some(p) = &e.failed_phase {
             if Phase::from_name(p).is_none() {
-                return Err(cx.err(
-                    None,
+                return Err(cx.at(
+                    spanned,
                     format!(
                         "expect.failed_phase = {p:?}: phases are {}",
                         Phase::names().join(", ")
@@ -314,10 +446,33 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
         }
     }
 
+    // Relative to the scenario file, like every path a scenario names. Checked now: reading it
+    // is the first thing a run does, after making its directory.
+    let additional_trust_bundle = match &inst.additional_trust_bundle {
+        Some(p) if !p.get_ref().as_os_str().is_empty() => {
+            let path = match cx.file.parent() {
+                Some(dir) if p.get_ref().is_relative() => dir.join(p.get_ref()),
+                _ => p.get_ref().clone(),
+            };
+            if !path.is_file() {
+                return Err(cx.at(
+                    p,
+                    format!(
+                        "install.additional_trust_bundle: {} is not a file; name a PEM file, relative to the scenario file or absolute (\"\" for none)",
+                        path.display()
+                    ),
+                ));
+            }
+            Some(path)
+        }
+        // An empty path means none: how a matrix value says "without".
+        _ => None,
+    };
+
     Ok(Scenario {
         name: f.name.into_inner(),
         path: cx.file.to_path_buf(),
-        profile: f.profile,
+        profile,
         description: f.description,
         vm: VmConfig {
             vcpus,
@@ -339,19 +494,11 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
             control_plane_replicas: inst.control_plane_replicas,
             bootstrap_in_place: inst.bootstrap_in_place,
             pull_secret,
-            // An empty section or path means none: how a matrix value says "without".
+            // An empty section means none: how a matrix value says "without".
             proxy: inst.proxy.clone().filter(|p| {
                 p.http_proxy.is_some() || p.https_proxy.is_some() || p.no_proxy.is_some()
             }),
-            // Relative to the scenario file, like every path a scenario names.
-            additional_trust_bundle: inst
-                .additional_trust_bundle
-                .as_ref()
-                .filter(|p| !p.as_os_str().is_empty())
-                .map(|p| match cx.file.parent() {
-                    Some(dir) if p.is_relative() => dir.join(p),
-                    _ => p.clone(),
-                }),
+            additional_trust_bundle,
             fips: inst.fips,
             capabilities: inst.capabilities.clone(),
         },
@@ -359,7 +506,7 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
         disk_write_stall,
         fixture,
         openshift,
-        expect: f.expect,
+        expect: f.expect.map(Spanned::into_inner),
     })
 }
 
@@ -408,33 +555,44 @@ bootkube = "5m"
 
     #[test]
     fn an_empty_proxy_or_bundle_means_none_and_a_bundle_is_relative_to_the_scenario() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        std::fs::write(dir.path().join("data/ca.pem"), "").unwrap();
+        let outside = tempfile::NamedTempFile::new().unwrap();
         let with = |extra: &str| {
             parse_str(
-                Path::new("/srv/scenarios/s.toml"),
+                &dir.path().join("s.toml"),
                 &SMOKE.replace("[timeouts]", &format!("{extra}\n[timeouts]")),
             )
-            .unwrap()
         };
         // The extra lines land in [install], the section before [timeouts].
-        let s = with("proxy = {}\nadditional_trust_bundle = \"\"");
+        let s = with("proxy = {}\nadditional_trust_bundle = \"\"").unwrap();
         assert_eq!(s.install.proxy, None);
         assert_eq!(s.install.additional_trust_bundle, None);
         let s = with(
             "proxy = { http_proxy = \"http://p:3128\" }\nadditional_trust_bundle = \"data/ca.pem\"",
-        );
+        )
+        .unwrap();
         assert_eq!(
             s.install.proxy.unwrap().http_proxy.as_deref(),
             Some("http://p:3128")
         );
         assert_eq!(
             s.install.additional_trust_bundle,
-            Some(PathBuf::from("/srv/scenarios/data/ca.pem"))
+            Some(dir.path().join("data/ca.pem"))
         );
-        let s = with("additional_trust_bundle = \"/etc/ca.pem\"");
+        let s = with(&format!(
+            "additional_trust_bundle = {:?}",
+            outside.path().display().to_string()
+        ))
+        .unwrap();
         assert_eq!(
-            s.install.additional_trust_bundle,
-            Some(PathBuf::from("/etc/ca.pem"))
+            s.install.additional_trust_bundle.as_deref(),
+            Some(outside.path())
         );
+        let e = with("additional_trust_bundle = \"data/none.pem\"").unwrap_err();
+        assert_eq!(e.line, Some(16), "{e}");
+        assert!(e.message.contains("data/none.pem is not a file"), "{e}");
     }
 
     #[test]
@@ -469,6 +627,31 @@ bootkube = "5m"
         let e = err(&SMOKE.replace("[vm]", "[vm]\ncolour = \"red\""));
         assert_eq!(e.line, Some(6), "{e}");
         assert!(e.to_string().starts_with("s.toml:6:"), "{e}");
+    }
+
+    #[test]
+    fn long_words_in_messages_are_cut_on_character_boundaries() {
+        let word = "é".repeat(100);
+        let m = shorten_long_words(&format!("unknown field `{word}`, expected `a`"));
+        assert!(m.starts_with("unknown field `"), "{m}");
+        assert!(m.contains("...(203 bytes)..."), "{m}");
+        assert!(m.ends_with("`, expected `a`"), "{m}");
+        assert_eq!(shorten_long_words("short words"), "short words");
+    }
+
+    #[test]
+    fn files_that_are_not_utf8_text_are_refused_at_the_first_bad_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, b"name = \"x\"\nprofile = \"caf\xe9\"\n").unwrap();
+        let e = load(&path).unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(15)), "{e}");
+        assert!(e.message.contains("byte 0xe9 is not UTF-8"), "{e}");
+        let e = load(dir.path()).unwrap_err();
+        assert!(e.message.contains("not a regular file"), "{e}");
+        let e = parse(&format!("{SMOKE}\0")).unwrap_err();
+        assert_eq!(e.line, Some(18), "{e}");
+        assert!(e.message.contains("NUL"), "{e}");
     }
 
     #[test]
