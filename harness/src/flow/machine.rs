@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
+use super::badness::{AllowList, Findings};
 use super::event::{ApiCheck, Event, GuestStatus, Signal};
 use super::phase::Phase;
 
@@ -140,6 +141,8 @@ pub struct Machine {
     post_reboot_failure: Option<String>,
     last_bootkube_error: Option<String>,
     last_install_error: Option<String>,
+    badness: Findings,
+    badness_allow: AllowList,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -183,6 +186,8 @@ impl Machine {
             post_reboot_failure: None,
             last_bootkube_error: None,
             last_install_error: None,
+            badness: Findings::default(),
+            badness_allow: AllowList::default(),
         }
     }
 
@@ -345,15 +350,17 @@ impl Machine {
                 );
             }
             Signal::Console { line } => {
-                if line.contains("Kernel panic") {
-                    self.fail(
-                        now,
-                        format!("kernel panic on the console: {line:?}"),
-                        &mut out,
-                    );
-                }
+                self.scan_for_badness("serial console", line, now, &mut out)
             }
-            Signal::Journal { unit, message, .. } => self.on_journal(unit, message, now, &mut out),
+            Signal::Journal { unit, message, .. } => {
+                let source = if unit.is_empty() {
+                    "journal".to_string()
+                } else {
+                    format!("journal of {unit}")
+                };
+                self.scan_for_badness(&source, message, now, &mut out);
+                self.on_journal(unit, message, now, &mut out)
+            }
             Signal::GuestStatus(s) => self.on_guest(s, now, &mut out),
             Signal::DiskWrite { bytes } => self.on_disk_write(*bytes, now),
             Signal::Api { check, ok, detail } => {
@@ -550,6 +557,29 @@ impl Machine {
                 out,
             );
         }
+    }
+
+    /// A line that means trouble fails the current phase at once, quoting it, unless the
+    /// scenario's allow-list makes it a warning.
+    fn scan_for_badness(&mut self, source: &str, line: &str, now: u64, out: &mut Vec<Action>) {
+        let failing = self
+            .badness
+            .observe(&self.badness_allow, source, line, now)
+            .filter(|h| h.allowed_by.is_none())
+            .map(|h| h.describe());
+        if let Some(reason) = failing {
+            self.fail(now, reason, out);
+        }
+    }
+
+    /// The scenario's allow-list: matching badness lines become warnings.
+    pub fn allow_badness(&mut self, allow: AllowList) {
+        self.badness_allow = allow;
+    }
+
+    /// Every badness line seen, failing or allowed.
+    pub fn badness(&self) -> &Findings {
+        &self.badness
     }
 
     fn api_ok(&self, c: ApiCheck) -> bool {
@@ -1194,6 +1224,52 @@ mod tests {
                 .contains("Available=False; the cluster does not report the install-config: fips"),
             "{}",
             o.reason
+        );
+    }
+
+    #[test]
+    fn badness_in_a_journal_fails_the_current_phase_quoting_the_line() {
+        let mut m = machine();
+        through_bootkube(&mut m);
+        let a = feed(
+            &mut m,
+            vec![(
+                31_500,
+                journal(
+                    "crio.service",
+                    "crio.service: A process of this unit has been killed by the OOM killer.",
+                ),
+            )],
+        );
+        let Some(Action::Finished(o)) = a.last() else {
+            panic!("{a:?}")
+        };
+        assert_eq!(o.verdict, Verdict::Fail);
+        assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+        assert_eq!(
+            o.reason,
+            "install-to-disk: OOM kill in the journal of crio.service at 31.5 s: \"crio.service: A process of this unit has been killed by the OOM killer.\""
+        );
+        assert_eq!(m.badness().hits.len(), 1);
+    }
+
+    #[test]
+    fn allowed_badness_is_kept_as_a_warning_and_the_run_goes_on() {
+        let mut m = machine();
+        m.allow_badness(AllowList::new(&[r"Killed process \d+ \(tail\)".into()]).unwrap());
+        through_bootkube(&mut m);
+        let a = feed(&mut m, vec![(
+            31_500,
+            Signal::Console { line: "[ 40.2] Memory cgroup out of memory: Killed process 812 (tail) total-vm:40000kB".into() },
+        )]);
+        assert!(a.is_empty(), "{a:?}");
+        assert!(m.outcome().is_none());
+        assert_eq!(m.current(), Some(Phase::InstallToDisk));
+        let w: Vec<_> = m.badness().warnings().collect();
+        assert_eq!(w.len(), 1);
+        assert_eq!(
+            w[0].allowed_by.as_deref(),
+            Some(r"Killed process \d+ \(tail\)")
         );
     }
 }

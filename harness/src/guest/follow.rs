@@ -84,6 +84,21 @@ pub fn parse_journal(line: &str) -> Option<(Signal, String)> {
     ))
 }
 
+/// Entries `journalctl -u` would show for a bootstrap unit (its own lines, and systemd's lines
+/// about it, which carry the unit in `UNIT`), plus any entry that is badness.
+fn worth_sending(sig: &Signal, raw: &[u8]) -> bool {
+    let Signal::Journal { unit, message, .. } = sig else {
+        return false;
+    };
+    if BIP_UNITS.contains(&unit.as_str()) || crate::flow::badness::scan(message).is_some() {
+        return true;
+    }
+    let v: serde_json::Value = serde_json::from_slice(raw).unwrap_or_default();
+    ["UNIT", "OBJECT_SYSTEMD_UNIT"]
+        .iter()
+        .any(|k| v[*k].as_str().is_some_and(|u| BIP_UNITS.contains(&u)))
+}
+
 /// Owns the follower threads; stops them on drop.
 pub struct Followers {
     stop: Arc<AtomicBool>,
@@ -221,12 +236,13 @@ fn journal_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool) {
             .succeed("cat /proc/sys/kernel/random/boot_id")
             .map(|b| b.trim().to_string())
             .unwrap_or_default();
-        let units: String = BIP_UNITS.iter().map(|u| format!(" -u {u}")).collect();
         let after = match &cursor {
             Some((b, c)) if *b == boot => format!(" --after-cursor='{c}'"),
             _ => String::new(),
         };
-        let cmd = format!("sudo -n journalctl -b -f -o json --no-pager{units}{after}");
+        // The whole journal: the bootstrap units' entries are the flow's evidence, and any
+        // other entry is read for badness (an OOM kill, a segfault, an ordering cycle).
+        let cmd = format!("sudo -n journalctl -b -f -o json --no-pager{after}");
         let Ok(mut ch) = session.stream(&cmd) else {
             sleep_unless_stopped(stop, Duration::from_secs(1));
             continue;
@@ -245,7 +261,9 @@ fn journal_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool) {
                         let line: Vec<u8> = pending.drain(..=pos).collect();
                         if let Some((sig, c)) = parse_journal(&String::from_utf8_lossy(&line)) {
                             cursor = Some((boot.clone(), c));
-                            let _ = tx.send((Source::Journal, sig));
+                            if worth_sending(&sig, &line) {
+                                let _ = tx.send((Source::Journal, sig));
+                            }
                         }
                     }
                 }
@@ -300,5 +318,29 @@ mod tests {
         let (sig, _) = parse_journal(r#"{"MESSAGE":[104,105]}"#).unwrap();
         assert!(matches!(sig, Signal::Journal { message, .. } if message == "hi"));
         assert!(parse_journal("not json").is_none());
+    }
+
+    #[test]
+    fn only_bootstrap_unit_entries_and_badness_are_sent() {
+        let send = |raw: &str| {
+            let (sig, _) = parse_journal(raw).unwrap();
+            worth_sending(&sig, raw.as_bytes())
+        };
+        assert!(send(
+            r#"{"_SYSTEMD_UNIT":"bootkube.service","MESSAGE":"Starting etcd..."}"#
+        ));
+        // systemd about a bootstrap unit: its own unit is init.scope, the subject is in UNIT
+        assert!(send(
+            r#"{"_SYSTEMD_UNIT":"init.scope","UNIT":"install-to-disk.service","MESSAGE":"install-to-disk.service: Scheduled restart job, restart counter is at 3."}"#
+        ));
+        assert!(!send(
+            r#"{"_SYSTEMD_UNIT":"systemd-udevd.service","MESSAGE":"Using default interface naming scheme"}"#
+        ));
+        assert!(send(
+            r#"{"_SYSTEMD_UNIT":"minisno-memory-hog.service","MESSAGE":"minisno-memory-hog.service: A process of this unit has been killed by the OOM killer."}"#
+        ));
+        assert!(send(
+            r#"{"_TRANSPORT":"kernel","MESSAGE":"Memory cgroup out of memory: Killed process 812 (tail)"}"#
+        ));
     }
 }

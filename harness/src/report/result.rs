@@ -130,6 +130,22 @@ pub struct Signal {
     pub summary: String,
 }
 
+/// A line of the guest's logs that means trouble (flow/badness.rs): it failed the run, or was
+/// allowed by the scenario and is a warning.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BadnessLine {
+    /// `kernel-panic`, `oops`, `kernel-bug`, `general-protection-fault`, `emergency-shell`,
+    /// `oom-kill`, `segfault`, `ordering-cycle`.
+    pub kind: String,
+    /// `serial console` or `journal of <unit>`.
+    pub source: String,
+    pub line: String,
+    pub t_ms: u64,
+    /// The allow-list pattern that made it a warning; absent when it failed the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_by: Option<String>,
+}
+
 /// What the run ran on.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -176,6 +192,9 @@ pub struct RunResult {
     pub replay: String,
     #[serde(default)]
     pub host: HostContext,
+    /// Badness found in the serial console and the journals, failing or allowed.
+    #[serde(default)]
+    pub badness: Vec<BadnessLine>,
 }
 
 /// Reading a `result.json` failed.
@@ -217,6 +236,7 @@ impl RunResult {
             artifacts: BTreeMap::new(),
             replay: String::new(),
             host: HostContext::default(),
+            badness: vec![],
         }
     }
 
@@ -344,6 +364,7 @@ pub(crate) mod tests {
                 qemu_version: "9.2.0".into(),
                 ..Default::default()
             },
+            badness: vec![],
         }
     }
 

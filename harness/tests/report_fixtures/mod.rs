@@ -62,5 +62,6 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         ]),
         replay: format!("sno-harness matrix scenarios/disks.toml --filter {id} --keep"),
         host: Default::default(),
+        badness: vec![],
     }
 }

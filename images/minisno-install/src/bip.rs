@@ -37,6 +37,7 @@ pub enum Fault {
     PostRebootFail,
     EtcdMemberNotRemoved,
     NetworkTypeDrift,
+    OomKill,
 }
 
 /// Everything the payload needs from the install-config and the generated PKI.
@@ -90,6 +91,7 @@ impl Fault {
         "post-reboot-fail",
         "etcd-member-not-removed",
         "network-type-drift",
+        "oom-kill",
     ];
 
     pub fn parse(s: &str) -> Result<Fault, BipError> {
@@ -117,6 +119,7 @@ impl Fault {
             "post-reboot-fail" => Fault::PostRebootFail,
             "etcd-member-not-removed" => Fault::EtcdMemberNotRemoved,
             "network-type-drift" => Fault::NetworkTypeDrift,
+            "oom-kill" => Fault::OomKill,
             other => return Err(BipError::UnknownFault(other.into())),
         })
     }
@@ -135,6 +138,7 @@ impl Fault {
             Fault::PostRebootFail => "post-reboot-fail".into(),
             Fault::EtcdMemberNotRemoved => "etcd-member-not-removed".into(),
             Fault::NetworkTypeDrift => "network-type-drift".into(),
+            Fault::OomKill => "oom-kill".into(),
         }
     }
 }
@@ -313,6 +317,11 @@ impl FaultSnippets {
             },
             post_reboot: if o.has(&Fault::PostRebootFail) {
                 "echo \"error: failed to restore the bootstrap-in-place cluster state: exit status 1\" >&2\nexit 1"
+            } else if o.has(&Fault::OomKill) {
+                // A real OOM kill, not a printed imitation: a process that grows without
+                // bound in a 32 MiB cgroup. The kernel and systemd report it in their own
+                // words; the install itself goes on and succeeds.
+                "systemd-run --unit=minisno-memory-hog --property=MemoryMax=32M --property=MemorySwapMax=0 tail /dev/zero"
             } else {
                 ":"
             },

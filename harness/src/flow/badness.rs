@@ -1,0 +1,287 @@
+//! Badness in the guest's logs: lines that mean something went wrong even when every phase
+//! passed (a kernel oops during the install, an OOM kill of a control-plane process, a unit
+//! dropped to break an ordering cycle). The serial console and the journals are scanned line by
+//! line; a hit fails the run unless the scenario's allow-list says it is expected.
+//!
+//! The patterns are the kernel's and systemd's own wording (printk formats and systemd's log
+//! messages), so they match on real RHCOS as on the fixture. They are deliberately narrow: a
+//! false alarm in a CI gate costs as much as a miss.
+
+use regex::Regex;
+use serde::Serialize;
+use std::sync::OnceLock;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    KernelPanic,
+    Oops,
+    KernelBug,
+    GeneralProtectionFault,
+    EmergencyShell,
+    OomKill,
+    Segfault,
+    OrderingCycle,
+}
+
+impl Kind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kind::KernelPanic => "kernel panic",
+            Kind::Oops => "kernel Oops",
+            Kind::KernelBug => "kernel BUG",
+            Kind::GeneralProtectionFault => "general protection fault",
+            Kind::EmergencyShell => "emergency shell",
+            Kind::OomKill => "OOM kill",
+            Kind::Segfault => "segfault",
+            Kind::OrderingCycle => "systemd ordering cycle",
+        }
+    }
+}
+
+fn patterns() -> &'static [(Kind, Regex)] {
+    static P: OnceLock<Vec<(Kind, Regex)>> = OnceLock::new();
+    P.get_or_init(|| {
+        let p = |k, re: &str| (k, Regex::new(re).expect("a valid pattern"));
+        vec![
+            p(Kind::KernelPanic, r"Kernel panic - not syncing"),
+            // "Oops: 0000 [#1] SMP", "Oops: general protection fault, ..." (6.x), "Oops - BUG"
+            p(Kind::Oops, r"\bOops(: | - )"),
+            // "BUG: kernel NULL pointer dereference", "BUG: soft lockup", "watchdog: BUG: ...";
+            // case matters: "MP-BIOS bug: 8254 timer not connected" is a harmless notice.
+            p(Kind::KernelBug, r"\bBUG: "),
+            p(Kind::GeneralProtectionFault, r"general protection fault"),
+            // systemd ("You are in emergency mode", "Reached target emergency.target") and
+            // dracut ("Entering emergency mode. Exit the shell to continue.").
+            p(
+                Kind::EmergencyShell,
+                r"You are in emergency mode|Entering emergency mode|Reached target (emergency\.target|Emergency Mode)|Started emergency\.service",
+            ),
+            // The kernel ("Out of memory: Killed process 123 (etcd)", "Memory cgroup out of
+            // memory: Killed process ...", "... invoked oom-killer") and systemd ("A process of
+            // this unit has been killed by the OOM killer", systemd-oomd's "Killed ... due to
+            // memory pressure").
+            p(
+                Kind::OomKill,
+                r"[Oo]ut of memory: Killed process|invoked oom-killer|killed by the OOM killer|due to memory (used|pressure)",
+            ),
+            // The kernel's "prog[123]: segfault at 0 ip ... error 4 in ..." and systemd's
+            // "Main process exited, code=dumped, status=11/SEGV".
+            p(Kind::Segfault, r"\bsegfault at [0-9a-f]+ |status=11/SEGV"),
+            // "Found ordering cycle on foo.service/start" and "Job foo.service/start deleted to
+            // break ordering cycle starting with ...".
+            p(
+                Kind::OrderingCycle,
+                r"Found ordering cycle on|to break ordering cycle",
+            ),
+        ]
+    })
+}
+
+/// The kind of badness in `line`, if any.
+pub fn scan(line: &str) -> Option<Kind> {
+    patterns()
+        .iter()
+        .find(|(_, re)| re.is_match(line))
+        .map(|(k, _)| *k)
+}
+
+/// A line that matched, and where it was seen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hit {
+    pub kind: Kind,
+    /// `serial` or `journal <unit>`.
+    pub source: String,
+    pub line: String,
+    pub t_ms: u64,
+    /// The allow-list pattern that made it a warning, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_by: Option<String>,
+}
+
+impl Hit {
+    /// For a failure reason or a warning: the kind, where, and the line itself.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} in the {} at {:.1} s: {:?}",
+            self.kind.describe(),
+            self.source,
+            self.t_ms as f64 / 1000.0,
+            self.line.trim()
+        )
+    }
+}
+
+/// The scenario's allow-list, compiled: hits whose line matches one of these are warnings.
+#[derive(Debug, Clone, Default)]
+pub struct AllowList(Vec<Regex>);
+
+impl AllowList {
+    /// Patterns were validated when the scenario was read; an invalid one here is a bug.
+    pub fn new(patterns: &[String]) -> Result<AllowList, regex::Error> {
+        patterns
+            .iter()
+            .map(|p| Regex::new(p))
+            .collect::<Result<_, _>>()
+            .map(AllowList)
+    }
+
+    pub fn allowing(&self, line: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|re| re.is_match(line))
+            .map(|re| re.as_str().to_string())
+    }
+}
+
+/// Lines longer than this are cut in reports (a runaway line must not bloat result.json).
+const MAX_LINE: usize = 400;
+
+/// Every hit of a run, in order; repeats of the same line are counted, not kept.
+#[derive(Debug, Clone, Default)]
+pub struct Findings {
+    pub hits: Vec<Hit>,
+    pub repeats: u32,
+}
+
+impl Findings {
+    /// Scans one line; returns the new hit, if the line is one.
+    pub fn observe(
+        &mut self,
+        allow: &AllowList,
+        source: &str,
+        line: &str,
+        t_ms: u64,
+    ) -> Option<&Hit> {
+        let kind = scan(line)?;
+        let mut text: String = line.trim().to_string();
+        if text.len() > MAX_LINE {
+            let mut cut = MAX_LINE;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push('…');
+        }
+        if self
+            .hits
+            .iter()
+            .any(|h| h.line == text && h.source == source)
+        {
+            self.repeats += 1;
+            return None;
+        }
+        self.hits.push(Hit {
+            kind,
+            source: source.to_string(),
+            allowed_by: allow.allowing(&text),
+            line: text,
+            t_ms,
+        });
+        self.hits.last()
+    }
+
+    /// The first hit the allow-list does not cover: it fails the run.
+    pub fn first_failing(&self) -> Option<&Hit> {
+        self.hits.iter().find(|h| h.allowed_by.is_none())
+    }
+
+    pub fn warnings(&self) -> impl Iterator<Item = &Hit> {
+        self.hits.iter().filter(|h| h.allowed_by.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_kernel_and_systemd_lines_are_recognised() {
+        let cases = [
+            ("[   12.345678] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)", Kind::KernelPanic),
+            ("[  101.000001] Oops: 0000 [#1] PREEMPT SMP NOPTI", Kind::Oops),
+            ("[   55.1] Oops: general protection fault, probably for non-canonical address 0xdead: 0000 [#1] SMP", Kind::Oops),
+            ("[   33.2] BUG: kernel NULL pointer dereference, address: 0000000000000008", Kind::KernelBug),
+            ("[  200.0] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [etcd:1234]", Kind::KernelBug),
+            ("[    9.9] general protection fault: 0000 [#1] SMP PTI", Kind::GeneralProtectionFault),
+            ("You are in emergency mode. After logging in, type \"journalctl -xb\" to view", Kind::EmergencyShell),
+            ("dracut-initqueue[412]: Entering emergency mode. Exit the shell to continue.", Kind::EmergencyShell),
+            ("[  OK  ] Reached target emergency.target - Emergency Mode.", Kind::EmergencyShell),
+            ("[  400.1] Out of memory: Killed process 2301 (kube-apiserver) total-vm:2000000kB", Kind::OomKill),
+            ("[  400.1] Memory cgroup out of memory: Killed process 812 (tail) total-vm:40000kB", Kind::OomKill),
+            ("[  400.0] etcd invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0", Kind::OomKill),
+            ("crio.service: A process of this unit has been killed by the OOM killer.", Kind::OomKill),
+            ("[   77.7] bootkube.sh[999]: segfault at 0 ip 000055d5 sp 00007ffc error 4 in bash[55d5+1000]", Kind::Segfault),
+            ("kubelet.service: Main process exited, code=dumped, status=11/SEGV", Kind::Segfault),
+            ("systemd[1]: multi-user.target: Found ordering cycle on bootkube.service/start", Kind::OrderingCycle),
+            ("systemd[1]: multi-user.target: Job bootkube.service/start deleted to break ordering cycle starting with multi-user.target/start", Kind::OrderingCycle),
+        ];
+        for (line, kind) in cases {
+            assert_eq!(scan(line), Some(kind), "{line}");
+        }
+    }
+
+    #[test]
+    fn harmless_lines_seen_in_passing_runs_are_not_badness() {
+        for line in [
+            "[    0.032000] ..MP-BIOS bug: 8254 timer not connected to IO-APIC",
+            "[    0.000000] calibrate_delay_direct() failed to get a good estimate for loops_per_jiffy.",
+            "Failed to start minisno-late.service - a unit that is allowed to fail.",
+            "[    1.2] Spectre V2 : Mitigation: Retpolines",
+            "bootkube.sh[1234]: Waiting for CEO to finish...",
+            "coreos-installer: Read disk 12.0 MiB/86.8 MiB (13%)",
+            "kernel: Memory: 1983420K/2096600K available",
+            "systemd[1]: Reached target multi-user.target - Multi-User System.",
+            "the debug build has no bugs: none",
+        ] {
+            assert_eq!(scan(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_hit_is_a_failure_unless_the_allow_list_covers_it() {
+        let allow = AllowList::new(&[r"\(tail\)".to_string()]).unwrap();
+        let mut f = Findings::default();
+        let h = f
+            .observe(
+                &allow,
+                "serial",
+                "[ 9.1] Memory cgroup out of memory: Killed process 812 (tail)",
+                9_000,
+            )
+            .unwrap();
+        assert_eq!(h.allowed_by.as_deref(), Some(r"\(tail\)"));
+        assert!(f.first_failing().is_none());
+        f.observe(
+            &allow,
+            "journal crio.service",
+            "crio.service: A process of this unit has been killed by the OOM killer.",
+            9_500,
+        );
+        let failing = f.first_failing().unwrap();
+        assert_eq!(
+            failing.describe(),
+            "OOM kill in the journal crio.service at 9.5 s: \"crio.service: A process of this unit has been killed by the OOM killer.\""
+        );
+        assert_eq!(f.warnings().count(), 1);
+    }
+
+    #[test]
+    fn repeats_are_counted_once_and_long_lines_are_cut() {
+        let allow = AllowList::default();
+        let mut f = Findings::default();
+        let line = format!("BUG: soft lockup {}", "x".repeat(1000));
+        assert!(f.observe(&allow, "serial", &line, 1).is_some());
+        assert!(f.observe(&allow, "serial", &line, 2).is_none());
+        assert_eq!(f.hits.len(), 1);
+        assert_eq!(f.repeats, 1);
+        assert!(f.hits[0].line.chars().count() <= MAX_LINE + 1);
+        assert!(f.hits[0].line.ends_with('…'));
+        assert!(f.observe(&allow, "serial", "no badness here", 3).is_none());
+    }
+
+    #[test]
+    fn an_invalid_allow_pattern_is_an_error_not_a_panic() {
+        assert!(AllowList::new(&["(unclosed".to_string()]).is_err());
+    }
+}
