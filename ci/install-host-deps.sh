@@ -11,6 +11,11 @@ packages=(
     # VMs: QEMU 7.2 from bookworm (qemu-utils from the same release: a newer qemu-utils from
     # backports breaks qemu-system-common 7.2), OVMF for UEFI.
     qemu-system-x86 qemu-utils/bookworm ovmf
+    # The libvirt backend (9.0): daemon, QEMU driver, clients, headers for the virt crate, passt
+    # for user-mode networking. The domain XML tests run virt-xml-validate, a script around
+    # xmllint (libxml2-utils, only a recommendation of libvirt-daemon).
+    libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev passt
+    libxml2-utils
     # minisno image build: Debian rootfs, squashfs, partitions, filesystems, GRUB, ISO.
     mmdebstrap squashfs-tools cpio zstd xz-utils kmod fdisk gdisk dosfstools mtools e2fsprogs
     udev xorriso grub-common grub2-common grub-pc-bin grub-efi-amd64-bin

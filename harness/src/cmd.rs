@@ -34,9 +34,35 @@ pub struct RunFlags {
     /// Multiply every phase timeout.
     #[arg(long, default_value_t = 1.0)]
     pub timeout_scale: f64,
+    /// Who starts the VMs: `qemu` (the harness itself) or `libvirt` (transient domains).
+    #[arg(long, default_value = "qemu", value_parser = ["qemu", "libvirt"])]
+    pub backend: String,
+    /// The libvirt URI for `--backend libvirt`.
+    #[arg(long, default_value = sno_harness::vm::libvirt::DEFAULT_URI)]
+    pub connect: String,
 }
 
 impl RunFlags {
+    pub fn backend(&self) -> sno_harness::vm::running::Backend {
+        use sno_harness::vm::running::Backend;
+        match self.backend.as_str() {
+            "libvirt" => Backend::Libvirt {
+                uri: self.connect.clone(),
+            },
+            _ => Backend::Qemu,
+        }
+    }
+
+    /// The flags a replay command must repeat to run the same way.
+    pub fn replay_suffix(&self) -> String {
+        match self.backend() {
+            sno_harness::vm::running::Backend::Qemu => String::new(),
+            sno_harness::vm::running::Backend::Libvirt { uri } => {
+                format!(" --backend libvirt --connect {uri}")
+            }
+        }
+    }
+
     /// A bad flag's message, for exit 2.
     fn invalid(&self) -> Option<&'static str> {
         (!(self.timeout_scale.is_finite() && self.timeout_scale > 0.0))
@@ -44,11 +70,12 @@ impl RunFlags {
     }
 }
 
-pub fn run(path: &Path, backend: &str, flags: RunFlags) -> i32 {
+pub fn run(path: &Path, flags: RunFlags) -> i32 {
     let RunFlags {
         ref out,
         keep,
         timeout_scale: scale,
+        ..
     } = flags;
     let s = match scenario::load(path) {
         Ok(s) => s,
@@ -57,10 +84,6 @@ pub fn run(path: &Path, backend: &str, flags: RunFlags) -> i32 {
             return exit::BAD_INPUT;
         }
     };
-    if backend != "qemu" {
-        eprintln!("sno-harness: --backend {backend:?}: only \"qemu\" is available");
-        return exit::BAD_INPUT;
-    }
     if let Some(why) = flags.invalid() {
         eprintln!("sno-harness: {why}");
         return exit::BAD_INPUT;
@@ -78,7 +101,11 @@ pub fn run(path: &Path, backend: &str, flags: RunFlags) -> i32 {
             return exit::HARNESS_ERROR;
         }
     };
-    let replay = format!("sno-harness run {} --keep", path.display());
+    let replay = format!(
+        "sno-harness run {} --keep{}",
+        path.display(),
+        flags.replay_suffix()
+    );
     rt.block_on(async {
         let rx = interrupt_channel();
         let result = run_scenario(
@@ -90,9 +117,10 @@ pub fn run(path: &Path, backend: &str, flags: RunFlags) -> i32 {
                 keep,
                 timeout_scale: scale,
                 cache_dir: sno_harness::fixture::default_cache_dir(),
+                backend: flags.backend(),
                 replay,
                 interrupt: rx,
-                progress: sno_harness::run::progress::Mode::detect(),
+                progress: sno_harness::run::progress::Display::detect(),
             },
         )
         .await;
@@ -222,10 +250,11 @@ pub fn matrix(a: &MatrixArgs) -> i32 {
             params: p.values.clone(),
             scenario: p.scenario.clone(),
             replay: format!(
-                "sno-harness matrix {} --strategy {} --filter {} --keep",
+                "sno-harness matrix {} --strategy {} --filter {} --keep{}",
                 a.path.display(),
                 m.strategy.name(),
-                p.id
+                p.id,
+                a.flags.replay_suffix()
             ),
         })
         .collect();
@@ -252,12 +281,15 @@ pub fn matrix(a: &MatrixArgs) -> i32 {
         run_matrix(
             jobs,
             MatrixOptions {
+                name: m.name.clone(),
                 out: out.clone(),
                 jobs: jobs_n,
                 keep: a.flags.keep,
                 timeout_scale: a.flags.timeout_scale,
                 cache_dir: sno_harness::fixture::default_cache_dir(),
+                backend: a.flags.backend(),
                 interrupt: rx,
+                progress: sno_harness::run::progress::Mode::detect(),
             },
         )
         .await

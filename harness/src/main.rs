@@ -26,9 +26,6 @@ enum Command {
     /// 2 (bad input), 3 (host not ready) or 4 (harness error).
     Run {
         scenario: PathBuf,
-        /// Only `qemu` for now.
-        #[arg(long, default_value = "qemu")]
-        backend: String,
         #[command(flatten)]
         flags: cmd::RunFlags,
     },
@@ -122,11 +119,7 @@ fn main() {
         }
     };
     std::process::exit(match cli.command {
-        Command::Run {
-            scenario,
-            backend,
-            flags,
-        } => cmd::run(&scenario, &backend, flags),
+        Command::Run { scenario, flags } => cmd::run(&scenario, flags),
         Command::Matrix {
             matrix,
             jobs,

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use sno_harness::report::result::{RunResult, Verdict};
 use sno_harness::run::matrix::{run_matrix, Job, MatrixOptions};
+use sno_harness::run::progress::Mode;
 use sno_harness::scenario::parse_str;
 
 fn scenario(name: &str, memory: &str) -> sno_harness::scenario::Scenario {
@@ -56,12 +57,15 @@ fn every_permutation_gets_its_own_directory_and_result_in_order() {
     let (results, schedule) = rt.block_on(run_matrix(
         jobs,
         MatrixOptions {
+            name: "m".into(),
             out: out.path().to_path_buf(),
             jobs: 2,
             keep: false,
             timeout_scale: 1.0,
             cache_dir: out.path().join("cache"),
+            backend: sno_harness::vm::running::Backend::Qemu,
             interrupt: rx,
+            progress: Mode::Plain,
         },
     ));
     let ids: Vec<&str> = results.iter().map(|r| r.id.as_str()).collect();
@@ -100,12 +104,15 @@ fn an_interrupt_before_the_start_leaves_every_permutation_not_run() {
     let (results, schedule) = rt.block_on(run_matrix(
         vec![job("a", "2GiB"), job("b", "2GiB")],
         MatrixOptions {
+            name: "m".into(),
             out: out.path().to_path_buf(),
             jobs: 2,
             keep: false,
             timeout_scale: 1.0,
             cache_dir: out.path().join("cache"),
+            backend: sno_harness::vm::running::Backend::Qemu,
             interrupt: rx,
+            progress: Mode::Plain,
         },
     ));
     assert_eq!(schedule.peak_parallel, 0);

@@ -2,6 +2,10 @@
 //! `scenarios/smoke.toml` must pass, and each `scenarios/faults/*.toml` must end as its
 //! `[expect]` section says, by running the real flow on minisno under QEMU.
 //!
+//! The smoke scenario and two fault scenarios run on the libvirt backend too, as
+//! `libvirt::smoke`, `libvirt::fault::install-fail` and `libvirt::fault::disk-boot-panic` (a
+//! running libvirtd on `qemu:///system` is required: `.ci/run` starts one).
+//!
 //! Every permutation of every shipped matrix (`scenarios/*.toml` with axes) is a test case too,
 //! named `<matrix>::<permutation id>` (`disks::nvme.4k.uefi.by-path.2-second`). They are
 //! ignored by default, being long: `cargo nextest run -p sno-e2e --test scenarios
@@ -12,6 +16,11 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Arguments, Failed, Trial};
 use sno_harness::run::{check_expectation, run_scenario, RunOptions};
 use sno_harness::scenario;
+use sno_harness::vm::running::Backend;
+
+/// The scenarios that also run on libvirt: the smoke test, a failure inside the guest's flow
+/// and a guest crash (which libvirt reports through its own event).
+const ON_LIBVIRT: &[&str] = &["smoke", "fault::install-fail", "fault::disk-boot-panic"];
 
 fn scenario_files(root: &Path) -> Vec<PathBuf> {
     let mut files = vec![root.join("smoke.toml")];
@@ -28,20 +37,29 @@ fn scenario_files(root: &Path) -> Vec<PathBuf> {
     files
 }
 
-fn run_file(path: &Path) -> Result<(), Failed> {
+fn run_file(path: &Path, backend: Backend) -> Result<(), Failed> {
     let s = scenario::load(path).map_err(|e| Failed::from(e.to_string()))?;
-    let replay = format!("sno-harness run {} --keep", path.display());
-    run_one(&s, Default::default(), replay)
+    let suffix = match &backend {
+        Backend::Qemu => String::new(),
+        Backend::Libvirt { uri } => format!(" --backend libvirt --connect {uri}"),
+    };
+    let replay = format!("sno-harness run {} --keep{suffix}", path.display());
+    run_one(&s, Default::default(), replay, backend)
 }
 
 fn run_one(
     s: &scenario::Scenario,
     params: std::collections::BTreeMap<String, String>,
     replay: String,
+    backend: Backend,
 ) -> Result<(), Failed> {
+    use std::os::unix::fs::PermissionsExt;
     let out = tempfile::Builder::new()
         .prefix(&format!("sno-scenario-{}-", s.name))
         .tempdir()
+        .map_err(|e| Failed::from(e.to_string()))?;
+    // libvirt's QEMU runs as its own user and must reach the run's disks and ISO.
+    std::fs::set_permissions(out.path(), std::fs::Permissions::from_mode(0o755))
         .map_err(|e| Failed::from(e.to_string()))?;
     let rt = tokio::runtime::Runtime::new().map_err(|e| Failed::from(e.to_string()))?;
     let (_tx, rx) = tokio::sync::watch::channel(false);
@@ -55,9 +73,10 @@ fn run_one(
             timeout_scale: 1.0,
             cache_dir: sno_harness::fixture::default_cache_dir(),
             replay,
+            backend,
             interrupt: rx,
             // Test output is captured: plain lines, with heartbeats.
-            progress: sno_harness::run::progress::Mode::Plain,
+            progress: sno_harness::run::progress::Display::Plain,
         },
     ));
     match check_expectation(s, &result) {
@@ -112,7 +131,7 @@ fn matrix_trials(root: &Path) -> Vec<Trial> {
             );
             trials.push(
                 Trial::test(format!("{}::{}", m.name, p.id), move || {
-                    run_one(&p.scenario, p.values.clone(), replay.clone())
+                    run_one(&p.scenario, p.values.clone(), replay.clone(), Backend::Qemu)
                 })
                 .with_ignored_flag(true),
             );
@@ -133,9 +152,27 @@ fn main() {
             } else {
                 name
             };
-            Trial::test(name, move || run_file(&p))
+            Trial::test(name, move || run_file(&p, Backend::Qemu))
         })
         .collect();
+    let on_libvirt: Vec<Trial> = scenario_files(&root)
+        .into_iter()
+        .filter_map(|p| {
+            let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
+            let name = if p.parent().is_some_and(|d| d.ends_with("faults")) {
+                format!("fault::{stem}")
+            } else {
+                stem
+            };
+            ON_LIBVIRT.contains(&name.as_str()).then(|| {
+                Trial::test(format!("libvirt::{name}"), move || {
+                    let uri = sno_harness::vm::libvirt::DEFAULT_URI.to_string();
+                    run_file(&p, Backend::Libvirt { uri })
+                })
+            })
+        })
+        .collect();
+    trials.extend(on_libvirt);
     trials.extend(matrix_trials(&root));
     libtest_mimic::run(&args, trials).exit();
 }

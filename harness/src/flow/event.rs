@@ -14,6 +14,8 @@ use serde::Serialize;
 pub enum Source {
     Harness,
     Qmp,
+    /// libvirt's domain events (the libvirt backend), named like the QEMU events they are.
+    Libvirt,
     Serial,
     Journal,
     Guest,

@@ -96,6 +96,10 @@ fn differ(diffs: &mut Vec<String>, what: &str, asked: impl Into<Value>, seen: im
     diffs.push(format!("{what}: asked {a}, cluster reports {s}"));
 }
 
+/// A field of the stored install-config: its name for messages, and how to read it in the shape
+/// both documents are compared in.
+type StoredField = (&'static str, fn(&Value) -> Value);
+
 fn stored_copy(asked: &Value, seen: &Observed, diffs: &mut Vec<String>) {
     const WHERE: &str = "configmap kube-system/cluster-config-v1";
     let Some(cm) = &seen.cluster_config else {
@@ -113,7 +117,7 @@ fn stored_copy(asked: &Value, seen: &Observed, diffs: &mut Vec<String>) {
             return;
         }
     };
-    let fields: [(&str, fn(&Value) -> Value); 9] = [
+    let fields: [StoredField; 9] = [
         ("metadata.name", |v| v["metadata"]["name"].clone()),
         ("baseDomain", |v| v["baseDomain"].clone()),
         ("networking.networkType", |v| {

@@ -4,12 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::task::JoinSet;
 
 use super::admission::{self, Admission, Decision, Need};
-use super::progress::Mode;
+use super::board::Board;
+use super::progress::{Display, Mode};
 use super::{run_scenario, RunOptions};
 use crate::report::result::{RunResult, Verdict};
 use crate::scenario::Scenario;
@@ -26,13 +28,18 @@ pub struct Job {
 }
 
 pub struct MatrixOptions {
+    /// The matrix's name, on its status line.
+    pub name: String,
     /// The matrix's run directory; each permutation writes `<out>/<id>/`.
     pub out: PathBuf,
     pub jobs: u32,
     pub keep: bool,
     pub timeout_scale: f64,
     pub cache_dir: PathBuf,
+    pub backend: crate::vm::running::Backend,
     pub interrupt: tokio::sync::watch::Receiver<bool>,
+    /// One live board for all runs on a terminal, or plain lines with counts.
+    pub progress: Mode,
 }
 
 /// What the matrix did, besides the results.
@@ -62,6 +69,8 @@ fn need_of(s: &Scenario) -> Need {
 pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>, Schedule) {
     let started = Instant::now();
     let total = jobs.len();
+    // Kept by index: a result is judged against its own scenario's `[expect]`.
+    let scenarios: Vec<Scenario> = jobs.iter().map(|j| j.scenario.clone()).collect();
     let mut results: Vec<Option<RunResult>> = vec![None; total];
     let mut queue: std::collections::VecDeque<(usize, Job)> =
         jobs.into_iter().enumerate().collect();
@@ -71,12 +80,16 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
     let mut free_since = Instant::now();
     let mut interrupt = opts.interrupt.clone();
     let jobs_limit = opts.jobs.max(1);
+    let board = Arc::new(Board::new(&opts.name, total, opts.progress));
 
     while !queue.is_empty() || !running.is_empty() {
+        // Every pass, so at least every 5 s (the waits below).
+        board.tick();
         // Start what fits, in order.
         while let Some((index, job)) = queue.front().cloned() {
             if *interrupt.borrow() {
                 queue.pop_front();
+                board.skipped(&job.id, None);
                 results[index] = Some(not_run(&job, &opts, "interrupted before it started"));
                 continue;
             }
@@ -85,6 +98,7 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
                 Ok(h) => h,
                 Err(e) => {
                     queue.pop_front();
+                    board.skipped(&job.id, None);
                     results[index] = Some(not_run(
                         &job,
                         &opts,
@@ -99,13 +113,7 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
                     schedule.dispatch_delays.push(free_since.elapsed());
                     admission.reserve(need);
                     schedule.peak_parallel = schedule.peak_parallel.max(admission.running());
-                    eprintln!(
-                        "[{:6.1} s] matrix: starting {} ({} running, {} queued)",
-                        started.elapsed().as_secs_f64(),
-                        job.id,
-                        admission.running(),
-                        queue.len()
-                    );
+                    board.started(&job.id);
                     let run_opts = RunOptions {
                         dir: opts.out.join(&job.id),
                         id: job.id.clone(),
@@ -115,7 +123,8 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
                         cache_dir: opts.cache_dir.clone(),
                         replay: job.replay.clone(),
                         interrupt: opts.interrupt.clone(),
-                        progress: Mode::Plain,
+                        backend: opts.backend.clone(),
+                        progress: Display::InMatrix(board.clone()),
                     };
                     running.spawn(async move {
                         let r = match std::fs::create_dir_all(&run_opts.dir) {
@@ -135,7 +144,7 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
                 }
                 Decision::Never(why) => {
                     queue.pop_front();
-                    eprintln!("matrix: {} cannot run on this host: {why}", job.id);
+                    board.skipped(&job.id, Some(&format!("cannot run on this host: {why}")));
                     results[index] = Some(not_run(&job, &opts, &format!("not admitted: {why}")));
                 }
             }
@@ -157,25 +166,21 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
             done = running.join_next() => {
                 if let Some(Ok((index, need, r))) = done {
                     admission.release(need);
-                    eprintln!(
-                        "[{:6.1} s] matrix: {} {}{} ({:.0} s)",
-                        started.elapsed().as_secs_f64(),
-                        r.id,
-                        r.verdict.as_str(),
-                        r.failed_phase.as_deref().map(|p| format!(" at {p}")).unwrap_or_default(),
-                        r.duration_ms as f64 / 1000.0
-                    );
+                    let as_expected = super::check_expectation(&scenarios[index], &r).is_ok();
+                    board.ended(&r, as_expected);
                     results[index] = Some(r);
                     free_since = Instant::now();
                 } else if let Some(Err(e)) = done {
                     // A run task panicked: its slot is lost to bookkeeping, but the matrix
                     // goes on; the missing result is reported below.
                     tracing::error!("a run task failed: {e}");
+                    board.lost();
                 }
             }
             _ = tokio::time::sleep(Duration::from_secs(5)) => {}
         }
     }
+    board.close();
     schedule.wall = started.elapsed();
     let results = results
         .into_iter()

@@ -3,6 +3,7 @@
 
 pub mod admission;
 mod api_poller;
+pub mod board;
 pub mod matrix;
 mod outcome;
 pub mod progress;
@@ -11,7 +12,6 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc;
@@ -27,8 +27,8 @@ use crate::health::ApiEndpoint;
 use crate::report::result::RunResult;
 use crate::scenario::{BootOrder, Profile, Scenario};
 use crate::vm::accel::{self, Accel};
-use crate::vm::qemu::qmp::Qmp;
-use crate::vm::qemu::QemuProcess;
+use crate::vm::libvirt::RunMeta;
+use crate::vm::running::{Backend, RunningVm};
 use crate::vm::{disk, CdromSpec, DiskSpec, Firmware, PortForward, VmSpec, OVMF_VARS};
 
 pub use outcome::build_result;
@@ -42,10 +42,12 @@ pub struct RunOptions {
     pub timeout_scale: f64,
     pub cache_dir: PathBuf,
     pub replay: String,
+    /// QEMU directly, or libvirt (`--backend libvirt [--connect URI]`).
+    pub backend: Backend,
     /// Resolves when the run must stop (Ctrl-C, SIGTERM).
     pub interrupt: tokio::sync::watch::Receiver<bool>,
-    /// A live status line on a terminal, or plain lines.
-    pub progress: progress::Mode,
+    /// A live status line on a terminal, or plain lines; in a matrix, the matrix's board.
+    pub progress: progress::Display,
 }
 
 /// The phase timeouts of a scenario: the profile's defaults, the scenario's overrides, times
@@ -247,7 +249,7 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
     let started = Instant::now();
     let started_at = SystemTime::now();
     // Lines carry the run's id: a matrix interleaves several runs' lines.
-    let mut ui = progress::Progress::new(started, opts.progress, &opts.id);
+    let mut ui = progress::Progress::new(started, &opts.progress, &opts.id);
     let mut artifacts = BTreeMap::new();
     // Timeouts depend on the accelerator, so the machine is made once it is known.
     let new_machine = |accel: Accel| {
@@ -430,25 +432,34 @@ async fn drive(
     }
     // Started on this thread, not on a blocking-pool thread: QEMU's parent-death signal fires
     // when the thread that forked it exits, and pool threads exit when idle.
-    let (mut qemu, console) = match QemuProcess::start(&spec, dir) {
+    let meta = RunMeta {
+        run_id: opts.id.clone(),
+        run_dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+    };
+    let (mut vm, console) = match RunningVm::start(&opts.backend, &spec, &meta, dir, &tx).await {
         Ok(x) => x,
         Err(e) => {
-            machine.error(now(), e.to_string());
+            machine.error(now(), e);
             return machine;
         }
     };
-    let _ = fs::write(dir.join("vm.txt"), qemu.command_line() + "\n");
+    let _ = fs::write(dir.join("vm.txt"), vm.describe() + "\n");
     artifacts.insert("vm".into(), "vm.txt".into());
     artifacts.insert("serial".into(), "serial.log".into());
-    artifacts.insert("qemu-stderr".into(), "qemu.stderr".into());
+    if opts.backend == Backend::Qemu {
+        artifacts.insert("qemu-stderr".into(), "qemu.stderr".into());
+    }
     pending.extend(handle(
         &mut machine,
         &mut log,
         Source::Harness,
-        Signal::VmStarted { pid: qemu.pid() },
+        Signal::VmStarted {
+            pid: vm.pid().unwrap_or(0),
+        },
     ));
     ui.line(&format!(
-        "VM started: SSH on 127.0.0.1:{ssh_port}, API on 127.0.0.1:{api_port}"
+        "VM started ({}): SSH on 127.0.0.1:{ssh_port}, API on 127.0.0.1:{api_port}",
+        opts.backend.name()
     ));
     {
         let tx = tx.clone();
@@ -462,42 +473,17 @@ async fn drive(
         });
     }
 
-    // QMP: events, and the install disk's write counter.
-    let qmp = match Qmp::connect(&dir.join("qmp.sock"), Duration::from_secs(30)).await {
-        Ok((q, mut events)) => {
-            let tx2 = tx.clone();
-            tokio::spawn(async move {
-                while let Some(ev) = events.recv().await {
-                    let _ = tx2.send((
-                        Source::Qmp,
-                        Signal::Qmp {
-                            name: ev.name,
-                            data: ev.data,
-                        },
-                    ));
-                }
-            });
-            Some(Arc::new(q))
-        }
-        Err(e) => {
-            machine.error(now(), format!("QMP: {e}"));
-            qemu.kill();
-            return machine;
-        }
-    };
+    // The install disk's write counter, from QEMU's block stats.
     let install_drive = s.install.install_disk_id.clone();
-    let blockstats = qmp.clone().zip(install_drive.clone()).map(|(q, drive)| {
-        let tx2 = tx.clone();
+    let blockstats = install_drive.clone().map(|drive| {
+        let (tx2, vm) = (tx.clone(), vm.handle());
         tokio::spawn(async move {
             let mut last = None;
             loop {
-                if let Ok(stats) = q.block_stats().await {
-                    if let Some(b) = stats.iter().find(|b| b.drive_id() == Some(drive.as_str())) {
-                        if last != Some(b.wr_bytes) {
-                            last = Some(b.wr_bytes);
-                            let _ =
-                                tx2.send((Source::Disk, Signal::DiskWrite { bytes: b.wr_bytes }));
-                        }
+                if let Ok(Some(bytes)) = vm.disk_written_bytes(&drive).await {
+                    if last != Some(bytes) {
+                        last = Some(bytes);
+                        let _ = tx2.send((Source::Disk, Signal::DiskWrite { bytes }));
                     }
                 }
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -560,8 +546,8 @@ async fn drive(
                 pending.extend(handle(&mut machine, &mut log, source, signal));
             }
             _ = tick.tick() => {
-                if !qemu.is_running() {
-                    pending.extend(handle(&mut machine, &mut log, Source::Harness, Signal::VmExited { status: "QEMU is gone".into() }));
+                if !vm.is_running() {
+                    pending.extend(handle(&mut machine, &mut log, Source::Harness, Signal::VmExited { status: format!("the {} VM is gone", opts.backend.name()) }));
                 }
                 pending.extend(machine.tick(now()));
                 ui.status(&machine, now());
@@ -586,24 +572,22 @@ async fn drive(
         .map(|o| o.verdict != Verdict::Pass)
         .unwrap_or(true);
     if failed {
-        if let Some(q) = &qmp {
-            let png = dir.join("screenshot-final.png");
-            if tokio::time::timeout(Duration::from_secs(5), q.screendump(&png))
-                .await
-                .map(|r| r.is_ok())
-                .unwrap_or(false)
-            {
-                artifacts.insert("screenshot".into(), "screenshot-final.png".into());
-            }
+        let png = dir.join("screenshot-final.png");
+        if tokio::time::timeout(Duration::from_secs(5), vm.screenshot(&png))
+            .await
+            .map(|r| r.is_ok())
+            .unwrap_or(false)
+        {
+            artifacts.insert("screenshot".into(), "screenshot-final.png".into());
         }
     }
-    qemu.kill();
+    vm.stop();
     if !opts.keep {
         let _ = fs::remove_dir_all(dir.join("disks"));
         let _ = fs::remove_file(&assets.live_iso);
     } else {
         ui.finish();
-        eprintln!("{}", keep_instructions(dir, &spec, &key, ssh_port));
+        ui.print(&keep_instructions(dir, &spec, &key, ssh_port));
     }
     let _ = fs::remove_file(dir.join("serial.sock"));
     let _ = fs::remove_file(dir.join("qmp.sock"));

@@ -101,7 +101,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         scenario: s.path.display().to_string(),
         params: opts.params.clone(),
         profile: s.profile.name().into(),
-        backend: "qemu".into(),
+        backend: opts.backend.name().into(),
         accel: format!("{:?}", rec.accel).to_lowercase(),
         accel_reason: rec.accel_reason.clone(),
         verdict,
@@ -123,5 +123,20 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         artifacts: rec.artifacts.clone(),
         replay: opts.replay.clone(),
         host: host_context(),
+        badness: m
+            .badness()
+            .hits
+            .iter()
+            .map(|h| result::BadnessLine {
+                kind: serde_json::to_value(h.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                source: h.source.clone(),
+                line: h.line.clone(),
+                t_ms: h.t_ms,
+                allowed_by: h.allowed_by.clone(),
+            })
+            .collect(),
     }
 }

@@ -1,13 +1,16 @@
 //! What a run shows while it runs. On a terminal: the log lines (phases, verdict) scroll above
 //! one live status line (indicatif) that says, every second, which phase runs and for how long,
 //! how far the disk write is and what the last signal was. Elsewhere (CI logs, pipes, files):
-//! the same log lines, plain, and the status as a heartbeat line every 30 s.
+//! the same log lines, plain, and the status as a heartbeat line every 30 s. Inside a matrix,
+//! the status goes to the matrix's board (`board.rs`), which draws or prints all runs together.
 
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::board::Board;
 use crate::flow::machine::Machine;
 
 /// How often the plain mode prints the status.
@@ -34,30 +37,71 @@ impl Mode {
     }
 }
 
+/// Where a run shows its lines and status.
+#[derive(Clone)]
+pub enum Display {
+    /// Alone, on a terminal: its own live status line.
+    Live,
+    /// Alone, elsewhere: plain lines and its own heartbeat.
+    Plain,
+    /// One of a matrix's runs: the matrix's board shows its status, live or plain.
+    InMatrix(Arc<Board>),
+}
+
+impl Display {
+    pub fn detect() -> Display {
+        Mode::detect().into()
+    }
+}
+
+impl From<Mode> for Display {
+    fn from(m: Mode) -> Display {
+        match m {
+            Mode::Live => Display::Live,
+            Mode::Plain => Display::Plain,
+        }
+    }
+}
+
+/// The look of every live status line, a run's alone or in a matrix, and the matrix's own.
+pub(super) fn live_bar(bar: ProgressBar) -> ProgressBar {
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_msg}")
+            .expect("a valid template"),
+    );
+    bar.enable_steady_tick(Duration::from_millis(250));
+    bar
+}
+
 pub struct Progress {
     started: Instant,
     bar: Option<ProgressBar>,
     last_heartbeat: Instant,
     /// Prefix of every line (the run id), so that lines of parallel runs can be told apart.
     label: String,
+    /// The matrix this run belongs to: it takes the status and owns the terminal.
+    board: Option<Arc<Board>>,
 }
 
 impl Progress {
-    pub fn new(started: Instant, mode: Mode, label: &str) -> Progress {
-        let bar = (mode == Mode::Live).then(|| {
-            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_msg}")
-                    .expect("a valid template"),
-            );
-            bar.enable_steady_tick(Duration::from_millis(250));
-            bar
-        });
+    pub fn new(started: Instant, display: &Display, label: &str) -> Progress {
+        let (bar, board) = match display {
+            Display::Live => (
+                Some(live_bar(ProgressBar::with_draw_target(
+                    None,
+                    ProgressDrawTarget::stderr(),
+                ))),
+                None,
+            ),
+            Display::Plain => (None, None),
+            Display::InMatrix(board) => (board.add_bar(), Some(board.clone())),
+        };
         Progress {
             started,
             bar,
             last_heartbeat: Instant::now(),
             label: label.to_string(),
+            board,
         }
     }
 
@@ -68,17 +112,33 @@ impl Progress {
             self.started.elapsed().as_secs_f64(),
             self.prefix()
         );
-        match &self.bar {
-            Some(bar) => bar.println(line),
-            None => eprintln!("{line}"),
+        match (&self.board, &self.bar) {
+            (Some(board), _) => board.println(&line),
+            (None, Some(bar)) => bar.println(line),
+            (None, None) => eprintln!("{line}"),
+        }
+    }
+
+    /// Text as it is (several lines, no prefix), for after `finish`: alone, the terminal is
+    /// free again; in a matrix, the other runs' status lines are still drawn and a raw
+    /// `eprintln!` would be overwritten by their next redraw.
+    pub fn print(&self, text: &str) {
+        match &self.board {
+            Some(board) => board.println(text),
+            None => eprintln!("{text}"),
         }
     }
 
     /// The status, given every tick: redrawn live, or printed as a heartbeat every 30 s.
     pub fn status(&mut self, machine: &Machine, now_ms: u64) {
         let text = status_text(machine, now_ms);
+        if let Some(board) = &self.board {
+            board.set_status(&self.label, &text);
+        }
         match &self.bar {
             Some(bar) => bar.set_message(format!("{}{text}", self.prefix())),
+            // The matrix's heartbeat lists this run with the others.
+            None if self.board.is_some() => {}
             None => {
                 if self.last_heartbeat.elapsed() >= HEARTBEAT {
                     self.last_heartbeat = Instant::now();
@@ -92,6 +152,9 @@ impl Progress {
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
+        }
+        if let Some(board) = &self.board {
+            board.remove_run(&self.label, self.bar.as_ref());
         }
     }
 
@@ -162,12 +225,42 @@ mod tests {
             write_stall: Duration::from_secs(120),
             bootkube_max_restarts: 3,
         });
-        let mut p = Progress::new(Instant::now(), Mode::Plain, "");
+        let mut p = Progress::new(Instant::now(), &Display::Plain, "");
         let before = p.last_heartbeat;
         p.status(&m, 0);
         assert_eq!(p.last_heartbeat, before, "no heartbeat before 30 s");
         p.last_heartbeat = Instant::now() - HEARTBEAT;
         p.status(&m, 0);
         assert!(p.last_heartbeat > before, "a heartbeat after 30 s");
+    }
+
+    #[test]
+    fn in_a_matrix_the_status_goes_to_the_board_and_leaves_it_at_the_end() {
+        let mut m = Machine::new(Config {
+            timeouts: BTreeMap::new(),
+            write_stall: Duration::from_secs(120),
+            bootkube_max_restarts: 3,
+        });
+        m.start(1_000);
+        let board = Arc::new(Board::new("disks", 2, Mode::Plain));
+        board.started("disks-a");
+        board.started("disks-b");
+        let mut p = Progress::new(Instant::now(), &Display::InMatrix(board.clone()), "disks-a");
+        p.last_heartbeat = Instant::now() - HEARTBEAT;
+        let before = p.last_heartbeat;
+        p.status(&m, 4_000);
+        assert_eq!(
+            board.running()["disks-a"],
+            format!("{} for 3 s; no signal yet", Phase::Assets)
+        );
+        assert_eq!(p.last_heartbeat, before, "no heartbeat of its own");
+        p.finish();
+        assert_eq!(
+            board.running().keys().collect::<Vec<_>>(),
+            ["disks-b"],
+            "the finished run's line is gone"
+        );
+        drop(p);
+        assert_eq!(board.running().len(), 1);
     }
 }

@@ -3,7 +3,9 @@
 
 pub mod accel;
 pub mod disk;
+pub mod libvirt;
 pub mod qemu;
+pub mod running;
 
 use std::path::PathBuf;
 

@@ -1,7 +1,7 @@
 //! The whole QEMU command line, built from a `VmSpec`. Nothing else in the harness adds
 //! arguments, so `vm.txt` and this file together say exactly what ran.
 
-use crate::vm::{Accel, Bus, Firmware, VmSpec, OVMF_CODE};
+use crate::vm::{Accel, Bus, Firmware, PortForward, VmSpec, OVMF_CODE};
 
 /// Size in MiB of TCG's translation cache. QEMU 7.2's default is 1 GiB. With a cache that
 /// large, the first boot after a guest reset that follows a busy system (the live ISO after
@@ -87,7 +87,7 @@ pub mod plan {
     }
 
     /// [`disk_place`] without the check that the disk fits.
-    pub(super) fn place(buses: &[Bus], index: usize) -> DiskPlace {
+    pub fn place(buses: &[Bus], index: usize) -> DiskPlace {
         let rank = rank(buses, index);
         let small = |n: usize| u8::try_from(n).unwrap_or(u8::MAX);
         match buses[index] {
@@ -124,6 +124,16 @@ fn pci_addr(slot: u8) -> String {
 
 pub fn qemu_argv(spec: &VmSpec) -> Vec<String> {
     build(spec, Console::Harness)
+}
+
+/// QEMU's user-mode network `net0` with each forward bound to the host's loopback only (the
+/// guest must not be reachable from anywhere else). The libvirt backend passes the same string.
+pub fn user_netdev(forwards: &[PortForward]) -> String {
+    let fwds: String = forwards
+        .iter()
+        .map(|f| format!(",hostfwd=tcp:127.0.0.1:{}-:{}", f.host_port, f.guest_port))
+        .collect();
+    format!("user,id=net0{fwds}")
 }
 
 /// The same VM for a person at a terminal (`--keep`): the serial console and QEMU's monitor on
@@ -199,12 +209,7 @@ fn build(spec: &VmSpec, console: Console) -> Vec<String> {
             "chardev=qmp0,mode=control",
         ]);
     }
-    let fwds: String = spec
-        .forwards
-        .iter()
-        .map(|f| format!(",hostfwd=tcp:127.0.0.1:{}-:{}", f.host_port, f.guest_port))
-        .collect();
-    push(&["-netdev", &format!("user,id=net0{fwds}")]);
+    push(&["-netdev", &user_netdev(&spec.forwards)]);
     push(&[
         "-device",
         &format!("virtio-net-pci,{},netdev=net0", pci_addr(plan::NET_SLOT)),
@@ -321,12 +326,12 @@ fn shell_quote(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::vm::{CdromSpec, DiskSpec, PortForward, Sector};
     use std::path::PathBuf;
 
-    fn spec() -> VmSpec {
+    pub(crate) fn spec() -> VmSpec {
         VmSpec {
             name: "t".into(),
             vcpus: 2,
@@ -463,7 +468,7 @@ mod tests {
         );
     }
 
-    fn disks_on(buses: &[Bus]) -> Vec<DiskSpec> {
+    pub(crate) fn disks_on(buses: &[Bus]) -> Vec<DiskSpec> {
         buses
             .iter()
             .enumerate()

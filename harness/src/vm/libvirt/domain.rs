@@ -1,0 +1,888 @@
+//! The libvirt domain XML of a `VmSpec`: the same machine `qemu::argv` starts, described to
+//! libvirt 9.0 with typed structs that quick-xml serialises. `vm.txt` holds this XML when the
+//! libvirt backend runs.
+//!
+//! Same machine means: q35, the same firmware and variable store, every PCI device at the slot
+//! of `argv::plan` (so the guest's `/dev/disk/by-path` links are the same on both backends),
+//! SATA disks and the CD-ROM on the same AHCI ports, SCSI disks at the same targets, the same
+//! serials, sector sizes, boot order, cache mode, CPU model and TCG translation cache, and the
+//! guest reachable only through loopback port forwards.
+//!
+//! What libvirt would add on its own is switched off or pinned, because anything it places
+//! itself takes the first free PCI slot and shifts the plan: no USB controller (libvirt adds a
+//! qemu-xhci on q35), no memory balloon (a virtio device), the root complex and the built-in
+//! AHCI controller written out with their addresses. No device is left for libvirt to place, so
+//! it adds no pcie-root-port either. The slots NVMe disks take through `<qemu:commandline>` are
+//! invisible to libvirt's allocator, which is one more reason nothing may be left unplaced.
+//!
+//! Differences that remain, all from libvirt itself:
+//! - libvirt always passes `-boot strict=on`: the firmware boots only devices that have a boot
+//!   order, where `qemu_argv` (QEMU's default, strict=off) lets it fall back to the others.
+//! - libvirt opens the serial socket with `server=on,wait=off`; `qemu_argv` waits for the
+//!   harness to connect. Start the domain paused, connect, then resume, to lose no output.
+//! - libvirt owns the QMP monitor, so `VmSpec::qmp_socket` is not used: query QEMU through
+//!   libvirt's monitor passthrough (`qemu-monitor-command`).
+//! - Disks are `-blockdev`s: `query-blockstats` has an empty `device`, and `qdev` names the
+//!   disk through its alias (see [`disk_id_from_qdev`]).
+//! - The NIC is QEMU's own user-mode network (slirp) with loopback `hostfwd`s, given through
+//!   `<qemu:commandline>` as for NVMe: libvirt 9.0 as Debian ships it rejects
+//!   `<backend type='passt'/>` ("Invalid value for attribute 'type' in element 'backend'"),
+//!   and its `<interface type='user'>` without passt has no port forwards. The passthrough gives
+//!   the guest exactly the QEMU backend's network: 10.0.2.15/24 via 10.0.2.2, the same MAC.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::vm::qemu::argv::plan::{self, DiskPlace};
+use crate::vm::qemu::argv::TCG_TB_SIZE_MIB;
+use crate::vm::{Accel, Bus, DiskSpec, Firmware, VmSpec, OVMF_CODE, OVMF_VARS};
+
+/// Namespace of the harness's own metadata element, `<sno:run id=... dir=.../>`. `gc` asks
+/// libvirt for the metadata under this URI (`virDomainGetMetadata`) on every domain: the ones
+/// that have it were made by the harness, and the run id says whether their run is still alive.
+pub const RUN_XMLNS: &str = "https://github.com/sno-harness/xmlns/run/1";
+/// libvirt's namespace for QEMU command-line passthrough.
+pub const QEMU_XMLNS: &str = "http://libvirt.org/schemas/domain/qemu/1.0";
+/// The NIC's MAC: QEMU's default for the first NIC, which is what the QEMU backend's guest
+/// gets. The same MAC makes the guest's network setup (DHCP client id, interface naming by
+/// MAC) the same on both backends; libvirt would otherwise pick a random one.
+pub const GUEST_MAC: &str = "52:54:00:12:34:56";
+/// libvirt's prefix for user-chosen device aliases; QEMU gets the alias as the device id.
+pub const USER_ALIAS_PREFIX: &str = "ua-";
+/// Alias of the CD-ROM. Disk ids are lowercase letters, digits and '-', so the underscore
+/// keeps it from clashing with a disk's alias.
+pub const CDROM_ALIAS: &str = "ua-live_cdrom";
+
+/// The run a domain belongs to, written into its metadata so that `gc` can find what a killed
+/// run left behind and where that run kept its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunMeta {
+    pub run_id: String,
+    pub run_dir: PathBuf,
+}
+
+/// The libvirt alias of a disk, `ua-ID`. libvirt hands it to QEMU as the device id, so under
+/// libvirt a disk's guest device is `-device ...,id=ua-ID`; its drive has no `-drive` id
+/// (libvirt attaches disks with `-blockdev`, node names `libvirt-N-format`/`-storage`). In
+/// `query-blockstats` the entry of the disk has an empty `device` and `qdev` = `ua-ID` for SCSI,
+/// SATA and NVMe disks, `/machine/peripheral/ua-ID/virtio-backend` for virtio-blk (measured on
+/// QEMU 7.2 with the same `-blockdev`/`-device id=` pairs).
+pub fn disk_alias(id: &str) -> String {
+    format!("{USER_ALIAS_PREFIX}{id}")
+}
+
+/// The `DiskSpec::id` a `query-blockstats` `qdev` belongs to under this backend, or `None` for
+/// a device that is not one of the spec's disks (the CD-ROM) or not aliased by us.
+pub fn disk_id_from_qdev(qdev: &str) -> Option<&str> {
+    let dev = match qdev.strip_prefix("/machine/peripheral/") {
+        Some(path) => path.strip_suffix("/virtio-backend").unwrap_or(path),
+        None => qdev,
+    };
+    if dev == CDROM_ALIAS {
+        return None;
+    }
+    dev.strip_prefix(USER_ALIAS_PREFIX)
+        .filter(|id| !id.is_empty() && !id.contains('/'))
+}
+
+/// The domain XML for `spec`, indented, without an XML declaration (libvirt needs none).
+///
+/// A disk that does not fit the plan (`plan::disk_place` says why) is still written, at the
+/// place `plan::place` gives it, exactly as `qemu_argv` does; libvirt then refuses the domain
+/// (duplicate address, slot 0x1f taken), as QEMU refuses that command line.
+pub fn domain_xml(spec: &VmSpec, meta: &RunMeta) -> String {
+    let domain = Domain::new(spec, meta);
+    let mut out = String::new();
+    let mut ser = quick_xml::se::Serializer::new(&mut out);
+    ser.indent(' ', 2);
+    domain
+        .serialize(ser)
+        .expect("the domain structs serialise: every element and attribute name is valid XML");
+    out.push('\n');
+    out
+}
+
+// ----- The document. Field names are libvirt's element names; `@x` is attribute `x`, `$text`
+// the element's text. Optional parts are skipped, never written empty.
+
+#[derive(Serialize)]
+#[serde(rename = "domain")]
+struct Domain {
+    /// `qemu` (TCG) or `kvm`.
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    /// Always declared: the NIC (and NVMe disks) go through the passthrough.
+    #[serde(rename = "@xmlns:qemu", skip_serializing_if = "Option::is_none")]
+    xmlns_qemu: Option<&'static str>,
+    name: String,
+    metadata: Metadata,
+    memory: Memory,
+    vcpu: u32,
+    os: Os,
+    features: Features,
+    cpu: Cpu,
+    clock: Clock,
+    /// The guest powered off: the domain ends, as the QEMU backend's process exits. Without it
+    /// the run's end (or a failed install's poweroff) would leave a running domain behind.
+    on_poweroff: &'static str,
+    /// The guest rebooted: restart in the same domain, as QEMU does without `-no-reboot`. The
+    /// install reboots from the live ISO into the installed system, and the harness follows
+    /// it through the reboot event; `destroy` here would end every install at that reboot.
+    on_reboot: &'static str,
+    /// The guest panicked (pvpanic): end the domain so the run fails at once with the panic
+    /// in the log, instead of a paused or restarted guest hiding it until a phase times out.
+    on_crash: &'static str,
+    devices: Devices,
+    #[serde(rename = "qemu:commandline", skip_serializing_if = "Option::is_none")]
+    qemu_commandline: Option<QemuCommandline>,
+}
+
+#[derive(Serialize)]
+struct Metadata {
+    #[serde(rename = "sno:run")]
+    run: RunElement,
+}
+
+#[derive(Serialize)]
+struct RunElement {
+    #[serde(rename = "@xmlns:sno")]
+    xmlns: &'static str,
+    #[serde(rename = "@id")]
+    id: String,
+    #[serde(rename = "@dir")]
+    dir: String,
+}
+
+#[derive(Serialize)]
+struct Memory {
+    #[serde(rename = "@unit")]
+    unit: &'static str,
+    #[serde(rename = "$text")]
+    value: u64,
+}
+
+/// No `boot` field: the boot order is only ever per device (`<boot order=.../>`), so `<os>` can
+/// never carry `<boot dev=...>`, which libvirt refuses next to per-device boot orders.
+#[derive(Serialize)]
+struct Os {
+    #[serde(rename = "type")]
+    os_type: OsType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loader: Option<Loader>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nvram: Option<Nvram>,
+}
+
+#[derive(Serialize)]
+struct OsType {
+    #[serde(rename = "@arch")]
+    arch: &'static str,
+    #[serde(rename = "@machine")]
+    machine: &'static str,
+    #[serde(rename = "$text")]
+    value: &'static str,
+}
+
+#[derive(Serialize)]
+struct Loader {
+    #[serde(rename = "@readonly")]
+    readonly: &'static str,
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    #[serde(rename = "$text")]
+    path: &'static str,
+}
+
+/// The per-VM variable store; libvirt copies `template` there only if the file is missing
+/// (the harness makes the copy itself, as for the QEMU backend).
+#[derive(Serialize)]
+struct Nvram {
+    #[serde(rename = "@template")]
+    template: &'static str,
+    #[serde(rename = "$text")]
+    path: String,
+}
+
+#[derive(Serialize)]
+struct Features {
+    /// Always: without ACPI a guest's poweroff never ends the domain (measured, HOST-NOTES).
+    acpi: (),
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tcg: Option<TcgFeatures>,
+}
+
+#[derive(Serialize)]
+struct TcgFeatures {
+    #[serde(rename = "tb-cache")]
+    tb_cache: Scaled,
+}
+
+#[derive(Serialize)]
+struct Scaled {
+    #[serde(rename = "@unit")]
+    unit: &'static str,
+    #[serde(rename = "$text")]
+    value: u32,
+}
+
+/// `host-passthrough` is `-cpu host` (KVM), `maximum` is `-cpu max` (TCG): `qemu_argv`'s models.
+#[derive(Serialize)]
+struct Cpu {
+    #[serde(rename = "@mode")]
+    mode: &'static str,
+}
+
+/// `-rtc base=utc`, as `qemu_argv`.
+#[derive(Serialize)]
+struct Clock {
+    #[serde(rename = "@offset")]
+    offset: &'static str,
+}
+
+/// Devices by kind; libvirt's schema takes them in any order.
+#[derive(Serialize)]
+struct Devices {
+    controller: Vec<Controller>,
+    disk: Vec<Disk>,
+    serial: CharDev,
+    console: CharDev,
+    video: Video,
+    rng: Rng,
+    panic: Panic,
+    memballoon: Memballoon,
+}
+
+#[derive(Serialize)]
+struct Controller {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    #[serde(rename = "@index")]
+    index: u32,
+    #[serde(rename = "@model", skip_serializing_if = "Option::is_none")]
+    model: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    address: Option<Address>,
+}
+
+#[derive(Serialize)]
+struct Disk {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    /// `disk` or `cdrom`.
+    #[serde(rename = "@device")]
+    device: &'static str,
+    driver: DiskDriver,
+    source: DiskSource,
+    target: DiskTarget,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    readonly: Option<()>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    serial: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    boot: Option<Boot>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blockio: Option<BlockIo>,
+    alias: Alias,
+    address: Address,
+}
+
+#[derive(Serialize)]
+struct DiskDriver {
+    #[serde(rename = "@name")]
+    name: &'static str,
+    /// `qcow2` or `raw`.
+    #[serde(rename = "@type")]
+    format: String,
+    /// `cache=unsafe` and `discard=unmap` for disks, as `qemu_argv` (see the reason there);
+    /// the CD-ROM keeps QEMU's defaults there too.
+    #[serde(rename = "@cache", skip_serializing_if = "Option::is_none")]
+    cache: Option<&'static str>,
+    #[serde(rename = "@discard", skip_serializing_if = "Option::is_none")]
+    discard: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct DiskSource {
+    #[serde(rename = "@file")]
+    file: String,
+}
+
+#[derive(Serialize)]
+struct DiskTarget {
+    /// A name libvirt needs, unique in the domain; the guest's names come from the bus.
+    #[serde(rename = "@dev")]
+    dev: String,
+    #[serde(rename = "@bus")]
+    bus: &'static str,
+}
+
+#[derive(Serialize)]
+struct Boot {
+    #[serde(rename = "@order")]
+    order: u32,
+}
+
+#[derive(Serialize)]
+struct BlockIo {
+    #[serde(rename = "@logical_block_size")]
+    logical: u32,
+    #[serde(rename = "@physical_block_size")]
+    physical: u32,
+}
+
+#[derive(Serialize)]
+struct Alias {
+    #[serde(rename = "@name")]
+    name: String,
+}
+
+/// A PCI address (`domain`, `bus`, `slot`, `function`) or a drive address on a controller
+/// (`controller`, `bus`, `target`, `unit`); the unused attributes are skipped.
+#[derive(Serialize)]
+struct Address {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    #[serde(rename = "@domain", skip_serializing_if = "Option::is_none")]
+    domain: Option<&'static str>,
+    #[serde(rename = "@controller", skip_serializing_if = "Option::is_none")]
+    controller: Option<u32>,
+    #[serde(rename = "@bus")]
+    bus: String,
+    #[serde(rename = "@slot", skip_serializing_if = "Option::is_none")]
+    slot: Option<String>,
+    #[serde(rename = "@function", skip_serializing_if = "Option::is_none")]
+    function: Option<String>,
+    #[serde(rename = "@target", skip_serializing_if = "Option::is_none")]
+    target: Option<u32>,
+    #[serde(rename = "@unit", skip_serializing_if = "Option::is_none")]
+    unit: Option<u32>,
+}
+
+impl Address {
+    /// Slot `slot`, function `function` of q35's root complex (pcie.0, libvirt's bus 0).
+    fn pci(slot: u8, function: u8) -> Self {
+        Address {
+            kind: "pci",
+            domain: Some("0x0000"),
+            controller: None,
+            bus: "0x00".into(),
+            slot: Some(format!("{slot:#04x}")),
+            function: Some(format!("{function:#x}")),
+            target: None,
+            unit: None,
+        }
+    }
+
+    /// On controller 0 of its kind: for SATA `unit` is the AHCI port, for SCSI `target` is the
+    /// SCSI id (`scsi-id`) and `unit` the LUN; `bus` is the channel.
+    fn drive(target: u32, unit: u32) -> Self {
+        Address {
+            kind: "drive",
+            domain: None,
+            controller: Some(0),
+            bus: "0".into(),
+            slot: None,
+            function: None,
+            target: Some(target),
+            unit: Some(unit),
+        }
+    }
+}
+
+/// The serial console (and the `<console>` that names the same device): a Unix socket libvirt
+/// makes QEMU listen on, which the harness reads.
+#[derive(Serialize)]
+struct CharDev {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    source: CharSource,
+    target: CharTarget,
+}
+
+#[derive(Serialize)]
+struct CharSource {
+    #[serde(rename = "@mode")]
+    mode: &'static str,
+    #[serde(rename = "@path")]
+    path: String,
+}
+
+#[derive(Serialize)]
+struct CharTarget {
+    #[serde(rename = "@type", skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    #[serde(rename = "@port")]
+    port: u32,
+}
+
+#[derive(Serialize)]
+struct Video {
+    model: VideoModel,
+    address: Address,
+}
+
+/// `VGA`, as `qemu_argv`; libvirt's default video memory is QEMU's (16 MiB).
+#[derive(Serialize)]
+struct VideoModel {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    #[serde(rename = "@primary")]
+    primary: &'static str,
+}
+
+/// virtio-rng fed from `/dev/urandom`: without it the guest waits seconds for entropy.
+#[derive(Serialize)]
+struct Rng {
+    #[serde(rename = "@model")]
+    model: &'static str,
+    backend: RngBackend,
+    address: Address,
+}
+
+#[derive(Serialize)]
+struct RngBackend {
+    #[serde(rename = "@model")]
+    model: &'static str,
+    #[serde(rename = "$text")]
+    path: &'static str,
+}
+
+/// `pvpanic` on the ISA bus (no PCI address), as `qemu_argv`: a guest panic becomes an event.
+#[derive(Serialize)]
+struct Panic {
+    #[serde(rename = "@model")]
+    model: &'static str,
+}
+
+/// `none`: libvirt would otherwise add a virtio balloon, taking a PCI slot of the plan.
+#[derive(Serialize)]
+struct Memballoon {
+    #[serde(rename = "@model")]
+    model: &'static str,
+}
+
+#[derive(Serialize)]
+struct QemuCommandline {
+    #[serde(rename = "qemu:arg")]
+    args: Vec<QemuArg>,
+}
+
+#[derive(Serialize)]
+struct QemuArg {
+    #[serde(rename = "@value")]
+    value: String,
+}
+
+// ----- NVMe through the passthrough, as JSON `-blockdev`/`-device` arguments (QEMU 7.2 takes
+// JSON for both; no comma escaping of paths).
+
+/// The protocol node: the image file.
+#[derive(Serialize)]
+struct BlockdevFile {
+    driver: &'static str,
+    filename: String,
+    #[serde(rename = "node-name")]
+    node_name: String,
+    discard: &'static str,
+    cache: BlockdevCache,
+}
+
+/// The format node on top of it, which the device uses.
+#[derive(Serialize)]
+struct BlockdevFormat {
+    driver: String,
+    file: String,
+    #[serde(rename = "node-name")]
+    node_name: String,
+    discard: &'static str,
+    cache: BlockdevCache,
+}
+
+/// `cache=unsafe` in `-blockdev` terms: host page cache, guest flushes ignored (with
+/// `write-cache=on` on the device).
+#[derive(Serialize)]
+struct BlockdevCache {
+    direct: bool,
+    #[serde(rename = "no-flush")]
+    no_flush: bool,
+}
+
+#[derive(Serialize)]
+struct NvmeDevice {
+    driver: &'static str,
+    bus: &'static str,
+    addr: String,
+    drive: String,
+    id: String,
+    serial: String,
+    logical_block_size: u32,
+    physical_block_size: u32,
+    #[serde(rename = "write-cache")]
+    write_cache: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bootindex: Option<u32>,
+}
+
+// ----- Building it.
+
+impl Domain {
+    fn new(spec: &VmSpec, meta: &RunMeta) -> Self {
+        let buses: Vec<Bus> = spec.disks.iter().map(|d| d.bus).collect();
+        let mut disks = Vec::new();
+        let mut passthrough = Vec::new();
+        let mut names = TargetNames::default();
+        for (i, d) in spec.disks.iter().enumerate() {
+            match (d.bus, plan::place(&buses, i)) {
+                (Bus::Nvme, DiskPlace::Pci { slot }) => passthrough.extend(nvme_args(i, d, slot)),
+                (bus, place) => disks.push(disk(d, bus, place, &mut names)),
+            }
+        }
+        if let Some(cd) = &spec.cdrom {
+            disks.push(Disk {
+                kind: "file",
+                device: "cdrom",
+                driver: DiskDriver {
+                    name: "qemu",
+                    format: "raw".into(),
+                    cache: None,
+                    discard: None,
+                },
+                source: DiskSource {
+                    file: cd.path.display().to_string(),
+                },
+                target: DiskTarget {
+                    dev: names.next_sd(),
+                    bus: "sata",
+                },
+                readonly: Some(()),
+                serial: None,
+                boot: cd.bootindex.map(|order| Boot { order }),
+                blockio: None,
+                alias: Alias {
+                    name: CDROM_ALIAS.into(),
+                },
+                address: Address::drive(0, u32::from(plan::CDROM_AHCI_PORT)),
+            });
+        }
+
+        let mut controllers = vec![
+            Controller {
+                kind: "pci",
+                index: 0,
+                model: Some("pcie-root"),
+                address: None,
+            },
+            // q35's built-in AHCI, written out so that nothing can move it or add another.
+            Controller {
+                kind: "sata",
+                index: 0,
+                model: None,
+                address: Some(Address::pci(plan::AHCI_SLOT, plan::AHCI_FUNCTION)),
+            },
+            // No USB: libvirt adds a qemu-xhci controller on q35 unless told `none`.
+            Controller {
+                kind: "usb",
+                index: 0,
+                model: Some("none"),
+                address: None,
+            },
+        ];
+        if spec.disks.iter().any(|d| d.bus == Bus::Scsi) {
+            // libvirt names it scsi0, so its disks are on bus scsi0.0 as in `qemu_argv`.
+            controllers.push(Controller {
+                kind: "scsi",
+                index: 0,
+                model: Some("virtio-scsi"),
+                address: Some(Address::pci(plan::SCSI_CONTROLLER_SLOT, 0)),
+            });
+        }
+
+        let (kind, cpu_mode, tcg) = match spec.accel {
+            Accel::Kvm => ("kvm", "host-passthrough", None),
+            // libvirt passes `-accel tcg,tb-size=N`; QEMU 7.2 already runs x86_64 guests on
+            // x86_64 hosts with one thread per vCPU (`thread=multi`, as `qemu_argv` asks).
+            Accel::Tcg => (
+                "qemu",
+                "maximum",
+                Some(TcgFeatures {
+                    tb_cache: Scaled {
+                        unit: "MiB",
+                        value: TCG_TB_SIZE_MIB,
+                    },
+                }),
+            ),
+        };
+
+        let uefi = spec.firmware == Firmware::Uefi;
+        let os = Os {
+            os_type: OsType {
+                arch: "x86_64",
+                machine: "q35",
+                value: "hvm",
+            },
+            loader: uefi.then_some(Loader {
+                readonly: "yes",
+                kind: "pflash",
+                path: OVMF_CODE,
+            }),
+            nvram: uefi.then(|| Nvram {
+                template: OVMF_VARS,
+                path: spec
+                    .uefi_vars
+                    .as_ref()
+                    .expect("a UEFI VmSpec carries its variable store")
+                    .display()
+                    .to_string(),
+            }),
+        };
+
+        let serial_source = || CharSource {
+            mode: "bind",
+            path: spec.serial_socket.display().to_string(),
+        };
+
+        Domain {
+            kind,
+            xmlns_qemu: Some(QEMU_XMLNS),
+            name: spec.name.clone(),
+            metadata: Metadata {
+                run: RunElement {
+                    xmlns: RUN_XMLNS,
+                    id: meta.run_id.clone(),
+                    dir: meta.run_dir.display().to_string(),
+                },
+            },
+            memory: Memory {
+                unit: "MiB",
+                value: spec.memory_mib,
+            },
+            vcpu: spec.vcpus,
+            os,
+            features: Features { acpi: (), tcg },
+            cpu: Cpu { mode: cpu_mode },
+            clock: Clock { offset: "utc" },
+            on_poweroff: "destroy",
+            on_reboot: "restart",
+            on_crash: "destroy",
+            devices: Devices {
+                controller: controllers,
+                disk: disks,
+                serial: CharDev {
+                    kind: "unix",
+                    source: serial_source(),
+                    target: CharTarget {
+                        kind: None,
+                        port: 0,
+                    },
+                },
+                console: CharDev {
+                    kind: "unix",
+                    source: serial_source(),
+                    target: CharTarget {
+                        kind: Some("serial"),
+                        port: 0,
+                    },
+                },
+                video: Video {
+                    model: VideoModel {
+                        kind: "vga",
+                        primary: "yes",
+                    },
+                    address: Address::pci(plan::VGA_SLOT, 0),
+                },
+                rng: Rng {
+                    model: "virtio",
+                    backend: RngBackend {
+                        model: "random",
+                        path: "/dev/urandom",
+                    },
+                    address: Address::pci(plan::RNG_SLOT, 0),
+                },
+                panic: Panic { model: "isa" },
+                memballoon: Memballoon { model: "none" },
+            },
+            qemu_commandline: Some(QemuCommandline {
+                args: passthrough.into_iter().chain(net_args(spec)).collect(),
+            }),
+        }
+    }
+}
+
+/// A virtio, SCSI or SATA disk as a libvirt `<disk>`.
+fn disk(d: &DiskSpec, bus: Bus, place: DiskPlace, names: &mut TargetNames) -> Disk {
+    let (target_bus, dev, address) = match (bus, place) {
+        (Bus::Virtio, DiskPlace::Pci { slot }) => {
+            ("virtio", names.next_vd(), Address::pci(slot, 0))
+        }
+        // Channel 0, this target, LUN 0: `scsi-hd,bus=scsi0.0,channel=0,scsi-id=T,lun=0`.
+        (Bus::Scsi, DiskPlace::Scsi { target }) => (
+            "scsi",
+            names.next_sd(),
+            Address::drive(u32::from(target), 0),
+        ),
+        // AHCI port = unit: libvirt makes it `ide-hd,bus=ide.PORT`.
+        (Bus::Sata, DiskPlace::Sata { port }) => {
+            ("sata", names.next_sd(), Address::drive(0, u32::from(port)))
+        }
+        (bus, place) => unreachable!("{bus:?} disk placed at {place:?}"),
+    };
+    Disk {
+        kind: "file",
+        device: "disk",
+        driver: DiskDriver {
+            name: "qemu",
+            format: d.format.clone(),
+            cache: Some("unsafe"),
+            discard: Some("unmap"),
+        },
+        source: DiskSource {
+            file: d.path.display().to_string(),
+        },
+        target: DiskTarget {
+            dev,
+            bus: target_bus,
+        },
+        readonly: None,
+        serial: d.serial.clone(),
+        boot: d.bootindex.map(|order| Boot { order }),
+        blockio: Some(BlockIo {
+            logical: d.sector.logical(),
+            physical: d.sector.physical(),
+        }),
+        alias: Alias {
+            name: disk_alias(&d.id),
+        },
+        address,
+    }
+}
+
+/// The `<qemu:arg>`s of NVMe disk number `index` at PCI `slot`.
+///
+/// libvirt 9.0 has no emulated NVMe disk: no `bus='nvme'` for `<disk>` and no NVMe controller
+/// (`<disk type='nvme'>` is a host NVMe device as the *source*, not an NVMe device in the
+/// guest). So the disk is given to QEMU directly, as `qemu_argv` does: two `-blockdev` nodes
+/// and an `nvme` device at the planned slot with the same serial (the drive id when the spec
+/// has none: NVMe needs one), sector sizes and boot index. Its device id is the disk's alias,
+/// so `query-blockstats` names it like the other disks. The node names are by index: QEMU
+/// limits node names to 31 characters, and disk ids are not limited.
+///
+/// What this costs: libvirt does not know the disk. It neither grants QEMU access to the image
+/// (no DAC/AppArmor relabelling: the file must already be readable and writable by the user
+/// QEMU runs as) nor reserves the slot (nothing else may be left for libvirt to place), and it
+/// marks the domain tainted (`custom-argv`).
+fn nvme_args(index: usize, d: &DiskSpec, slot: u8) -> Vec<QemuArg> {
+    let cache = || BlockdevCache {
+        direct: false,
+        no_flush: true,
+    };
+    let file_node = format!("sno-nvme{index}-file");
+    let format_node = format!("sno-nvme{index}");
+    let file = BlockdevFile {
+        driver: "file",
+        filename: d.path.display().to_string(),
+        node_name: file_node.clone(),
+        discard: "unmap",
+        cache: cache(),
+    };
+    let format = BlockdevFormat {
+        driver: d.format.clone(),
+        file: file_node,
+        node_name: format_node.clone(),
+        discard: "unmap",
+        cache: cache(),
+    };
+    let device = NvmeDevice {
+        driver: "nvme",
+        bus: "pcie.0",
+        addr: format!("{slot:#04x}"),
+        drive: format_node,
+        id: disk_alias(&d.id),
+        serial: d.serial.clone().unwrap_or_else(|| d.id.clone()),
+        logical_block_size: d.sector.logical(),
+        physical_block_size: d.sector.physical(),
+        write_cache: "on",
+        bootindex: d.bootindex,
+    };
+    [
+        "-blockdev".to_string(),
+        json(&file),
+        "-blockdev".to_string(),
+        json(&format),
+        "-device".to_string(),
+        json(&device),
+    ]
+    .into_iter()
+    .map(|value| QemuArg { value })
+    .collect()
+}
+
+/// The NIC as `<qemu:arg>`s: the QEMU backend's `-netdev user` (loopback forwards) and its
+/// virtio-net device at the planned slot, with the MAC QEMU gives the first NIC.
+fn net_args(spec: &VmSpec) -> Vec<QemuArg> {
+    let device = NetDevice {
+        driver: "virtio-net-pci",
+        bus: "pcie.0",
+        addr: format!("{:#04x}", plan::NET_SLOT),
+        netdev: "net0",
+        mac: GUEST_MAC,
+        id: "ua-net0",
+    };
+    [
+        "-netdev".to_string(),
+        crate::vm::qemu::argv::user_netdev(&spec.forwards),
+        "-device".to_string(),
+        json(&device),
+    ]
+    .into_iter()
+    .map(|value| QemuArg { value })
+    .collect()
+}
+
+#[derive(Serialize)]
+struct NetDevice {
+    driver: &'static str,
+    bus: &'static str,
+    addr: String,
+    netdev: &'static str,
+    mac: &'static str,
+    id: &'static str,
+}
+
+fn json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("plain structs of strings and numbers serialise")
+}
+
+/// `<target dev=...>` names: `vda`, `vdb`, ... for virtio; `sda`, `sdb`, ... shared by SCSI,
+/// SATA and the CD-ROM, in the order of the disks.
+#[derive(Default)]
+struct TargetNames {
+    vd: usize,
+    sd: usize,
+}
+
+impl TargetNames {
+    fn next_vd(&mut self) -> String {
+        self.vd += 1;
+        format!("vd{}", letters(self.vd - 1))
+    }
+
+    fn next_sd(&mut self) -> String {
+        self.sd += 1;
+        format!("sd{}", letters(self.sd - 1))
+    }
+}
+
+/// 0 → `a`, 25 → `z`, 26 → `aa`: the suffixes of Linux disk names, which libvirt parses.
+fn letters(mut n: usize) -> String {
+    let mut out = Vec::new();
+    loop {
+        out.push(b'a' + (n % 26) as u8);
+        if n < 26 {
+            break;
+        }
+        n = n / 26 - 1;
+    }
+    out.reverse();
+    String::from_utf8(out).expect("ASCII letters")
+}

@@ -1,0 +1,15 @@
+//! libvirt: the domain XML of a `VmSpec` (`domain`) and, for real clusters on real hosts, a
+//! NAT network (`network`). Both are typed structs serialised by quick-xml, checked against
+//! libvirt 9.0's schemas by the tests (`virt-xml-validate`).
+
+pub mod domain;
+pub mod network;
+mod ppm;
+pub mod runtime;
+
+pub use domain::{disk_alias, disk_id_from_qdev, domain_xml, RunMeta};
+pub use network::{nat_network_xml, NatNetwork};
+pub use runtime::{LibvirtError, LibvirtVm, DEFAULT_URI};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,323 @@
+//! A libvirt NAT network for a real single-node cluster on a real host: a bridge with dnsmasq
+//! handing the node its reserved address and answering the names OpenShift needs.
+//!
+//! Not used by the tests on the harness's own machines: a NAT network puts its guests on a
+//! bridge in the host's network namespace (HOST-NOTES), which those hosts do not allow; there
+//! the domain uses user-mode networking with loopback forwards (`domain.rs`). This is for a
+//! host where the cluster should be a real machine on a real (virtual) LAN: the API and the
+//! routes reachable by name from the host, the node getting its address from DHCP as on metal.
+//!
+//! The network carries the run id in its name, its bridge's name and its metadata (the same
+//! `<sno:run>` element as the domain), so `gc` can find and remove what a killed run left.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::domain::{RunMeta, RUN_XMLNS};
+
+/// Namespace of libvirt's dnsmasq passthrough options.
+pub const DNSMASQ_XMLNS: &str = "http://libvirt.org/schemas/network/dnsmasq/1.0";
+/// Linux interface names are at most 15 bytes (IFNAMSIZ less the terminating NUL).
+pub const MAX_BRIDGE_NAME: usize = 15;
+/// Prefix of the bridge name; the rest is a hash of the run id.
+pub const BRIDGE_PREFIX: &str = "sno";
+
+/// What the network needs to know about the run, the cluster and the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NatNetwork {
+    pub run: RunMeta,
+    /// `metadata.name` of the install-config.
+    pub cluster_name: String,
+    /// `baseDomain` of the install-config.
+    pub base_domain: String,
+    pub ipv4: Ipv4Subnet,
+    /// Dual stack when set.
+    pub ipv6: Option<Ipv6Subnet>,
+    pub node: NodeReservation,
+}
+
+/// The host's address on the bridge (the guests' gateway and DNS server), the prefix, and the
+/// DHCP pool for anything other than the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv4Subnet {
+    pub host: Ipv4Addr,
+    pub prefix: u8,
+    pub dhcp_start: Ipv4Addr,
+    pub dhcp_end: Ipv4Addr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv6Subnet {
+    pub host: Ipv6Addr,
+    pub prefix: u8,
+    pub dhcp_start: Ipv6Addr,
+    pub dhcp_end: Ipv6Addr,
+}
+
+/// The node's fixed addresses: given by DHCP (by MAC for IPv4, by host name for DHCPv6, which
+/// does not identify clients by MAC) and the target of every cluster name in DNS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeReservation {
+    /// The MAC of the domain's interface on this network, `52:54:00:...`.
+    pub mac: String,
+    pub hostname: String,
+    pub ipv4: Ipv4Addr,
+    pub ipv6: Option<Ipv6Addr>,
+}
+
+impl NatNetwork {
+    /// `sno-RUN_ID`: the libvirt name of the network.
+    pub fn name(&self) -> String {
+        format!("sno-{}", self.run.run_id)
+    }
+
+    /// `CLUSTER.DOMAIN`.
+    pub fn cluster_domain(&self) -> String {
+        format!("{}.{}", self.cluster_name, self.base_domain)
+    }
+
+    /// The names OpenShift needs to resolve to the node: the API (from outside and inside the
+    /// cluster) and the routes the install waits on (console, OAuth, ingress canary).
+    pub fn node_hostnames(&self) -> Vec<String> {
+        let c = self.cluster_domain();
+        vec![
+            format!("api.{c}"),
+            format!("api-int.{c}"),
+            format!("console-openshift-console.apps.{c}"),
+            format!("oauth-openshift.apps.{c}"),
+            format!("canary-openshift-ingress-canary.apps.{c}"),
+        ]
+    }
+}
+
+/// The bridge of run `run_id`: `sno` and the first 12 hex digits of the id's SHA-256, 15
+/// characters. A prefix of the id would not do: ids of parallel runs can share their start
+/// (a date), and two networks cannot have the same bridge.
+pub fn bridge_name(run_id: &str) -> String {
+    let hash = hex::encode(Sha256::digest(run_id.as_bytes()));
+    let name = format!(
+        "{BRIDGE_PREFIX}{}",
+        &hash[..MAX_BRIDGE_NAME - BRIDGE_PREFIX.len()]
+    );
+    debug_assert!(name.len() <= MAX_BRIDGE_NAME);
+    name
+}
+
+/// The network XML, indented, without an XML declaration.
+pub fn nat_network_xml(n: &NatNetwork) -> String {
+    let network = Network::new(n);
+    let mut out = String::new();
+    let mut ser = quick_xml::se::Serializer::new(&mut out);
+    ser.indent(' ', 2);
+    network
+        .serialize(ser)
+        .expect("the network structs serialise: every element and attribute name is valid XML");
+    out.push('\n');
+    out
+}
+
+#[derive(Serialize)]
+#[serde(rename = "network")]
+struct Network {
+    #[serde(rename = "@xmlns:dnsmasq")]
+    xmlns_dnsmasq: &'static str,
+    name: String,
+    metadata: Metadata,
+    forward: Forward,
+    bridge: Bridge,
+    /// The cluster's domain is answered here and never forwarded to the host's resolvers.
+    domain: DnsDomain,
+    dns: Dns,
+    ip: Vec<Ip>,
+    #[serde(rename = "dnsmasq:options")]
+    dnsmasq_options: DnsmasqOptions,
+}
+
+#[derive(Serialize)]
+struct Metadata {
+    #[serde(rename = "sno:run")]
+    run: RunElement,
+}
+
+#[derive(Serialize)]
+struct RunElement {
+    #[serde(rename = "@xmlns:sno")]
+    xmlns: &'static str,
+    #[serde(rename = "@id")]
+    id: String,
+    #[serde(rename = "@dir")]
+    dir: String,
+}
+
+#[derive(Serialize)]
+struct Forward {
+    #[serde(rename = "@mode")]
+    mode: &'static str,
+}
+
+#[derive(Serialize)]
+struct Bridge {
+    #[serde(rename = "@name")]
+    name: String,
+    /// One guest, no loops: spanning tree would only delay the link by its forward delay.
+    #[serde(rename = "@stp")]
+    stp: &'static str,
+    #[serde(rename = "@delay")]
+    delay: u32,
+}
+
+#[derive(Serialize)]
+struct DnsDomain {
+    #[serde(rename = "@name")]
+    name: String,
+    #[serde(rename = "@localOnly")]
+    local_only: &'static str,
+}
+
+#[derive(Serialize)]
+struct Dns {
+    host: Vec<DnsHost>,
+}
+
+#[derive(Serialize)]
+struct DnsHost {
+    #[serde(rename = "@ip")]
+    ip: String,
+    hostname: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Ip {
+    #[serde(rename = "@family", skip_serializing_if = "Option::is_none")]
+    family: Option<&'static str>,
+    #[serde(rename = "@address")]
+    address: String,
+    #[serde(rename = "@prefix")]
+    prefix: u8,
+    dhcp: Dhcp,
+}
+
+#[derive(Serialize)]
+struct Dhcp {
+    range: DhcpRange,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host: Option<DhcpHost>,
+}
+
+#[derive(Serialize)]
+struct DhcpRange {
+    #[serde(rename = "@start")]
+    start: String,
+    #[serde(rename = "@end")]
+    end: String,
+}
+
+#[derive(Serialize)]
+struct DhcpHost {
+    /// IPv4 only: libvirt refuses a MAC in an IPv6 host entry.
+    #[serde(rename = "@mac", skip_serializing_if = "Option::is_none")]
+    mac: Option<String>,
+    #[serde(rename = "@name")]
+    name: String,
+    #[serde(rename = "@ip")]
+    ip: String,
+}
+
+/// Options passed to dnsmasq as they are.
+#[derive(Serialize)]
+struct DnsmasqOptions {
+    #[serde(rename = "dnsmasq:option")]
+    option: Vec<DnsmasqOption>,
+}
+
+#[derive(Serialize)]
+struct DnsmasqOption {
+    #[serde(rename = "@value")]
+    value: String,
+}
+
+impl Network {
+    fn new(n: &NatNetwork) -> Self {
+        let hostnames = n.node_hostnames();
+        let mut dns_hosts = vec![DnsHost {
+            ip: n.node.ipv4.to_string(),
+            hostname: hostnames.clone(),
+        }];
+        let mut ips = vec![Ip {
+            family: None,
+            address: n.ipv4.host.to_string(),
+            prefix: n.ipv4.prefix,
+            dhcp: Dhcp {
+                range: DhcpRange {
+                    start: n.ipv4.dhcp_start.to_string(),
+                    end: n.ipv4.dhcp_end.to_string(),
+                },
+                host: Some(DhcpHost {
+                    mac: Some(n.node.mac.clone()),
+                    name: n.node.hostname.clone(),
+                    ip: n.node.ipv4.to_string(),
+                }),
+            },
+        }];
+        // Every other route of `*.apps` (downloads, monitoring, the user's own) resolves to
+        // the node too: libvirt's <dns><host> takes only exact names, dnsmasq takes a domain.
+        let apps = format!("apps.{}", n.cluster_domain());
+        let mut options = vec![DnsmasqOption {
+            value: format!("address=/{apps}/{}", n.node.ipv4),
+        }];
+        if let Some(net6) = &n.ipv6 {
+            let node6 = n.node.ipv6;
+            if let Some(node6) = node6 {
+                dns_hosts.push(DnsHost {
+                    ip: node6.to_string(),
+                    hostname: hostnames,
+                });
+                options.push(DnsmasqOption {
+                    value: format!("address=/{apps}/{node6}"),
+                });
+            }
+            ips.push(Ip {
+                family: Some("ipv6"),
+                address: net6.host.to_string(),
+                prefix: net6.prefix,
+                dhcp: Dhcp {
+                    range: DhcpRange {
+                        start: net6.dhcp_start.to_string(),
+                        end: net6.dhcp_end.to_string(),
+                    },
+                    host: node6.map(|ip| DhcpHost {
+                        mac: None,
+                        name: n.node.hostname.clone(),
+                        ip: ip.to_string(),
+                    }),
+                },
+            });
+        }
+        Network {
+            xmlns_dnsmasq: DNSMASQ_XMLNS,
+            name: n.name(),
+            metadata: Metadata {
+                run: RunElement {
+                    xmlns: RUN_XMLNS,
+                    id: n.run.run_id.clone(),
+                    dir: n.run.run_dir.display().to_string(),
+                },
+            },
+            forward: Forward { mode: "nat" },
+            bridge: Bridge {
+                name: bridge_name(&n.run.run_id),
+                stp: "off",
+                delay: 0,
+            },
+            domain: DnsDomain {
+                name: n.cluster_domain(),
+                local_only: "yes",
+            },
+            dns: Dns { host: dns_hosts },
+            ip: ips,
+            dnsmasq_options: DnsmasqOptions { option: options },
+        }
+    }
+}

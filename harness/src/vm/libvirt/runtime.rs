@@ -1,0 +1,500 @@
+//! A running libvirt domain: started from the `VmSpec`'s domain XML, watched through libvirt's
+//! event loop, queried through the QEMU monitor passthrough, destroyed on every path.
+//!
+//! The domain is transient and started with `VIR_DOMAIN_START_AUTODESTROY`: libvirtd destroys it
+//! when the connection that started it closes, which is what the QEMU backend's parent-death
+//! signal gives: if the harness is killed (even with SIGKILL) its socket to libvirtd closes and
+//! the VM goes with it. `gc` is for what that cannot cover (libvirtd restarted, files).
+//!
+//! It is started paused, because libvirt's serial socket does not wait for a reader: the console
+//! is attached first and the guest resumed after, so no output is lost.
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use virt::connect::Connect;
+use virt::domain::Domain;
+use virt_sys as sys;
+
+use super::domain::{disk_id_from_qdev, domain_xml, RunMeta};
+use crate::flow::event::{Signal, Source};
+use crate::guest::console::Console;
+use crate::guest::follow::SignalTx;
+use crate::vm::qemu::qmp::{parse_block_stats, BlockStats};
+use crate::vm::{Bus, VmSpec};
+
+/// Where libvirtd listens when no URI is given: the system instance, as dev-scripts and
+/// assisted-test-infra use it.
+pub const DEFAULT_URI: &str = "qemu:///system";
+
+#[derive(Debug, thiserror::Error)]
+pub enum LibvirtError {
+    #[error("libvirt's event loop: {0}")]
+    EventLoop(String),
+    #[error("connecting to {uri}: {message} (is libvirtd running? `virtlogd -d; libvirtd -d`)")]
+    Connect { uri: String, message: String },
+    #[error("libvirt's QEMU runs as another user and cannot reach {path}: {ancestor} has mode {mode:o}; put the run directory (--out) under a directory others can traverse, such as /var/tmp")]
+    Unreachable {
+        path: PathBuf,
+        ancestor: PathBuf,
+        mode: u32,
+    },
+    #[error("libvirt refused the domain: {0}")]
+    Create(String),
+    #[error("the domain's serial socket {path} did not accept a connection within {secs} s")]
+    SerialSocket { path: PathBuf, secs: u64 },
+    #[error("{what}: {message}")]
+    Other { what: String, message: String },
+}
+
+fn other(what: &str, e: impl std::fmt::Display) -> LibvirtError {
+    LibvirtError::Other {
+        what: what.into(),
+        message: e.to_string(),
+    }
+}
+
+/// libvirt delivers events only to a process that registered an event loop implementation
+/// before it opened its connections, and only while something runs that loop: once per
+/// process, a thread does.
+fn ensure_event_loop() -> Result<(), LibvirtError> {
+    static LOOP: OnceLock<Result<(), String>> = OnceLock::new();
+    LOOP.get_or_init(|| {
+        // libvirt's default error handler prints every error to stderr, including the ones
+        // the harness expects and handles (a lookup that finds nothing).
+        virt::error::clear_error_callback();
+        virt::event::event_register_default_impl().map_err(|e| e.to_string())?;
+        std::thread::Builder::new()
+            .name("libvirt-events".into())
+            .spawn(|| loop {
+                if virt::event::event_run_default_impl().is_err() {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(LibvirtError::EventLoop)
+}
+
+/// Opens a connection with the event loop in place, and keepalives so that a dead remote
+/// libvirtd is noticed.
+pub fn connect(uri: &str) -> Result<Connect, LibvirtError> {
+    ensure_event_loop()?;
+    let conn = Connect::open(Some(uri)).map_err(|e| LibvirtError::Connect {
+        uri: uri.into(),
+        message: e.to_string(),
+    })?;
+    let _ = conn.set_keep_alive(5, 3);
+    Ok(conn)
+}
+
+/// Every directory from `/` to `path` must be traversable by others: libvirt runs QEMU as its
+/// own user (`libvirt-qemu` on Debian), which opens the disks and the ISO by path.
+fn check_reachable(path: &Path) -> Result<(), LibvirtError> {
+    let abs = std::path::absolute(path).map_err(|e| other("resolving the run directory", e))?;
+    for ancestor in abs.ancestors() {
+        let Ok(meta) = std::fs::metadata(ancestor) else {
+            continue;
+        };
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o001 == 0 {
+            return Err(LibvirtError::Unreachable {
+                path: abs.clone(),
+                ancestor: ancestor.to_path_buf(),
+                mode,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What an event callback needs; owned by libvirt between registration and the free callback.
+struct Sink {
+    tx: SignalTx,
+}
+
+fn send(opaque: *mut c_void, name: &str, data: serde_json::Value) {
+    // SAFETY: `opaque` is the `Box<Sink>` given at registration; libvirt frees it (through
+    // `free_sink`) only after the callback can no longer run.
+    let sink = unsafe { &*(opaque as *const Sink) };
+    let _ = sink.tx.send((
+        Source::Libvirt,
+        Signal::Qmp {
+            name: name.into(),
+            data,
+        },
+    ));
+}
+
+/// libvirt's domain events as the QEMU events the state machine reads (the same names QMP
+/// uses, so both backends drive the flow alike); `libvirt_event` keeps what libvirt said.
+pub fn lifecycle_as_qemu_event(
+    event: u32,
+    detail: u32,
+) -> Option<(&'static str, serde_json::Value)> {
+    use serde_json::json;
+    match event {
+        sys::VIR_DOMAIN_EVENT_CRASHED => Some((
+            "GUEST_PANICKED",
+            json!({"libvirt_event": "crashed", "detail": detail}),
+        )),
+        // The guest finished an orderly shutdown (detail 0 = "guest"): not a reset.
+        sys::VIR_DOMAIN_EVENT_SHUTDOWN if detail == sys::VIR_DOMAIN_EVENT_SHUTDOWN_FINISHED => {
+            Some((
+                "SHUTDOWN",
+                json!({"guest": true, "reason": "guest-shutdown", "libvirt_event": "shutdown"}),
+            ))
+        }
+        _ => None,
+    }
+}
+
+unsafe extern "C" fn on_lifecycle(
+    _conn: sys::virConnectPtr,
+    _dom: sys::virDomainPtr,
+    event: c_int,
+    detail: c_int,
+    opaque: *mut c_void,
+) -> c_int {
+    if let Some((name, data)) = lifecycle_as_qemu_event(event as u32, detail as u32) {
+        send(opaque, name, data);
+    }
+    0
+}
+
+unsafe extern "C" fn on_reboot(
+    _conn: sys::virConnectPtr,
+    _dom: sys::virDomainPtr,
+    opaque: *mut c_void,
+) {
+    send(
+        opaque,
+        "RESET",
+        serde_json::json!({"guest": true, "libvirt_event": "reboot"}),
+    );
+}
+
+unsafe extern "C" fn on_io_error(
+    _conn: sys::virConnectPtr,
+    _dom: sys::virDomainPtr,
+    src_path: *const std::os::raw::c_char,
+    dev_alias: *const std::os::raw::c_char,
+    action: c_int,
+    opaque: *mut c_void,
+) {
+    let s = |p: *const std::os::raw::c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            // SAFETY: libvirt passes NUL-terminated strings valid for the callback's duration.
+            unsafe { std::ffi::CStr::from_ptr(p) }
+                .to_string_lossy()
+                .into_owned()
+        }
+    };
+    send(
+        opaque,
+        "BLOCK_IO_ERROR",
+        serde_json::json!({"device": s(dev_alias), "path": s(src_path), "action": action, "libvirt_event": "io-error"}),
+    );
+}
+
+unsafe extern "C" fn free_sink(opaque: *mut c_void) {
+    // SAFETY: made by `Box::into_raw` in `register`, freed once by libvirt.
+    drop(unsafe { Box::from_raw(opaque as *mut Sink) });
+}
+
+/// Registers one event callback for `dom`; returns libvirt's callback id.
+fn register(
+    conn: &Connect,
+    dom: &Domain,
+    event_id: u32,
+    callback: sys::virConnectDomainEventGenericCallback,
+    tx: &SignalTx,
+) -> Result<c_int, LibvirtError> {
+    let sink = Box::into_raw(Box::new(Sink { tx: tx.clone() })) as *mut c_void;
+    // SAFETY: valid connection and domain pointers; the callback's real signature matches the
+    // event id, as libvirt's API requires (it casts through the generic type); libvirt owns
+    // `sink` from here and frees it with `free_sink`.
+    let id = unsafe {
+        sys::virConnectDomainEventRegisterAny(
+            conn.as_ptr(),
+            dom.as_ptr(),
+            event_id as c_int,
+            callback,
+            sink,
+            Some(free_sink),
+        )
+    };
+    if id < 0 {
+        // SAFETY: registration failed, so libvirt did not take the box.
+        unsafe { free_sink(sink) };
+        return Err(other(
+            "registering for domain events",
+            virt::error::Error::last_error(),
+        ));
+    }
+    Ok(id)
+}
+
+pub struct LibvirtVm {
+    conn: Connect,
+    dom: Option<Domain>,
+    name: String,
+    xml: String,
+    callbacks: Vec<c_int>,
+}
+
+impl LibvirtVm {
+    /// Creates the domain (paused, auto-destroyed with this connection), subscribes to its
+    /// events, attaches the serial console and lets the guest run.
+    pub fn start(
+        uri: &str,
+        spec: &VmSpec,
+        meta: &RunMeta,
+        dir: &Path,
+        tx: &SignalTx,
+    ) -> Result<(LibvirtVm, Console), LibvirtError> {
+        check_reachable(dir)?;
+        // NVMe disks reach QEMU through the command-line passthrough, which libvirt does not
+        // relabel for its QEMU user: open them up (they live in this run's directory only).
+        for d in spec.disks.iter().filter(|d| d.bus == Bus::Nvme) {
+            std::fs::set_permissions(&d.path, std::fs::Permissions::from_mode(0o666))
+                .map_err(|e| other(&format!("chmod {}", d.path.display()), e))?;
+        }
+        let conn = connect(uri)?;
+        let xml = domain_xml(spec, meta);
+        let dom = conn
+            .create_domain_xml(
+                &xml,
+                sys::VIR_DOMAIN_START_PAUSED | sys::VIR_DOMAIN_START_AUTODESTROY,
+            )
+            .map_err(|e| LibvirtError::Create(e.to_string()))?;
+        let mut vm = LibvirtVm {
+            conn,
+            dom: Some(dom),
+            name: spec.name.clone(),
+            xml,
+            callbacks: Vec::new(),
+        };
+        // SAFETY (casts): each function has the signature libvirt documents for its event id.
+        let subscriptions: [(u32, sys::virConnectDomainEventGenericCallback); 3] = unsafe {
+            [
+                (
+                    sys::VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+                    Some(std::mem::transmute::<
+                        unsafe extern "C" fn(
+                            sys::virConnectPtr,
+                            sys::virDomainPtr,
+                            c_int,
+                            c_int,
+                            *mut c_void,
+                        ) -> c_int,
+                        unsafe extern "C" fn(sys::virConnectPtr, sys::virDomainPtr, *mut c_void),
+                    >(on_lifecycle)),
+                ),
+                (sys::VIR_DOMAIN_EVENT_ID_REBOOT, Some(on_reboot)),
+                (
+                    sys::VIR_DOMAIN_EVENT_ID_IO_ERROR,
+                    Some(std::mem::transmute::<
+                        unsafe extern "C" fn(
+                            sys::virConnectPtr,
+                            sys::virDomainPtr,
+                            *const std::os::raw::c_char,
+                            *const std::os::raw::c_char,
+                            c_int,
+                            *mut c_void,
+                        ),
+                        unsafe extern "C" fn(sys::virConnectPtr, sys::virDomainPtr, *mut c_void),
+                    >(on_io_error)),
+                ),
+            ]
+        };
+        for (id, cb) in subscriptions {
+            let dom = vm.dom.as_ref().expect("just created");
+            match register(&vm.conn, dom, id, cb, tx) {
+                Ok(cb_id) => vm.callbacks.push(cb_id),
+                Err(e) => {
+                    vm.stop();
+                    return Err(e);
+                }
+            }
+        }
+        let console = match vm.attach_console(&spec.serial_socket, &dir.join("serial.log")) {
+            Ok(c) => c,
+            Err(e) => {
+                vm.stop();
+                return Err(e);
+            }
+        };
+        if let Err(e) = vm.domain().map(|d| d.resume()) {
+            vm.stop();
+            return Err(e);
+        }
+        Ok((vm, console))
+    }
+
+    fn domain(&self) -> Result<&Domain, LibvirtError> {
+        self.dom
+            .as_ref()
+            .ok_or_else(|| other("the domain", "already destroyed"))
+    }
+
+    fn attach_console(&self, socket: &Path, log: &Path) -> Result<Console, LibvirtError> {
+        let limit = Duration::from_secs(10);
+        let started = Instant::now();
+        let stream = loop {
+            match UnixStream::connect(socket) {
+                Ok(s) => break s,
+                Err(_) if started.elapsed() < limit => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(_) => {
+                    return Err(LibvirtError::SerialSocket {
+                        path: socket.to_path_buf(),
+                        secs: limit.as_secs(),
+                    })
+                }
+            }
+        };
+        Console::attach(stream, log).map_err(|e| other("attaching the serial console", e))
+    }
+
+    /// The domain XML it was started from (for `vm.txt`).
+    pub fn xml(&self) -> &str {
+        &self.xml
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// QEMU's pid, when libvirtd runs on this host (its pid file).
+    pub fn pid(&self) -> Option<u32> {
+        let text = std::fs::read_to_string(format!("/run/libvirt/qemu/{}.pid", self.name)).ok()?;
+        text.trim().parse().ok()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.dom
+            .as_ref()
+            .is_some_and(|d| d.is_active().unwrap_or(false))
+    }
+
+    /// A raw QMP command through libvirt's monitor passthrough; returns `return`.
+    pub fn monitor(&self, command: &serde_json::Value) -> Result<serde_json::Value, LibvirtError> {
+        let reply = self
+            .domain()?
+            .qemu_monitor_command(&command.to_string(), 0)
+            .map_err(|e| other("QEMU monitor command", e))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&reply).map_err(|e| other("QEMU monitor reply", e))?;
+        match v.get("return") {
+            Some(r) => Ok(r.clone()),
+            None => Err(other("QEMU monitor command", v)),
+        }
+    }
+
+    /// `query-blockstats`, keyed the way the QEMU backend's drive ids are: by disk id.
+    pub fn disk_written_bytes(&self, disk_id: &str) -> Result<Option<u64>, LibvirtError> {
+        let reply = self.monitor(&serde_json::json!({"execute": "query-blockstats"}))?;
+        let stats: Vec<BlockStats> =
+            parse_block_stats(reply).map_err(|e| other("query-blockstats", e))?;
+        Ok(stats
+            .iter()
+            .find(|b| disk_id_from_qdev(&b.qdev) == Some(disk_id))
+            .map(|b| b.wr_bytes))
+    }
+
+    /// The primary display as PNG at `png`, through `virDomainScreenshot` (QEMU itself runs as
+    /// another user and may not write into the run directory).
+    pub fn screenshot(&self, png: &Path) -> Result<(), LibvirtError> {
+        let stream =
+            virt::stream::Stream::new(&self.conn, 0).map_err(|e| other("opening a stream", e))?;
+        self.domain()?
+            .screenshot(&stream, 0, 0)
+            .map_err(|e| other("virDomainScreenshot", e))?;
+        let mut data = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = stream
+                .recv(&mut buf)
+                .map_err(|e| other("reading the screenshot", e))?;
+            if n <= 0 {
+                break;
+            }
+            data.extend_from_slice(&buf[..n as usize]);
+        }
+        let _ = stream.finish();
+        super::ppm::write_png_from_ppm(&data, png)
+            .map_err(|e| other("converting the screenshot", e))
+    }
+
+    /// Destroys the domain (idempotent) and drops the event subscriptions. Files stay: they
+    /// are the run directory's.
+    pub fn stop(&mut self) {
+        for id in self.callbacks.drain(..) {
+            // SAFETY: ids returned by virConnectDomainEventRegisterAny on this connection.
+            unsafe { sys::virConnectDomainEventDeregisterAny(self.conn.as_ptr(), id) };
+        }
+        if let Some(dom) = self.dom.take() {
+            if dom.is_active().unwrap_or(false) {
+                let _ = dom.destroy();
+            }
+        }
+    }
+}
+
+impl Drop for LibvirtVm {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libvirt_events_map_to_the_qemu_events_the_machine_reads() {
+        let (name, data) = lifecycle_as_qemu_event(sys::VIR_DOMAIN_EVENT_CRASHED, 0).unwrap();
+        assert_eq!(name, "GUEST_PANICKED");
+        assert_eq!(data["libvirt_event"], "crashed");
+        let (name, data) = lifecycle_as_qemu_event(
+            sys::VIR_DOMAIN_EVENT_SHUTDOWN,
+            sys::VIR_DOMAIN_EVENT_SHUTDOWN_FINISHED,
+        )
+        .unwrap();
+        assert_eq!(name, "SHUTDOWN");
+        assert_eq!(data["guest"], true);
+        assert_ne!(data["reason"], "guest-reset");
+        assert!(lifecycle_as_qemu_event(sys::VIR_DOMAIN_EVENT_STARTED, 0).is_none());
+        assert!(lifecycle_as_qemu_event(sys::VIR_DOMAIN_EVENT_RESUMED, 0).is_none());
+    }
+
+    #[test]
+    fn a_run_directory_others_cannot_traverse_is_refused_with_the_culprit() {
+        let top = tempfile::tempdir().unwrap();
+        let closed = top.path().join("closed");
+        let run = closed.join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let err = check_reachable(&run).unwrap_err();
+        let LibvirtError::Unreachable { ancestor, mode, .. } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(ancestor, &closed);
+        assert_eq!(*mode, 0o700);
+        assert!(err.to_string().contains("--out"), "{err}");
+        std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o711)).unwrap();
+        check_reachable(&run).unwrap();
+    }
+}

@@ -1,0 +1,188 @@
+//! A started VM, whichever backend started it: what the run needs from it (its events in the
+//! signal channel, the install disk's write counter, a screenshot, whether it still runs, and
+//! stopping it) behind one type, so the flow does not know which backend it drives.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::libvirt::{LibvirtVm, RunMeta};
+use super::qemu::qmp::Qmp;
+use super::qemu::QemuProcess;
+use super::VmSpec;
+use crate::flow::event::{Signal, Source};
+use crate::guest::console::Console;
+use crate::guest::follow::SignalTx;
+
+/// Which backend runs the VM (`--backend`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// QEMU started by the harness itself.
+    Qemu,
+    /// A transient libvirt domain on `uri` (`qemu:///system` by default).
+    Libvirt { uri: String },
+}
+
+impl Backend {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Qemu => "qemu",
+            Backend::Libvirt { .. } => "libvirt",
+        }
+    }
+}
+
+pub enum RunningVm {
+    Qemu {
+        process: QemuProcess,
+        qmp: Arc<Qmp>,
+    },
+    /// libvirt's calls block: the domain is shared with `spawn_blocking` tasks.
+    Libvirt(Arc<std::sync::Mutex<LibvirtVm>>),
+}
+
+impl RunningVm {
+    /// Starts the VM and forwards its events (QMP's, or libvirt's under QMP's names) into
+    /// `tx`. Call it from a thread that lives as long as the VM (the QEMU backend's parent-death
+    /// signal is tied to the starting thread).
+    pub async fn start(
+        backend: &Backend,
+        spec: &VmSpec,
+        meta: &RunMeta,
+        dir: &Path,
+        tx: &SignalTx,
+    ) -> Result<(RunningVm, Console), String> {
+        match backend {
+            Backend::Qemu => {
+                let (mut process, console) =
+                    QemuProcess::start(spec, dir).map_err(|e| e.to_string())?;
+                let qmp_path = spec
+                    .qmp_socket
+                    .clone()
+                    .unwrap_or_else(|| dir.join("qmp.sock"));
+                match Qmp::connect(&qmp_path, Duration::from_secs(30)).await {
+                    Ok((q, mut events)) => {
+                        let tx = tx.clone();
+                        tokio::spawn(async move {
+                            while let Some(ev) = events.recv().await {
+                                let _ = tx.send((
+                                    Source::Qmp,
+                                    Signal::Qmp {
+                                        name: ev.name,
+                                        data: ev.data,
+                                    },
+                                ));
+                            }
+                        });
+                        Ok((
+                            RunningVm::Qemu {
+                                process,
+                                qmp: Arc::new(q),
+                            },
+                            console,
+                        ))
+                    }
+                    Err(e) => {
+                        process.kill();
+                        Err(format!("QMP: {e}"))
+                    }
+                }
+            }
+            Backend::Libvirt { uri } => {
+                let (vm, console) = LibvirtVm::start(uri, spec, meta, dir, tx)
+                    .map_err(|e| format!("libvirt ({uri}): {e}"))?;
+                Ok((
+                    RunningVm::Libvirt(Arc::new(std::sync::Mutex::new(vm))),
+                    console,
+                ))
+            }
+        }
+    }
+
+    /// For `vm.txt`: the QEMU command line, or the domain XML.
+    pub fn describe(&self) -> String {
+        match self {
+            RunningVm::Qemu { process, .. } => process.command_line(),
+            RunningVm::Libvirt(vm) => lock(vm).xml().to_string(),
+        }
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            RunningVm::Qemu { process, .. } => Some(process.pid()),
+            RunningVm::Libvirt(vm) => lock(vm).pid(),
+        }
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        match self {
+            RunningVm::Qemu { process, .. } => process.is_running(),
+            RunningVm::Libvirt(vm) => lock(vm).is_running(),
+        }
+    }
+
+    /// The primary display as PNG.
+    pub async fn screenshot(&self, png: &Path) -> Result<(), String> {
+        match self {
+            RunningVm::Qemu { qmp, .. } => qmp.screendump(png).await.map_err(|e| e.to_string()),
+            RunningVm::Libvirt(vm) => {
+                let (vm, png) = (vm.clone(), png.to_path_buf());
+                tokio::task::spawn_blocking(move || lock(&vm).screenshot(&png))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// Stops the VM; idempotent.
+    pub fn stop(&mut self) {
+        match self {
+            RunningVm::Qemu { process, .. } => process.kill(),
+            RunningVm::Libvirt(vm) => lock(vm).stop(),
+        }
+    }
+
+    /// A handle for background tasks that query the VM (the block-stats poller).
+    pub fn handle(&self) -> RunningVmHandle {
+        match self {
+            RunningVm::Qemu { qmp, .. } => RunningVmHandle::Qemu(qmp.clone()),
+            RunningVm::Libvirt(vm) => RunningVmHandle::Libvirt(vm.clone()),
+        }
+    }
+}
+
+/// What a background task holds to query the VM: no ownership of the process or domain.
+#[derive(Clone)]
+pub enum RunningVmHandle {
+    Qemu(Arc<Qmp>),
+    Libvirt(Arc<std::sync::Mutex<LibvirtVm>>),
+}
+
+impl RunningVmHandle {
+    /// Bytes written so far to the disk with this id (the guest's writes, from QEMU's block
+    /// stats), None when QEMU does not list it.
+    pub async fn disk_written_bytes(&self, disk_id: &str) -> Result<Option<u64>, String> {
+        match self {
+            RunningVmHandle::Qemu(qmp) => {
+                let stats = qmp.block_stats().await.map_err(|e| e.to_string())?;
+                Ok(stats
+                    .iter()
+                    .find(|b| b.drive_id() == Some(disk_id))
+                    .map(|b| b.wr_bytes))
+            }
+            RunningVmHandle::Libvirt(vm) => {
+                let (vm, id) = (vm.clone(), disk_id.to_string());
+                tokio::task::spawn_blocking(move || lock(&vm).disk_written_bytes(&id))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
+/// A poisoned lock only means another task panicked mid-call; the domain handle is still valid.
+fn lock(vm: &std::sync::Mutex<LibvirtVm>) -> std::sync::MutexGuard<'_, LibvirtVm> {
+    vm.lock().unwrap_or_else(|e| e.into_inner())
+}
