@@ -11,10 +11,10 @@ packages=(
     # VMs: QEMU 7.2 from bookworm (qemu-utils from the same release: a newer qemu-utils from
     # backports breaks qemu-system-common 7.2), OVMF for UEFI.
     qemu-system-x86 qemu-utils/bookworm ovmf
-    # The libvirt backend (9.0): daemon, QEMU driver, clients, headers for the virt crate, passt
-    # for user-mode networking. The domain XML tests run virt-xml-validate, a script around
-    # xmllint (libxml2-utils, only a recommendation of libvirt-daemon).
-    libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev passt
+    # The libvirt backend (9.0): daemon, QEMU driver, clients (virsh for the tests), headers for
+    # the virt crate. The domain XML tests run virt-xml-validate, a script around xmllint
+    # (libxml2-utils, only a recommendation of libvirt-daemon).
+    libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev
     libxml2-utils
     # minisno image build: Debian rootfs, squashfs, partitions, filesystems, GRUB, ISO.
     mmdebstrap squashfs-tools cpio zstd xz-utils kmod fdisk gdisk dosfstools mtools e2fsprogs
@@ -42,4 +42,18 @@ fi
 if ! cargo nextest --version >/dev/null 2>&1; then
     cargo install cargo-nextest --locked --quiet
 fi
-echo "host ready: $(qemu-system-x86_64 --version | head -1); coreos-installer $(coreos-installer --version | awk '{print $2}')"
+# libvirtd for the libvirt backend's tests, started by hand (no systemd here). /dev/kvm first
+# goes to group kvm, mode 0660: until then libvirt re-probes QEMU on every domain start and each
+# start takes 60 s (HOST-NOTES.md).
+if [ -e /dev/kvm ]; then
+    chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
+fi
+pgrep -x virtlogd >/dev/null || virtlogd -d
+pgrep -x libvirtd >/dev/null || libvirtd -d
+for _ in $(seq 1 60); do
+    virsh -c qemu:///system version >/dev/null 2>&1 && break
+    sleep 0.5
+done
+virsh -c qemu:///system version >/dev/null
+
+echo "host ready: $(qemu-system-x86_64 --version | head -1); coreos-installer $(coreos-installer --version | awk '{print $2}'); $(libvirtd --version)"

@@ -347,7 +347,7 @@ pub fn matrix(a: &MatrixArgs) -> i32 {
 }
 
 /// `plan`: what a run would do, without doing any of it. For a matrix: its permutations.
-pub fn plan(path: &Path, json: bool) -> i32 {
+pub fn plan(path: &Path, json: bool, backend: &str) -> i32 {
     if sno_harness::matrix::is_matrix_file(path) {
         return match sno_harness::matrix::load(path) {
             Ok(m) if json => {
@@ -430,6 +430,14 @@ pub fn plan(path: &Path, json: bool) -> i32 {
         46443,
     );
     let argv = sno_harness::vm::qemu::qemu_argv(&spec);
+    let domain_xml = (backend == "libvirt").then(|| {
+        let mut spec = spec.clone();
+        spec.name = sno_harness::run::vm_name(&s.name, 40022);
+        sno_harness::vm::libvirt::domain_xml(
+            &spec,
+            &sno_harness::vm::libvirt::RunMeta::for_this_process(s.name.clone(), "RUN".into()),
+        )
+    });
     let timeouts = sno_harness::run::phase_timeouts(&s, accel, 1.0);
     if json {
         let v = serde_json::json!({
@@ -438,6 +446,7 @@ pub fn plan(path: &Path, json: bool) -> i32 {
             "commands": commands,
             "accel": {"accel": format!("{accel:?}").to_lowercase(), "reason": accel_reason},
             "qemu_argv": argv,
+            "libvirt_domain_xml": domain_xml,
             "timeouts_s": timeouts.iter().map(|(p, d)| (p.name().to_string(), d.as_secs())).collect::<std::collections::BTreeMap<_, _>>(),
         });
         println!(
@@ -458,7 +467,10 @@ pub fn plan(path: &Path, json: bool) -> i32 {
         println!("  {c}");
     }
     println!("\n# VM: accelerator {accel:?} ({accel_reason}); ports are picked at run time");
-    println!("{}", sno_harness::vm::qemu::argv::shell_command_line(&argv));
+    match &domain_xml {
+        Some(xml) => println!("# libvirt domain (transient, auto-destroyed with the harness's connection)\n{xml}"),
+        None => println!("{}", sno_harness::vm::qemu::argv::shell_command_line(&argv)),
+    }
     println!("\n# phase timeouts (after TCG scaling)");
     for (p, d) in &timeouts {
         println!("  {:<20} {}", p.name(), humantime::format_duration(*d));
@@ -689,5 +701,32 @@ pub fn report(
         exit::SCENARIO_FAILED
     } else {
         exit::OK
+    }
+}
+
+/// `gc`: see main.rs.
+pub fn gc(dry_run: bool, mut uris: Vec<String>) -> i32 {
+    if uris.is_empty() && Path::new("/run/libvirt/libvirt-sock").exists() {
+        uris.push(sno_harness::vm::libvirt::DEFAULT_URI.to_string());
+    }
+    let registry = sno_harness::run::registry::dir();
+    let c = sno_harness::gc::collect(&registry, &uris, dry_run);
+    let verb = if dry_run { "would" } else { "did" };
+    for a in &c.actions {
+        println!("gc {verb}: {a}");
+    }
+    for a in &c.alive {
+        println!("gc: left alone, still running: {a}");
+    }
+    for e in &c.errors {
+        eprintln!("sno-harness gc: {e}");
+    }
+    if c.actions.is_empty() && c.errors.is_empty() {
+        println!("gc: nothing to collect ({})", registry.display());
+    }
+    if c.errors.is_empty() {
+        exit::OK
+    } else {
+        exit::HARNESS_ERROR
     }
 }

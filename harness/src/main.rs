@@ -53,6 +53,10 @@ enum Command {
         scenario: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Show the VM as this backend defines it: the QEMU command line, or the libvirt
+        /// domain XML.
+        #[arg(long, default_value = "qemu", value_parser = ["qemu", "libvirt"])]
+        backend: String,
     },
     /// Regenerate the reports of a run directory (summary.json, summary.md, junit.xml,
     /// report.html) from its result.json files, or compare it with a baseline: per-phase
@@ -74,6 +78,20 @@ enum Command {
         /// dropped by more than --threshold-pct.
         #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
         threshold_s: f64,
+    },
+    /// Collect what runs that did not end cleanly left behind (harness killed, host rebooted):
+    /// their VMs (QEMU processes, libvirt domains), disks, ISO copies and sockets; their logs
+    /// stay and get a result.json (verdict error) if they have none. Also destroys the
+    /// harness's libvirt domains that no live run owns. Exit 0, or 4 when something could not
+    /// be removed.
+    Gc {
+        /// Print what would be done, do nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// libvirt URIs to search for the harness's domains [default: qemu:///system when
+        /// libvirtd runs here]. Repeatable.
+        #[arg(long = "connect", value_name = "URI")]
+        connect: Vec<String>,
     },
     /// Check the host: QEMU, a usable KVM or TCG, OVMF, coreos-installer, disk space.
     /// Exit 3 when it cannot run a scenario.
@@ -133,7 +151,11 @@ fn main() {
             filter,
             flags,
         }),
-        Command::Plan { scenario, json } => cmd::plan(&scenario, json),
+        Command::Plan {
+            scenario,
+            json,
+            backend,
+        } => cmd::plan(&scenario, json, &backend),
         Command::Report {
             run_dir,
             compare,
@@ -148,6 +170,7 @@ fn main() {
             threshold_s,
         ),
         Command::Doctor => cmd::doctor(),
+        Command::Gc { dry_run, connect } => cmd::gc(dry_run, connect),
         Command::Fixture {
             command: FixtureCommand::Build { out, json },
         } => fixture_build(out, json),

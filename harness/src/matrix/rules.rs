@@ -176,6 +176,7 @@ pub fn expectation(
             verdict: verdict.clone(),
             failed_phase: r.failed_phase.as_ref().map(|p| p.get_ref().clone()),
             reason_contains: r.reason_contains.clone(),
+            warning_contains: None,
         },
     })
 }

@@ -7,6 +7,7 @@ pub mod board;
 pub mod matrix;
 mod outcome;
 pub mod progress;
+pub mod registry;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -18,6 +19,7 @@ use tokio::sync::mpsc;
 
 use crate::assets::{self, AssetsRequest};
 use crate::fixture::{self, BuildOptions};
+use crate::flow::badness::AllowList;
 use crate::flow::event::{EventLog, Signal, Source};
 use crate::flow::machine::{Action, Config as MachineConfig, Machine, Outcome, Verdict};
 use crate::flow::phase::{fixture_default_timeout, openshift_default_timeout, Phase};
@@ -117,6 +119,23 @@ pub fn installer_for(s: &Scenario) -> Result<(PathBuf, Vec<(String, String)>), S
     }
 }
 
+/// A VM name made of the run id (characters any backend accepts) and a number unique on the
+/// host while the VM runs.
+pub fn vm_name(run_id: &str, unique: u16) -> String {
+    let id: String = run_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(48)
+        .collect();
+    format!("sno-{id}-{unique}")
+}
+
 /// The VM of a scenario: disks (qemu-img, in `dir/disks`), boot order, firmware, forwards.
 pub fn vm_spec(
     s: &Scenario,
@@ -193,13 +212,21 @@ pub fn check_expectation(s: &Scenario, r: &RunResult) -> Result<String, String> 
         .reason_contains
         .as_ref()
         .is_none_or(|x| r.reason.contains(x.as_str()));
-    let expected = format!(
+    let warning_ok = e.warning_contains.as_ref().is_none_or(|x| {
+        r.badness
+            .iter()
+            .any(|b| b.allowed_by.is_some() && b.line.contains(x.as_str()))
+    });
+    let mut expected = format!(
         "{} at {} with a reason containing {:?}",
         e.verdict,
         e.failed_phase.as_deref().unwrap_or("-"),
         e.reason_contains.as_deref().unwrap_or("")
     );
-    if verdict_ok && phase_ok && reason_ok {
+    if let Some(w) = &e.warning_contains {
+        expected.push_str(&format!(" and an allowed badness line containing {w:?}"));
+    }
+    if verdict_ok && phase_ok && reason_ok && warning_ok {
         Ok(format!("as expected: {expected}"))
     } else {
         Err(format!(
@@ -253,14 +280,17 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
     let mut artifacts = BTreeMap::new();
     // Timeouts depend on the accelerator, so the machine is made once it is known.
     let new_machine = |accel: Accel| {
-        Machine::new(MachineConfig {
+        let mut m = Machine::new(MachineConfig {
             timeouts: phase_timeouts(s, accel, opts.timeout_scale),
             write_stall: s
                 .disk_write_stall
                 .unwrap_or(crate::scenario::DEFAULT_DISK_WRITE_STALL)
                 .mul_f64(opts.timeout_scale),
             bootkube_max_restarts: 3,
-        })
+        });
+        // Validated when the scenario was read.
+        m.allow_badness(AllowList::new(&s.badness_allow).unwrap_or_default());
+        m
     };
     let accel = accel::decide(s.vm.accel);
     let (accel, accel_reason) = match accel {
@@ -413,7 +443,36 @@ async fn drive(
         machine.error(now(), "no free port on 127.0.0.1".into());
         return machine;
     };
-    let spec = vm_spec(s, dir, &assets.live_iso, accel, ssh_port, api_port);
+    let mut spec = vm_spec(s, dir, &assets.live_iso, accel, ssh_port, api_port);
+    // Unique on the host while it runs (libvirt refuses a second domain of the same name): the
+    // run id, and the SSH port, which nothing else holds while this VM does.
+    spec.name = vm_name(&opts.id, ssh_port);
+    let registry_dir = registry::dir();
+    let _registration = match registry::register(
+        &registry_dir,
+        registry::Entry {
+            id: opts.id.clone(),
+            pid: 0,
+            pid_start: 0,
+            dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+            backend: opts.backend.name().into(),
+            uri: match &opts.backend {
+                Backend::Libvirt { uri } => Some(uri.clone()),
+                Backend::Qemu => None,
+            },
+            domain: matches!(opts.backend, Backend::Libvirt { .. }).then(|| spec.name.clone()),
+            keep: opts.keep,
+        },
+    ) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            ui.line(&format!(
+                "warning: cannot register the run in {} ({e}): if the harness is killed, `sno-harness gc` will not find its leftovers",
+                registry_dir.display()
+            ));
+            None
+        }
+    };
     if let Err(e) = fs::create_dir_all(dir.join("disks")) {
         machine.error(now(), format!("creating disks/: {e}"));
         return machine;
@@ -432,10 +491,10 @@ async fn drive(
     }
     // Started on this thread, not on a blocking-pool thread: QEMU's parent-death signal fires
     // when the thread that forked it exits, and pool threads exit when idle.
-    let meta = RunMeta {
-        run_id: opts.id.clone(),
-        run_dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
-    };
+    let meta = RunMeta::for_this_process(
+        opts.id.clone(),
+        std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+    );
     let (mut vm, console) = match RunningVm::start(&opts.backend, &spec, &meta, dir, &tx).await {
         Ok(x) => x,
         Err(e) => {

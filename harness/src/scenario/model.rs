@@ -176,6 +176,18 @@ pub struct ScenarioFile {
     pub fixture: Option<Spanned<FixtureSection>>,
     pub openshift: Option<Spanned<OpenshiftSection>>,
     pub expect: Option<Spanned<ExpectSection>>,
+    #[serde(default)]
+    pub badness: BadnessSection,
+}
+
+/// `[badness]`: lines of the guest's logs that look like trouble but are expected in this
+/// scenario (flow/badness.rs): they become warnings in result.json instead of failing the run.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BadnessSection {
+    /// Regular expressions (Rust `regex` syntax) matched against the whole line.
+    #[serde(default)]
+    pub allow: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -465,6 +477,9 @@ pub struct ExpectSection {
     pub verdict: String,
     pub failed_phase: Option<String>,
     pub reason_contains: Option<String>,
+    /// A badness line the scenario's `[badness] allow` turned into a warning must contain this.
+    #[serde(default)]
+    pub warning_contains: Option<String>,
 }
 
 // ---- the validated scenario ----------------------------------------------------------------
@@ -539,6 +554,8 @@ pub struct Scenario {
     pub fixture: Option<FixtureSpec>,
     pub openshift: Option<OpenshiftSpec>,
     pub expect: Option<ExpectSection>,
+    /// `[badness] allow`: patterns of log lines that are warnings, not failures.
+    pub badness_allow: Vec<String>,
 }
 
 /// The `[timeouts]` key of the disk-write no-progress detector.

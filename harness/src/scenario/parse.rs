@@ -446,6 +446,23 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
         }
     }
 
+    let mut badness_allow = Vec::new();
+    for pattern in &f.badness.allow {
+        if let Err(e) =
+            crate::flow::badness::AllowList::new(std::slice::from_ref(pattern.get_ref()))
+        {
+            return Err(cx.at(
+                pattern,
+                format!(
+                    "badness.allow: {:?} is not a valid regular expression: {}",
+                    pattern.get_ref(),
+                    e.to_string().lines().last().unwrap_or_default().trim()
+                ),
+            ));
+        }
+        badness_allow.push(pattern.get_ref().clone());
+    }
+
     // Relative to the scenario file, like every path a scenario names. Checked now: reading it
     // is the first thing a run does, after making its directory.
     let additional_trust_bundle = match &inst.additional_trust_bundle {
@@ -507,6 +524,7 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
         fixture,
         openshift,
         expect: f.expect.map(Spanned::into_inner),
+        badness_allow,
     })
 }
 

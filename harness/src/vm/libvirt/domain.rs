@@ -60,6 +60,33 @@ pub const CDROM_ALIAS: &str = "ua-live_cdrom";
 pub struct RunMeta {
     pub run_id: String,
     pub run_dir: PathBuf,
+    /// The harness process that owns the domain: its host name, pid and start time (clock ticks
+    /// since boot), so that `gc` can tell a live run's domain from a dead one's without any
+    /// other record.
+    pub owner_host: String,
+    pub owner_pid: u32,
+    pub owner_start: u64,
+}
+
+impl RunMeta {
+    /// Metadata naming this process as the owner.
+    pub fn for_this_process(run_id: String, run_dir: PathBuf) -> RunMeta {
+        let pid = std::process::id();
+        RunMeta {
+            run_id,
+            run_dir,
+            owner_host: host_name(),
+            owner_pid: pid,
+            owner_start: crate::run::registry::process_start(pid).unwrap_or(0),
+        }
+    }
+}
+
+/// This machine's name (the kernel's), for the owner of a domain.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// The libvirt alias of a disk, `ua-ID`. libvirt hands it to QEMU as the device id, so under
@@ -152,6 +179,12 @@ struct RunElement {
     id: String,
     #[serde(rename = "@dir")]
     dir: String,
+    #[serde(rename = "@host")]
+    host: String,
+    #[serde(rename = "@pid")]
+    pid: u32,
+    #[serde(rename = "@pid-start")]
+    pid_start: u64,
 }
 
 #[derive(Serialize)]
@@ -651,6 +684,9 @@ impl Domain {
                     xmlns: RUN_XMLNS,
                     id: meta.run_id.clone(),
                     dir: meta.run_dir.display().to_string(),
+                    host: meta.owner_host.clone(),
+                    pid: meta.owner_pid,
+                    pid_start: meta.owner_start,
                 },
             },
             memory: Memory {

@@ -138,6 +138,9 @@ fn meta() -> RunMeta {
     RunMeta {
         run_id: "20261129-230000-ab12".into(),
         run_dir: PathBuf::from("/out/virtio.512.bios.by-id"),
+        owner_host: "ci-7".into(),
+        owner_pid: 4242,
+        owner_start: 987654,
     }
 }
 
@@ -308,6 +311,10 @@ fn metadata_names_the_run_in_our_namespace() {
     assert_eq!(run.at("xmlns:sno"), RUN_XMLNS);
     assert_eq!(run.at("id"), "20261129-230000-ab12");
     assert_eq!(run.at("dir"), "/out/virtio.512.bios.by-id");
+    // The owner, so that gc tells a live run's domain from a dead one's.
+    assert_eq!(run.at("host"), "ci-7");
+    assert_eq!(run.at("pid"), "4242");
+    assert_eq!(run.at("pid-start"), "987654");
 }
 
 // ----- Devices where the QEMU backend puts them.
@@ -629,6 +636,7 @@ fn paths_and_names_with_markup_characters_survive() {
     let odd = RunMeta {
         run_id: "x&y".into(),
         run_dir: PathBuf::from("/o/'q'"),
+        ..meta()
     };
     let root = parse(&domain_xml(&sp, &odd));
     assert_eq!(root.one("name").text, "a<b>&'\"");
