@@ -438,6 +438,18 @@ pub fn plan(path: &Path, json: bool, backend: &str) -> i32 {
             &sno_harness::vm::libvirt::RunMeta::for_this_process(s.name.clone(), "RUN".into()),
         )
     });
+    // A real cluster on libvirt gets a NAT network of its own (the node on a virtual LAN, its
+    // names in the network's DNS); the fixture uses loopback forwards instead.
+    let network_xml =
+        (backend == "libvirt" && s.profile == scenario::Profile::Openshift).then(|| {
+            sno_harness::vm::libvirt::network::from_machine_network(
+                &s.install.machine_network,
+                &s.install.cluster,
+                &s.install.base_domain,
+                sno_harness::vm::libvirt::RunMeta::for_this_process(s.name.clone(), "RUN".into()),
+            )
+            .map(|n| sno_harness::vm::libvirt::nat_network_xml(&n))
+        });
     let timeouts = sno_harness::run::phase_timeouts(&s, accel, 1.0);
     if json {
         let v = serde_json::json!({
@@ -447,6 +459,7 @@ pub fn plan(path: &Path, json: bool, backend: &str) -> i32 {
             "accel": {"accel": format!("{accel:?}").to_lowercase(), "reason": accel_reason},
             "qemu_argv": argv,
             "libvirt_domain_xml": domain_xml,
+            "libvirt_network_xml": network_xml.clone().map(|r| r.unwrap_or_else(|e| format!("error: {e}"))),
             "timeouts_s": timeouts.iter().map(|(p, d)| (p.name().to_string(), d.as_secs())).collect::<std::collections::BTreeMap<_, _>>(),
         });
         println!(
@@ -468,8 +481,15 @@ pub fn plan(path: &Path, json: bool, backend: &str) -> i32 {
     }
     println!("\n# VM: accelerator {accel:?} ({accel_reason}); ports are picked at run time");
     match &domain_xml {
-        Some(xml) => println!("# libvirt domain (transient, auto-destroyed with the harness's connection)\n{xml}"),
+        Some(xml) => println!(
+            "# libvirt domain (transient, auto-destroyed with the harness's connection)\n{xml}"
+        ),
         None => println!("{}", sno_harness::vm::qemu::argv::shell_command_line(&argv)),
+    }
+    match &network_xml {
+        Some(Ok(xml)) => println!("\n# libvirt NAT network for the cluster (created and removed with the run; not yet automated)\n{xml}"),
+        Some(Err(e)) => println!("\n# no NAT network: {e}"),
+        None => {}
     }
     println!("\n# phase timeouts (after TCG scaling)");
     for (p, d) in &timeouts {

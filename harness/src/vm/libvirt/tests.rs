@@ -877,3 +877,31 @@ fn sample_uefi_sata_cdrom_domain() {
     let disk = disk_by_alias(root.one("devices"), "ua-install");
     assert_eq!(drive(disk.one("address")), (0, 0, 0, 0));
 }
+
+#[test]
+fn a_nat_network_is_laid_out_in_the_machine_network() {
+    use super::network::from_machine_network;
+    let n = from_machine_network(
+        &["192.168.126.0/24".into(), "fd00:126::/64".into()],
+        "sno",
+        "example.test",
+        meta(),
+    )
+    .unwrap();
+    assert_eq!(n.ipv4.host.to_string(), "192.168.126.1");
+    assert_eq!(n.node.ipv4.to_string(), "192.168.126.10");
+    assert_eq!(n.ipv4.dhcp_start.to_string(), "192.168.126.100");
+    assert_eq!(n.ipv4.dhcp_end.to_string(), "192.168.126.200");
+    assert_eq!(n.node.ipv6.unwrap().to_string(), "fd00:126::10");
+    assert_eq!(n.node.mac, GUEST_MAC);
+    let xml = nat_network_xml(&n);
+    assert!(xml.contains("api.sno.example.test"), "{xml}");
+    for (cidrs, why) in [
+        (vec!["10.0.2.0/25".to_string()], "/24 or wider"),
+        (vec!["fd00::/64".to_string()], "needs an IPv4"),
+        (vec!["10.0.2.0".to_string()], "not a CIDR"),
+    ] {
+        let e = from_machine_network(&cidrs, "sno", "example.test", meta()).unwrap_err();
+        assert!(e.contains(why), "{e}");
+    }
+}
