@@ -41,7 +41,7 @@ enum Command {
         /// Override the matrix file's strategy: full | pairwise.
         #[arg(long)]
         strategy: Option<String>,
-        /// Only the permutations whose id matches this glob (`*`, `?`).
+        /// Only the permutations whose id matches this glob (`*`, `?`; `a,b` for either).
         #[arg(long)]
         filter: Option<String>,
         #[command(flatten)]

@@ -1,8 +1,13 @@
 //! `--filter GLOB`: which permutations to run, by id.
 
 /// Whether `id` matches the glob `pattern`: `*` matches any run of characters (dots too),
-/// `?` any one character, anything else itself.
+/// `?` any one character, anything else itself; `a,b` matches what `a` or `b` matches.
 pub fn matches_filter(id: &str, pattern: &str) -> bool {
+    // Permutation ids never contain a comma: "a,b" is a list of globs, any of which may match.
+    pattern.split(',').any(|glob| matches_glob(id, glob))
+}
+
+fn matches_glob(id: &str, pattern: &str) -> bool {
     let id: Vec<char> = id.chars().collect();
     let pat: Vec<char> = pattern.chars().collect();
     // Iterative matching with one backtrack point: the last '*' and where it resumed.
@@ -35,6 +40,15 @@ pub fn matches_filter(id: &str, pattern: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_comma_separates_alternatives() {
+        let id = "nvme.4k.uefi.by-name.1";
+        assert!(matches_filter(id, "virtio.*,nvme.4k.*"));
+        assert!(matches_filter(id, "nvme.4k.uefi.by-name.1,sata.*"));
+        assert!(!matches_filter(id, "virtio.*,sata.*"));
+        assert!(!matches_filter(id, ","));
+    }
 
     #[test]
     fn filters_are_globs_over_the_whole_id() {

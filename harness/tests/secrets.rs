@@ -1,0 +1,221 @@
+//! Secrets stay in `assets/`: a whole run with a canary pull secret, then every artifact, every
+//! report and the harness's own output are searched for the pull secret, the kubeadmin password
+//! and every private key the run made. Asset files must be readable by their owner only.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Distinctive enough to be found anywhere, unlike anything a run prints by itself.
+const CANARY: &str = "CANARY-PULL-SECRET-4e1f9b7c2d";
+
+fn base64(data: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        if meta.is_dir() {
+            files_under(&p, out);
+        } else if meta.is_file() {
+            out.push(p);
+        }
+    }
+}
+
+/// The base64 body lines of every PEM private key in `text` (a key is found by any of them).
+fn private_key_lines(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut inside = false;
+    for l in text.lines().map(str::trim) {
+        if l.starts_with("-----BEGIN") && l.contains("PRIVATE KEY") {
+            inside = true;
+        } else if l.starts_with("-----END") {
+            inside = false;
+        } else if inside && l.len() >= 40 {
+            lines.push(l.to_string());
+        }
+    }
+    lines
+}
+
+/// Private keys inside a kubeconfig (`client-key-data`, base64 of a PEM).
+fn kubeconfig_key_lines(kubeconfig: &str) -> Vec<String> {
+    kubeconfig
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("client-key-data:"))
+        .flat_map(|b64| {
+            let pem = decode_base64(b64.trim());
+            private_key_lines(&String::from_utf8_lossy(&pem))
+        })
+        .collect()
+}
+
+fn decode_base64(s: &str) -> Vec<u8> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let bits: Vec<u8> = s.bytes().filter_map(val).collect();
+    let mut out = Vec::new();
+    for c in bits.chunks(4) {
+        let n = c
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, v)| n | (*v as u32) << (18 - 6 * i));
+        for i in 0..c.len().saturating_sub(1) {
+            out.push((n >> (16 - 8 * i)) as u8);
+        }
+    }
+    out
+}
+
+#[test]
+fn canary_secrets_never_leave_the_assets_directory() {
+    let work = tempfile::Builder::new()
+        .prefix("sno-secrets-")
+        .tempdir()
+        .unwrap();
+    let auth = base64(format!("canary:{CANARY}").as_bytes());
+    let pull_secret = format!(
+        r#"{{"auths":{{"registry.canary.example":{{"auth":"{auth}","email":"{CANARY}@example.test"}}}}}}"#
+    );
+    let secret_file = work.path().join("pull-secret.json");
+    std::fs::write(&secret_file, &pull_secret).unwrap();
+    std::fs::set_permissions(&secret_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let smoke = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml"),
+    )
+    .unwrap();
+    let scenario = work.path().join("secrets.toml");
+    std::fs::write(
+        &scenario,
+        smoke.replace(
+            "[install]\n",
+            &format!("[install]\npull_secret = {{ file = {:?} }}\n", secret_file),
+        ),
+    )
+    .unwrap();
+    let out = work.path().join("out");
+    // --keep: the run's SSH private key is then saved (0600) in assets/, so it can be searched
+    // for; the disks and the ISO it also keeps are VM data, not artifacts, and are not searched.
+    let run = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("run")
+        .arg(&scenario)
+        .args(["--keep", "--out"])
+        .arg(&out)
+        .env("SNO_HARNESS_PROGRESS", "plain")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let harness_output = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(run.status.success(), "the run failed:\n{harness_output}");
+    let dir = out.join("smoke");
+    let assets = dir.join("assets");
+
+    // What must not leak, read from where it legitimately lives.
+    let password = std::fs::read_to_string(assets.join("auth/kubeadmin-password")).unwrap();
+    let mut needles: Vec<(String, String)> = vec![
+        ("the pull secret's auth".into(), auth.clone()),
+        ("the pull secret's canary".into(), CANARY.into()),
+        ("the kubeadmin password".into(), password.trim().to_string()),
+    ];
+    let ssh_key = std::fs::read_to_string(assets.join("ssh-key")).unwrap();
+    for l in private_key_lines(&ssh_key).into_iter().take(3) {
+        needles.push(("the run's SSH private key".into(), l));
+    }
+    let kubeconfig = std::fs::read_to_string(assets.join("auth/kubeconfig")).unwrap();
+    let client_key = kubeconfig_key_lines(&kubeconfig);
+    assert!(!client_key.is_empty(), "the kubeconfig has a client key");
+    for l in client_key.into_iter().take(3) {
+        needles.push(("the admin client key".into(), l));
+    }
+    assert!(needles.iter().all(|(_, n)| n.len() >= 16), "{needles:?}");
+
+    // Everything a person or CI reads: the run directory but its assets (secrets by design),
+    // the disks and the ISO; the installer's log, which sits in assets/ but is a log; and what
+    // the harness printed.
+    let mut searched = Vec::new();
+    files_under(&dir, &mut searched);
+    searched.retain(|p| {
+        (!p.starts_with(&assets) || p.ends_with("installer.log"))
+            && !p.starts_with(dir.join("disks"))
+            && p.extension().is_none_or(|x| x != "iso")
+    });
+    assert!(
+        searched.iter().any(|p| p.ends_with("events.jsonl"))
+            && searched.iter().any(|p| p.ends_with("junit.xml"))
+            && searched.iter().any(|p| p.ends_with("serial.log")),
+        "{searched:?}"
+    );
+    let mut leaks = Vec::new();
+    for p in &searched {
+        let text = String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
+        for (what, needle) in &needles {
+            if text.contains(needle.as_str()) {
+                leaks.push(format!("{what} in {}", p.display()));
+            }
+        }
+        if text.contains("PRIVATE KEY-----") {
+            leaks.push(format!("a PEM private key in {}", p.display()));
+        }
+    }
+    for (what, needle) in &needles {
+        if harness_output.contains(needle.as_str()) {
+            leaks.push(format!("{what} in the harness's output"));
+        }
+    }
+    assert!(leaks.is_empty(), "secrets leaked:\n{}", leaks.join("\n"));
+    eprintln!(
+        "searched {} files and the harness's output for {} secrets",
+        searched.len(),
+        needles.len()
+    );
+
+    // The redacted copy says so.
+    let redacted = std::fs::read_to_string(dir.join("install-config.yaml")).unwrap();
+    assert!(redacted.contains("<redacted>"));
+
+    // Assets: owner only.
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&assets), 0o700, "assets/");
+    let mut asset_files = Vec::new();
+    files_under(&assets, &mut asset_files);
+    assert!(asset_files.len() >= 5, "{asset_files:?}");
+    for f in asset_files {
+        assert_eq!(
+            mode(&f) & 0o077,
+            0,
+            "{} is mode {:o}",
+            f.display(),
+            mode(&f)
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! Soak (ignored by default; about 30 minutes): 20 smoke runs one after another, the harness
+//! killed with SIGKILL at a random moment in every second one, `sno-harness gc` after each. After
+//! each round, and at the end: no QEMU process, no libvirt domain and no registration of these
+//! runs, no forwarded port still bound, no file outside the run directories that was not there
+//! before. Run it with
+//!     cargo nextest run -p sno-harness --test soak --run-ignored only --no-capture
+//! `SNO_SOAK_ROUNDS` (default 20) and `SNO_SOAK_BACKEND` (`qemu` or `libvirt`) change it.
+
+use std::collections::BTreeSet;
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn qemu_processes() -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.starts_with("qemu-system") || cmd.contains("/qemu-system") {
+                found.push(cmd);
+            }
+        }
+    }
+    found
+}
+
+fn libvirt_sno_domains() -> Vec<String> {
+    Command::new("virsh")
+        .args(["-c", "qemu:///system", "list", "--all", "--name"])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with("sno-"))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Entries of the places a run could leave files outside its directory.
+fn outside_files() -> BTreeSet<String> {
+    let mut all = BTreeSet::new();
+    for dir in ["/tmp", "/var/tmp", "/dev/shm"] {
+        if let Ok(d) = std::fs::read_dir(dir) {
+            all.extend(d.flatten().map(|e| e.path().display().to_string()));
+        }
+    }
+    all
+}
+
+/// A small deterministic generator: the kill moments differ from round to round but a failing
+/// soak can be replayed with the same seed (`SNO_SOAK_SEED`).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+}
+
+fn forwarded_ports(stderr: &str) -> Vec<u16> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("VM started"))
+        .flat_map(|l| {
+            l.split("127.0.0.1:")
+                .skip(1)
+                .filter_map(|r| {
+                    r.chars()
+                        .take_while(char::is_ascii_digit)
+                        .collect::<String>()
+                        .parse()
+                        .ok()
+                })
+                .collect::<Vec<u16>>()
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "a 30-minute soak; run it on purpose"]
+fn twenty_runs_half_killed_leave_nothing_behind() {
+    use std::os::unix::fs::PermissionsExt;
+    let rounds: usize = std::env::var("SNO_SOAK_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let backend = std::env::var("SNO_SOAK_BACKEND").unwrap_or_else(|_| "qemu".into());
+    let seed: u64 = std::env::var("SNO_SOAK_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7);
+    let mut rng = Lcg(seed);
+    assert!(
+        qemu_processes().is_empty(),
+        "the soak needs a host without other VMs"
+    );
+    let out = tempfile::Builder::new()
+        .prefix("sno-soak-")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(out.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let before = outside_files();
+    let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml");
+    let (mut passed, mut killed) = (0, 0);
+    for round in 0..rounds {
+        let dir = out.path().join(format!("round-{round:02}"));
+        let stderr_path = out.path().join(format!("round-{round:02}.stderr"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+            .arg("run")
+            .arg(&smoke)
+            .args(["--backend", &backend, "--out"])
+            .arg(&dir)
+            .env("SNO_HARNESS_STATE_DIR", state.path())
+            .env("SNO_HARNESS_PROGRESS", "plain")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr_path).unwrap())
+            .spawn()
+            .unwrap();
+        let kill_at = (round % 2 == 1).then(|| Duration::from_millis(2_000 + rng.next() % 110_000));
+        let started = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if kill_at.is_some_and(|k| started.elapsed() >= k) {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                break None;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(900),
+                "round {round} hangs"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        match status {
+            Some(s) => {
+                assert!(
+                    s.success(),
+                    "round {round}: the smoke run failed ({s}); see {}",
+                    stderr_path.display()
+                );
+                passed += 1;
+            }
+            None => killed += 1,
+        }
+        let gc = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+            .arg("gc")
+            .env("SNO_HARNESS_STATE_DIR", state.path())
+            .output()
+            .unwrap();
+        assert!(
+            gc.status.success(),
+            "round {round}: gc failed: {}",
+            String::from_utf8_lossy(&gc.stderr)
+        );
+        // The VM dies with the harness; give the kernel (or libvirtd) a moment to reap it.
+        let settle = Instant::now();
+        while !qemu_processes().is_empty() || !libvirt_sno_domains().is_empty() {
+            assert!(
+                settle.elapsed() < Duration::from_secs(15),
+                "round {round}: a VM remains: {:?} {:?}",
+                qemu_processes(),
+                libvirt_sno_domains()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let registrations = std::fs::read_dir(state.path().join("runs"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        assert_eq!(registrations, 0, "round {round}: a registration remains");
+        let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+        for port in forwarded_ports(&stderr) {
+            assert!(
+                TcpStream::connect(("127.0.0.1", port)).is_err(),
+                "round {round}: port {port} still bound"
+            );
+        }
+        let run = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path();
+        for gone in ["disks", "live.iso", "serial.sock", "qmp.sock"] {
+            assert!(!run.join(gone).exists(), "round {round}: {gone} remains");
+        }
+        let result: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("result.json")).unwrap())
+                .unwrap();
+        eprintln!(
+            "round {round:2}: {} ({}{})",
+            result["verdict"].as_str().unwrap_or("?"),
+            match kill_at {
+                Some(k) => format!("killed at {:.0} s, ", k.as_secs_f64()),
+                None => String::new(),
+            },
+            result["reason"].as_str().unwrap_or("")
+        );
+        let new: Vec<String> = outside_files()
+            .difference(&before)
+            .filter(|p| {
+                !p.starts_with(&out.path().display().to_string())
+                    && !p.starts_with(&state.path().display().to_string())
+            })
+            .cloned()
+            .collect();
+        assert!(
+            new.is_empty(),
+            "round {round}: files outside the run directories: {new:?}"
+        );
+    }
+    eprintln!("{rounds} rounds: {passed} passed, {killed} killed and collected by gc");
+}
