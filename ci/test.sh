@@ -18,10 +18,13 @@ cargo run --release --locked -p sno-harness -- fixture build
 #   or `--run-ignored only`); CI runs a representative pair: an IPv6 install-config with a proxy,
 #   a trust bundle, FIPS and no baseline capabilities (checked in the cluster's reported state),
 #   and one installer rejection.
+# - two VM tests whose path others cover: the OVMF 512-byte install (OVMF 4K and SeaBIOS 512
+#   run) and the timed BiP convergence test (the smoke scenario converges the same way).
 # - the soak (harness/tests/soak.rs, ignored) and the flake count (ci/flakes.sh).
 not_in_ci='bootkube-hang|no-reboot|api-never-ready|node-not-ready|operator-unavailable|etcd-member-not-removed|small-disk|operator-degraded|oom-kill-allowed'
 ci_permutations='test(=install-config::ipv6.OVNKubernetes.proxy.bundle.fips.caps-none)
   or test(=install-config::ipv6-first.OVNKubernetes.no-proxy.no-bundle.no-fips.caps-default)'
 cargo nextest run --workspace --locked --profile ci --run-ignored all -E "
   not test(/^fault::($not_in_ci)\$/) and not binary(soak)
+  and not test(=install_to_disk_and_boot_ovmf_512) and not test(=bootstrap_in_place_converges_on_seabios_virtio)
   and (not (binary(scenarios) and test(/^(disks|install-config)::/)) or $ci_permutations)"

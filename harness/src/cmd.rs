@@ -168,8 +168,13 @@ fn interrupt_channel() -> tokio::sync::watch::Receiver<bool> {
         };
         tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
         eprintln!("sno-harness: interrupted; stopping (press Ctrl-C again to force)");
+        // First the flag, so that a run whose helper dies next knows why; then the helpers (a
+        // fixture build, the installer, coreos-installer) stop, off the async threads: stopping
+        // them may wait out their grace period.
         let _ = tx.send(true);
+        let _ = tokio::task::spawn_blocking(sno_harness::util::children::kill_all).await;
         tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+        sno_harness::util::children::kill_all();
         std::process::exit(130);
     });
     rx

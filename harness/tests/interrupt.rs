@@ -126,3 +126,107 @@ fn ctrl_c_during_bootkube_stops_the_run_cleanly() {
         assert!(!dir.join(gone).exists(), "{gone} was left behind");
     }
 }
+
+#[test]
+fn ctrl_c_during_the_fixture_build_stops_it_and_leaves_no_partial_build() {
+    use std::io::Read;
+    let out = tempfile::Builder::new()
+        .prefix("sno-interrupt-build-")
+        .tempdir()
+        .unwrap();
+    // An empty cache: the run has to build minisno first.
+    let cache = tempfile::Builder::new()
+        .prefix("sno-cache-")
+        .tempdir()
+        .unwrap();
+    let stderr_path = out.path().join("harness.stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("run")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml"))
+        .arg("--out")
+        .arg(out.path())
+        .env("XDG_CACHE_HOME", cache.path())
+        .env("SNO_HARNESS_PROGRESS", "plain")
+        .stdin(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    // Wait for the image recipe to be under way (its first step is mmdebstrap), then a little.
+    let start = Instant::now();
+    loop {
+        let mut text = String::new();
+        std::fs::File::open(&stderr_path)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        if text.contains("[minisno") {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before the build:\n{text}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "the build never started"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let cache_str = cache.path().display().to_string();
+    let builders = || -> Vec<String> {
+        let mut found = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+                let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+                if cmd.contains(&cache_str) {
+                    found.push(cmd);
+                }
+            }
+        }
+        found
+    };
+    assert!(!builders().is_empty(), "the build runs");
+
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let interrupted = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            interrupted.elapsed() < Duration::from_secs(10),
+            "the run did not stop within 10 s of Ctrl-C during the fixture build"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    eprintln!(
+        "stopped {:.1} s after SIGINT during the fixture build",
+        interrupted.elapsed().as_secs_f64()
+    );
+    assert_eq!(status.code(), Some(4));
+    let result: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("smoke/result.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(result["verdict"], "error");
+    assert_eq!(result["reason"], "interrupted");
+    assert_eq!(result["failed_phase"], "assets");
+    assert!(
+        builders().is_empty(),
+        "build processes outlived the run: {:?}",
+        builders()
+    );
+    let fixture_dir = cache.path().join("sno-harness/fixture");
+    // The lock file stays (it is only ever locked, never trusted for its content).
+    let partial: Vec<_> = std::fs::read_dir(&fixture_dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name())
+                .filter(|n| n != ".lock")
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(partial.is_empty(), "left in the cache: {partial:?}");
+}

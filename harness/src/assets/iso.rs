@@ -11,7 +11,10 @@ use sha2::{Digest, Sha256};
 
 #[derive(Debug, thiserror::Error)]
 pub enum IsoError {
-    #[error("the ISO at {location} is missing: {source}")]
+    #[error(
+        "the ISO at {location} is missing: {source}; the installer's stream metadata names it \
+         there: put the ISO in place, or use an installer whose metadata points at it"
+    )]
     Missing {
         location: String,
         #[source]
@@ -19,7 +22,11 @@ pub enum IsoError {
     },
     #[error("the stream metadata gives {0:?} as the ISO's sha256, which is not 64 hex digits")]
     BadSha256(String),
-    #[error("the ISO at {location} has sha256 {actual}, but the stream metadata says {expected}")]
+    #[error(
+        "the ISO at {location} has sha256 {actual}, but the stream metadata says {expected}: a \
+         damaged or different build; replace it with the one the installer names, or use the \
+         installer that matches it"
+    )]
     Digest {
         location: String,
         expected: String,

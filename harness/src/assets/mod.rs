@@ -24,11 +24,13 @@ pub enum AssetsError {
     /// The installer rejected the install-config: the system under test said no.
     #[error("the installer rejected install-config.yaml (exit {code}): {message}")]
     Rejected { code: i32, message: String },
-    #[error("installer {path} cannot be run: {source}")]
+    /// `hint` says where the installer comes from, for the scenario's profile.
+    #[error("installer {path} cannot be run: {source}; {hint}")]
     InstallerMissing {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+        hint: &'static str,
     },
     #[error("`{command}` failed (exit {code}): {message}; see {log}")]
     CommandFailed {
@@ -153,10 +155,52 @@ fn installer_message(output: &str) -> String {
     }
 }
 
+/// What a Rust tool such as coreos-installer says when it fails: its `Error:` line and the
+/// causes under it (anyhow's report), without the backtrace that `RUST_BACKTRACE` adds and
+/// whose last line would otherwise stand for the error; else its last line.
+fn tool_message(output: &str) -> String {
+    let mut lines = output.lines().skip_while(|l| !l.starts_with("Error: "));
+    let Some(first) = lines.next() else {
+        return output
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_string();
+    };
+    let mut parts = vec![first["Error: ".len()..].trim().to_string()];
+    let mut causes = false;
+    for l in lines {
+        let t = l.trim();
+        if t == "Caused by:" {
+            causes = true;
+        } else if t.is_empty() {
+            continue;
+        } else if !causes || !l.starts_with(' ') {
+            break;
+        } else {
+            // Several causes are numbered: "    0: copying ...".
+            let t = match t.split_once(": ") {
+                Some((n, rest)) if n.bytes().all(|b| b.is_ascii_digit()) => rest,
+                _ => t,
+            };
+            parts.push(t.to_string());
+        }
+    }
+    parts.join(": ")
+}
+
 fn run_logged(cmd: &mut Command, log: &Path, what: &str) -> Result<(i32, String), AssetsError> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
+    // Tracked, so that an interrupt can stop it (and whatever it started) at once.
+    let tracked = crate::util::children::spawn(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .map_err(|e| AssetsError::io(format!("running {what}"), e))?;
+    let out = tracked
+        .wait_with_output()
         .map_err(|e| AssetsError::io(format!("running {what}"), e))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
@@ -193,6 +237,15 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
         return Err(AssetsError::InstallerMissing {
             path: req.installer.to_path_buf(),
             source: e,
+            hint: match req.scenario.profile {
+                crate::scenario::Profile::Openshift => {
+                    "install openshift-install (the release's own, from the OpenShift mirror) \
+                     on PATH, or name it in the scenario: [openshift] installer = \"PATH\""
+                }
+                crate::scenario::Profile::Fixture => {
+                    "the fixture's installer is built by `sno-harness fixture build`; run it"
+                }
+            },
         });
     }
     let what = format!(
@@ -253,6 +306,9 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
     let source_iso = fetch_iso(&location, &sha256, &req.cache_dir.join("iso"))?;
 
     let live_iso = req.run_dir.join("live.iso");
+    let iso_mib = fs::metadata(&source_iso)
+        .map(|m| m.len() >> 20)
+        .unwrap_or(0);
     let ci = |args: &[&str], extra: &[&Path]| -> Result<(), AssetsError> {
         let mut cmd = Command::new("coreos-installer");
         cmd.args(args).args(extra);
@@ -267,21 +323,22 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
         );
         let (code, output) = run_logged(&mut cmd, &log, &what)?;
         if code == 0 {
-            Ok(())
-        } else {
-            Err(AssetsError::CommandFailed {
-                command: what,
-                code,
-                message: output
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("")
-                    .trim()
-                    .to_string(),
-                log: log.clone(),
-            })
+            return Ok(());
         }
+        let mut message = tool_message(&output);
+        if output.contains("No space left on device") {
+            message.push_str(&format!(
+                " (the copy of the live ISO, {iso_mib} MiB, goes into {}: free space there or \
+                 give --out a directory on a larger filesystem)",
+                req.run_dir.display()
+            ));
+        }
+        Err(AssetsError::CommandFailed {
+            command: what,
+            code,
+            message,
+            log: log.clone(),
+        })
     };
     ci(
         &["iso", "ignition", "embed", "-f", "-i"],
@@ -306,6 +363,21 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_message_is_its_error_and_causes_not_its_backtrace() {
+        let out = "Error: copying input to temporary file\n\nCaused by:\n    No space left on device (os error 28)\n\nStack backtrace:\n   0: main\n  10: _start\n";
+        assert_eq!(
+            tool_message(out),
+            "copying input to temporary file: No space left on device (os error 28)"
+        );
+        let numbered = "Error: a\n\nCaused by:\n    0: b\n    1: c\n";
+        assert_eq!(tool_message(numbered), "a: b: c");
+        assert_eq!(
+            tool_message("some output\nthe last line\n\n"),
+            "the last line"
+        );
+    }
 
     #[test]
     fn the_installer_message_is_its_last_error() {

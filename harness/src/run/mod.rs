@@ -119,6 +119,19 @@ pub fn installer_for(s: &Scenario) -> Result<(PathBuf, Vec<(String, String)>), S
     }
 }
 
+/// Resolves once the run must stop; never when the sender is gone without asking.
+async fn until_interrupted(rx: &mut tokio::sync::watch::Receiver<bool>) {
+    loop {
+        let stop = *rx.borrow_and_update();
+        if stop {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 /// A VM name made of the run id (characters any backend accepts) and a number unique on the
 /// host while the VM runs.
 pub fn vm_name(run_id: &str, unique: u16) -> String {
@@ -364,6 +377,12 @@ async fn drive(
     ui: &mut progress::Progress,
 ) -> Machine {
     let dir = opts.dir.as_path();
+    // Declared first so that it goes last, after the VM, on every way out of here.
+    let mut files = RunFiles {
+        dir: dir.to_path_buf(),
+        keep: opts.keep,
+        registration: None,
+    };
     let now = || started.elapsed().as_millis() as u64;
     let mut log = match EventLog::create(&dir.join("events.jsonl"), started) {
         Ok(l) => l,
@@ -399,19 +418,40 @@ async fn drive(
             key.clone(),
             opts.cache_dir.clone(),
         );
-        tokio::task::spawn_blocking(move || -> Result<assets::Assets, (bool, String)> {
-            let (installer, env) = installer_for(&s2).map_err(|e| (false, e))?;
-            assets::prepare(&AssetsRequest {
-                scenario: &s2,
-                run_dir: &dir2,
-                installer: &installer,
-                installer_env: env,
-                ssh_public_key: &key2.public_openssh,
-                cache_dir: &cache,
-            })
-            .map_err(|e| (e.is_rejection(), e.to_string()))
-        })
-        .await
+        let task =
+            tokio::task::spawn_blocking(move || -> Result<assets::Assets, (bool, String)> {
+                let (installer, env) = installer_for(&s2).map_err(|e| (false, e))?;
+                assets::prepare(&AssetsRequest {
+                    scenario: &s2,
+                    run_dir: &dir2,
+                    installer: &installer,
+                    installer_env: env,
+                    ssh_public_key: &key2.public_openssh,
+                    cache_dir: &cache,
+                })
+                .map_err(|e| (e.is_rejection(), e.to_string()))
+            });
+        let mut interrupt = opts.interrupt.clone();
+        tokio::pin!(task);
+        tokio::select! {
+            // The CLI kills the helpers as it signals the interrupt, so the work may end first,
+            // failed: that is still an interrupted run, not a failed build.
+            r = &mut task => {
+                if *opts.interrupt.borrow() {
+                    machine.error(now(), "interrupted".into());
+                    return machine;
+                }
+                r
+            }
+            _ = until_interrupted(&mut interrupt) => {
+                // The blocking work cannot be cancelled, but what it waits for can be killed
+                // (a fixture build, the installer); then it returns promptly.
+                crate::util::children::kill_all();
+                let _ = tokio::time::timeout(Duration::from_secs(5), &mut task).await;
+                machine.error(now(), "interrupted".into());
+                return machine;
+            }
+        }
     };
     artifacts.insert("install-config".into(), "install-config.yaml".into());
     artifacts.insert("installer-log".into(), "assets/installer.log".into());
@@ -448,7 +488,7 @@ async fn drive(
     // run id, and the SSH port, which nothing else holds while this VM does.
     spec.name = vm_name(&opts.id, ssh_port);
     let registry_dir = registry::dir();
-    let _registration = match registry::register(
+    files.registration = match registry::register(
         &registry_dir,
         registry::Entry {
             id: opts.id.clone(),
@@ -641,16 +681,34 @@ async fn drive(
         }
     }
     vm.stop();
-    if !opts.keep {
-        let _ = fs::remove_dir_all(dir.join("disks"));
-        let _ = fs::remove_file(&assets.live_iso);
-    } else {
+    if opts.keep {
         ui.finish();
         ui.print(&keep_instructions(dir, &spec, &key, ssh_port));
     }
-    let _ = fs::remove_file(dir.join("serial.sock"));
-    let _ = fs::remove_file(dir.join("qmp.sock"));
+    drop(files);
     machine
+}
+
+/// What a run makes in its directory for the VM's sake only: the disks and the live ISO copy
+/// (unless `--keep`) and QEMU's sockets, removed on every way out of `drive` (an error before
+/// or while the VM starts included), and only then the run's registration, so that `gc` still
+/// finds anything a killed harness left.
+struct RunFiles {
+    dir: PathBuf,
+    keep: bool,
+    registration: Option<registry::Registration>,
+}
+
+impl Drop for RunFiles {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = fs::remove_dir_all(self.dir.join("disks"));
+            let _ = fs::remove_file(self.dir.join("live.iso"));
+        }
+        let _ = fs::remove_file(self.dir.join("serial.sock"));
+        let _ = fs::remove_file(self.dir.join("qmp.sock"));
+        drop(self.registration.take());
+    }
 }
 
 /// What `--keep` leaves and how to use it: the command that boots the kept disks with the

@@ -1,5 +1,6 @@
 //! Small helpers shared by every layer.
 
+pub mod children;
 pub mod wait;
 
 use std::path::PathBuf;

@@ -14,14 +14,20 @@ use crate::vm::VmSpec;
 
 #[derive(Debug, thiserror::Error)]
 pub enum QemuError {
-    #[error("starting {binary}: {source}")]
+    /// `hint` says what to do when that is known (QEMU not installed), else is empty.
+    #[error("starting {binary}: {source}{hint}")]
     Spawn {
         binary: String,
         #[source]
         source: std::io::Error,
+        hint: String,
     },
-    #[error("QEMU exited during start-up ({status}); its stderr says: {stderr}")]
-    EarlyExit { status: String, stderr: String },
+    #[error("QEMU exited during start-up ({status}); its stderr says: {stderr}{hint}")]
+    EarlyExit {
+        status: String,
+        stderr: String,
+        hint: String,
+    },
     #[error("QEMU's serial socket {path} did not accept a connection within {secs} s")]
     SerialSocket { path: PathBuf, secs: u64 },
     #[error("{what}: {source}")]
@@ -70,6 +76,7 @@ impl QemuProcess {
         }
         let child = cmd.spawn().map_err(|e| QemuError::Spawn {
             binary: QEMU_BINARY.into(),
+            hint: spawn_hint(&e),
             source: e,
         })?;
         let mut proc = QemuProcess {
@@ -83,25 +90,72 @@ impl QemuProcess {
                 what: "attaching the serial console".into(),
                 source: e,
             })?;
+        proc.wait_past_start_up()?;
         Ok((proc, console))
+    }
+
+    /// QEMU builds the rest of the machine, the NIC's host forwards among it, only once the
+    /// serial console is connected. A failure there (a host port taken) ends QEMU at once; it
+    /// is caught here, with QEMU's own words, instead of surfacing later as a QMP socket that
+    /// never answers. QEMU creates its vCPU threads (named "CPU 0/TCG" and so on, by
+    /// `debug-threads=on`) after its network backends, so their presence is the all-clear;
+    /// the bound only matters should a QEMU name its threads otherwise.
+    fn wait_past_start_up(&mut self) -> Result<(), QemuError> {
+        let limit = Duration::from_secs(5);
+        let start = Instant::now();
+        loop {
+            self.check_running()?;
+            if self.has_vcpu_thread() || start.elapsed() > limit {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn has_vcpu_thread(&self) -> bool {
+        let tasks = PathBuf::from(format!("/proc/{}/task", self.child.id()));
+        std::fs::read_dir(tasks)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|comm| comm.starts_with("CPU "))
+            })
+    }
+
+    /// `EarlyExit` with QEMU's stderr once QEMU has exited.
+    fn check_running(&mut self) -> Result<(), QemuError> {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(status)) => {
+                // Without QEMU's "info:" lines (it waits for the console), which are no error.
+                let stderr = std::fs::read_to_string(&self.stderr_path)
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|l| !l.contains(": info: "))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+                    .trim()
+                    .to_string();
+                Err(QemuError::EarlyExit {
+                    status: status.to_string(),
+                    hint: start_up_hint(&stderr),
+                    stderr,
+                })
+            }
+            Err(e) => Err(QemuError::Io {
+                what: "polling QEMU".into(),
+                source: e,
+            }),
+        }
     }
 
     fn connect_serial(&mut self, path: &Path) -> Result<UnixStream, QemuError> {
         let limit = Duration::from_secs(30);
         let start = Instant::now();
         loop {
-            if let Some(status) = self.child.try_wait().map_err(|e| QemuError::Io {
-                what: "polling QEMU".into(),
-                source: e,
-            })? {
-                return Err(QemuError::EarlyExit {
-                    status: status.to_string(),
-                    stderr: std::fs::read_to_string(&self.stderr_path)
-                        .unwrap_or_default()
-                        .trim()
-                        .to_string(),
-                });
-            }
+            self.check_running()?;
             if let Ok(s) = UnixStream::connect(path) {
                 return Ok(s);
             }
@@ -143,6 +197,38 @@ impl QemuProcess {
     /// The command line in a form that can be pasted into a shell.
     pub fn command_line(&self) -> String {
         super::argv::shell_command_line(&self.argv)
+    }
+}
+
+/// What to do when QEMU cannot be started: a missing binary is a host that is not ready.
+fn spawn_hint(e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        format!(
+            "; QEMU is not installed or {QEMU_BINARY} is not on PATH: install it (Debian and \
+             Ubuntu: apt-get install qemu-system-x86; Fedora: dnf install qemu-system-x86-core) \
+             and check the host with `sno-harness doctor`"
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// What to do about a start-up failure QEMU reported, when the harness knows; else empty.
+pub fn start_up_hint(stderr: &str) -> String {
+    const RULE: &str = "Could not set up host forwarding rule '";
+    let Some(at) = stderr.find(RULE) else {
+        return String::new();
+    };
+    // The rule reads `tcp:127.0.0.1:40123-:22`: the host port is between the last ':' before
+    // the '-' and the '-'.
+    let rule = &stderr[at + RULE.len()..];
+    let host = rule.split('-').next().unwrap_or("");
+    match host.rsplit(':').next().and_then(|p| p.parse::<u16>().ok()) {
+        Some(port) => format!(
+            "; host port {port} is taken by another process (`ss -ltnp 'sport = :{port}'` shows \
+             which); the harness picks free ports anew on every run, so run again"
+        ),
+        None => "; a forwarded host port is taken by another process; run again".into(),
     }
 }
 

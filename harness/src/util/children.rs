@@ -1,0 +1,165 @@
+//! Helper processes a run starts and waits for (the fixture build, the installer,
+//! coreos-installer) in process groups of their own, recorded here, so that an interrupt can
+//! stop them at once: a blocking wait cannot be cancelled, but the processes it waits for can be
+//! killed, and then the wait returns.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+use std::sync::Mutex;
+
+static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn groups() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A started child, its process group recorded until it is dropped (after the wait).
+pub struct Tracked {
+    child: Option<Child>,
+    pgid: i32,
+}
+
+impl Tracked {
+    pub fn child(&mut self) -> &mut Child {
+        self.child
+            .as_mut()
+            .expect("present until waited for with output")
+    }
+
+    /// `Child::wait_with_output`, the group forgotten once it returns.
+    pub fn wait_with_output(mut self) -> std::io::Result<std::process::Output> {
+        self.child
+            .take()
+            .expect("present until waited for with output")
+            .wait_with_output()
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        groups().retain(|g| *g != self.pgid);
+    }
+}
+
+/// Spawns `cmd` as the leader of a new process group and records the group.
+pub fn spawn(cmd: &mut Command) -> std::io::Result<Tracked> {
+    cmd.process_group(0);
+    let child = cmd.spawn()?;
+    let pgid = child.id() as i32;
+    groups().push(pgid);
+    Ok(Tracked {
+        child: Some(child),
+        pgid,
+    })
+}
+
+/// How long helpers get to clean up after SIGTERM (unmount, detach loop devices) before
+/// SIGKILL. mmdebstrap and the image recipe undo their mounts on SIGTERM; killed outright they
+/// would leave mounts inside the build directory.
+pub const GRACE: std::time::Duration = std::time::Duration::from_secs(4);
+
+fn group_alive(pgid: i32) -> bool {
+    // SAFETY: signal 0 only probes.
+    unsafe { libc::kill(-pgid, 0) == 0 }
+}
+
+/// Stops every recorded process group (the helpers and everything they started): SIGTERM,
+/// then SIGKILL for what is left after `GRACE`. Returns how many groups there were.
+pub fn kill_all() -> usize {
+    let g = groups().clone();
+    for pgid in &g {
+        // SAFETY: kill(2) on a process group this process created.
+        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+    }
+    let deadline = std::time::Instant::now() + GRACE;
+    while g.iter().any(|p| group_alive(*p)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for pgid in &g {
+        // SAFETY: as above.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
+    g.len()
+}
+
+/// Mount points at or below `dir` (from /proc/self/mountinfo).
+pub fn mounts_below(dir: &std::path::Path) -> Vec<String> {
+    let Ok(abs) = std::fs::canonicalize(dir) else {
+        return Vec::new();
+    };
+    let prefix = abs.display().to_string();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|m| m.replace("\\040", " "))
+        .filter(|m| m == &prefix || m.starts_with(&format!("{prefix}/")))
+        .collect()
+}
+
+/// `remove_dir_all`, unless something is mounted inside (a killed chroot build can leave
+/// /proc or /dev mounted there: removing through them would touch the host's). Then the
+/// directory stays and the mounts are named.
+pub fn remove_build_dir(dir: &std::path::Path) -> Result<(), String> {
+    let mounts = mounts_below(dir);
+    if !mounts.is_empty() {
+        return Err(format!(
+            "not removing {}: still mounted inside: {}",
+            dir.display(),
+            mounts.join(", ")
+        ));
+    }
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("removing {}: {e}", dir.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn kill_all_stops_a_helper_and_its_children_and_the_wait_returns() {
+        // A shell that starts a grandchild and waits: both must go.
+        let mut t = spawn(Command::new("sh").args(["-c", "sleep 300 & wait"])).unwrap();
+        let pgid = t.child().id() as i32;
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(kill_all() >= 1);
+        let start = Instant::now();
+        let status = t.child().wait().unwrap();
+        assert!(!status.success());
+        assert!(start.elapsed() < Duration::from_secs(5));
+        // Nothing of the group remains.
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!group_alive(pgid), "the grandchild survived");
+        drop(t);
+        assert!(!groups().contains(&pgid));
+    }
+
+    #[test]
+    fn a_helper_that_ignores_sigterm_is_killed_after_the_grace() {
+        let mut t =
+            spawn(Command::new("sh").args(["-c", "trap '' TERM; sleep 300 & wait"])).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let start = Instant::now();
+        kill_all();
+        t.child().wait().unwrap();
+        assert!(start.elapsed() >= GRACE - Duration::from_millis(100));
+    }
+
+    #[test]
+    fn a_build_dir_with_nothing_mounted_inside_is_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let inner = d.path().join("partial");
+        std::fs::create_dir_all(inner.join("rootfs/proc")).unwrap();
+        assert!(mounts_below(&inner).is_empty());
+        remove_build_dir(&inner).unwrap();
+        assert!(!inner.exists());
+        remove_build_dir(&inner).unwrap();
+        // / always has mounts below it.
+        assert!(!mounts_below(std::path::Path::new("/")).is_empty());
+    }
+}

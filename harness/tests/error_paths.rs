@@ -1,0 +1,609 @@
+//! The error paths of `sno-harness run`, through the real binary: a missing or failing
+//! installer, an ISO that is missing or not the one the stream metadata names, a full run
+//! directory, no QEMU, a forwarded port taken, an unreadable kubeconfig. Each must end with a
+//! message that says what went wrong and what to do, the exit code of the CLI contract, a
+//! result.json saying why, and nothing of the run left: no QEMU, no disks, no live ISO copy, no
+//! sockets, no registration. None of them boots a VM further than QEMU's start-up.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+const HARNESS_ERROR: i32 = 4;
+
+fn repo_file(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+}
+
+/// What a run gave: its exit code, its stderr, its run directory and result.json.
+struct Ran {
+    code: i32,
+    stderr: String,
+    dir: PathBuf,
+    result: serde_json::Value,
+}
+
+impl Ran {
+    fn reason(&self) -> &str {
+        self.result["reason"].as_str().unwrap_or("")
+    }
+
+    fn assert_error(&self, code: i32) {
+        assert_eq!(
+            self.code, code,
+            "exit code; stderr:\n{}\nresult: {}",
+            self.stderr, self.result
+        );
+        assert_eq!(
+            self.result["verdict"], "error",
+            "verdict; result: {}",
+            self.result
+        );
+    }
+
+    /// Every word on stderr (the person's view) and in the result's reason (the record's).
+    fn assert_says(&self, words: &[&str]) {
+        for w in words {
+            assert!(
+                self.stderr.contains(w),
+                "stderr does not say {w:?}:\n{}",
+                self.stderr
+            );
+            assert!(
+                self.reason().contains(w),
+                "the reason does not say {w:?}: {}",
+                self.reason()
+            );
+        }
+    }
+}
+
+/// Runs `sno-harness run SCENARIO --out OUT` with the registry in `state`; `tweak` adds to the
+/// environment. Proxies are removed: the tests' servers are on 127.0.0.1.
+fn run(scenario: &Path, out: &Path, state: &Path, tweak: impl FnOnce(&mut Command)) -> Ran {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sno-harness"));
+    cmd.arg("run")
+        .arg(scenario)
+        .arg("--out")
+        .arg(out)
+        .env("SNO_HARNESS_STATE_DIR", state)
+        .env("SNO_HARNESS_PROGRESS", "plain");
+    for v in [
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+    ] {
+        cmd.env_remove(v);
+    }
+    tweak(&mut cmd);
+    let output = cmd.output().expect("running sno-harness");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    eprintln!("{stderr}");
+    let name = std::fs::read_to_string(scenario)
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("name = ")
+                .map(|n| n.trim_matches('"').to_string())
+        })
+        .expect("a scenario name");
+    let dir = out.join(name);
+    let result = std::fs::read(dir.join("result.json"))
+        .map(|b| serde_json::from_slice(&b).expect("result.json is JSON"))
+        .unwrap_or_else(|e| panic!("no result.json in {}: {e}\n{stderr}", dir.display()));
+    Ran {
+        code: output.status.code().expect("an exit code, not a signal"),
+        stderr,
+        dir,
+        result,
+    }
+}
+
+/// QEMU processes whose command line names `dir`.
+fn qemu_processes_for(dir: &Path) -> Vec<String> {
+    let needle = dir.display().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("qemu-system") && c.contains(&needle))
+        .collect()
+}
+
+/// No QEMU, disks, ISO copy, sockets or registration of the run remain.
+fn assert_nothing_left(ran: &Ran, state: &Path) {
+    assert_eq!(qemu_processes_for(&ran.dir), Vec::<String>::new());
+    for gone in ["disks", "live.iso", "serial.sock", "qmp.sock"] {
+        assert!(
+            !ran.dir.join(gone).exists(),
+            "{gone} remains in {}",
+            ran.dir.display()
+        );
+    }
+    let registered: Vec<_> = std::fs::read_dir(state.join("runs"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert_eq!(registered, Vec::<PathBuf>::new(), "registrations remain");
+}
+
+/// The fixture, built once (cached afterwards); the runs that use it then only read it.
+fn fixture_ready() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .args(["fixture", "build"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "fixture build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn smoke() -> PathBuf {
+    repo_file("scenarios/smoke.toml")
+}
+
+/// `scenarios/openshift-example.toml` with a pull secret file in `dir` and `installer`.
+fn openshift_scenario(dir: &Path, installer: &Path) -> PathBuf {
+    let secret = dir.join("pull-secret.json");
+    std::fs::write(
+        &secret,
+        r#"{"auths":{"registry.invalid":{"auth":"dGVzdDp0ZXN0"}}}"#,
+    )
+    .unwrap();
+    let example = std::fs::read_to_string(repo_file("scenarios/openshift-example.toml")).unwrap();
+    let env_secret = r#"pull_secret = { env = "PULL_SECRET" }"#;
+    let default_installer = "# installer = \"/usr/local/bin/openshift-install\"";
+    assert!(
+        example.contains(env_secret) && example.contains(default_installer),
+        "openshift-example.toml changed shape"
+    );
+    let text = example
+        .replace(
+            env_secret,
+            &format!(
+                "pull_secret = {{ file = {:?} }}",
+                secret.display().to_string()
+            ),
+        )
+        .replace(
+            default_installer,
+            &format!("installer = {:?} #", installer.display().to_string()),
+        );
+    let path = dir.join("openshift.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// An executable stand-in for openshift-install in `dir/bin`: `version` answers, `create
+/// single-node-ignition-config` runs `create` (shell; `$2` is the asset directory), `coreos
+/// print-stream-json` prints `stream`. Every call is appended to `dir/bin/calls`.
+fn fake_installer(dir: &Path, create: &str, stream: &serde_json::Value) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("stream.json"), stream.to_string()).unwrap();
+    let script = format!(
+        r#"#!/bin/bash
+here=$(dirname "$0")
+echo "$*" >> "$here/calls"
+case "$1" in
+version) echo "openshift-install 4.99.0 (a test stand-in)" ;;
+--dir) {create} ;;
+coreos) cat "$here/stream.json" ;;
+*) echo "level=fatal msg=\"unknown command $1\"" >&2; exit 1 ;;
+esac
+"#
+    );
+    let path = bin.join("openshift-install");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// What a successful `create single-node-ignition-config` leaves.
+const CREATE_OK: &str = r#"mkdir -p "$2/auth" && echo '{"ignition":{"version":"3.2.0"}}' > "$2/bootstrap-in-place-for-live-iso.ign" && echo 'apiVersion: v1' > "$2/auth/kubeconfig""#;
+
+fn stream_json(location: &str, sha256: &str) -> serde_json::Value {
+    serde_json::json!({
+        "stream": "test",
+        "architectures": {"x86_64": {"artifacts": {"metal": {"formats": {"iso": {"disk": {
+            "location": location,
+            "sha256": sha256,
+        }}}}}}}
+    })
+}
+
+/// An HTTP server on 127.0.0.1 that answers every request with 200 and 64 KiB that are not
+/// the ISO anyone expects, and counts the requests.
+struct IsoServer {
+    url: String,
+    requests: Arc<AtomicUsize>,
+}
+
+impl IsoServer {
+    fn start() -> IsoServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/rhcos-live.iso", listener.local_addr().unwrap());
+        let requests = Arc::new(AtomicUsize::new(0));
+        let count = requests.clone();
+        std::thread::spawn(move || {
+            for mut s in listener.incoming().flatten() {
+                let mut head = Vec::new();
+                let mut b = [0u8];
+                while !head.ends_with(b"\r\n\r\n") && matches!(s.read(&mut b), Ok(1)) {
+                    head.push(b[0]);
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+                let body = vec![0x5au8; 64 << 10];
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .and_then(|()| s.write_all(&body));
+            }
+        });
+        IsoServer { url, requests }
+    }
+
+    fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+/// Case 1a: the installer named by the scenario does not exist.
+#[test]
+fn a_missing_installer_is_a_harness_error_that_says_where_to_get_one() {
+    let work = tempfile::tempdir().unwrap();
+    let (out, state, cache) = (
+        work.path().join("out"),
+        work.path().join("state"),
+        work.path().join("cache"),
+    );
+    let scenario = openshift_scenario(work.path(), Path::new("/nonexistent/openshift-install"));
+    let ran = run(&scenario, &out, &state, |c| {
+        c.env("XDG_CACHE_HOME", &cache);
+    });
+    ran.assert_error(HARNESS_ERROR);
+    ran.assert_says(&[
+        "installer /nonexistent/openshift-install cannot be run",
+        "No such file or directory",
+        "install openshift-install",
+        "[openshift] installer = \"PATH\"",
+    ]);
+    assert_eq!(ran.result["failed_phase"], "assets");
+    assert_nothing_left(&ran, &state);
+}
+
+/// Case 1b: the installer exits 1 with a fatal line; the run stops there, before the stream
+/// metadata is asked for and so before any download.
+#[test]
+fn a_failing_installer_is_quoted_and_nothing_is_downloaded() {
+    let work = tempfile::tempdir().unwrap();
+    let (out, state, cache) = (
+        work.path().join("out"),
+        work.path().join("state"),
+        work.path().join("cache"),
+    );
+    let server = IsoServer::start();
+    let fatal = "failed to fetch Single Node Bootstrap In Place Ignition Config: failed to fetch dependency of \\\"Release Image\\\": unable to pull quay.invalid/ocp-release:4.99: connection refused";
+    let create = format!(
+        r#"echo 'level=info msg="Consuming Install Config from target directory"'; echo 'level=fatal msg="{fatal}"' >&2; exit 1"#
+    );
+    let installer = fake_installer(
+        work.path(),
+        &create,
+        &stream_json(&server.url, &"ab".repeat(32)),
+    );
+    let scenario = openshift_scenario(work.path(), &installer);
+    let ran = run(&scenario, &out, &state, |c| {
+        c.env("XDG_CACHE_HOME", &cache);
+    });
+    ran.assert_error(HARNESS_ERROR);
+    ran.assert_says(&[
+        "create single-node-ignition-config` failed (exit 1)",
+        // The fatal line's message, unquoted, not the info line before it.
+        "unable to pull quay.invalid/ocp-release:4.99: connection refused",
+        "Release Image",
+        "assets/installer.log",
+    ]);
+    assert!(!ran.reason().contains("level="), "{}", ran.reason());
+    let log = std::fs::read_to_string(ran.dir.join("assets/installer.log")).unwrap();
+    assert!(
+        log.contains("level=fatal"),
+        "the log keeps the output: {log}"
+    );
+    let calls = std::fs::read_to_string(work.path().join("bin/calls")).unwrap();
+    assert!(
+        !calls.contains("print-stream-json"),
+        "stream metadata asked for: {calls}"
+    );
+    assert_eq!(server.requests(), 0, "a download was attempted");
+    assert!(!cache.join("sno-harness/iso").exists());
+    assert_nothing_left(&ran, &state);
+}
+
+/// Case 2a: the stream metadata names an ISO over http whose digest is not the one it gives:
+/// the run stops after the download, and neither the cache nor the run keeps the bytes.
+#[test]
+fn an_iso_with_the_wrong_sha256_is_refused_and_not_kept() {
+    let work = tempfile::tempdir().unwrap();
+    let (out, state, cache) = (
+        work.path().join("out"),
+        work.path().join("state"),
+        work.path().join("cache"),
+    );
+    let server = IsoServer::start();
+    let expected = "ab".repeat(32);
+    let installer = fake_installer(work.path(), CREATE_OK, &stream_json(&server.url, &expected));
+    let scenario = openshift_scenario(work.path(), &installer);
+    let ran = run(&scenario, &out, &state, |c| {
+        c.env("XDG_CACHE_HOME", &cache);
+    });
+    ran.assert_error(HARNESS_ERROR);
+    ran.assert_says(&[
+        &format!("the ISO at {} has sha256", server.url),
+        &format!("but the stream metadata says {expected}"),
+        "replace it with the one the installer names",
+    ]);
+    assert_eq!(server.requests(), 1);
+    let iso_cache = cache.join("sno-harness/iso");
+    let kept: Vec<_> = std::fs::read_dir(&iso_cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".lock"))
+        .collect();
+    assert_eq!(
+        kept,
+        Vec::<String>::new(),
+        "left in {}",
+        iso_cache.display()
+    );
+    assert_nothing_left(&ran, &state);
+}
+
+/// Case 2b: the stream metadata names a local ISO that is not there.
+#[test]
+fn a_missing_iso_names_its_location() {
+    let work = tempfile::tempdir().unwrap();
+    let (out, state, cache) = (
+        work.path().join("out"),
+        work.path().join("state"),
+        work.path().join("cache"),
+    );
+    let location = format!("file://{}/rhcos-live.iso", work.path().display());
+    let installer = fake_installer(
+        work.path(),
+        CREATE_OK,
+        &stream_json(&location, &"ab".repeat(32)),
+    );
+    let scenario = openshift_scenario(work.path(), &installer);
+    let ran = run(&scenario, &out, &state, |c| {
+        c.env("XDG_CACHE_HOME", &cache);
+    });
+    ran.assert_error(HARNESS_ERROR);
+    ran.assert_says(&[
+        &format!("the ISO at {location} is missing"),
+        "No such file or directory",
+        "put the ISO in place",
+    ]);
+    assert_nothing_left(&ran, &state);
+}
+
+/// A tmpfs mounted on a directory for the test's life, unmounted even when it panics.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let st = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(
+            st.success(),
+            "mounting a tmpfs on {} (needs root)",
+            dir.display()
+        );
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+fn bytes_under(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                bytes_under(&e.path())
+            } else {
+                m.len()
+            }
+        })
+        .sum()
+}
+
+/// Case 3: the run directory fills up while the live ISO is copied into it.
+#[test]
+fn a_full_run_directory_is_a_harness_error_naming_the_directory() {
+    fixture_ready();
+    let work = tempfile::tempdir().unwrap();
+    let state = work.path().join("state");
+    let out = work.path().join("out");
+    let _tmpfs = Tmpfs::mount(&out, "2m");
+    let ran = run(&smoke(), &out, &state, |_| {});
+    ran.assert_error(HARNESS_ERROR);
+    let dir = ran.dir.display().to_string();
+    ran.assert_says(&[
+        "No space left on device",
+        &format!("goes into {dir}"),
+        "give --out a directory on a larger filesystem",
+    ]);
+    // coreos-installer's own message, not the last line of its backtrace.
+    assert!(!ran.reason().contains("_start"), "{}", ran.reason());
+    assert_eq!(ran.result["failed_phase"], "assets");
+    // Not a byte of the ISO copy stays (a partial one would have filled the 2 MiB).
+    let used = bytes_under(&out);
+    assert!(
+        used < 512 << 10,
+        "{used} bytes remain under {}",
+        out.display()
+    );
+    assert_nothing_left(&ran, &state);
+}
+
+/// Case 4: no QEMU on PATH, everything else the run executes there (coreos-installer,
+/// qemu-img; the fixture's installer is named by its path).
+#[test]
+fn a_missing_qemu_says_how_to_install_it() {
+    fixture_ready();
+    let work = tempfile::tempdir().unwrap();
+    let (out, state) = (work.path().join("out"), work.path().join("state"));
+    let bin = work.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    for tool in ["coreos-installer", "qemu-img"] {
+        let found = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .map(|d| d.join(tool))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| panic!("{tool} is not on PATH"));
+        std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
+    }
+    let ran = run(&smoke(), &out, &state, |c| {
+        c.env("PATH", &bin);
+    });
+    // An error of the host, and reported as 4: the CLI maps every `error` verdict to 4 (see
+    // the report: 3 would be the contract's "host not ready").
+    ran.assert_error(HARNESS_ERROR);
+    ran.assert_says(&[
+        "starting qemu-system-x86_64: No such file or directory",
+        "QEMU is not installed",
+        "apt-get install qemu-system-x86",
+        "sno-harness doctor",
+    ]);
+    assert_nothing_left(&ran, &state);
+}
+
+/// Case 5: the host port the SSH forward needs is taken when QEMU binds it. Another process
+/// taking it between the harness's choice and QEMU's start is what happens for real; here a
+/// wrapper in front of QEMU points the forward at a port this test holds, which is the same
+/// to QEMU and certain to collide.
+#[test]
+fn a_taken_forward_port_is_named_and_qemu_does_not_stay() {
+    fixture_ready();
+    let work = tempfile::tempdir().unwrap();
+    let (out, state) = (work.path().join("out"), work.path().join("state"));
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let qemu = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("qemu-system-x86_64"))
+        .find(|p| p.is_file())
+        .expect("qemu-system-x86_64 on PATH");
+    let shim = work.path().join("shim");
+    std::fs::create_dir(&shim).unwrap();
+    let wrapper = shim.join("qemu-system-x86_64");
+    std::fs::write(
+        &wrapper,
+        format!(
+            r#"#!/bin/bash
+args=()
+for a in "$@"; do
+  if [[ $a =~ ^(.*hostfwd=tcp:127\.0\.0\.1:)[0-9]+(-:22.*)$ ]]; then
+    a="${{BASH_REMATCH[1]}}{port}${{BASH_REMATCH[2]}}"
+  fi
+  args+=("$a")
+done
+exec {} "${{args[@]}}"
+"#,
+            qemu.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(shim.clone())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let ran = run(&smoke(), &out, &state, |c| {
+        c.env("PATH", path);
+    });
+    ran.assert_error(HARNESS_ERROR);
+    ran.assert_says(&[
+        "QEMU exited during start-up",
+        &format!("Could not set up host forwarding rule 'tcp:127.0.0.1:{port}-:22'"),
+        &format!("host port {port} is taken by another process"),
+        "run again",
+    ]);
+    // Caught as QEMU's exit, not 30 s later as a QMP socket that never answered.
+    assert!(!ran.reason().contains("QMP"), "{}", ran.reason());
+    assert!(!ran.reason().contains("info:"), "{}", ran.reason());
+    drop(taken);
+    assert_nothing_left(&ran, &state);
+}
+
+/// Case 6: the admin kubeconfig cannot be read. At run level this needs a VM booted to the
+/// api-ready phase; the API client is where the error is made, so it is checked there.
+#[test]
+fn an_unreadable_kubeconfig_is_a_kubeconfig_error_naming_the_file() {
+    use sno_harness::health::{ApiEndpoint, ClusterApi, HealthError};
+    let work = tempfile::tempdir().unwrap();
+    let garbage = work.path().join("garbage");
+    std::fs::write(&garbage, b"\x00\x01 this: [is not: a kubeconfig").unwrap();
+    let empty_map = work.path().join("empty");
+    std::fs::write(&empty_map, b"{}\n").unwrap();
+    let cases = [
+        (work.path().join("missing"), "No such file"),
+        (garbage, ""),
+        // Readable YAML without a cluster: the client cannot be configured from it.
+        (empty_map, ""),
+        // A directory where the file should be.
+        (work.path().to_path_buf(), ""),
+    ];
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for (path, words) in cases {
+        let ep = ApiEndpoint {
+            kubeconfig: path.clone(),
+            server: Some("https://127.0.0.1:1".into()),
+        };
+        let e = match rt.block_on(ClusterApi::connect(&ep)) {
+            Ok(_) => panic!("{} was accepted as a kubeconfig", path.display()),
+            Err(e) => e,
+        };
+        let text = e.to_string();
+        let HealthError::Kubeconfig {
+            path: named,
+            message,
+        } = e
+        else {
+            panic!("{}: not a kubeconfig error: {text}", path.display());
+        };
+        assert_eq!(named, path.display().to_string());
+        assert!(!message.is_empty(), "{text}");
+        assert!(
+            text.starts_with(&format!("reading the kubeconfig {}: ", path.display())),
+            "{text}"
+        );
+        assert!(text.contains(words), "{text}");
+        eprintln!("{text}");
+    }
+}
