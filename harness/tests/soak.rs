@@ -142,6 +142,7 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
             );
             std::thread::sleep(Duration::from_millis(100));
         };
+        let was_killed = status.is_none();
         match status {
             Some(s) => {
                 assert!(
@@ -200,9 +201,11 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
         eprintln!(
             "round {round:2}: {} ({}{})",
             result["verdict"].as_str().unwrap_or("?"),
-            match kill_at {
-                Some(k) => format!("killed at {:.0} s, ", k.as_secs_f64()),
-                None => String::new(),
+            match (kill_at, was_killed) {
+                (Some(k), true) => format!("killed at {:.0} s, ", k.as_secs_f64()),
+                (Some(k), false) =>
+                    format!("ended before the kill planned at {:.0} s", k.as_secs_f64()),
+                (None, _) => String::new(),
             },
             result["reason"].as_str().unwrap_or("")
         );
