@@ -5,6 +5,9 @@
 //! result.json saying why, and nothing of the run left: no QEMU, no disks, no live ISO copy, no
 //! sockets, no registration. None of them boots a VM further than QEMU's start-up.
 
+mod vm_processes;
+use vm_processes::qemu_processes_for;
+
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
@@ -104,18 +107,6 @@ fn run(scenario: &Path, out: &Path, state: &Path, tweak: impl FnOnce(&mut Comman
         dir,
         result,
     }
-}
-
-/// QEMU processes whose command line names `dir`.
-fn qemu_processes_for(dir: &Path) -> Vec<String> {
-    let needle = dir.display().to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains("qemu-system") && c.contains(&needle))
-        .collect()
 }
 
 /// No QEMU, disks, ISO copy, sockets or registration of the run remain.

@@ -1,22 +1,12 @@
 //! Ctrl-C during bootkube: the run ends within 10 s with verdict `error` and reason
 //! `interrupted`, keeps its evidence, and leaves no QEMU, socket or disk behind.
 
+mod vm_processes;
+use vm_processes::qemu_processes_for;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn qemu_processes_for(dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.contains("qemu-system") && cmd.contains(&dir.display().to_string()) {
-                found.push(cmd);
-            }
-        }
-    }
-    found
-}
 
 #[test]
 fn ctrl_c_during_bootkube_stops_the_run_cleanly() {

@@ -4,23 +4,13 @@
 //! backend: under QEMU the VM dies with the harness (parent-death signal), under libvirt with its
 //! connection (auto-destroy); gc collects the files.
 
+mod vm_processes;
+use vm_processes::qemu_processes_for;
+
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn qemu_processes_for(dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.contains("qemu-system") && cmd.contains(&dir.display().to_string()) {
-                found.push(cmd);
-            }
-        }
-    }
-    found
-}
 
 /// The smoke scenario with the normal schedule, so that bootkube lasts long enough to be
 /// interrupted for certain.
