@@ -165,10 +165,27 @@ struct Domain {
     qemu_commandline: Option<QemuCommandline>,
 }
 
+/// `<metadata><sno:run .../></metadata>`: the same element on domains and networks, so `gc`
+/// reads the run and its owner from either.
 #[derive(Serialize)]
-struct Metadata {
+pub(super) struct Metadata {
     #[serde(rename = "sno:run")]
     run: RunElement,
+}
+
+impl Metadata {
+    pub(super) fn of(meta: &RunMeta) -> Metadata {
+        Metadata {
+            run: RunElement {
+                xmlns: RUN_XMLNS,
+                id: meta.run_id.clone(),
+                dir: meta.run_dir.display().to_string(),
+                host: meta.owner_host.clone(),
+                pid: meta.owner_pid,
+                pid_start: meta.owner_start,
+            },
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -679,16 +696,7 @@ impl Domain {
             kind,
             xmlns_qemu: Some(QEMU_XMLNS),
             name: spec.name.clone(),
-            metadata: Metadata {
-                run: RunElement {
-                    xmlns: RUN_XMLNS,
-                    id: meta.run_id.clone(),
-                    dir: meta.run_dir.display().to_string(),
-                    host: meta.owner_host.clone(),
-                    pid: meta.owner_pid,
-                    pid_start: meta.owner_start,
-                },
-            },
+            metadata: Metadata::of(meta),
             memory: Memory {
                 unit: "MiB",
                 value: spec.memory_mib,

@@ -15,7 +15,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::domain::{RunMeta, RUN_XMLNS};
+use super::domain::{Metadata, RunMeta};
 
 /// Namespace of libvirt's dnsmasq passthrough options.
 pub const DNSMASQ_XMLNS: &str = "http://libvirt.org/schemas/network/dnsmasq/1.0";
@@ -133,22 +133,6 @@ struct Network {
     ip: Vec<Ip>,
     #[serde(rename = "dnsmasq:options")]
     dnsmasq_options: DnsmasqOptions,
-}
-
-#[derive(Serialize)]
-struct Metadata {
-    #[serde(rename = "sno:run")]
-    run: RunElement,
-}
-
-#[derive(Serialize)]
-struct RunElement {
-    #[serde(rename = "@xmlns:sno")]
-    xmlns: &'static str,
-    #[serde(rename = "@id")]
-    id: String,
-    #[serde(rename = "@dir")]
-    dir: String,
 }
 
 #[derive(Serialize)]
@@ -298,13 +282,7 @@ impl Network {
         Network {
             xmlns_dnsmasq: DNSMASQ_XMLNS,
             name: n.name(),
-            metadata: Metadata {
-                run: RunElement {
-                    xmlns: RUN_XMLNS,
-                    id: n.run.run_id.clone(),
-                    dir: n.run.run_dir.display().to_string(),
-                },
-            },
+            metadata: Metadata::of(&n.run),
             forward: Forward { mode: "nat" },
             bridge: Bridge {
                 name: bridge_name(&n.run.run_id),
