@@ -5,8 +5,8 @@
 //! result.json saying why, and nothing of the run left: no QEMU, no disks, no live ISO copy, no
 //! sockets, no registration. None of them boots a VM further than QEMU's start-up.
 
-mod vm_processes;
-use vm_processes::qemu_processes_for;
+mod run_watch;
+use run_watch::qemu_processes_for;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

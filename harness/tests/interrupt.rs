@@ -1,8 +1,8 @@
 //! Ctrl-C during bootkube: the run ends within 10 s with verdict `error` and reason
 //! `interrupted`, keeps its evidence, and leaves no QEMU, socket or disk behind.
 
-mod vm_processes;
-use vm_processes::qemu_processes_for;
+mod run_watch;
+use run_watch::{qemu_processes_for, slow_smoke, wait_for_bootkube};
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -14,22 +14,7 @@ fn ctrl_c_during_bootkube_stops_the_run_cleanly() {
         .prefix("sno-interrupt-")
         .tempdir()
         .unwrap();
-    // The smoke scenario with the normal schedule: its bootkube stages take 2 s each, so the
-    // interrupt lands in bootkube for certain (the fast schedule's whole bootkube takes 4 s).
-    let smoke = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml"),
-    )
-    .unwrap();
-    assert!(
-        smoke.contains("schedule = \"fast\""),
-        "smoke.toml changed shape"
-    );
-    let scenario = out.path().join("smoke.toml");
-    std::fs::write(
-        &scenario,
-        smoke.replace("schedule = \"fast\"", "schedule = \"normal\""),
-    )
-    .unwrap();
+    let scenario = slow_smoke(out.path());
     let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
         .arg("run")
         .arg(&scenario)
@@ -41,34 +26,7 @@ fn ctrl_c_during_bootkube_stops_the_run_cleanly() {
     let dir = out.path().join("smoke");
     let events = dir.join("events.jsonl");
 
-    // Wait until the harness is in its bootkube phase: the live system was seen (which ends
-    // live-boot) and bootkube.sh has printed a line after that.
-    let start = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(&events).unwrap_or_default();
-        let live_seen = text
-            .lines()
-            .position(|l| l.contains("\"kind\":\"guest-status\"") && l.contains("\"live\":true"));
-        let bootkube_after = live_seen.is_some_and(|i| {
-            text.lines().skip(i).any(|l| {
-                l.contains("\"kind\":\"journal\"")
-                    && l.contains("bootkube.service")
-                    && l.contains("Rendering")
-            })
-        });
-        if bootkube_after {
-            break;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before bootkube started"
-        );
-        assert!(
-            start.elapsed() < Duration::from_secs(600),
-            "bootkube never started"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_for_bootkube(&mut child, &events);
     assert!(
         !qemu_processes_for(&dir).is_empty(),
         "QEMU runs during bootkube"

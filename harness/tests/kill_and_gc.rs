@@ -4,61 +4,13 @@
 //! backend: under QEMU the VM dies with the harness (parent-death signal), under libvirt with its
 //! connection (auto-destroy); gc collects the files.
 
-mod vm_processes;
-use vm_processes::qemu_processes_for;
+mod run_watch;
+use run_watch::{qemu_processes_for, slow_smoke, wait_for_bootkube};
 
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The smoke scenario with the normal schedule, so that bootkube lasts long enough to be
-/// interrupted for certain.
-fn slow_smoke(into: &Path) -> PathBuf {
-    let smoke = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml"),
-    )
-    .unwrap();
-    assert!(
-        smoke.contains("schedule = \"fast\""),
-        "smoke.toml changed shape"
-    );
-    let path = into.join("smoke.toml");
-    std::fs::write(
-        &path,
-        smoke.replace("schedule = \"fast\"", "schedule = \"normal\""),
-    )
-    .unwrap();
-    path
-}
-
-fn wait_for_bootkube(child: &mut Child, events: &Path) {
-    let start = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(events).unwrap_or_default();
-        let live_seen = text
-            .lines()
-            .position(|l| l.contains("\"kind\":\"guest-status\"") && l.contains("\"live\":true"));
-        if live_seen.is_some_and(|i| {
-            text.lines().skip(i).any(|l| {
-                l.contains("\"kind\":\"journal\"")
-                    && l.contains("bootkube.service")
-                    && l.contains("Rendering")
-            })
-        }) {
-            return;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before bootkube started"
-        );
-        assert!(
-            start.elapsed() < Duration::from_secs(600),
-            "bootkube never started"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
 
 /// The forwarded ports, from the harness's "VM started" line.
 fn forwarded_ports(stderr: &str) -> Vec<u16> {

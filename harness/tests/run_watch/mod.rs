@@ -1,0 +1,70 @@
+//! Shared by the tests that stop a run in the middle and check it left nothing behind. Each test
+//! binary uses a different subset, hence the allowance.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+/// QEMU processes whose command line names `dir` (a run's disks and sockets are in it).
+pub fn qemu_processes_for(dir: &Path) -> Vec<String> {
+    let needle = dir.display().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("qemu-system") && c.contains(&needle))
+        .collect()
+}
+
+/// The smoke scenario with the normal schedule, written into `into`: its bootkube stages take
+/// 2 s each, so a signal sent once bootkube has started lands in bootkube for certain (the
+/// fast schedule's whole bootkube takes 4 s).
+pub fn slow_smoke(into: &Path) -> PathBuf {
+    let smoke = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml"),
+    )
+    .unwrap();
+    assert!(
+        smoke.contains("schedule = \"fast\""),
+        "smoke.toml changed shape"
+    );
+    let path = into.join("smoke.toml");
+    std::fs::write(
+        &path,
+        smoke.replace("schedule = \"fast\"", "schedule = \"normal\""),
+    )
+    .unwrap();
+    path
+}
+
+/// Waits until the run is in its bootkube phase: the live system was seen (which ends
+/// live-boot) and bootkube.sh printed a line after that, in the run's events.
+pub fn wait_for_bootkube(child: &mut Child, events: &Path) {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(events).unwrap_or_default();
+        let live_seen = text
+            .lines()
+            .position(|l| l.contains("\"kind\":\"guest-status\"") && l.contains("\"live\":true"));
+        if live_seen.is_some_and(|i| {
+            text.lines().skip(i).any(|l| {
+                l.contains("\"kind\":\"journal\"")
+                    && l.contains("bootkube.service")
+                    && l.contains("Rendering")
+            })
+        }) {
+            return;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before bootkube started"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "bootkube never started"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
