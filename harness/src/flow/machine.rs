@@ -991,21 +991,13 @@ mod tests {
         through_bootkube(&mut m);
         feed(
             &mut m,
-            vec![
-                (
-                    32_000,
-                    journal("install-to-disk.service", "Install complete."),
-                ),
-                (
-                    38_000,
-                    Signal::Qmp {
-                        name: "RESET".into(),
-                        data: serde_json::json!({}),
-                    },
-                ),
-                (55_000, Signal::GuestStatus(guest("disk", false))),
-                (60_000, api(ApiCheck::Readyz, false, "readyz answered 503")),
-            ],
+            through_reboot_signals()
+                .into_iter()
+                .chain(vec![(
+                    60_000,
+                    api(ApiCheck::Readyz, false, "readyz answered 503"),
+                )])
+                .collect(),
         );
         assert!(m.tick(100_000).is_empty());
         let a = m.tick(155_001);
@@ -1072,31 +1064,22 @@ mod tests {
         failed.bootkube_state = "failed/exit-code".into();
         let a = feed(
             &mut m,
-            vec![
-                (
-                    32_000,
-                    journal("install-to-disk.service", "Install complete."),
-                ),
-                (
-                    38_000,
-                    Signal::Qmp {
-                        name: "RESET".into(),
-                        data: serde_json::json!({}),
-                    },
-                ),
-                (55_000, Signal::GuestStatus(guest("disk", false))),
-                (56_000, Signal::GuestStatus(failed)),
-                (57_000, api(ApiCheck::Readyz, true, "ok")),
-                (58_000, api(ApiCheck::BootstrapConfigmap, true, "complete")),
-                (
-                    58_500,
-                    api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True"),
-                ),
-                (59_000, api(ApiCheck::NodeReady, true, "Ready")),
-                (60_000, api(ApiCheck::ClusterVersion, true, "Available")),
-                (60_500, api(ApiCheck::InstallConfigApplied, true, "applied")),
-                (61_000, api(ApiCheck::ClusterOperators, true, "settled")),
-            ],
+            through_reboot_signals()
+                .into_iter()
+                .chain(vec![
+                    (56_000, Signal::GuestStatus(failed)),
+                    (57_000, api(ApiCheck::Readyz, true, "ok")),
+                    (58_000, api(ApiCheck::BootstrapConfigmap, true, "complete")),
+                    (
+                        58_500,
+                        api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True"),
+                    ),
+                    (59_000, api(ApiCheck::NodeReady, true, "Ready")),
+                    (60_000, api(ApiCheck::ClusterVersion, true, "Available")),
+                    (60_500, api(ApiCheck::InstallConfigApplied, true, "applied")),
+                    (61_000, api(ApiCheck::ClusterOperators, true, "settled")),
+                ])
+                .collect(),
         );
         let Some(Action::Finished(o)) = a.last() else {
             panic!("{a:?}")
@@ -1109,32 +1092,41 @@ mod tests {
         );
     }
 
+    /// The install finishes, the VM resets, the installed system answers.
+    fn through_reboot_signals() -> Vec<(u64, Signal)> {
+        vec![
+            (
+                32_000,
+                journal("install-to-disk.service", "Install complete."),
+            ),
+            (
+                38_000,
+                Signal::Qmp {
+                    name: "RESET".into(),
+                    data: serde_json::json!({}),
+                },
+            ),
+            (55_000, Signal::GuestStatus(guest("disk", false))),
+        ]
+    }
+
     /// Up to cluster-ready with every check but the install-config one passing.
     fn to_a_settled_cluster(m: &mut Machine) {
         through_bootkube(m);
         feed(
             m,
-            vec![
-                (
-                    32_000,
-                    journal("install-to-disk.service", "Install complete."),
-                ),
-                (
-                    38_000,
-                    Signal::Qmp {
-                        name: "RESET".into(),
-                        data: serde_json::json!({}),
-                    },
-                ),
-                (55_000, Signal::GuestStatus(guest("disk", false))),
-                (57_000, api(ApiCheck::Readyz, true, "ok")),
-                (58_000, api(ApiCheck::BootstrapConfigmap, true, "complete")),
-                (
-                    58_500,
-                    api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True"),
-                ),
-                (59_000, api(ApiCheck::NodeReady, true, "Ready")),
-            ],
+            through_reboot_signals()
+                .into_iter()
+                .chain(vec![
+                    (57_000, api(ApiCheck::Readyz, true, "ok")),
+                    (58_000, api(ApiCheck::BootstrapConfigmap, true, "complete")),
+                    (
+                        58_500,
+                        api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True"),
+                    ),
+                    (59_000, api(ApiCheck::NodeReady, true, "Ready")),
+                ])
+                .collect(),
         );
         assert_eq!(m.current(), Some(Phase::ClusterReady));
     }
