@@ -178,3 +178,105 @@ fn ctrl_c_during_the_fixture_build_stops_it_and_leaves_no_partial_build() {
         .unwrap_or_default();
     assert!(partial.is_empty(), "left in the cache: {partial:?}");
 }
+
+#[test]
+fn sigterm_during_a_matrix_stops_every_running_permutation() {
+    let out = tempfile::Builder::new()
+        .prefix("sno-interrupt-matrix-")
+        .tempdir()
+        .unwrap();
+    slow_smoke(out.path());
+    // Three permutations, two at once: when the signal comes two run and one waits its turn.
+    let matrix = out.path().join("three.toml");
+    std::fs::write(
+        &matrix,
+        "name = \"three\"\nbase = \"smoke.toml\"\nstrategy = \"full\"\n\n\
+         [[axis]]\nkey = \"disks.install.bus\"\nvalues = [\"virtio\", \"scsi\", \"nvme\"]\n",
+    )
+    .unwrap();
+    let runs = out.path().join("runs");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("matrix")
+        .arg(&matrix)
+        .args(["--jobs", "2", "--out"])
+        .arg(&runs)
+        .env("SNO_HARNESS_PROGRESS", "plain")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The matrix starts its permutations in order.
+    for running in ["virtio", "scsi"] {
+        wait_for_bootkube(&mut child, &runs.join(running).join("events.jsonl"));
+    }
+    assert!(
+        !runs.join("nvme").join("events.jsonl").exists(),
+        "the third permutation waits while two run"
+    );
+    for running in ["virtio", "scsi"] {
+        assert!(
+            !qemu_processes_for(&runs.join(running)).is_empty(),
+            "{running} has its VM"
+        );
+    }
+
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let signalled = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            signalled.elapsed() < Duration::from_secs(10),
+            "the matrix did not stop within 10 s of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    eprintln!(
+        "matrix stopped {:.1} s after SIGTERM",
+        signalled.elapsed().as_secs_f64()
+    );
+    assert_eq!(
+        status.code(),
+        Some(4),
+        "an interrupted matrix is a harness error"
+    );
+
+    let result = |id: &str| -> serde_json::Value {
+        let path = runs.join(id).join("result.json");
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    };
+    for running in ["virtio", "scsi"] {
+        let r = result(running);
+        assert_eq!(r["verdict"], "error", "{running}");
+        assert_eq!(r["reason"], "interrupted", "{running}");
+        let dir = runs.join(running);
+        for kept in ["events.jsonl", "serial.log", "junit.xml"] {
+            assert!(dir.join(kept).is_file(), "{running}: {kept} is kept");
+        }
+        assert!(
+            qemu_processes_for(&dir).is_empty(),
+            "{running}: QEMU outlived the matrix"
+        );
+        for gone in ["disks", "live.iso", "serial.sock", "qmp.sock"] {
+            assert!(
+                !dir.join(gone).exists(),
+                "{running}: {gone} was left behind"
+            );
+        }
+    }
+    let queued = result("nvme");
+    assert_eq!(queued["verdict"], "error");
+    assert_eq!(queued["reason"], "interrupted before it started");
+    // The matrix's own reports are written for what ran.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(runs.join("summary.json")).unwrap()).unwrap();
+    let text = summary.to_string();
+    for id in ["virtio", "scsi", "nvme"] {
+        assert!(
+            text.contains(&format!("\"{id}\"")),
+            "summary.json names {id}"
+        );
+    }
+    assert!(runs.join("junit.xml").is_file());
+}
