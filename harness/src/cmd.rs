@@ -88,6 +88,10 @@ pub fn run(path: &Path, flags: RunFlags) -> i32 {
         eprintln!("sno-harness: {why}");
         return exit::BAD_INPUT;
     }
+    if let Err(e) = sno_harness::run::preflight::check(&[&s], &flags.backend()) {
+        eprintln!("sno-harness: {e}");
+        return exit::HOST_NOT_READY;
+    }
     let out = out_dir(out.clone());
     let dir = out.join(&s.name);
     if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -242,6 +246,11 @@ pub fn matrix(a: &MatrixArgs) -> i32 {
             a.path.display()
         );
         return exit::BAD_INPUT;
+    }
+    let needs: Vec<&scenario::Scenario> = perms.iter().map(|p| &p.scenario).collect();
+    if let Err(e) = sno_harness::run::preflight::check(&needs, &a.flags.backend()) {
+        eprintln!("sno-harness: {e}");
+        return exit::HOST_NOT_READY;
     }
     let out = out_dir(a.flags.out.clone());
     if let Err(e) = std::fs::create_dir_all(&out) {

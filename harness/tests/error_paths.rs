@@ -2,7 +2,8 @@
 //! installer, an ISO that is missing or not the one the stream metadata names, a full run
 //! directory, no QEMU, a forwarded port taken, an unreadable kubeconfig. Each must end with a
 //! message that says what went wrong and what to do, the exit code of the CLI contract, a
-//! result.json saying why, and nothing of the run left: no QEMU, no disks, no live ISO copy, no
+//! result.json saying why (none when the host is not ready: that is found before anything is
+//! created), and nothing of the run left: no QEMU, no disks, no live ISO copy, no
 //! sockets, no registration. None of them boots a VM further than QEMU's start-up.
 
 mod run_watch;
@@ -461,7 +462,8 @@ fn a_full_run_directory_is_a_harness_error_naming_the_directory() {
 }
 
 /// Case 4: no QEMU on PATH, everything else the run executes there (coreos-installer,
-/// qemu-img; the fixture's installer is named by its path).
+/// qemu-img; the fixture's installer is named by its path). The host is not ready: exit 3
+/// before anything is created, saying what to install.
 #[test]
 fn a_missing_qemu_says_how_to_install_it() {
     fixture_ready();
@@ -476,19 +478,34 @@ fn a_missing_qemu_says_how_to_install_it() {
             .unwrap_or_else(|| panic!("{tool} is not on PATH"));
         std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
     }
-    let ran = run(&smoke(), &out, &state, |c| {
-        c.env("PATH", &bin);
-    });
-    // An error of the host, and reported as 4: the CLI maps every `error` verdict to 4 (see
-    // the report: 3 would be the contract's "host not ready").
-    ran.assert_error(HARNESS_ERROR);
-    ran.assert_says(&[
-        "starting qemu-system-x86_64: No such file or directory",
-        "QEMU is not installed",
-        "apt-get install qemu-system-x86",
-        "sno-harness doctor",
-    ]);
-    assert_nothing_left(&ran, &state);
+    for args in [&["run"][..], &["matrix"][..]] {
+        let file = if args[0] == "run" {
+            smoke()
+        } else {
+            repo_file("scenarios/disks.toml")
+        };
+        let output = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+            .args(args)
+            .arg(&file)
+            .arg("--out")
+            .arg(&out)
+            .env("SNO_HARNESS_STATE_DIR", &state)
+            .env("PATH", &bin)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(3), "{args:?}: {stderr}");
+        for said in [
+            "the host is not ready",
+            "qemu-system-x86_64 is not on PATH",
+            "apt-get install qemu-system-x86",
+            "sno-harness doctor",
+        ] {
+            assert!(stderr.contains(said), "{args:?}: {said:?} not in {stderr}");
+        }
+        assert!(!out.exists(), "{args:?}: the run created {}", out.display());
+        assert!(!state.join("runs").exists(), "{args:?}: registered a run");
+    }
 }
 
 /// Case 5: the host port the SSH forward needs is taken when QEMU binds it. Another process

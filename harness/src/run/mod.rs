@@ -6,6 +6,7 @@ mod api_poller;
 pub mod board;
 pub mod matrix;
 mod outcome;
+pub mod preflight;
 pub mod progress;
 pub mod registry;
 
