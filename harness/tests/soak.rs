@@ -4,7 +4,8 @@
 //! runs, no forwarded port still bound, no file outside the run directories that was not there
 //! before. Run it with
 //!     cargo nextest run -p sno-harness --test soak --run-ignored only --no-capture
-//! `SNO_SOAK_ROUNDS` (default 20) and `SNO_SOAK_BACKEND` (`qemu` or `libvirt`) change it.
+//! `SNO_SOAK_ROUNDS` (default 20) and `SNO_SOAK_BACKEND` (`qemu`, `libvirt`, or `both`:
+//! alternating pairs of rounds) change it.
 
 use std::collections::BTreeSet;
 use std::net::TcpStream;
@@ -91,7 +92,9 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
-    let backend = std::env::var("SNO_SOAK_BACKEND").unwrap_or_else(|_| "qemu".into());
+    // `both`: rounds 0-1 on QEMU, 2-3 on libvirt, and so on, so each backend has killed and
+    // unkilled rounds.
+    let backends = std::env::var("SNO_SOAK_BACKEND").unwrap_or_else(|_| "qemu".into());
     let seed: u64 = std::env::var("SNO_SOAK_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -113,10 +116,15 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
     for round in 0..rounds {
         let dir = out.path().join(format!("round-{round:02}"));
         let stderr_path = out.path().join(format!("round-{round:02}.stderr"));
+        let backend = match backends.as_str() {
+            "both" if round / 2 % 2 == 0 => "qemu",
+            "both" => "libvirt",
+            one => one,
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
             .arg("run")
             .arg(&smoke)
-            .args(["--backend", &backend, "--out"])
+            .args(["--backend", backend, "--out"])
             .arg(&dir)
             .env("SNO_HARNESS_STATE_DIR", state.path())
             .env("SNO_HARNESS_PROGRESS", "plain")
@@ -125,7 +133,9 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
             .stderr(std::fs::File::create(&stderr_path).unwrap())
             .spawn()
             .unwrap();
-        let kill_at = (round % 2 == 1).then(|| Duration::from_millis(2_000 + rng.next() % 110_000));
+        // A smoke run takes about 105 s here: the kill lands anywhere from QEMU's start to the
+        // cluster checks.
+        let kill_at = (round % 2 == 1).then(|| Duration::from_millis(2_000 + rng.next() % 95_000));
         let started = Instant::now();
         let status = loop {
             if let Some(s) = child.try_wait().unwrap() {
@@ -199,7 +209,7 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
             serde_json::from_str(&std::fs::read_to_string(run.join("result.json")).unwrap())
                 .unwrap();
         eprintln!(
-            "round {round:2}: {} ({}{})",
+            "round {round:2} on {backend}: {} ({}{})",
             result["verdict"].as_str().unwrap_or("?"),
             match (kill_at, was_killed) {
                 (Some(k), true) => format!("killed at {:.0} s, ", k.as_secs_f64()),
