@@ -69,6 +69,9 @@ install -D -m 0755 "$MINISNO_APISERVER_BIN" "$root/usr/lib/minisno/minisno-apise
 install -D -m 0755 "$COREOS_INSTALLER_BIN" "$root/usr/bin/coreos-installer"
 mkdir -p "$root/etc/NetworkManager/system-connections"
 echo minisno > "$root/etc/hostname"
+# mmdebstrap leaves the build host's resolv.conf behind; the fixture resolves nothing over
+# DNS (its names are in /etc/hosts), and the build host's resolver is no business of a guest.
+printf '# minisno: no DNS (names are in /etc/hosts)\n' > "$root/etc/resolv.conf"
 printf 'minisno %s (a test fixture for sno-harness; not RHCOS)\n' "$MINISNO_SUITE" > "$root/etc/minisno-release"
 chroot "$root" useradd --create-home --uid 1000 --user-group --groups sudo --shell /bin/bash core
 chroot "$root" usermod -p '*' core
