@@ -88,6 +88,10 @@ pub fn run(path: &Path, flags: RunFlags) -> i32 {
         eprintln!("sno-harness: {why}");
         return exit::BAD_INPUT;
     }
+    if let Err(e) = sno_harness::run::preflight::backend_fits(&[&s], &flags.backend()) {
+        eprintln!("sno-harness: {e}");
+        return exit::BAD_INPUT;
+    }
     if let Err(e) = sno_harness::run::preflight::check(&[&s], &flags.backend()) {
         eprintln!("sno-harness: {e}");
         return exit::HOST_NOT_READY;
@@ -248,6 +252,10 @@ pub fn matrix(a: &MatrixArgs) -> i32 {
         return exit::BAD_INPUT;
     }
     let needs: Vec<&scenario::Scenario> = perms.iter().map(|p| &p.scenario).collect();
+    if let Err(e) = sno_harness::run::preflight::backend_fits(&needs, &a.flags.backend()) {
+        eprintln!("sno-harness: {e}");
+        return exit::BAD_INPUT;
+    }
     if let Err(e) = sno_harness::run::preflight::check(&needs, &a.flags.backend()) {
         eprintln!("sno-harness: {e}");
         return exit::HOST_NOT_READY;
@@ -455,12 +463,13 @@ pub fn plan(path: &Path, json: bool, backend: &str) -> i32 {
     // A real cluster on libvirt gets a NAT network of its own (the node on a virtual LAN, its
     // names in the network's DNS); the fixture uses loopback forwards instead.
     let network_xml =
-        (backend == "libvirt" && s.profile == scenario::Profile::Openshift).then(|| {
+        (backend == "libvirt" && s.vm.network == scenario::GuestNetwork::Nat).then(|| {
             sno_harness::vm::libvirt::network::from_machine_network(
                 &s.install.machine_network,
                 &s.install.cluster,
                 &s.install.base_domain,
                 sno_harness::vm::libvirt::RunMeta::for_this_process(s.name.clone(), "RUN".into()),
+                sno_harness::run::vm_name(&s.name, 40022),
             )
             .map(|n| sno_harness::vm::libvirt::nat_network_xml(&n))
         });

@@ -5,8 +5,9 @@
 //! process is gone marks a run to collect. For each: the VM (a QEMU process still holding the run
 //! directory, a libvirt domain still carrying the run's id), the disks, the copy of the live ISO,
 //! the sockets; the run directory keeps its logs and gets a `result.json` saying what happened
-//! if it has none. Then every libvirt domain with the harness's metadata whose run is not alive
-//! is destroyed too, so objects of runs that never registered (or whose registry was lost) go.
+//! if it has none. Then every libvirt domain and NAT network with the harness's metadata whose
+//! run is not alive is destroyed too, so objects of runs that never registered (or whose
+//! registry was lost) go.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -168,6 +169,79 @@ fn collect_domains(
     }
 }
 
+/// Destroys the harness's NAT networks on `uri` (they carry the same `<sno:run>` element as
+/// the domains, and the domain's name) whose run is not in `alive`; `only` limits it to one
+/// name. Transient networks outlive the connection that made them, so a killed run's network
+/// stays until this.
+fn collect_networks(
+    uri: &str,
+    only: Option<&str>,
+    alive: &BTreeSet<String>,
+    dry_run: bool,
+    out: &mut Collected,
+) {
+    let conn = match crate::vm::libvirt::runtime::connect(uri) {
+        Ok(c) => c,
+        Err(e) => {
+            out.errors.push(format!("libvirt {uri}: {e}"));
+            return;
+        }
+    };
+    let networks = match conn.list_all_networks(0) {
+        Ok(n) => n,
+        Err(e) => {
+            out.errors
+                .push(format!("libvirt {uri}: listing networks: {e}"));
+            return;
+        }
+    };
+    for net in networks {
+        let Ok(name) = net.name() else { continue };
+        if only.is_some_and(|o| o != name) || !name.starts_with("sno-") {
+            continue;
+        }
+        // libvirt 9.0 has no virNetworkGetMetadata: the element is read from the XML.
+        let Ok(xml) = net.xml_desc(0) else { continue };
+        let Some(run) = run_element(&xml) else {
+            continue; // not the harness's
+        };
+        let Some(id) = attr_of(run, "id") else {
+            continue;
+        };
+        if alive.contains(&name) || owner_alive(run) {
+            continue;
+        }
+        let what = format!("libvirt {uri}: destroy network {name} (run {id})");
+        if dry_run {
+            out.actions.push(what);
+            continue;
+        }
+        let mut ok = true;
+        if net.is_active().unwrap_or(false) {
+            if let Err(e) = net.destroy() {
+                ok = false;
+                out.errors.push(format!("{what}: {e}"));
+            }
+        }
+        if net.is_persistent().unwrap_or(false) {
+            if let Err(e) = net.undefine() {
+                ok = false;
+                out.errors.push(format!("{what}: undefine: {e}"));
+            }
+        }
+        if ok {
+            out.actions.push(what);
+        }
+    }
+}
+
+/// The `<sno:run .../>` element of an object's XML (libvirt keeps the prefix it was given).
+fn run_element(xml: &str) -> Option<&str> {
+    let start = xml.find("<sno:run ")?;
+    let end = xml[start..].find('>')? + start;
+    Some(&xml[start..=end])
+}
+
 /// Collects one dead run.
 fn collect_run(e: &Entry, dry_run: bool, out: &mut Collected) {
     for pid in qemu_processes_of(&e.dir) {
@@ -184,6 +258,8 @@ fn collect_run(e: &Entry, dry_run: bool, out: &mut Collected) {
     }
     if let (Some(uri), Some(domain)) = (&e.uri, &e.domain) {
         collect_domains(uri, Some(domain), &BTreeSet::new(), dry_run, out);
+        // A run's NAT network has its domain's name.
+        collect_networks(uri, Some(domain), &BTreeSet::new(), dry_run, out);
     }
     if !e.keep {
         for f in disposable_files(&e.dir) {
@@ -246,6 +322,7 @@ pub fn collect(registry_dir: &Path, uris: &[String], dry_run: bool) -> Collected
     }
     for uri in uris {
         collect_domains(uri, None, &alive_domains, dry_run, &mut out);
+        collect_networks(uri, None, &alive_domains, dry_run, &mut out);
     }
     out
 }

@@ -41,6 +41,7 @@ fn spec(dir: &Path) -> VmSpec {
         serial_socket: dir.join("serial.sock"),
         qmp_socket: Some(dir.join("qmp.sock")),
         forwards: vec![],
+        nic: Default::default(),
     }
 }
 

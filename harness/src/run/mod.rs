@@ -28,11 +28,12 @@ use crate::guest::follow::Followers;
 use crate::guest::ssh::{SshKeyPair, SshTarget};
 use crate::health::ApiEndpoint;
 use crate::report::result::RunResult;
-use crate::scenario::{BootOrder, Profile, Scenario};
+use crate::scenario::{BootOrder, GuestNetwork, Profile, Scenario};
 use crate::vm::accel::{self, Accel};
-use crate::vm::libvirt::RunMeta;
+use crate::vm::libvirt::network::{bridge_name, from_machine_network};
+use crate::vm::libvirt::{nat_network_xml, RunMeta};
 use crate::vm::running::{Backend, RunningVm};
-use crate::vm::{disk, CdromSpec, DiskSpec, Firmware, PortForward, VmSpec, OVMF_VARS};
+use crate::vm::{disk, CdromSpec, DiskSpec, Firmware, Nic, PortForward, VmSpec, OVMF_VARS};
 
 pub use outcome::build_result;
 
@@ -203,6 +204,7 @@ pub fn vm_spec(
                 guest_port: 6443,
             },
         ],
+        nic: Nic::User,
     }
 }
 
@@ -536,13 +538,46 @@ async fn drive(
         opts.id.clone(),
         std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
     );
-    let (mut vm, console) = match RunningVm::start(&opts.backend, &spec, &meta, dir, &tx).await {
-        Ok(x) => x,
-        Err(e) => {
-            machine.error(now(), e);
-            return machine;
-        }
+    // `network = "nat"`: the run's own libvirt network, named like the domain (unique while
+    // the run lives); the harness then reaches the node at its reserved address.
+    let network = match s.vm.network {
+        GuestNetwork::User => None,
+        GuestNetwork::Nat => match from_machine_network(
+            &s.install.machine_network,
+            &s.install.cluster,
+            &s.install.base_domain,
+            meta.clone(),
+            spec.name.clone(),
+        ) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                machine.error(now(), format!("vm.network = \"nat\": {e}"));
+                return machine;
+            }
+        },
     };
+    if let Some(n) = &network {
+        spec.nic = Nic::LibvirtNetwork {
+            network: n.name.clone(),
+        };
+        let _ = fs::write(dir.join("network.xml"), nat_network_xml(n));
+        artifacts.insert("network".into(), "network.xml".into());
+    }
+    let (ssh_addr, api_addr): (std::net::SocketAddr, std::net::SocketAddr) = match &network {
+        Some(n) => ((n.node.ipv4, 22).into(), (n.node.ipv4, 6443).into()),
+        None => (
+            ([127, 0, 0, 1], ssh_port).into(),
+            ([127, 0, 0, 1], api_port).into(),
+        ),
+    };
+    let (mut vm, console) =
+        match RunningVm::start(&opts.backend, &spec, network.as_ref(), &meta, dir, &tx).await {
+            Ok(x) => x,
+            Err(e) => {
+                machine.error(now(), e);
+                return machine;
+            }
+        };
     let _ = fs::write(dir.join("vm.txt"), vm.describe() + "\n");
     artifacts.insert("vm".into(), "vm.txt".into());
     artifacts.insert("serial".into(), "serial.log".into());
@@ -558,8 +593,12 @@ async fn drive(
         },
     ));
     ui.line(&format!(
-        "VM started ({}): SSH on 127.0.0.1:{ssh_port}, API on 127.0.0.1:{api_port}",
-        opts.backend.name()
+        "VM started ({}): SSH on {ssh_addr}, API on {api_addr}{}",
+        opts.backend.name(),
+        network
+            .as_ref()
+            .map(|n| format!(" (network {}, bridge {})", n.name, bridge_name(&n.name)))
+            .unwrap_or_default()
     ));
     {
         let tx = tx.clone();
@@ -592,7 +631,7 @@ async fn drive(
     });
 
     let target = SshTarget {
-        addr: ([127, 0, 0, 1], ssh_port).into(),
+        addr: ssh_addr,
         user: "core".into(),
         key: key.clone(),
     };
@@ -600,7 +639,7 @@ async fn drive(
     let mut api_task: Option<tokio::task::JoinHandle<()>> = None;
     let endpoint = ApiEndpoint {
         kubeconfig: assets.kubeconfig.clone(),
-        server: Some(format!("https://127.0.0.1:{api_port}")),
+        server: Some(format!("https://{api_addr}")),
     };
 
     let mut tick = tokio::time::interval(Duration::from_secs(1));

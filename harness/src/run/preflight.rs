@@ -3,7 +3,7 @@
 //! CLI contract), said with what to install, and nothing is created. A tool that goes missing
 //! after this check still fails the run itself, as a harness error with the same advice.
 
-use crate::scenario::Scenario;
+use crate::scenario::{GuestNetwork, Scenario};
 use crate::vm::qemu::QEMU_BINARY;
 use crate::vm::running::Backend;
 use crate::vm::{Firmware, OVMF_CODE, OVMF_VARS};
@@ -14,6 +14,18 @@ use std::path::Path;
 #[error("the host is not ready: {}; `sno-harness doctor` checks the whole host", .missing.join("; "))]
 pub struct HostNotReady {
     pub missing: Vec<String>,
+}
+
+/// A scenario the backend cannot run as written (bad input, exit 2): `vm.network = "nat"`
+/// is a libvirt network.
+pub fn backend_fits(scenarios: &[&Scenario], backend: &Backend) -> Result<(), String> {
+    match (backend, scenarios.iter().find(|s| s.vm.network == GuestNetwork::Nat)) {
+        (Backend::Qemu, Some(s)) => Err(format!(
+            "{}: vm.network = \"nat\" is a libvirt network of the run's own: run it with --backend libvirt (the QEMU backend has user-mode networking only)",
+            s.path.display()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Checks what `scenarios` need on `backend`. Programs are looked up on PATH, as the run will.
@@ -105,6 +117,23 @@ mod tests {
             assert!(text.contains(said), "{said:?} not in {text}");
         }
         assert_eq!(e.missing.len(), 3);
+    }
+
+    #[test]
+    fn a_nat_network_is_for_the_libvirt_backend_only() {
+        let user = smoke();
+        let mut nat = smoke();
+        nat.vm.network = GuestNetwork::Nat;
+        assert!(backend_fits(&[&user], &Backend::Qemu).is_ok());
+        let e = backend_fits(&[&user, &nat], &Backend::Qemu).unwrap_err();
+        assert!(
+            e.contains("smoke.toml") && e.contains("--backend libvirt"),
+            "{e}"
+        );
+        let libvirt = Backend::Libvirt {
+            uri: "qemu:///system".into(),
+        };
+        assert!(backend_fits(&[&user, &nat], &libvirt).is_ok());
     }
 
     #[test]

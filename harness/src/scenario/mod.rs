@@ -7,7 +7,8 @@ mod parse;
 pub mod units;
 
 pub use model::{
-    BootOrder, Disk, Profile, Scenario, DEFAULT_DISK_WRITE_STALL, DISK_WRITE_STALL_KEY,
+    BootOrder, Disk, GuestNetwork, Profile, Scenario, DEFAULT_DISK_WRITE_STALL,
+    DISK_WRITE_STALL_KEY,
 };
 pub use parse::{load, parse_str, ScenarioError};
 pub(crate) use parse::{shorten_long_words, MAX_NAME_LEN};

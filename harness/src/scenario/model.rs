@@ -41,6 +41,21 @@ pub enum BootOrder {
     CdromFirst,
 }
 
+/// How the guest is networked (`[vm] network`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuestNetwork {
+    /// QEMU's user-mode network: the guest is reached only through loopback port forwards.
+    /// Works on every backend and host.
+    #[default]
+    User,
+    /// A libvirt NAT network of the run's own (`--backend libvirt` only), laid out in the
+    /// install-config's machine network: the node gets its reserved address by DHCP and the
+    /// network's DNS answers the cluster's names, as on a real LAN. Created with the domain
+    /// and removed with it; `gc` removes the network of a killed run.
+    Nat,
+}
+
 // ---- the file, as written ----------------------------------------------------------------
 
 /// Deserializes a word from a fixed vocabulary (an enum of unit variants). serde's own error
@@ -203,6 +218,8 @@ pub struct VmSection {
     pub accel: AccelChoice,
     #[serde(default, deserialize_with = "choice")]
     pub boot_order: BootOrder,
+    #[serde(default = "default_network", deserialize_with = "spanned_choice")]
+    pub network: Spanned<GuestNetwork>,
 }
 
 fn default_vcpus() -> Spanned<u32> {
@@ -214,6 +231,9 @@ fn default_memory() -> Spanned<String> {
 fn default_firmware() -> Spanned<Firmware> {
     Spanned::new(0..0, Firmware::Bios)
 }
+fn default_network() -> Spanned<GuestNetwork> {
+    Spanned::new(0..0, GuestNetwork::User)
+}
 
 impl Default for VmSection {
     fn default() -> Self {
@@ -223,6 +243,7 @@ impl Default for VmSection {
             firmware: default_firmware(),
             accel: AccelChoice::Auto,
             boot_order: BootOrder::DiskFirst,
+            network: default_network(),
         }
     }
 }
@@ -500,6 +521,7 @@ pub struct VmConfig {
     pub firmware: Firmware,
     pub accel: AccelChoice,
     pub boot_order: BootOrder,
+    pub network: GuestNetwork,
 }
 
 #[derive(Debug, Clone, Serialize)]

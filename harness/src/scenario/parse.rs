@@ -446,6 +446,25 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
         }
     }
 
+    if *f.vm.network.get_ref() == GuestNetwork::Nat {
+        // The network's layout comes from the machine network: refuse one it cannot use now,
+        // not when the run creates the network.
+        let probe =
+            crate::vm::libvirt::RunMeta::for_this_process(String::new(), Default::default());
+        if let Err(why) = crate::vm::libvirt::network::from_machine_network(
+            &inst.machine_network,
+            &inst.cluster,
+            &inst.base_domain,
+            probe,
+            "probe".into(),
+        ) {
+            return Err(cx.at(
+                &f.vm.network,
+                format!("vm.network = \"nat\": {why} (set install.machine_network, e.g. [\"192.168.126.0/24\"])"),
+            ));
+        }
+    }
+
     let mut badness_allow = Vec::new();
     for pattern in &f.badness.allow {
         if let Err(e) =
@@ -497,6 +516,7 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
             firmware,
             accel: f.vm.accel,
             boot_order: f.vm.boot_order,
+            network: *f.vm.network.get_ref(),
         },
         disks,
         install: InstallSpec {
@@ -645,6 +665,32 @@ bootkube = "5m"
         let e = err(&SMOKE.replace("[vm]", "[vm]\ncolour = \"red\""));
         assert_eq!(e.line, Some(6), "{e}");
         assert!(e.to_string().starts_with("s.toml:6:"), "{e}");
+    }
+
+    #[test]
+    fn a_nat_network_needs_a_machine_network_it_can_lay_out() {
+        let s = parse(SMOKE).unwrap();
+        assert_eq!(s.vm.network, GuestNetwork::User, "user-mode by default");
+        let nat = SMOKE.replace("[vm]", "[vm]\nnetwork = \"nat\"");
+        assert_eq!(parse(&nat).unwrap().vm.network, GuestNetwork::Nat);
+
+        let narrow = nat.replace(
+            "[install]",
+            "[install]\nmachine_network = [\"192.168.126.0/25\"]",
+        );
+        let e = err(&narrow);
+        assert_eq!(e.line, Some(6), "the network line: {e}");
+        assert!(e.message.contains("/24 or wider"), "{e}");
+        assert!(e.message.contains("install.machine_network"), "{e}");
+        let v6 = nat.replace("[install]", "[install]\nmachine_network = [\"fd00::/64\"]");
+        assert!(err(&v6).message.contains("needs an IPv4"));
+
+        let e = err(&SMOKE.replace("[vm]", "[vm]\nnetwork = \"bridge\""));
+        assert_eq!(e.line, Some(6), "{e}");
+        assert!(
+            e.message.contains("user") && e.message.contains("nat"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -116,6 +116,21 @@ pub struct VmSpec {
     #[serde(default)]
     pub qmp_socket: Option<PathBuf>,
     pub forwards: Vec<PortForward>,
+    #[serde(default)]
+    pub nic: Nic,
+}
+
+/// The guest's network card.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Nic {
+    /// QEMU's user-mode network; the harness reaches the guest through `forwards` on
+    /// 127.0.0.1.
+    #[default]
+    User,
+    /// A port on the libvirt network `network` (libvirt backend only), with the MAC the
+    /// network reserves the node's address for; `forwards` are not used.
+    LibvirtNetwork { network: String },
 }
 
 /// Paths of the OVMF firmware shipped by Debian's `ovmf` package.

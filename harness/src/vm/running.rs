@@ -6,10 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::libvirt::{LibvirtVm, RunMeta};
+use super::libvirt::{LibvirtVm, NatNetwork, RunMeta};
 use super::qemu::qmp::Qmp;
 use super::qemu::QemuProcess;
-use super::VmSpec;
+use super::{Nic, VmSpec};
 use crate::flow::event::{Signal, Source};
 use crate::guest::console::Console;
 use crate::guest::follow::SignalTx;
@@ -48,12 +48,16 @@ impl RunningVm {
     pub async fn start(
         backend: &Backend,
         spec: &VmSpec,
+        network: Option<&NatNetwork>,
         meta: &RunMeta,
         dir: &Path,
         tx: &SignalTx,
     ) -> Result<(RunningVm, Console), String> {
         match backend {
             Backend::Qemu => {
+                if spec.nic != Nic::User || network.is_some() {
+                    return Err("the QEMU backend has only user-mode networking; a libvirt network needs --backend libvirt".into());
+                }
                 let (mut process, console) =
                     QemuProcess::start(spec, dir).map_err(|e| e.to_string())?;
                 let qmp_path = spec
@@ -89,7 +93,7 @@ impl RunningVm {
                 }
             }
             Backend::Libvirt { uri } => {
-                let (vm, console) = LibvirtVm::start(uri, spec, meta, dir, tx)
+                let (vm, console) = LibvirtVm::start(uri, spec, network, meta, dir, tx)
                     .map_err(|e| format!("libvirt ({uri}): {e}"))?;
                 Ok((
                     RunningVm::Libvirt(Arc::new(std::sync::Mutex::new(vm))),

@@ -36,7 +36,7 @@ use serde::Serialize;
 
 use crate::vm::qemu::argv::plan::{self, DiskPlace};
 use crate::vm::qemu::argv::TCG_TB_SIZE_MIB;
-use crate::vm::{Accel, Bus, DiskSpec, Firmware, VmSpec, OVMF_CODE, OVMF_VARS};
+use crate::vm::{Accel, Bus, DiskSpec, Firmware, Nic, VmSpec, OVMF_CODE, OVMF_VARS};
 
 /// Namespace of the harness's own metadata element, `<sno:run id=... dir=.../>`. `gc` asks
 /// libvirt for the metadata under this URI (`virDomainGetMetadata`) on every domain: the ones
@@ -301,6 +301,40 @@ struct Devices {
     rng: Rng,
     panic: Panic,
     memballoon: Memballoon,
+    /// Only for `Nic::LibvirtNetwork`; the user-mode NIC goes through the passthrough.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interface: Option<Interface>,
+}
+
+/// `<interface type='network'>`: a virtio NIC on a libvirt network, at the slot and with the
+/// MAC the user-mode NIC has, so the guest sees the same card either way.
+#[derive(Serialize)]
+struct Interface {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    mac: MacAddress,
+    source: NetworkSource,
+    model: NicModel,
+    alias: Alias,
+    address: Address,
+}
+
+#[derive(Serialize)]
+struct MacAddress {
+    #[serde(rename = "@address")]
+    address: &'static str,
+}
+
+#[derive(Serialize)]
+struct NetworkSource {
+    #[serde(rename = "@network")]
+    network: String,
+}
+
+#[derive(Serialize)]
+struct NicModel {
+    #[serde(rename = "@type")]
+    kind: &'static str,
 }
 
 #[derive(Serialize)]
@@ -687,6 +721,11 @@ impl Domain {
             }),
         };
 
+        // The user-mode NIC (and its loopback forwards) only exists as passthrough.
+        if spec.nic == Nic::User {
+            passthrough.extend(net_args(spec));
+        }
+
         let serial_source = || CharSource {
             mode: "bind",
             path: spec.serial_socket.display().to_string(),
@@ -694,7 +733,7 @@ impl Domain {
 
         Domain {
             kind,
-            xmlns_qemu: Some(QEMU_XMLNS),
+            xmlns_qemu: (!passthrough.is_empty()).then_some(QEMU_XMLNS),
             name: spec.name.clone(),
             metadata: Metadata::of(meta),
             memory: Memory {
@@ -745,10 +784,24 @@ impl Domain {
                 },
                 panic: Panic { model: "isa" },
                 memballoon: Memballoon { model: "none" },
+                interface: match &spec.nic {
+                    Nic::User => None,
+                    Nic::LibvirtNetwork { network } => Some(Interface {
+                        kind: "network",
+                        mac: MacAddress { address: GUEST_MAC },
+                        source: NetworkSource {
+                            network: network.clone(),
+                        },
+                        model: NicModel { kind: "virtio" },
+                        alias: Alias {
+                            name: "ua-net0".into(),
+                        },
+                        address: Address::pci(plan::NET_SLOT, 0),
+                    }),
+                },
             },
-            qemu_commandline: Some(QemuCommandline {
-                args: passthrough.into_iter().chain(net_args(spec)).collect(),
-            }),
+            qemu_commandline: (!passthrough.is_empty())
+                .then_some(QemuCommandline { args: passthrough }),
         }
     }
 }

@@ -27,6 +27,9 @@ pub const BRIDGE_PREFIX: &str = "sno";
 /// What the network needs to know about the run, the cluster and the node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NatNetwork {
+    /// The libvirt name: `sno-` and what makes it unique on the host while the run lives (the
+    /// domain's name does the same).
+    pub name: String,
     pub run: RunMeta,
     /// `metadata.name` of the install-config.
     pub cluster_name: String,
@@ -68,11 +71,6 @@ pub struct NodeReservation {
 }
 
 impl NatNetwork {
-    /// `sno-RUN_ID`: the libvirt name of the network.
-    pub fn name(&self) -> String {
-        format!("sno-{}", self.run.run_id)
-    }
-
     /// `CLUSTER.DOMAIN`.
     pub fn cluster_domain(&self) -> String {
         format!("{}.{}", self.cluster_name, self.base_domain)
@@ -92,11 +90,11 @@ impl NatNetwork {
     }
 }
 
-/// The bridge of run `run_id`: `sno` and the first 12 hex digits of the id's SHA-256, 15
-/// characters. A prefix of the id would not do: ids of parallel runs can share their start
-/// (a date), and two networks cannot have the same bridge.
-pub fn bridge_name(run_id: &str) -> String {
-    let hash = hex::encode(Sha256::digest(run_id.as_bytes()));
+/// The bridge of network `network`: `sno` and the first 12 hex digits of the name's SHA-256,
+/// 15 characters. A prefix of the name would not do: names of parallel runs can share their
+/// start (a date), and two networks cannot have the same bridge.
+pub fn bridge_name(network: &str) -> String {
+    let hash = hex::encode(Sha256::digest(network.as_bytes()));
     let name = format!(
         "{BRIDGE_PREFIX}{}",
         &hash[..MAX_BRIDGE_NAME - BRIDGE_PREFIX.len()]
@@ -162,6 +160,11 @@ struct DnsDomain {
 
 #[derive(Serialize)]
 struct Dns {
+    /// `no`: names without a dot are answered here or not at all, never forwarded. The node
+    /// looks its own host name up (sudo does), and when the host's upstream resolver cannot be
+    /// reached, a forwarded plain name hangs until the client gives up.
+    #[serde(rename = "@forwardPlainNames")]
+    forward_plain_names: &'static str,
     host: Vec<DnsHost>,
 }
 
@@ -281,11 +284,11 @@ impl Network {
         }
         Network {
             xmlns_dnsmasq: DNSMASQ_XMLNS,
-            name: n.name(),
+            name: n.name.clone(),
             metadata: Metadata::of(&n.run),
             forward: Forward { mode: "nat" },
             bridge: Bridge {
-                name: bridge_name(&n.run.run_id),
+                name: bridge_name(&n.name),
                 stp: "off",
                 delay: 0,
             },
@@ -293,7 +296,10 @@ impl Network {
                 name: n.cluster_domain(),
                 local_only: "yes",
             },
-            dns: Dns { host: dns_hosts },
+            dns: Dns {
+                forward_plain_names: "no",
+                host: dns_hosts,
+            },
             ip: ips,
             dnsmasq_options: DnsmasqOptions { option: options },
         }
@@ -309,6 +315,7 @@ pub fn from_machine_network(
     cluster_name: &str,
     base_domain: &str,
     run: RunMeta,
+    name: String,
 ) -> Result<NatNetwork, String> {
     let parse = |c: &String| -> Result<(std::net::IpAddr, u8), String> {
         let (addr, prefix) = c
@@ -362,6 +369,7 @@ pub fn from_machine_network(
         None => None,
     };
     Ok(NatNetwork {
+        name,
         run,
         cluster_name: cluster_name.into(),
         base_domain: base_domain.into(),

@@ -22,6 +22,7 @@ use virt::domain::Domain;
 use virt_sys as sys;
 
 use super::domain::{disk_id_from_qdev, domain_xml, RunMeta};
+use super::network::{nat_network_xml, NatNetwork};
 use crate::flow::event::{Signal, Source};
 use crate::guest::console::Console;
 use crate::guest::follow::SignalTx;
@@ -46,6 +47,8 @@ pub enum LibvirtError {
     },
     #[error("libvirt refused the domain: {0}")]
     Create(String),
+    #[error("libvirt refused the run's network {name}: {message} (another network may use the same subnet: choose another install.machine_network)")]
+    Network { name: String, message: String },
     #[error("the domain's serial socket {path} did not accept a connection within {secs} s")]
     SerialSocket { path: PathBuf, secs: u64 },
     #[error("{what}: {message}")]
@@ -247,17 +250,21 @@ fn register(
 pub struct LibvirtVm {
     conn: Connect,
     dom: Option<Domain>,
+    /// The run's own NAT network (`Nic::LibvirtNetwork`), destroyed after the domain.
+    net: Option<virt::network::Network>,
     name: String,
     xml: String,
     callbacks: Vec<c_int>,
 }
 
 impl LibvirtVm {
-    /// Creates the domain (paused, auto-destroyed with this connection), subscribes to its
-    /// events, attaches the serial console and lets the guest run.
+    /// Creates the run's NAT network when there is one, then the domain (paused,
+    /// auto-destroyed with this connection), subscribes to its events, attaches the serial
+    /// console and lets the guest run.
     pub fn start(
         uri: &str,
         spec: &VmSpec,
+        network: Option<&NatNetwork>,
         meta: &RunMeta,
         dir: &Path,
         tx: &SignalTx,
@@ -270,16 +277,34 @@ impl LibvirtVm {
                 .map_err(|e| other(&format!("chmod {}", d.path.display()), e))?;
         }
         let conn = connect(uri)?;
+        // Transient: gone when destroyed, or when libvirtd restarts; a killed run's network is
+        // gc's (it carries the run in its metadata).
+        let net = match network {
+            Some(n) => Some(conn.create_network_xml(&nat_network_xml(n)).map_err(|e| {
+                LibvirtError::Network {
+                    name: n.name.clone(),
+                    message: e.to_string(),
+                }
+            })?),
+            None => None,
+        };
         let xml = domain_xml(spec, meta);
-        let dom = conn
-            .create_domain_xml(
-                &xml,
-                sys::VIR_DOMAIN_START_PAUSED | sys::VIR_DOMAIN_START_AUTODESTROY,
-            )
-            .map_err(|e| LibvirtError::Create(e.to_string()))?;
+        let dom = match conn.create_domain_xml(
+            &xml,
+            sys::VIR_DOMAIN_START_PAUSED | sys::VIR_DOMAIN_START_AUTODESTROY,
+        ) {
+            Ok(d) => d,
+            Err(e) => {
+                if let Some(net) = net {
+                    let _ = net.destroy();
+                }
+                return Err(LibvirtError::Create(e.to_string()));
+            }
+        };
         let mut vm = LibvirtVm {
             conn,
             dom: Some(dom),
+            net,
             name: spec.name.clone(),
             xml,
             callbacks: Vec::new(),
@@ -447,6 +472,11 @@ impl LibvirtVm {
         if let Some(dom) = self.dom.take() {
             if dom.is_active().unwrap_or(false) {
                 let _ = dom.destroy();
+            }
+        }
+        if let Some(net) = self.net.take() {
+            if let Err(e) = net.destroy() {
+                tracing::warn!("destroying the run's network: {e} (`sno-harness gc` removes it)");
             }
         }
     }

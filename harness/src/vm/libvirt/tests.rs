@@ -682,6 +682,7 @@ fn target_names_go_past_z() {
 
 fn nat(ipv6: bool) -> NatNetwork {
     NatNetwork {
+        name: "sno-20261129-230000-ab12-40022".into(),
         run: meta(),
         cluster_name: "sno".into(),
         base_domain: "example.test".into(),
@@ -711,14 +712,17 @@ fn the_nat_network_reserves_the_node_and_resolves_the_cluster_names() {
     let n = nat(false);
     let root = parse(&nat_network_xml(&n));
     assert_eq!(root.name, "network");
-    assert_eq!(root.one("name").text, "sno-20261129-230000-ab12");
+    assert_eq!(root.one("name").text, "sno-20261129-230000-ab12-40022");
     let run = root.one("metadata").one("sno:run");
     assert_eq!(run.at("xmlns:sno"), RUN_XMLNS);
     assert_eq!(run.at("id"), n.run.run_id);
     assert_eq!(root.one("forward").at("mode"), "nat");
     let bridge = root.one("bridge").at("name");
-    assert_eq!(bridge, bridge_name(&n.run.run_id));
+    assert_eq!(bridge, bridge_name(&n.name));
     assert!(bridge.len() <= MAX_BRIDGE_NAME && bridge.starts_with("sno"));
+    // Plain names (the node's own host name) are never forwarded: with no upstream to ask,
+    // such a lookup would hang the node's sudo.
+    assert_eq!(root.one("dns").at("forwardPlainNames"), "no");
     let domain = root.one("domain");
     assert_eq!(domain.at("name"), "sno.example.test");
     assert_eq!(domain.at("localOnly"), "yes");
@@ -829,6 +833,30 @@ fn virt_xml_validate(xml: &str, schema: &str, what: &str) {
 }
 
 #[test]
+fn on_a_libvirt_network_the_nic_is_an_interface_at_the_same_slot_and_mac_without_forwards() {
+    let mut sp = spec();
+    sp.nic = crate::vm::Nic::LibvirtNetwork {
+        network: "sno-run-40022".into(),
+    };
+    let root = domain(&sp);
+    let nic = root.one("devices").one("interface");
+    assert_eq!(nic.at("type"), "network");
+    assert_eq!(nic.one("source").at("network"), "sno-run-40022");
+    assert_eq!(nic.one("mac").at("address"), GUEST_MAC);
+    assert_eq!(nic.one("model").at("type"), "virtio");
+    assert_eq!(pci(nic.one("address")), (plan::NET_SLOT, 0));
+    // No user-mode NIC and no forwards; nothing else needs the passthrough here.
+    assert!(root.opt("qemu:commandline").is_none());
+    assert!(!domain_xml(&sp, &meta()).contains("hostfwd"));
+    // With NVMe disks the passthrough stays, for them only.
+    sp.disks = disks_on(&[Bus::Nvme]);
+    let root = domain(&sp);
+    assert!(passthrough(&root, "-netdev").is_empty());
+    assert_eq!(passthrough(&root, "-device").len(), 1);
+    assert!(root.one("devices").opt("interface").is_some());
+}
+
+#[test]
 fn virt_xml_validate_accepts_the_domains() {
     let mut bios_virtio = spec();
     bios_virtio.cdrom = None;
@@ -836,6 +864,13 @@ fn virt_xml_validate_accepts_the_domains() {
         ("bios-virtio", bios_virtio),
         ("uefi-scsi4k-sata-cdrom", uefi_scsi_sata_cdrom()),
         ("nvme-kvm", nvme_kvm()),
+        ("on-a-network", {
+            let mut sp = spec();
+            sp.nic = crate::vm::Nic::LibvirtNetwork {
+                network: "sno-run-40022".into(),
+            };
+            sp
+        }),
         ("all-buses-uefi", {
             let mut sp = uefi(spec());
             sp.disks = disks_on(&[Bus::Sata, Bus::Virtio, Bus::Scsi, Bus::Nvme]);
@@ -886,8 +921,10 @@ fn a_nat_network_is_laid_out_in_the_machine_network() {
         "sno",
         "example.test",
         meta(),
+        "sno-x-1".into(),
     )
     .unwrap();
+    assert_eq!(n.name, "sno-x-1");
     assert_eq!(n.ipv4.host.to_string(), "192.168.126.1");
     assert_eq!(n.node.ipv4.to_string(), "192.168.126.10");
     assert_eq!(n.ipv4.dhcp_start.to_string(), "192.168.126.100");
@@ -901,7 +938,8 @@ fn a_nat_network_is_laid_out_in_the_machine_network() {
         (vec!["fd00::/64".to_string()], "needs an IPv4"),
         (vec!["10.0.2.0".to_string()], "not a CIDR"),
     ] {
-        let e = from_machine_network(&cidrs, "sno", "example.test", meta()).unwrap_err();
+        let e = from_machine_network(&cidrs, "sno", "example.test", meta(), "sno-x-1".into())
+            .unwrap_err();
         assert!(e.contains(why), "{e}");
     }
 }

@@ -358,6 +358,7 @@ pub(crate) mod tests {
                 host_port: 40022,
                 guest_port: 22,
             }],
+            nic: Default::default(),
         }
     }
 

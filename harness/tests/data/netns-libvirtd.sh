@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Runs a command next to a private libvirtd, inside network and mount namespaces this script's
+# caller made (`unshare --net --mount --propagation private`): libvirt's NAT networks put a
+# bridge, dnsmasq and NAT rules in the namespace of libvirtd, and on the harness's machines
+# only a namespace a test created may carry such traffic. The host's own libvirtd, its sockets
+# and its state are hidden under tmpfs mounts, so nothing here touches them.
+#
+#   netns-libvirtd.sh STATE_DIR RESOLVER_IP -- COMMAND...
+#
+# STATE_DIR receives libvirtd's log and, once COMMAND has ended, what remained:
+# `networks-after` (every libvirt network), `links-after` (the namespace's links). While COMMAND
+# runs, the first `sno-*` network to appear is probed through the system resolver pointed at
+# RESOLVER_IP (the network's dnsmasq): `dns` gets one line per name, `NAME ADDRESS`, from
+# getent. Exits with COMMAND's status.
+set -euo pipefail
+state=$1
+resolver=$2
+shift 2
+[ "$1" = "--" ] && shift
+
+[ "$(readlink /proc/self/ns/net)" != "$(readlink /proc/1/ns/net)" ] || {
+    echo "netns-libvirtd.sh: refusing to run in the host's network namespace" >&2
+    exit 2
+}
+
+ip link set lo up
+mount -t tmpfs tmpfs /run
+mkdir -p /run/libvirt /run/lock
+for d in /var/lib/libvirt /var/cache/libvirt /var/log/libvirt; do
+    mkdir -p "$d"
+    mount -t tmpfs tmpfs "$d"
+done
+mkdir -p /var/lib/libvirt/qemu /var/lib/libvirt/dnsmasq /var/log/libvirt/qemu /var/cache/libvirt/qemu
+# Only the DNS probe below uses the network's dnsmasq as its resolver (in a mount namespace of
+# its own): were it everyone's, dnsmasq would forward what it does not know to itself, and the
+# guest's lookups (sudo resolves the host name) would hang in that loop.
+echo "nameserver $resolver" >"$state/resolv.conf"
+
+stop_daemons() {
+    for pidfile in /run/libvirtd.pid /run/virtlogd.pid; do
+        [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+    done
+}
+trap stop_daemons EXIT
+
+virtlogd -d
+LIBVIRT_LOG_OUTPUTS="3:file:$state/libvirtd.log" libvirtd -d
+for _ in $(seq 100); do
+    virsh -c qemu:///system version >/dev/null 2>&1 && break
+    sleep 0.1
+done
+virsh -c qemu:///system version >/dev/null
+
+"$@" &
+cmd=$!
+
+# The DNS probe: the names of the run's cluster, as the network's dnsmasq answers them.
+(
+    while kill -0 "$cmd" 2>/dev/null; do
+        net=$(virsh -c qemu:///system net-list --name 2>/dev/null | grep '^sno-' | head -1 || true)
+        if [ -n "$net" ]; then
+            domain=$(virsh -c qemu:///system net-dumpxml "$net" | sed -n "s/.*<domain name='\([^']*\)'.*/\1/p")
+            unshare --mount --propagation private -- bash -c '
+                mount --bind "$1/resolv.conf" /etc/resolv.conf
+                for name in "api.$2" "api-int.$2" "console-openshift-console.apps.$2" "anything.apps.$2"; do
+                    echo "$name $(getent ahostsv4 "$name" | awk "NR==1 {print \$1}")"
+                done' probe "$state" "$domain" >"$state/dns.tmp"
+            mv "$state/dns.tmp" "$state/dns"
+            exit 0
+        fi
+        sleep 0.5
+    done
+) &
+probe=$!
+
+set +e
+wait "$cmd"
+status=$?
+set -e
+kill "$probe" 2>/dev/null || true
+wait "$probe" 2>/dev/null || true
+virsh -c qemu:///system net-list --all --name | sed '/^$/d' >"$state/networks-after" || true
+ip -br link >"$state/links-after"
+exit "$status"

@@ -1,0 +1,193 @@
+//! `vm.network = "nat"` on the libvirt backend: the run creates a NAT network of its own, the
+//! node gets its reserved address from the network's DHCP, the network's DNS answers the
+//! cluster's names, the harness reaches SSH and the API at the node's address (there are no
+//! loopback forwards), and the network goes with the run, or with `gc` when the harness was
+//! killed.
+//!
+//! A NAT network puts a bridge and dnsmasq in libvirtd's network namespace, and on these
+//! machines only a namespace the test made may carry that traffic: each test runs a private
+//! libvirtd inside new network and mount namespaces (tests/data/netns-libvirtd.sh), and the
+//! harness inside with it.
+
+mod run_watch;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const RESOLVER: &str = "192.168.126.1";
+const NODE: &str = "192.168.126.10";
+
+/// The smoke scenario on its own NAT network in 192.168.126.0/24.
+fn nat_smoke(into: &Path) -> PathBuf {
+    let smoke = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml"),
+    )
+    .unwrap();
+    let nat = smoke
+        .replace(
+            "boot_order = \"disk-first\"",
+            "boot_order = \"disk-first\"\nnetwork = \"nat\"",
+        )
+        .replace(
+            "machine_network = [\"10.0.2.0/24\"]",
+            "machine_network = [\"192.168.126.0/24\"]",
+        )
+        .replace("name = \"smoke\"", "name = \"nat\"");
+    assert!(
+        nat.contains("network = \"nat\"") && nat.contains("192.168.126.0/24"),
+        "smoke.toml changed shape"
+    );
+    let path = into.join("nat.toml");
+    std::fs::write(&path, nat).unwrap();
+    path
+}
+
+/// A work directory libvirt's QEMU user can traverse.
+fn work_dir(prefix: &str) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// Runs `command` (a bash script) beside a private libvirtd in new namespaces; `state` gets
+/// the script's findings (see netns-libvirtd.sh).
+fn in_private_namespace(state: &Path, command: &str) -> Output {
+    std::fs::create_dir_all(state).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/netns-libvirtd.sh");
+    let out = Command::new("unshare")
+        .args(["--net", "--mount", "--propagation", "private", "--", "bash"])
+        .arg(&script)
+        .arg(state)
+        .arg(RESOLVER)
+        .args(["--", "bash", "-c", command])
+        .env("HARNESS", env!("CARGO_BIN_EXE_sno-harness"))
+        .env("SNO_HARNESS_STATE_DIR", state.join("registry"))
+        .env("SNO_HARNESS_PROGRESS", "plain")
+        .output()
+        .expect("running unshare");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// What the namespace had once the command ended: no `sno-` network, no `sno` bridge.
+fn assert_no_network_left(state: &Path) {
+    let networks = read(&state.join("networks-after"));
+    assert!(
+        !networks.lines().any(|n| n.starts_with("sno-")),
+        "a network remains: {networks}"
+    );
+    let links = read(&state.join("links-after"));
+    assert!(
+        !links.lines().any(|l| l.starts_with("sno")),
+        "a bridge remains: {links}"
+    );
+}
+
+#[test]
+fn a_nat_network_run_reaches_the_node_at_its_reserved_address_and_removes_the_network() {
+    let work = work_dir("sno-nat-");
+    let scenario = nat_smoke(work.path());
+    let (out, state) = (work.path().join("out"), work.path().join("ns"));
+    let ran = in_private_namespace(
+        &state,
+        &format!(
+            "exec \"$HARNESS\" run {} --backend libvirt --out {}",
+            scenario.display(),
+            out.display()
+        ),
+    );
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "the run failed:\n{stderr}");
+    let dir = out.join("nat");
+    let result: serde_json::Value = serde_json::from_str(&read(&dir.join("result.json"))).unwrap();
+    assert_eq!(result["verdict"], "pass");
+    assert_eq!(result["backend"], "libvirt");
+    // No forwards: the harness spoke to the node through the bridge, at the address DHCP
+    // reserved for the node's MAC, so the reservation was honoured.
+    assert!(
+        stderr.contains(&format!(
+            "SSH on {NODE}:22, API on {NODE}:6443 (network sno-nat-"
+        )),
+        "{stderr}"
+    );
+    let domain = read(&dir.join("vm.txt"));
+    assert!(domain.contains("<interface type=\"network\">"), "{domain}");
+    assert!(
+        !domain.contains("hostfwd"),
+        "user-mode forwards on a NAT run"
+    );
+    let network = read(&dir.join("network.xml"));
+    assert!(network.contains(&format!("ip=\"{NODE}\"")), "{network}");
+    assert!(network.contains("<sno:run"), "{network}");
+
+    // The network's DNS, through the namespace's resolver, while the run lived.
+    let dns = read(&state.join("dns"));
+    for name in [
+        "api.sno.example.test",
+        "api-int.sno.example.test",
+        "console-openshift-console.apps.sno.example.test",
+        "anything.apps.sno.example.test",
+    ] {
+        assert!(
+            dns.lines().any(|l| l == format!("{name} {NODE}")),
+            "{name} does not resolve to {NODE}: {dns}"
+        );
+    }
+    assert_no_network_left(&state);
+}
+
+#[test]
+fn gc_removes_the_network_of_a_killed_nat_run() {
+    let work = work_dir("sno-nat-gc-");
+    let scenario = nat_smoke(work.path());
+    let (out, state) = (work.path().join("out"), work.path().join("ns"));
+    let events = out.join("nat/events.jsonl");
+    // Inside: start the run, wait for its network and for the VM to be up, SIGKILL the
+    // harness, note what is left, run gc.
+    let ran = in_private_namespace(
+        &state,
+        &format!(
+            r#"set -u
+"$HARNESS" run {scenario} --backend libvirt --out {out} 2>{state}/run.stderr &
+run=$!
+for _ in $(seq 1200); do
+    grep -q '"kind":"guest-status"' {events} 2>/dev/null && break
+    kill -0 $run || {{ echo "the run ended early" >&2; exit 3; }}
+    sleep 0.5
+done
+kill -9 $run
+wait $run 2>/dev/null
+virsh -c qemu:///system net-list --name | sed '/^$/d' >{state}/networks-killed
+"$HARNESS" gc"#,
+            scenario = scenario.display(),
+            out = out.display(),
+            state = state.display(),
+            events = events.display(),
+        ),
+    );
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert_eq!(ran.status.code(), Some(0), "gc failed: {stdout}");
+    let killed = read(&state.join("networks-killed"));
+    assert!(
+        killed.lines().any(|n| n.starts_with("sno-nat-")),
+        "the network outlives a SIGKILL (transient networks are not auto-destroyed): {killed}"
+    );
+    assert!(
+        stdout.contains("destroy network sno-nat-"),
+        "gc did not say it destroyed the network: {stdout}"
+    );
+    assert_no_network_left(&state);
+    // The run's own leftovers went too, and the evidence stays.
+    let dir = out.join("nat");
+    assert!(run_watch::qemu_processes_for(&dir).is_empty());
+    for gone in ["disks", "live.iso", "serial.sock"] {
+        assert!(!dir.join(gone).exists(), "{gone} remains");
+    }
+    let result: serde_json::Value = serde_json::from_str(&read(&dir.join("result.json"))).unwrap();
+    assert_eq!(result["verdict"], "error");
+}
