@@ -27,6 +27,22 @@ packages=(
 )
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends --allow-downgrades "${packages[@]}" >/dev/null
+# sshd for the libvirt backend's SSH tunnel tests, which start a private one on 127.0.0.1
+# (harness/src/vm/libvirt/tunnel/tests.rs). On a host that had no SSH server, installing one
+# must not start (or, with systemd, enable) a system sshd: policy-rc.d holds the start back.
+if [ ! -x /usr/sbin/sshd ]; then
+    held=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+        chmod 0755 /usr/sbin/policy-rc.d
+        held=1
+    fi
+    apt-get install -y -qq --no-install-recommends openssh-server >/dev/null
+    [ "$held" = 1 ] && rm -f /usr/sbin/policy-rc.d
+    if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+        systemctl disable --quiet ssh.service ssh.socket 2>/dev/null || true
+    fi
+fi
 # kubectl for the API server's compatibility tests: Debian's, unless one is installed already.
 if ! command -v kubectl >/dev/null; then
     apt-get install -y -qq --no-install-recommends kubernetes-client >/dev/null

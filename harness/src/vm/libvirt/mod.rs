@@ -2,14 +2,22 @@
 //! NAT network (`network`). Both are typed structs serialised by quick-xml, checked against
 //! libvirt 9.0's schemas by the tests (`virt-xml-validate`).
 
+pub mod console_stream;
 pub mod domain;
 pub mod network;
 mod ppm;
+pub mod remote;
 pub mod runtime;
+pub mod storage;
+pub mod tunnel;
 
+pub use console_stream::{console_over_stream, ConsolePump};
 pub use domain::{disk_alias, disk_id_from_qdev, domain_xml, RunMeta};
 pub use network::{nat_network_xml, NatNetwork};
+pub use remote::{remote_target, RemoteTarget, UriError};
 pub use runtime::{LibvirtError, LibvirtVm, DEFAULT_URI};
+pub use storage::{leftover_pools, RunPool, StorageError, VolumeFormat};
+pub use tunnel::{Tunnel, TunnelError, TunnelOptions};
 
 #[cfg(test)]
 mod tests;

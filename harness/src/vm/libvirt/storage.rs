@@ -1,0 +1,775 @@
+//! Per-run storage on the libvirt host: a storage pool holding a run's disks and live ISO.
+//!
+//! With a remote libvirtd the run directory does not exist where QEMU runs, so disks cannot
+//! be files the harness makes itself: they are volumes of a `dir` pool named `sno-<run id>`,
+//! created (`virStorageVolCreateXML`), filled (`virStorageVolUpload`) and, when the user asks
+//! to keep a disk, fetched back (`virStorageVolDownload`) through libvirt. The same code
+//! serves a local libvirtd.
+//!
+//! The pool is transient (created, never defined): a run that dies leaves no definition that
+//! libvirtd would bring back. Its directory outlives it, though, and libvirt deletes a pool's
+//! directory (`virStoragePoolDelete`) only for a defined pool that is not running (measured on
+//! libvirt 9.0: "storage pool is still active" while it runs, and a destroyed transient pool
+//! is gone). So `remove` deletes the volumes, destroys the pool, defines it again just long
+//! enough to delete its directory, and undefines it. `gc` finds what a killed run left with
+//! [`leftover_pools`].
+//!
+//! Pool and volume XML are typed structs serialised by quick-xml, as the domain XML.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::raw::{c_char, c_longlong, c_uint};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use virt::connect::Connect;
+use virt::storage_pool::StoragePool;
+use virt::storage_vol::StorageVol;
+use virt::stream::Stream;
+use virt_sys as sys;
+
+/// Every pool the harness makes is named `sno-<run id>`.
+pub const POOL_PREFIX: &str = "sno-";
+/// Upload chunk size.
+const CHUNK: usize = 1 << 20;
+
+/// A volume's on-disk format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VolumeFormat {
+    Raw,
+    Qcow2,
+}
+
+impl VolumeFormat {
+    /// libvirt's (and QEMU's) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VolumeFormat::Raw => "raw",
+            VolumeFormat::Qcow2 => "qcow2",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("{what} {value:?}: use letters, digits, '.', '_' and '-', not starting with '.'")]
+    Name { what: &'static str, value: String },
+    #[error("the storage base {0:?} must be an absolute path on the libvirt host")]
+    Base(String),
+    #[error("a storage pool named {name} already exists on the libvirt host: another run has the same id, or a killed run left it (`sno-harness gc`, or `virsh pool-destroy {name}`)")]
+    Exists { name: String },
+    #[error("{file} ({size} bytes) does not fit the volume {volume} ({capacity} bytes)")]
+    TooLarge {
+        file: PathBuf,
+        size: u64,
+        volume: String,
+        capacity: u64,
+    },
+    #[error("{what}: {message}")]
+    Libvirt { what: String, message: String },
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn libvirt(what: impl Into<String>, e: impl std::fmt::Display) -> StorageError {
+    StorageError::Libvirt {
+        what: what.into(),
+        message: e.to_string(),
+    }
+}
+
+/// A run's storage pool. `remove` (or dropping it) deletes its volumes and directory.
+pub struct RunPool {
+    /// `None` once removed.
+    pool: Option<StoragePool>,
+    name: String,
+    dir: String,
+}
+
+impl RunPool {
+    /// Creates and builds (makes the directory of) the transient pool `sno-<run_id>` at
+    /// `<base>/sno-<run_id>` on the libvirt host. Fails with `Exists`, touching nothing,
+    /// when a pool of that name is there already.
+    pub fn create(conn: &Connect, run_id: &str, base: &str) -> Result<RunPool, StorageError> {
+        check_name("run id", run_id)?;
+        if !base.starts_with('/') {
+            return Err(StorageError::Base(base.into()));
+        }
+        let name = format!("{POOL_PREFIX}{run_id}");
+        let dir = format!("{}/{name}", base.trim_end_matches('/'));
+        let xml = pool_xml(&name, &dir)?;
+        match conn.create_storage_pool_xml(&xml, sys::VIR_STORAGE_POOL_CREATE_WITH_BUILD) {
+            Ok(pool) => Ok(RunPool {
+                pool: Some(pool),
+                name,
+                dir,
+            }),
+            Err(_) if conn.lookup_storage_pool_by_name(&name).is_ok() => {
+                Err(StorageError::Exists { name })
+            }
+            Err(e) => Err(libvirt(
+                format!("creating the storage pool {name} at {dir}"),
+                e,
+            )),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The pool's directory on the libvirt host.
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+
+    fn pool(&self) -> Result<&StoragePool, StorageError> {
+        self.pool
+            .as_ref()
+            .ok_or_else(|| libvirt(format!("the storage pool {}", self.name), "removed"))
+    }
+
+    fn volume(&self, name: &str) -> Result<StorageVol, StorageError> {
+        check_name("volume name", name)?;
+        self.pool()?
+            .lookup_storage_vol_by_name(name)
+            .map_err(|e| libvirt(format!("the volume {name} in {}", self.name), e))
+    }
+
+    /// A new volume of `capacity_bytes` (sparse where the format allows); returns its path on
+    /// the libvirt host. Mode 0666: volumes reach QEMU also through command-line passthrough
+    /// (NVMe), which libvirt does not relabel for its QEMU user.
+    pub fn create_volume(
+        &self,
+        name: &str,
+        capacity_bytes: u64,
+        format: VolumeFormat,
+    ) -> Result<PathBuf, StorageError> {
+        check_name("volume name", name)?;
+        let xml = volume_xml(name, capacity_bytes, format)?;
+        let vol = StorageVol::create_xml(self.pool()?, &xml, 0)
+            .map_err(|e| libvirt(format!("creating the volume {name} in {}", self.name), e))?;
+        vol.path()
+            .map(PathBuf::from)
+            .map_err(|e| libvirt(format!("the path of the volume {name}"), e))
+    }
+
+    /// The path of volume `name` on the libvirt host.
+    pub fn path(&self, name: &str) -> Result<PathBuf, StorageError> {
+        self.volume(name)?
+            .path()
+            .map(PathBuf::from)
+            .map_err(|e| libvirt(format!("the path of the volume {name}"), e))
+    }
+
+    /// Writes `local_file` to the start of volume `name`; returns the bytes sent.
+    pub fn upload(&self, name: &str, local_file: &Path) -> Result<u64, StorageError> {
+        let vol = self.volume(name)?;
+        let io = |what, source| StorageError::Io {
+            what,
+            path: local_file.to_path_buf(),
+            source,
+        };
+        let mut file = File::open(local_file).map_err(|e| io("opening", e))?;
+        let size = file.metadata().map_err(|e| io("reading", e))?.len();
+        let capacity = vol
+            .info()
+            .map_err(|e| libvirt(format!("the size of the volume {name}"), e))?
+            .capacity;
+        if size > capacity {
+            return Err(StorageError::TooLarge {
+                file: local_file.to_path_buf(),
+                size,
+                volume: name.into(),
+                capacity,
+            });
+        }
+        let stream = self.stream()?;
+        vol.upload(&stream, 0, size, 0)
+            .map_err(|e| libvirt(format!("starting the upload to {name}"), e))?;
+        let mut sent = 0u64;
+        let mut buf = vec![0u8; CHUNK];
+        let result = loop {
+            let n = match file.read(&mut buf) {
+                Ok(0) => break Ok(()),
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => break Err(io("reading", e)),
+            };
+            if let Err(e) = send_all(&stream, &buf[..n]) {
+                break Err(libvirt(format!("uploading to {name}"), e));
+            }
+            sent += n as u64;
+        };
+        let result = result.and_then(|()| {
+            if sent == size {
+                Ok(())
+            } else {
+                Err(io(
+                    "reading",
+                    std::io::Error::other(format!(
+                        "changed size while uploading ({sent} of {size} bytes)"
+                    )),
+                ))
+            }
+        });
+        match result {
+            Ok(()) => stream
+                .finish()
+                .map(|()| sent)
+                .map_err(|e| libvirt(format!("finishing the upload to {name}"), e)),
+            Err(e) => {
+                let _ = stream.abort();
+                Err(e)
+            }
+        }
+    }
+
+    /// Copies volume `name` into `local_file` (replaced), keeping its holes as holes: a
+    /// mostly empty 100 GiB raw disk costs what it holds. Returns its size.
+    pub fn download(&self, name: &str, local_file: &Path) -> Result<u64, StorageError> {
+        let vol = self.volume(name)?;
+        let io = |what, source| StorageError::Io {
+            what,
+            path: local_file.to_path_buf(),
+            source,
+        };
+        let mut file = File::create(local_file).map_err(|e| io("creating", e))?;
+        let stream = self.stream()?;
+        vol.download(&stream, 0, 0, sys::VIR_STORAGE_VOL_DOWNLOAD_SPARSE_STREAM)
+            .map_err(|e| libvirt(format!("starting the download of {name}"), e))?;
+        let mut buf = vec![0u8; CHUNK];
+        let mut offset = 0u64;
+        let result = loop {
+            // SAFETY: a live stream; `buf` is writable for its length.
+            let n = unsafe {
+                sys::virStreamRecvFlags(
+                    stream.as_ptr(),
+                    buf.as_mut_ptr() as *mut c_char,
+                    buf.len(),
+                    sys::VIR_STREAM_RECV_STOP_AT_HOLE as c_uint,
+                )
+            };
+            match n {
+                0 => break Ok(()),
+                // The stream stopped at a hole: skip it.
+                -3 => {
+                    let mut len: c_longlong = 0;
+                    // SAFETY: a live stream; `len` is a valid out-parameter.
+                    if unsafe { sys::virStreamRecvHole(stream.as_ptr(), &mut len, 0) } < 0 {
+                        break Err(libvirt(
+                            format!("downloading {name}"),
+                            virt::error::Error::last_error(),
+                        ));
+                    }
+                    offset += len.max(0) as u64;
+                    if let Err(e) = file.seek(SeekFrom::Start(offset)) {
+                        break Err(io("writing", e));
+                    }
+                }
+                n if n < 0 => {
+                    break Err(libvirt(
+                        format!("downloading {name}"),
+                        virt::error::Error::last_error(),
+                    ))
+                }
+                n => {
+                    if let Err(e) = file.write_all(&buf[..n as usize]) {
+                        break Err(io("writing", e));
+                    }
+                    offset += n as u64;
+                }
+            }
+        };
+        // A trailing hole is only a seek: the length makes it part of the file.
+        let result = result.and_then(|()| file.set_len(offset).map_err(|e| io("writing", e)));
+        match result {
+            Ok(()) => stream
+                .finish()
+                .map(|()| offset)
+                .map_err(|e| libvirt(format!("finishing the download of {name}"), e)),
+            Err(e) => {
+                let _ = stream.abort();
+                Err(e)
+            }
+        }
+    }
+
+    fn stream(&self) -> Result<Stream, StorageError> {
+        let conn = self
+            .pool()?
+            .connect()
+            .map_err(|e| libvirt("the pool's connection", e))?;
+        Stream::new(&conn, 0).map_err(|e| libvirt("opening a stream", e))
+    }
+
+    /// Deletes every volume, the pool and its directory.
+    pub fn remove(mut self) -> Result<(), StorageError> {
+        match self.pool.take() {
+            Some(pool) => remove_pool(pool, &self.name, &self.dir),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunPool {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            if let Err(e) = remove_pool(pool, &self.name, &self.dir) {
+                tracing::warn!("removing the storage pool {}: {e}", self.name);
+            }
+        }
+    }
+}
+
+/// Deletes the volumes, the pool and its directory; best effort through every step, the
+/// first error is returned. Works also when libvirtd has lost the transient pool (restarted):
+/// the pool is then defined and started again, to see its volumes.
+fn remove_pool(pool: StoragePool, name: &str, dir: &str) -> Result<(), StorageError> {
+    let conn = pool
+        .connect()
+        .map_err(|e| libvirt(format!("the connection of {name}"), e))?;
+    let mut first_err = None;
+    let mut note = |r: Result<(), StorageError>| {
+        if let Err(e) = r {
+            first_err.get_or_insert(e);
+        }
+    };
+    let pool = if pool.is_active().unwrap_or(false) {
+        Some(pool)
+    } else {
+        drop(pool);
+        match define(&conn, name, dir) {
+            Ok(p) => {
+                note(
+                    p.create(0)
+                        .map_err(|e| libvirt(format!("starting {name}"), e)),
+                );
+                Some(p)
+            }
+            Err(e) => {
+                note(Err(e));
+                None
+            }
+        }
+    };
+    if let Some(pool) = pool.filter(|p| p.is_active().unwrap_or(false)) {
+        let _ = pool.refresh(0);
+        match pool.list_all_volumes(0) {
+            Ok(vols) => {
+                for vol in vols {
+                    let vol_name = vol.name().unwrap_or_default();
+                    note(vol.delete(0).map_err(|e| {
+                        libvirt(format!("deleting the volume {vol_name} of {name}"), e)
+                    }));
+                }
+            }
+            Err(e) => note(Err(libvirt(format!("listing the volumes of {name}"), e))),
+        }
+        note(
+            pool.destroy()
+                .map_err(|e| libvirt(format!("stopping the storage pool {name}"), e)),
+        );
+    }
+    // Destroyed, a transient pool is gone; a defined one (above) is still there.
+    let defined = match conn.lookup_storage_pool_by_name(name) {
+        Ok(p) if p.is_persistent().unwrap_or(false) => Ok(p),
+        _ => define(&conn, name, dir),
+    };
+    match defined {
+        Ok(defined) => {
+            note(
+                defined
+                    .delete(sys::VIR_STORAGE_POOL_DELETE_NORMAL)
+                    .map_err(|e| libvirt(format!("deleting the directory {dir}"), e)),
+            );
+            note(
+                defined
+                    .undefine()
+                    .map_err(|e| libvirt(format!("undefining {name}"), e)),
+            );
+        }
+        Err(e) => note(Err(e)),
+    }
+    first_err.map_or(Ok(()), Err)
+}
+
+/// Defines (not starts) the pool: libvirt deletes the directory only of a defined, stopped
+/// pool.
+fn define(conn: &Connect, name: &str, dir: &str) -> Result<StoragePool, StorageError> {
+    conn.define_storage_pool_xml(&pool_xml(name, dir)?, 0)
+        .map_err(|e| libvirt(format!("defining {name} to delete its directory"), e))
+}
+
+/// Names of the pools on this connection that the harness made (`sno-*`), running or not.
+pub fn leftover_pools(conn: &Connect) -> Vec<String> {
+    match conn.list_all_storage_pools(0) {
+        Ok(pools) => pools
+            .iter()
+            .filter_map(|p| p.name().ok())
+            .filter(|n| n.starts_with(POOL_PREFIX))
+            .collect(),
+        Err(e) => {
+            tracing::warn!("listing storage pools: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// `virStreamSend` may take less than it is given.
+fn send_all(stream: &Stream, mut data: &[u8]) -> Result<(), virt::error::Error> {
+    while !data.is_empty() {
+        let n = stream.send(data)?;
+        if n <= 0 {
+            // A blocking stream never asks to retry; anything else is an error.
+            return Err(virt::error::Error::last_error());
+        }
+        data = &data[n as usize..];
+    }
+    Ok(())
+}
+
+/// Names that are safe as file names on the libvirt host and in XML.
+fn check_name(what: &'static str, value: &str) -> Result<(), StorageError> {
+    let ok = !value.is_empty()
+        && !value.starts_with('.')
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(StorageError::Name {
+            what,
+            value: value.into(),
+        })
+    }
+}
+
+// ----- Pool and volume XML: field names are libvirt's element names, `@x` attribute `x`,
+// `$text` the element's text.
+
+#[derive(Serialize)]
+#[serde(rename = "pool")]
+struct PoolXml<'a> {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    name: &'a str,
+    target: PoolTarget<'a>,
+}
+
+#[derive(Serialize)]
+struct PoolTarget<'a> {
+    path: &'a str,
+    /// 0755: QEMU runs as libvirt's own user and must reach the volumes.
+    permissions: Permissions,
+}
+
+#[derive(Serialize)]
+struct Permissions {
+    mode: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename = "volume")]
+struct VolumeXml<'a> {
+    name: &'a str,
+    capacity: Bytes,
+    /// 0: allocate nothing up front (a sparse file).
+    allocation: Bytes,
+    target: VolumeTarget,
+}
+
+#[derive(Serialize)]
+struct Bytes {
+    #[serde(rename = "@unit")]
+    unit: &'static str,
+    #[serde(rename = "$text")]
+    value: u64,
+}
+
+#[derive(Serialize)]
+struct VolumeTarget {
+    format: Format,
+    permissions: Permissions,
+}
+
+#[derive(Serialize)]
+struct Format {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+}
+
+fn to_xml(value: &impl Serialize) -> Result<String, StorageError> {
+    let mut out = String::new();
+    let mut ser = quick_xml::se::Serializer::new(&mut out);
+    ser.indent(' ', 2);
+    value
+        .serialize(ser)
+        .map_err(|e| libvirt("writing storage XML", e))?;
+    out.push('\n');
+    Ok(out)
+}
+
+fn pool_xml(name: &str, dir: &str) -> Result<String, StorageError> {
+    to_xml(&PoolXml {
+        kind: "dir",
+        name,
+        target: PoolTarget {
+            path: dir,
+            permissions: Permissions { mode: "0755" },
+        },
+    })
+}
+
+fn volume_xml(name: &str, capacity: u64, format: VolumeFormat) -> Result<String, StorageError> {
+    to_xml(&VolumeXml {
+        name,
+        capacity: Bytes {
+            unit: "bytes",
+            value: capacity,
+        },
+        allocation: Bytes {
+            unit: "bytes",
+            value: 0,
+        },
+        target: VolumeTarget {
+            format: Format {
+                kind: format.as_str(),
+            },
+            permissions: Permissions { mode: "0666" },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    //! Against the host's libvirtd (`qemu:///system`), in a temporary base directory.
+
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    use rand_core::RngCore;
+
+    const MIB: u64 = 1 << 20;
+
+    fn connect() -> Connect {
+        crate::vm::libvirt::runtime::connect(crate::vm::libvirt::DEFAULT_URI)
+            .unwrap_or_else(|e| panic!("these tests need the host's libvirtd: {e}"))
+    }
+
+    fn run_id(what: &str) -> String {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        format!("test-{what}-{}-{nanos}", std::process::id())
+    }
+
+    /// A base directory libvirtd (root) and its QEMU user can use.
+    fn base_dir() -> tempfile::TempDir {
+        let dir = tempfile::Builder::new()
+            .prefix("sno-storage-test")
+            .tempdir()
+            .unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir
+    }
+
+    fn pool_names(conn: &Connect) -> Vec<String> {
+        conn.list_all_storage_pools(0)
+            .unwrap()
+            .iter()
+            .map(|p| p.name().unwrap())
+            .collect()
+    }
+
+    /// Whatever a failed test leaves of pool `name` goes (the directory goes with the base).
+    struct Guard {
+        conn: Connect,
+        name: String,
+    }
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            if let Ok(pool) = self.conn.lookup_storage_pool_by_name(&self.name) {
+                if pool.is_active().unwrap_or(false) {
+                    let _ = pool.destroy();
+                }
+                if pool.is_persistent().unwrap_or(false) {
+                    let _ = pool.undefine();
+                }
+            }
+        }
+    }
+
+    fn random_file(path: &Path, len: usize) -> Vec<u8> {
+        let mut data = vec![0u8; len];
+        rand_core::OsRng.fill_bytes(&mut data);
+        std::fs::write(path, &data).unwrap();
+        data
+    }
+
+    #[test]
+    fn a_run_pool_holds_volumes_moves_bytes_both_ways_and_goes_away() {
+        let conn = connect();
+        let base = base_dir();
+        let local = tempfile::tempdir().unwrap();
+        let id = run_id("roundtrip");
+        let _guard = Guard {
+            conn: connect(),
+            name: format!("sno-{id}"),
+        };
+        let pool = RunPool::create(&conn, &id, &base.path().display().to_string()).unwrap();
+        let dir = base.path().join(format!("sno-{id}"));
+        assert_eq!(pool.name(), format!("sno-{id}"));
+        assert_eq!(Path::new(pool.dir()), dir);
+        assert!(dir.is_dir());
+        assert!(leftover_pools(&conn).contains(&format!("sno-{id}")));
+        let transient = conn.lookup_storage_pool_by_name(pool.name()).unwrap();
+        assert!(!transient.is_persistent().unwrap());
+
+        // A sparse raw volume of 64 MiB, open to libvirt's QEMU user.
+        let raw = pool
+            .create_volume("disk0.raw", 64 * MIB, VolumeFormat::Raw)
+            .unwrap();
+        assert_eq!(raw, dir.join("disk0.raw"));
+        assert_eq!(pool.path("disk0.raw").unwrap(), raw);
+        let meta = std::fs::metadata(&raw).unwrap();
+        assert_eq!(meta.len(), 64 * MIB);
+        assert_eq!(meta.permissions().mode() & 0o777, 0o666);
+        let info = pool.volume("disk0.raw").unwrap().info().unwrap();
+        assert_eq!(info.capacity, 64 * MIB);
+        // A qcow2 one: libvirt formats it (qemu-img).
+        let qcow = pool
+            .create_volume("disk1.qcow2", 1 << 30, VolumeFormat::Qcow2)
+            .unwrap();
+        let mut magic = [0u8; 4];
+        File::open(&qcow).unwrap().read_exact(&mut magic).unwrap();
+        assert_eq!(&magic, b"QFI\xfb");
+        assert_eq!(
+            pool.volume("disk1.qcow2").unwrap().info().unwrap().capacity,
+            1 << 30
+        );
+
+        // Up: 5 MiB (and a bit, not a whole chunk) at the start of the raw volume.
+        let up = local.path().join("up.bin");
+        let data = random_file(&up, (5 * MIB + 4097) as usize);
+        assert_eq!(pool.upload("disk0.raw", &up).unwrap(), data.len() as u64);
+        let on_disk = std::fs::read(&raw).unwrap();
+        assert_eq!(on_disk.len() as u64, 64 * MIB);
+        assert!(
+            on_disk[..data.len()] == data[..],
+            "the uploaded bytes differ"
+        );
+        assert!(on_disk[data.len()..].iter().all(|&b| b == 0));
+
+        // Down: the whole volume, its empty tail a hole again.
+        let down = local.path().join("down.raw");
+        assert_eq!(pool.download("disk0.raw", &down).unwrap(), 64 * MIB);
+        let back = std::fs::read(&down).unwrap();
+        assert!(back == on_disk, "the downloaded bytes differ");
+        let allocated = std::fs::metadata(&down).unwrap().blocks() * 512;
+        assert!(
+            allocated < 16 * MIB,
+            "the download is not sparse: {allocated} bytes"
+        );
+
+        // Too big for the volume, bad names, unknown volumes: errors, not panics.
+        let big = local.path().join("big.bin");
+        random_file(&big, (64 * MIB + 1) as usize);
+        let err = pool.upload("disk0.raw", &big).unwrap_err();
+        assert!(matches!(err, StorageError::TooLarge { .. }), "{err}");
+        for bad in ["", "../x", "a/b", ".hidden", "sp ace"] {
+            let err = pool.create_volume(bad, MIB, VolumeFormat::Raw).unwrap_err();
+            assert!(matches!(err, StorageError::Name { .. }), "{bad:?}: {err}");
+        }
+        let err = pool.path("missing.raw").unwrap_err();
+        assert!(err.to_string().contains("missing.raw"), "{err}");
+
+        pool.remove().unwrap();
+        assert!(!pool_names(&conn).contains(&format!("sno-{id}")));
+        assert!(!dir.exists(), "{} is still there", dir.display());
+    }
+
+    #[test]
+    fn a_second_pool_for_the_same_run_is_refused_and_leaves_the_first_alone() {
+        let conn = connect();
+        let base = base_dir();
+        let base_str = base.path().display().to_string();
+        let id = run_id("twice");
+        let _guard = Guard {
+            conn: connect(),
+            name: format!("sno-{id}"),
+        };
+        let first = RunPool::create(&conn, &id, &base_str).unwrap();
+        let disk = first
+            .create_volume("disk.raw", MIB, VolumeFormat::Raw)
+            .unwrap();
+        let err = RunPool::create(&conn, &id, &base_str)
+            .err()
+            .expect("refused");
+        assert!(
+            matches!(err, StorageError::Exists { ref name } if *name == format!("sno-{id}")),
+            "{err}"
+        );
+        // Elsewhere, the same name clashes too.
+        let other_base = base_dir();
+        let err = RunPool::create(&conn, &id, &other_base.path().display().to_string())
+            .err()
+            .expect("refused");
+        assert!(matches!(err, StorageError::Exists { .. }), "{err}");
+        let pool = conn.lookup_storage_pool_by_name(first.name()).unwrap();
+        assert!(pool.is_active().unwrap());
+        assert!(disk.exists());
+        assert_eq!(first.path("disk.raw").unwrap(), disk);
+        // Dropped, not removed: still cleaned up.
+        let dir = PathBuf::from(first.dir());
+        drop(first);
+        assert!(!pool_names(&conn).contains(&format!("sno-{id}")));
+        assert!(!dir.exists(), "{} is still there", dir.display());
+    }
+
+    #[test]
+    fn run_ids_and_bases_are_checked_before_libvirt_sees_them() {
+        let conn = connect();
+        for bad in ["", "a/b", "../up", ".x", "a b", "ä"] {
+            let err = RunPool::create(&conn, bad, "/var/lib/libvirt/images")
+                .err()
+                .expect(bad);
+            assert!(matches!(err, StorageError::Name { .. }), "{bad:?}: {err}");
+        }
+        let err = RunPool::create(&conn, "ok", "relative/dir")
+            .err()
+            .expect("relative");
+        assert!(matches!(err, StorageError::Base(_)), "{err}");
+    }
+
+    #[test]
+    fn pool_and_volume_xml_say_what_libvirt_needs() {
+        let pool = pool_xml("sno-r1", "/var/lib/libvirt/images/sno-r1").unwrap();
+        assert_eq!(
+            pool,
+            "<pool type=\"dir\">\n  <name>sno-r1</name>\n  <target>\n    <path>/var/lib/libvirt/images/sno-r1</path>\n    <permissions>\n      <mode>0755</mode>\n    </permissions>\n  </target>\n</pool>\n"
+        );
+        let vol = volume_xml("live.iso", 123, VolumeFormat::Raw).unwrap();
+        for needle in [
+            "<name>live.iso</name>",
+            "<capacity unit=\"bytes\">123</capacity>",
+            "<allocation unit=\"bytes\">0</allocation>",
+            "<format type=\"raw\"/>",
+            "<mode>0666</mode>",
+        ] {
+            assert!(vol.contains(needle), "{needle} missing:\n{vol}");
+        }
+        assert!(volume_xml("d", 1, VolumeFormat::Qcow2)
+            .unwrap()
+            .contains("<format type=\"qcow2\"/>"));
+    }
+}

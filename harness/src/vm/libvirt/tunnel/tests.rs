@@ -1,0 +1,427 @@
+//! Against a private sshd on 127.0.0.1 (openssh-server's binary, never the system
+//! service), with keys generated per test.
+
+use super::*;
+use std::fs::File;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use rand_core::RngCore;
+
+fn keygen(path: &Path, kind: &str) {
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", kind, "-N", "", "-C", "sno-harness-test", "-f"])
+        .arg(path)
+        .output()
+        .expect("ssh-keygen (openssh-client) is installed");
+    assert!(
+        out.status.success(),
+        "ssh-keygen: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// This process's pids below `pid`, recursively (from /proc).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parents = std::collections::HashMap::<u32, Vec<u32>>::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+        let Some(ppid) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        parents.entry(ppid).or_default().push(child);
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        for &c in parents.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
+            out.push(c);
+            todo.push(c);
+        }
+    }
+    out
+}
+
+/// A private sshd: host keys, an authorized client key and its config in a temporary
+/// directory, listening on 127.0.0.1 only. Killed (with its session processes) on drop.
+struct Sshd {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Sshd {
+    fn start() -> Sshd {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        keygen(&d.join("host_ed25519"), "ed25519");
+        keygen(&d.join("host_ecdsa"), "ecdsa");
+        keygen(&d.join("client"), "ed25519");
+        std::fs::copy(d.join("client.pub"), d.join("authorized_keys")).unwrap();
+        // sshd running as root insists on its privilege separation directory, which the
+        // system service would create.
+        std::fs::create_dir_all("/run/sshd").unwrap();
+        let port = free_port();
+        let config = format!(
+            "Port {port}\n\
+             ListenAddress 127.0.0.1\n\
+             HostKey {d}/host_ed25519\n\
+             HostKey {d}/host_ecdsa\n\
+             AuthorizedKeysFile {d}/authorized_keys\n\
+             StrictModes no\n\
+             UsePAM no\n\
+             PermitRootLogin yes\n\
+             PasswordAuthentication no\n\
+             KbdInteractiveAuthentication no\n\
+             AllowTcpForwarding yes\n\
+             PidFile {d}/sshd.pid\n\
+             LogLevel VERBOSE\n",
+            d = d.display()
+        );
+        std::fs::write(d.join("sshd_config"), config).unwrap();
+        let log = File::create(d.join("sshd.log")).unwrap();
+        let child = Command::new("/usr/sbin/sshd")
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("/usr/sbin/sshd (openssh-server) is installed");
+        let mut sshd = Sshd { child, port, dir };
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = sshd.child.try_wait() {
+                panic!("sshd exited ({status}): {}", sshd.log());
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "sshd: {}",
+                sshd.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        sshd
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn log(&self) -> String {
+        read(&self.path("sshd.log"))
+    }
+
+    /// Logging in with the authorized key, checking host keys or not.
+    fn target(&self, known_hosts_verify: bool) -> RemoteTarget {
+        RemoteTarget {
+            user: None,
+            host: "127.0.0.1".into(),
+            port: Some(self.port),
+            keyfile: Some(self.path("client")),
+            known_hosts_verify,
+        }
+    }
+
+    /// The sshd processes serving connections (children of the listener).
+    fn sessions(&self) -> Vec<u32> {
+        descendants(self.child.id())
+    }
+}
+
+impl Drop for Sshd {
+    /// Lets the session processes end (the tests' connections are closed by now) while
+    /// the listener still reaps them, then kills what is left and the listener. Killed
+    /// first, sessions and their privilege-separated children would be left to init as
+    /// zombies.
+    fn drop(&mut self) {
+        let started = Instant::now();
+        while !self.sessions().is_empty() && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for pid in self.sessions() {
+            // SAFETY: plain kill(2) of a process this test's sshd started.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Echoes every connection on 127.0.0.1 back to its sender; stops on drop.
+struct Echo {
+    port: u16,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Echo {
+    fn start() -> Echo {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !thread_stop.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((conn, _)) => {
+                        conn.set_nonblocking(false).unwrap();
+                        std::thread::spawn(move || {
+                            let mut reader = conn.try_clone().unwrap();
+                            let mut writer = conn;
+                            let _ = io::copy(&mut reader, &mut writer);
+                            let _ = writer.shutdown(std::net::Shutdown::Write);
+                        });
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        });
+        Echo {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Sends `data` through `port` and returns what came back, writing and reading at once.
+fn round_trip(port: u16, data: Vec<u8>) -> Vec<u8> {
+    let conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut writer = conn.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        for chunk in data.chunks(7_919) {
+            writer.write_all(chunk).unwrap();
+        }
+        writer.shutdown(std::net::Shutdown::Write).unwrap();
+    });
+    let mut back = Vec::new();
+    (&conn).read_to_end(&mut back).unwrap();
+    sender.join().unwrap();
+    back
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn connections_are_forwarded_intact_and_everything_stops_on_drop() {
+    let sshd = Sshd::start();
+    let echo = Echo::start();
+    // No .pub beside the key: libssh2 derives the public half.
+    std::fs::remove_file(sshd.path("client.pub")).unwrap();
+    // Nothing listens on `dead` on the far side.
+    let dead = free_port();
+    let tunnel = Tunnel::open(&sshd.target(false), &[echo.port, echo.port, dead])
+        .unwrap_or_else(|e| panic!("{e}\n{}", sshd.log()));
+    let local = tunnel
+        .local_port(echo.port)
+        .expect("a local port for the echo port");
+    assert_ne!(local, echo.port);
+    assert_eq!(tunnel.local_port(echo.port + 1), None);
+
+    // A connection to a closed remote port is closed here too, not left hanging.
+    let mut to_dead = TcpStream::connect(("127.0.0.1", tunnel.local_port(dead).unwrap())).unwrap();
+    to_dead
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut nothing = Vec::new();
+    match to_dead.read_to_end(&mut nothing) {
+        Ok(n) => assert_eq!(n, 0),
+        Err(e) => assert_eq!(e.kind(), io::ErrorKind::ConnectionReset, "{e}"),
+    }
+
+    // A connection that stays open across the drop.
+    let mut held = TcpStream::connect(("127.0.0.1", local)).unwrap();
+    held.write_all(b"ping").unwrap();
+    let mut pong = [0u8; 4];
+    held.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    held.read_exact(&mut pong).unwrap();
+    assert_eq!(&pong, b"ping");
+
+    let senders: Vec<_> = (0..4)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let mut data = vec![0u8; 300 * 1024 + i * 1_001];
+                rand_core::OsRng.fill_bytes(&mut data);
+                let back = round_trip(local, data.clone());
+                assert_eq!(back.len(), data.len(), "connection {i}: length");
+                assert!(back == data, "connection {i}: the bytes differ");
+            })
+        })
+        .collect();
+    for s in senders {
+        s.join().unwrap();
+    }
+    assert!(
+        !sshd.sessions().is_empty(),
+        "the held connection has a session"
+    );
+
+    let dropping = Instant::now();
+    drop(tunnel);
+    assert!(
+        dropping.elapsed() < Duration::from_secs(5),
+        "drop took {:?}",
+        dropping.elapsed()
+    );
+    let refused = TcpStream::connect(("127.0.0.1", local)).unwrap_err();
+    assert_eq!(
+        refused.kind(),
+        io::ErrorKind::ConnectionRefused,
+        "{refused}"
+    );
+    // The held connection was closed, not left hanging.
+    let mut rest = Vec::new();
+    match held.read_to_end(&mut rest) {
+        Ok(_) => {}
+        Err(e) => assert!(
+            !matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ),
+            "the held connection is still open: {e}"
+        ),
+    }
+    wait_until(
+        "sshd's session processes to exit",
+        Duration::from_secs(10),
+        || sshd.sessions().is_empty(),
+    );
+}
+
+#[test]
+fn a_wrong_key_is_an_authentication_error_naming_user_and_host() {
+    let sshd = Sshd::start();
+    keygen(&sshd.path("stranger"), "ed25519");
+    let mut target = sshd.target(false);
+    target.user = Some("nobody-here".into());
+    target.keyfile = Some(sshd.path("stranger"));
+    let err = Tunnel::open(&target, &[1])
+        .err()
+        .expect("a stranger's key is refused");
+    eprintln!("{err}");
+    assert!(matches!(err, TunnelError::Auth { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("as nobody-here on 127.0.0.1:"), "{text}");
+    assert!(
+        text.contains(&sshd.path("stranger").display().to_string()),
+        "{text}"
+    );
+}
+
+#[test]
+fn host_keys_are_checked_against_known_hosts() {
+    let sshd = Sshd::start();
+    let echo = Echo::start();
+    let target = sshd.target(true);
+    let entry = |key: &str| {
+        let public = read(&sshd.path(&format!("{key}.pub")));
+        let mut fields = public.split_whitespace();
+        let (kind, blob) = (fields.next().unwrap(), fields.next().unwrap());
+        format!("[127.0.0.1]:{} {kind} {blob}\n", sshd.port)
+    };
+    let open = |known_hosts: &str| {
+        let path = sshd.path("known_hosts");
+        std::fs::write(&path, known_hosts).unwrap();
+        let options = TunnelOptions {
+            known_hosts: Some(path),
+        };
+        Tunnel::open_with(&target, &[echo.port], &options)
+    };
+
+    // Unknown: the error says how to accept the key, or to skip the check.
+    let err = open("").err().expect("an unknown host key is refused");
+    eprintln!("{err}");
+    let TunnelError::UnknownHostKey { key, .. } = &err else {
+        panic!("{err}")
+    };
+    assert!(key.starts_with("ssh-ed25519 SHA256:"), "{err}");
+    let text = err.to_string();
+    let known_hosts = sshd.path("known_hosts").display().to_string();
+    for needle in [
+        "is not in",
+        known_hosts.as_str(),
+        &format!("ssh -p {} ", sshd.port),
+        "ssh-keyscan",
+        "no_verify=1",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing: {text}");
+    }
+
+    // Known, with a line libssh2 cannot read before it.
+    let bad_line = "@cert-authority *.example.com ssh-ed25519 AAAA\n";
+    open(&format!("{bad_line}{}", entry("host_ed25519"))).unwrap();
+    // Only the ECDSA key known: found by trying the server's other key types, and used
+    // (and checked) again by each connection's own login.
+    let tunnel = open(&entry("host_ecdsa")).unwrap();
+    let port = tunnel.local_port(echo.port).unwrap();
+    assert_eq!(round_trip(port, b"verified".to_vec()), b"verified");
+    drop(tunnel);
+    // Hashed entries, as `HashKnownHosts yes` writes them.
+    std::fs::write(sshd.path("known_hosts"), entry("host_ed25519")).unwrap();
+    let out = Command::new("ssh-keygen")
+        .arg("-H")
+        .arg("-f")
+        .arg(sshd.path("known_hosts"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let hashed = read(&sshd.path("known_hosts"));
+    assert!(hashed.starts_with("|1|"), "{hashed}");
+    open(&hashed).unwrap();
+
+    // Another key for the same host and type: a mismatch, with the fix.
+    keygen(&sshd.path("impostor"), "ed25519");
+    let err = open(&entry("impostor"))
+        .err()
+        .expect("a changed host key is refused");
+    eprintln!("{err}");
+    assert!(matches!(err, TunnelError::HostKeyMismatch { .. }), "{err}");
+    assert!(err.to_string().contains("ssh-keygen -R"), "{err}");
+}
