@@ -143,6 +143,7 @@ fn collect_domains(
         if alive.contains(&name) || owner_alive(&meta) {
             continue;
         }
+        let run_dir = attr_of(&meta, "dir").map(std::path::PathBuf::from);
         let what = format!("libvirt {uri}: destroy domain {name} (run {id})");
         if dry_run {
             out.actions.push(what);
@@ -165,6 +166,15 @@ fn collect_domains(
         }
         if ok {
             out.actions.push(what);
+        }
+        // libvirt keeps a transient domain's QEMU log; it belongs with the run's evidence.
+        if let Some(dir) = &run_dir {
+            if crate::vm::libvirt::runtime::take_qemu_log(&name, dir) {
+                out.actions.push(format!(
+                    "libvirt {uri}: move the QEMU log of {name} into {}",
+                    dir.display()
+                ));
+            }
         }
     }
 }
@@ -235,6 +245,45 @@ fn collect_networks(
     }
 }
 
+/// Removes the harness's storage pools on `uri` (a remote libvirt host's copies of a run's
+/// disks and ISO, named like the run's domain) whose run is not in `alive` and whose domain
+/// no longer runs; `only` limits it to one name.
+fn collect_pools(
+    uri: &str,
+    only: Option<&str>,
+    alive: &BTreeSet<String>,
+    dry_run: bool,
+    out: &mut Collected,
+) {
+    let conn = match crate::vm::libvirt::runtime::connect(uri) {
+        Ok(c) => c,
+        Err(e) => {
+            out.errors.push(format!("libvirt {uri}: {e}"));
+            return;
+        }
+    };
+    for name in crate::vm::libvirt::storage::leftover_pools(&conn) {
+        if only.is_some_and(|o| o != name) || alive.contains(&name) {
+            continue;
+        }
+        let running = conn
+            .lookup_domain_by_name(&name)
+            .is_ok_and(|d| d.is_active().unwrap_or(false));
+        if running {
+            continue;
+        }
+        let what = format!("libvirt {uri}: remove storage pool {name} and its volumes");
+        if dry_run {
+            out.actions.push(what);
+            continue;
+        }
+        match crate::vm::libvirt::storage::RunPool::adopt(&conn, &name).and_then(|p| p.remove()) {
+            Ok(()) => out.actions.push(what),
+            Err(e) => out.errors.push(format!("{what}: {e}")),
+        }
+    }
+}
+
 /// The `<sno:run .../>` element of an object's XML (libvirt keeps the prefix it was given).
 fn run_element(xml: &str) -> Option<&str> {
     let start = xml.find("<sno:run ")?;
@@ -258,8 +307,16 @@ fn collect_run(e: &Entry, dry_run: bool, out: &mut Collected) {
     }
     if let (Some(uri), Some(domain)) = (&e.uri, &e.domain) {
         collect_domains(uri, Some(domain), &BTreeSet::new(), dry_run, out);
-        // A run's NAT network has its domain's name.
+        // The domain may have died with the harness (auto-destroy): its log is still there.
+        if !dry_run && crate::vm::libvirt::runtime::take_qemu_log(domain, &e.dir) {
+            out.actions.push(format!(
+                "{}: move the QEMU log of {domain} into the run",
+                e.id
+            ));
+        }
+        // A run's NAT network and (on a remote host) storage pool have its domain's name.
         collect_networks(uri, Some(domain), &BTreeSet::new(), dry_run, out);
+        collect_pools(uri, Some(domain), &BTreeSet::new(), dry_run, out);
     }
     if !e.keep {
         for f in disposable_files(&e.dir) {
@@ -323,6 +380,7 @@ pub fn collect(registry_dir: &Path, uris: &[String], dry_run: bool) -> Collected
     for uri in uris {
         collect_domains(uri, None, &alive_domains, dry_run, &mut out);
         collect_networks(uri, None, &alive_domains, dry_run, &mut out);
+        collect_pools(uri, None, &alive_domains, dry_run, &mut out);
     }
     out
 }
@@ -356,6 +414,25 @@ mod tests {
             owner_alive(&meta(u32::MAX - 1, 1, "another-host")),
             "not ours to judge"
         );
+    }
+
+    #[test]
+    fn a_networks_run_element_is_found_in_its_whole_xml() {
+        // As libvirt 9.0 gives a network back: the element keeps its prefix; other elements
+        // carry attributes of the same names (`<domain name=...>`, `<host ip=...>`).
+        let xml = r#"<network>
+  <name>sno-smoke-40022</name>
+  <metadata>
+    <sno:run xmlns:sno="https://x" id="smoke" dir="/r" host="h" pid="7" pid-start="9"/>
+  </metadata>
+  <domain name="sno.example.test" localOnly="yes"/>
+  <dns><host ip="192.168.126.10"><hostname>api.sno.example.test</hostname></host></dns>
+</network>"#;
+        let run = run_element(xml).expect("the element");
+        assert!(run.starts_with("<sno:run ") && run.ends_with("/>"), "{run}");
+        assert_eq!(attr_of(run, "id").as_deref(), Some("smoke"));
+        assert_eq!(attr_of(run, "pid").as_deref(), Some("7"));
+        assert_eq!(run_element("<network><name>default</name></network>"), None);
     }
 
     #[test]

@@ -88,8 +88,8 @@ enum Command {
         /// Print what would be done, do nothing.
         #[arg(long)]
         dry_run: bool,
-        /// libvirt URIs to search for the harness's domains [default: qemu:///system when
-        /// libvirtd runs here]. Repeatable.
+        /// libvirt URIs to search for the harness's domains, networks and storage pools
+        /// [default: qemu:///system when libvirtd runs here]. Repeatable.
         #[arg(long = "connect", value_name = "URI")]
         connect: Vec<String>,
     },

@@ -8,6 +8,7 @@ mod run_watch;
 use run_watch::{qemu_processes_for, slow_smoke, wait_for_bootkube};
 
 use std::net::TcpStream;
+use std::path::Path;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -135,6 +136,12 @@ fn kill_then_gc(backend: &str) {
             !libvirt_domains().contains(&vm_name),
             "the run's domain {vm_name} remains"
         );
+        // libvirt's log of the domain's QEMU joined the run's evidence.
+        assert!(
+            !Path::new(&format!("/var/log/libvirt/qemu/{vm_name}.log")).exists(),
+            "libvirt's QEMU log of {vm_name} was left in /var/log/libvirt/qemu"
+        );
+        assert!(dir.join("qemu.log").is_file(), "qemu.log is in the run");
     }
     for gone in ["disks", "live.iso", "serial.sock", "qmp.sock"] {
         assert!(!dir.join(gone).exists(), "{gone} remains after gc");

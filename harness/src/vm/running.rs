@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::libvirt::{LibvirtVm, NatNetwork, RunMeta};
+use super::libvirt::runtime::StartOptions;
+use super::libvirt::{LibvirtVm, RunMeta};
 use super::qemu::qmp::Qmp;
 use super::qemu::QemuProcess;
 use super::{Nic, VmSpec};
@@ -48,14 +49,14 @@ impl RunningVm {
     pub async fn start(
         backend: &Backend,
         spec: &VmSpec,
-        network: Option<&NatNetwork>,
+        opts: StartOptions<'_>,
         meta: &RunMeta,
         dir: &Path,
         tx: &SignalTx,
     ) -> Result<(RunningVm, Console), String> {
         match backend {
             Backend::Qemu => {
-                if spec.nic != Nic::User || network.is_some() {
+                if spec.nic != Nic::User || opts.network.is_some() {
                     return Err("the QEMU backend has only user-mode networking; a libvirt network needs --backend libvirt".into());
                 }
                 let (mut process, console) =
@@ -93,7 +94,7 @@ impl RunningVm {
                 }
             }
             Backend::Libvirt { uri } => {
-                let (vm, console) = LibvirtVm::start(uri, spec, network, meta, dir, tx)
+                let (vm, console) = LibvirtVm::start(uri, spec, opts, meta, dir, tx)
                     .map_err(|e| format!("libvirt ({uri}): {e}"))?;
                 Ok((
                     RunningVm::Libvirt(Arc::new(std::sync::Mutex::new(vm))),
@@ -108,6 +109,15 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { process, .. } => process.command_line(),
             RunningVm::Libvirt(vm) => lock(vm).xml().to_string(),
+        }
+    }
+
+    /// Where this host reaches the guest's `addr`: itself, or a local end of an SSH forward
+    /// to a remote libvirt host.
+    pub fn local_addr(&self, addr: std::net::SocketAddr) -> std::net::SocketAddr {
+        match self {
+            RunningVm::Qemu { .. } => addr,
+            RunningVm::Libvirt(vm) => lock(vm).local_addr(addr),
         }
     }
 

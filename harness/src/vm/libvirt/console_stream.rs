@@ -288,6 +288,13 @@ mod tests {
             if self.0.is_active().unwrap_or(false) {
                 let _ = self.0.destroy();
             }
+            // libvirt keeps the log of a transient domain's QEMU: not this test's to leave.
+            if let Ok(name) = self.0.name() {
+                let _ = std::fs::remove_file(
+                    Path::new(crate::vm::libvirt::runtime::QEMU_LOG_DIR)
+                        .join(format!("{name}.log")),
+                );
+            }
         }
     }
 

@@ -5,8 +5,8 @@
 //! Same machine means: q35, the same firmware and variable store, every PCI device at the slot
 //! of `argv::plan` (so the guest's `/dev/disk/by-path` links are the same on both backends),
 //! SATA disks and the CD-ROM on the same AHCI ports, SCSI disks at the same targets, the same
-//! serials, sector sizes, boot order, cache mode, CPU model and TCG translation cache, and the
-//! guest reachable only through loopback port forwards.
+//! serials, sector sizes, boot order, cache mode, AIO, I/O limits, CPU model and TCG translation
+//! cache, and the guest reachable only through loopback port forwards.
 //!
 //! What libvirt would add on its own is switched off or pinned, because anything it places
 //! itself takes the first free PCI slot and shifts the plan: no USB controller (libvirt adds a
@@ -36,7 +36,9 @@ use serde::Serialize;
 
 use crate::vm::qemu::argv::plan::{self, DiskPlace};
 use crate::vm::qemu::argv::TCG_TB_SIZE_MIB;
-use crate::vm::{Accel, Bus, DiskSpec, Firmware, Nic, VmSpec, OVMF_CODE, OVMF_VARS};
+use crate::vm::{
+    Accel, Bus, CacheMode, DiskSpec, Firmware, Nic, Throttle, VmSpec, OVMF_CODE, OVMF_VARS,
+};
 
 /// Namespace of the harness's own metadata element, `<sno:run id=... dir=.../>`. `gc` asks
 /// libvirt for the metadata under this URI (`virDomainGetMetadata`) on every domain: the ones
@@ -119,7 +121,22 @@ pub fn disk_id_from_qdev(qdev: &str) -> Option<&str> {
 /// place `plan::place` gives it, exactly as `qemu_argv` does; libvirt then refuses the domain
 /// (duplicate address, slot 0x1f taken), as QEMU refuses that command line.
 pub fn domain_xml(spec: &VmSpec, meta: &RunMeta) -> String {
-    let domain = Domain::new(spec, meta);
+    domain_xml_for(spec, meta, SerialAt::Socket)
+}
+
+/// Where the serial console goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SerialAt {
+    /// `spec.serial_socket`, a Unix socket QEMU listens on: libvirtd on this host.
+    Socket,
+    /// A pty on the libvirt host, read through `virDomainOpenConsole`: a remote libvirtd,
+    /// whose sockets this host cannot open.
+    Pty,
+}
+
+/// `domain_xml`, with the serial console at `serial`.
+pub fn domain_xml_for(spec: &VmSpec, meta: &RunMeta, serial: SerialAt) -> String {
+    let domain = Domain::new(spec, meta, serial);
     let mut out = String::new();
     let mut ser = quick_xml::se::Serializer::new(&mut out);
     ser.indent(' ', 2);
@@ -367,6 +384,8 @@ struct Disk {
     boot: Option<Boot>,
     #[serde(skip_serializing_if = "Option::is_none")]
     blockio: Option<BlockIo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    iotune: Option<IoTune>,
     alias: Alias,
     address: Address,
 }
@@ -378,10 +397,13 @@ struct DiskDriver {
     /// `qcow2` or `raw`.
     #[serde(rename = "@type")]
     format: String,
-    /// `cache=unsafe` and `discard=unmap` for disks, as `qemu_argv` (see the reason there);
-    /// the CD-ROM keeps QEMU's defaults there too.
+    /// The disk's cache mode (`unsafe` unless the scenario says otherwise), its AIO (`io`,
+    /// `threads` by default) and `discard=unmap` for disks, as `qemu_argv` (see the reason
+    /// there); the CD-ROM keeps QEMU's defaults there too.
     #[serde(rename = "@cache", skip_serializing_if = "Option::is_none")]
     cache: Option<&'static str>,
+    #[serde(rename = "@io", skip_serializing_if = "Option::is_none")]
+    io: Option<&'static str>,
     #[serde(rename = "@discard", skip_serializing_if = "Option::is_none")]
     discard: Option<&'static str>,
 }
@@ -413,6 +435,25 @@ struct BlockIo {
     logical: u32,
     #[serde(rename = "@physical_block_size")]
     physical: u32,
+}
+
+/// A disk's I/O limits, reads and writes together: what `qemu_argv` passes as
+/// `throttling.bps-total` and `throttling.iops-total` (libvirt sets them through QMP).
+#[derive(Serialize)]
+struct IoTune {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_bytes_sec: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_iops_sec: Option<u64>,
+}
+
+impl IoTune {
+    fn of(t: &Throttle) -> IoTune {
+        IoTune {
+            total_bytes_sec: t.bytes_per_s,
+            total_iops_sec: t.iops,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -480,11 +521,12 @@ impl Address {
 struct CharDev {
     #[serde(rename = "@type")]
     kind: &'static str,
-    source: CharSource,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<CharSource>,
     target: CharTarget,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 struct CharSource {
     #[serde(rename = "@mode")]
     mode: &'static str,
@@ -570,6 +612,8 @@ struct BlockdevFile {
     node_name: String,
     discard: &'static str,
     cache: BlockdevCache,
+    /// `threads`, `native` or `io_uring`: how the file is read and written.
+    aio: &'static str,
 }
 
 /// The format node on top of it, which the device uses.
@@ -583,13 +627,39 @@ struct BlockdevFormat {
     cache: BlockdevCache,
 }
 
-/// `cache=unsafe` in `-blockdev` terms: host page cache, guest flushes ignored (with
-/// `write-cache=on` on the device).
+/// A `-drive` cache mode in `-blockdev` terms, with the device's `write-cache` as the third
+/// part: `unsafe` is the host page cache with guest flushes ignored (direct off, no-flush on),
+/// `writeback` the page cache with flushes (both off), `none` O_DIRECT with flushes (direct
+/// on), `directsync` O_DIRECT with the device's write cache off.
 #[derive(Serialize)]
 struct BlockdevCache {
     direct: bool,
     #[serde(rename = "no-flush")]
     no_flush: bool,
+}
+
+impl BlockdevCache {
+    fn of(mode: CacheMode) -> BlockdevCache {
+        BlockdevCache {
+            direct: mode.direct(),
+            no_flush: mode.no_flush(),
+        }
+    }
+}
+
+/// A throttle filter node between the format node and the device, in its throttle group.
+/// It carries the disk's discard and cache options too: QEMU drops a discard at the first
+/// node without `discard=unmap`, and `query-block` reports the top node's cache mode.
+#[derive(Serialize)]
+struct BlockdevThrottle {
+    driver: &'static str,
+    #[serde(rename = "throttle-group")]
+    group: String,
+    file: String,
+    #[serde(rename = "node-name")]
+    node_name: String,
+    discard: &'static str,
+    cache: BlockdevCache,
 }
 
 #[derive(Serialize)]
@@ -611,7 +681,7 @@ struct NvmeDevice {
 // ----- Building it.
 
 impl Domain {
-    fn new(spec: &VmSpec, meta: &RunMeta) -> Self {
+    fn new(spec: &VmSpec, meta: &RunMeta, serial: SerialAt) -> Self {
         let buses: Vec<Bus> = spec.disks.iter().map(|d| d.bus).collect();
         let mut disks = Vec::new();
         let mut passthrough = Vec::new();
@@ -630,6 +700,7 @@ impl Domain {
                     name: "qemu",
                     format: "raw".into(),
                     cache: None,
+                    io: None,
                     discard: None,
                 },
                 source: DiskSource {
@@ -643,6 +714,7 @@ impl Domain {
                 serial: None,
                 boot: cd.bootindex.map(|order| Boot { order }),
                 blockio: None,
+                iotune: None,
                 alias: Alias {
                     name: CDROM_ALIAS.into(),
                 },
@@ -726,9 +798,15 @@ impl Domain {
             passthrough.extend(net_args(spec));
         }
 
-        let serial_source = || CharSource {
-            mode: "bind",
-            path: spec.serial_socket.display().to_string(),
+        let (serial_kind, serial_source) = match serial {
+            SerialAt::Socket => (
+                "unix",
+                Some(CharSource {
+                    mode: "bind",
+                    path: spec.serial_socket.display().to_string(),
+                }),
+            ),
+            SerialAt::Pty => ("pty", None),
         };
 
         Domain {
@@ -752,16 +830,16 @@ impl Domain {
                 controller: controllers,
                 disk: disks,
                 serial: CharDev {
-                    kind: "unix",
-                    source: serial_source(),
+                    kind: serial_kind,
+                    source: serial_source.clone(),
                     target: CharTarget {
                         kind: None,
                         port: 0,
                     },
                 },
                 console: CharDev {
-                    kind: "unix",
-                    source: serial_source(),
+                    kind: serial_kind,
+                    source: serial_source,
                     target: CharTarget {
                         kind: Some("serial"),
                         port: 0,
@@ -830,7 +908,8 @@ fn disk(d: &DiskSpec, bus: Bus, place: DiskPlace, names: &mut TargetNames) -> Di
         driver: DiskDriver {
             name: "qemu",
             format: d.format.clone(),
-            cache: Some("unsafe"),
+            cache: Some(d.io.cache.name()),
+            io: Some(d.io.aio.name()),
             discard: Some("unmap"),
         },
         source: DiskSource {
@@ -847,6 +926,7 @@ fn disk(d: &DiskSpec, bus: Bus, place: DiskPlace, names: &mut TargetNames) -> Di
             logical: d.sector.logical(),
             physical: d.sector.physical(),
         }),
+        iotune: d.io.throttle.as_ref().map(IoTune::of),
         alias: Alias {
             name: disk_alias(&d.id),
         },
@@ -864,15 +944,17 @@ fn disk(d: &DiskSpec, bus: Bus, place: DiskPlace, names: &mut TargetNames) -> Di
 /// so `query-blockstats` names it like the other disks. The node names are by index: QEMU
 /// limits node names to 31 characters, and disk ids are not limited.
 ///
+/// The disk's cache mode is split as `-drive cache=` splits it (see [`BlockdevCache`]), its
+/// AIO goes on the file node, and a throttle is a `throttle-group` object with a `throttle`
+/// filter node on top of the format node, which the device then uses (the QEMU backend's
+/// `-drive ...,throttling.*` set the same limits on the drive). The device id stays the alias
+/// either way, so block stats still find the disk.
+///
 /// What this costs: libvirt does not know the disk. It neither grants QEMU access to the image
 /// (no DAC/AppArmor relabelling: the file must already be readable and writable by the user
 /// QEMU runs as) nor reserves the slot (nothing else may be left for libvirt to place), and it
 /// marks the domain tainted (`custom-argv`).
 fn nvme_args(index: usize, d: &DiskSpec, slot: u8) -> Vec<QemuArg> {
-    let cache = || BlockdevCache {
-        direct: false,
-        no_flush: true,
-    };
     let file_node = format!("sno-nvme{index}-file");
     let format_node = format!("sno-nvme{index}");
     let file = BlockdevFile {
@@ -880,38 +962,62 @@ fn nvme_args(index: usize, d: &DiskSpec, slot: u8) -> Vec<QemuArg> {
         filename: d.path.display().to_string(),
         node_name: file_node.clone(),
         discard: "unmap",
-        cache: cache(),
+        cache: BlockdevCache::of(d.io.cache),
+        aio: d.io.aio.name(),
     };
     let format = BlockdevFormat {
         driver: d.format.clone(),
         file: file_node,
         node_name: format_node.clone(),
         discard: "unmap",
-        cache: cache(),
+        cache: BlockdevCache::of(d.io.cache),
     };
-    let device = NvmeDevice {
-        driver: "nvme",
-        bus: "pcie.0",
-        addr: format!("{slot:#04x}"),
-        drive: format_node,
-        id: disk_alias(&d.id),
-        serial: d.serial.clone().unwrap_or_else(|| d.id.clone()),
-        logical_block_size: d.sector.logical(),
-        physical_block_size: d.sector.physical(),
-        write_cache: "on",
-        bootindex: d.bootindex,
-    };
-    [
+    let mut args = vec![
         "-blockdev".to_string(),
         json(&file),
         "-blockdev".to_string(),
         json(&format),
-        "-device".to_string(),
-        json(&device),
-    ]
-    .into_iter()
-    .map(|value| QemuArg { value })
-    .collect()
+    ];
+    let mut top = format_node;
+    if let Some(t) = &d.io.throttle {
+        let group = format!("sno-nvme{index}-tg");
+        let mut object = format!("throttle-group,id={group}");
+        if let Some(b) = t.bytes_per_s {
+            object.push_str(&format!(",x-bps-total={b}"));
+        }
+        if let Some(i) = t.iops {
+            object.push_str(&format!(",x-iops-total={i}"));
+        }
+        let throttle = BlockdevThrottle {
+            driver: "throttle",
+            group,
+            file: top,
+            node_name: format!("sno-nvme{index}-throttle"),
+            discard: "unmap",
+            cache: BlockdevCache::of(d.io.cache),
+        };
+        top = throttle.node_name.clone();
+        args.extend(["-object".to_string(), object]);
+        args.extend(["-blockdev".to_string(), json(&throttle)]);
+    }
+    let device = NvmeDevice {
+        driver: "nvme",
+        bus: "pcie.0",
+        addr: format!("{slot:#04x}"),
+        drive: top,
+        id: disk_alias(&d.id),
+        serial: d.serial.clone().unwrap_or_else(|| d.id.clone()),
+        logical_block_size: d.sector.logical(),
+        physical_block_size: d.sector.physical(),
+        write_cache: if d.io.cache.guest_write_cache() {
+            "on"
+        } else {
+            "off"
+        },
+        bootindex: d.bootindex,
+    };
+    args.extend(["-device".to_string(), json(&device)]);
+    args.into_iter().map(|value| QemuArg { value }).collect()
 }
 
 /// The NIC as `<qemu:arg>`s: the QEMU backend's `-netdev user` (loopback forwards) and its

@@ -7,6 +7,7 @@ pub mod domain;
 pub mod network;
 mod ppm;
 pub mod remote;
+pub mod remote_run;
 pub mod runtime;
 pub mod storage;
 pub mod tunnel;

@@ -21,8 +21,11 @@ use virt::connect::Connect;
 use virt::domain::Domain;
 use virt_sys as sys;
 
-use super::domain::{disk_id_from_qdev, domain_xml, RunMeta};
+use super::console_stream::{console_over_stream, ConsolePump};
+use super::domain::{disk_id_from_qdev, domain_xml_for, RunMeta, SerialAt};
 use super::network::{nat_network_xml, NatNetwork};
+use super::remote::remote_target;
+use super::remote_run::RemoteRun;
 use crate::flow::event::{Signal, Source};
 use crate::guest::console::Console;
 use crate::guest::follow::SignalTx;
@@ -255,28 +258,87 @@ pub struct LibvirtVm {
     name: String,
     xml: String,
     callbacks: Vec<c_int>,
+    /// A remote libvirtd: the run's pool and the SSH forwards (`remote_run`), and the thread
+    /// that reads the console stream.
+    remote: Option<RemoteRun>,
+    console_pump: Option<ConsolePump>,
+    keep_disks: bool,
+    /// The run directory, where libvirt's log of the domain's QEMU ends up (local libvirtd).
+    dir: PathBuf,
+}
+
+/// Where a local libvirtd's QEMU driver logs each domain (its command line and stderr). It
+/// keeps the file after a transient domain is gone: the run takes it into its directory.
+pub const QEMU_LOG_DIR: &str = "/var/log/libvirt/qemu";
+
+/// Moves libvirt's log of domain `name` into `dir` as `qemu.log` (removing it where libvirt
+/// left it); a copy and a removal when the two are on different filesystems. Best effort:
+/// returns whether the log is now in `dir`.
+pub fn take_qemu_log(name: &str, dir: &Path) -> bool {
+    let from = Path::new(QEMU_LOG_DIR).join(format!("{name}.log"));
+    if !from.exists() {
+        return false;
+    }
+    let to = dir.join("qemu.log");
+    let moved = std::fs::rename(&from, &to).is_ok()
+        || (dir.is_dir()
+            && std::fs::copy(&from, &to).is_ok()
+            && std::fs::remove_file(&from).is_ok());
+    if !moved && !dir.is_dir() {
+        // The run directory is gone: the log has nowhere to go.
+        let _ = std::fs::remove_file(&from);
+    }
+    moved
+}
+
+/// How to start a domain, beyond its `VmSpec`.
+pub struct StartOptions<'a> {
+    /// The run's own NAT network, created before the domain and destroyed after it.
+    pub network: Option<&'a NatNetwork>,
+    /// The guest's addresses the harness will connect to; on a remote libvirtd they are
+    /// forwarded over SSH (see `LibvirtVm::local_addr`).
+    pub reach: &'a [std::net::SocketAddr],
+    /// `--keep`: on a remote libvirtd, the disks come back into the run directory at the end.
+    pub keep_disks: bool,
 }
 
 impl LibvirtVm {
     /// Creates the run's NAT network when there is one, then the domain (paused,
     /// auto-destroyed with this connection), subscribes to its events, attaches the serial
     /// console and lets the guest run.
+    ///
+    /// On a remote libvirtd (`qemu+ssh://`), the forwards to `opts.reach` are opened first, the
+    /// run's files are uploaded into a storage pool of its own there, and the serial console
+    /// is read through a libvirt stream.
     pub fn start(
         uri: &str,
         spec: &VmSpec,
-        network: Option<&NatNetwork>,
+        opts: StartOptions<'_>,
         meta: &RunMeta,
         dir: &Path,
         tx: &SignalTx,
     ) -> Result<(LibvirtVm, Console), LibvirtError> {
-        check_reachable(dir)?;
-        // NVMe disks reach QEMU through the command-line passthrough, which libvirt does not
-        // relabel for its QEMU user: open them up (they live in this run's directory only).
-        for d in spec.disks.iter().filter(|d| d.bus == Bus::Nvme) {
-            std::fs::set_permissions(&d.path, std::fs::Permissions::from_mode(0o666))
-                .map_err(|e| other(&format!("chmod {}", d.path.display()), e))?;
+        let target = remote_target(uri).map_err(|e| other("the libvirt URI", e))?;
+        if target.is_none() {
+            check_reachable(dir)?;
+            // NVMe disks reach QEMU through the command-line passthrough, which libvirt does
+            // not relabel for its QEMU user: open them up (they live in this run's directory
+            // only). Remote volumes are made that way.
+            for d in spec.disks.iter().filter(|d| d.bus == Bus::Nvme) {
+                std::fs::set_permissions(&d.path, std::fs::Permissions::from_mode(0o666))
+                    .map_err(|e| other(&format!("chmod {}", d.path.display()), e))?;
+            }
         }
         let conn = connect(uri)?;
+        let mut spec = spec.clone();
+        let remote = match &target {
+            Some(t) => Some(
+                RemoteRun::prepare(&conn, t, &mut spec, opts.reach)
+                    .map_err(|e| other("preparing the remote host", e))?,
+            ),
+            None => None,
+        };
+        let network = opts.network;
         // Transient: gone when destroyed, or when libvirtd restarts; a killed run's network is
         // gc's (it carries the run in its metadata).
         let net = match network {
@@ -288,7 +350,12 @@ impl LibvirtVm {
             })?),
             None => None,
         };
-        let xml = domain_xml(spec, meta);
+        let serial = if remote.is_some() {
+            SerialAt::Pty
+        } else {
+            SerialAt::Socket
+        };
+        let xml = domain_xml_for(&spec, meta, serial);
         let dom = match conn.create_domain_xml(
             &xml,
             sys::VIR_DOMAIN_START_PAUSED | sys::VIR_DOMAIN_START_AUTODESTROY,
@@ -298,6 +365,9 @@ impl LibvirtVm {
                 if let Some(net) = net {
                     let _ = net.destroy();
                 }
+                if remote.is_none() {
+                    take_qemu_log(&spec.name, dir);
+                }
                 return Err(LibvirtError::Create(e.to_string()));
             }
         };
@@ -305,6 +375,10 @@ impl LibvirtVm {
             conn,
             dom: Some(dom),
             net,
+            remote,
+            console_pump: None,
+            keep_disks: opts.keep_disks,
+            dir: dir.to_path_buf(),
             name: spec.name.clone(),
             xml,
             callbacks: Vec::new(),
@@ -352,7 +426,17 @@ impl LibvirtVm {
                 }
             }
         }
-        let console = match vm.attach_console(&spec.serial_socket, &dir.join("serial.log")) {
+        let log = dir.join("serial.log");
+        let attached = if vm.remote.is_some() {
+            let dom = vm.dom.as_ref().expect("just created");
+            console_over_stream(&vm.conn, dom, &log).map(|(console, pump)| {
+                vm.console_pump = Some(pump);
+                console
+            })
+        } else {
+            vm.attach_console(&spec.serial_socket, &log)
+        };
+        let console = match attached {
             Ok(c) => c,
             Err(e) => {
                 vm.stop();
@@ -401,8 +485,19 @@ impl LibvirtVm {
         &self.name
     }
 
+    /// Where this host reaches the guest's `addr` (itself, unless libvirtd is remote).
+    pub fn local_addr(&self, addr: std::net::SocketAddr) -> std::net::SocketAddr {
+        match &self.remote {
+            Some(r) => r.local_addr(addr),
+            None => addr,
+        }
+    }
+
     /// QEMU's pid, when libvirtd runs on this host (its pid file).
     pub fn pid(&self) -> Option<u32> {
+        if self.remote.is_some() {
+            return None;
+        }
         let text = std::fs::read_to_string(format!("/run/libvirt/qemu/{}.pid", self.name)).ok()?;
         text.trim().parse().ok()
     }
@@ -474,9 +569,19 @@ impl LibvirtVm {
                 let _ = dom.destroy();
             }
         }
+        // The stream ends with the domain; the pump's thread is joined here.
+        self.console_pump = None;
+        if self.remote.is_none() {
+            take_qemu_log(&self.name, &self.dir);
+        }
         if let Some(net) = self.net.take() {
             if let Err(e) = net.destroy() {
                 tracing::warn!("destroying the run's network: {e} (`sno-harness gc` removes it)");
+            }
+        }
+        if let Some(mut remote) = self.remote.take() {
+            if let Err(e) = remote.finish(self.keep_disks) {
+                tracing::warn!("{e} (`sno-harness gc` removes what is left)");
             }
         }
     }

@@ -119,6 +119,33 @@ impl RunPool {
         }
     }
 
+    /// The existing pool `name` (`sno-...`), to remove what a killed run left (`gc`).
+    pub fn adopt(conn: &Connect, name: &str) -> Result<RunPool, StorageError> {
+        if !name.starts_with(POOL_PREFIX) {
+            return Err(StorageError::Name {
+                what: "pool name",
+                value: name.into(),
+            });
+        }
+        let pool = conn
+            .lookup_storage_pool_by_name(name)
+            .map_err(|e| libvirt(format!("the storage pool {name}"), e))?;
+        let xml = pool
+            .xml_desc(0)
+            .map_err(|e| libvirt(format!("the XML of {name}"), e))?;
+        let dir = xml
+            .split_once("<path>")
+            .and_then(|(_, rest)| rest.split_once("</path>"))
+            .map(|(path, _)| path.trim().to_string())
+            .filter(|p| p.starts_with('/'))
+            .ok_or_else(|| libvirt(format!("the directory of {name}"), "no <target><path>"))?;
+        Ok(RunPool {
+            pool: Some(pool),
+            name: name.into(),
+            dir,
+        })
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

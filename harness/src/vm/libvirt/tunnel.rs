@@ -24,7 +24,7 @@
 mod login;
 
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -96,9 +96,9 @@ pub enum TunnelError {
         host: String,
         tried: String,
     },
-    #[error("listening on 127.0.0.1 for the remote port {remote}: {source}")]
+    #[error("listening on 127.0.0.1 for {remote} on the remote side: {source}")]
     Listen {
-        remote: u16,
+        remote: SocketAddr,
         #[source]
         source: io::Error,
     },
@@ -114,8 +114,8 @@ pub struct TunnelOptions {
 /// Listeners on 127.0.0.1 forwarding to the remote host's loopback. Dropping it closes the
 /// listeners and every forwarded connection, and joins all its threads.
 pub struct Tunnel {
-    /// (remote port, local port).
-    ports: Vec<(u16, u16)>,
+    /// (address on the remote side, local port).
+    ports: Vec<(SocketAddr, u16)>,
     stop: Arc<AtomicBool>,
     listeners: Vec<JoinHandle<()>>,
 }
@@ -123,13 +123,15 @@ pub struct Tunnel {
 impl Tunnel {
     /// Logs in once (to fail here, not on the first connection, when the host key or the
     /// credentials are wrong) and starts forwarding `remote_ports`.
-    pub fn open(target: &RemoteTarget, remote_ports: &[u16]) -> Result<Tunnel, TunnelError> {
-        Tunnel::open_with(target, remote_ports, &TunnelOptions::default())
+    /// `remotes` are addresses as the remote host reaches them: its loopback (a QEMU
+    /// `hostfwd`) or a guest on one of its networks.
+    pub fn open(target: &RemoteTarget, remotes: &[SocketAddr]) -> Result<Tunnel, TunnelError> {
+        Tunnel::open_with(target, remotes, &TunnelOptions::default())
     }
 
     pub fn open_with(
         target: &RemoteTarget,
-        remote_ports: &[u16],
+        remotes: &[SocketAddr],
         options: &TunnelOptions,
     ) -> Result<Tunnel, TunnelError> {
         let (login, session) = Login::first(target, options)?;
@@ -141,7 +143,7 @@ impl Tunnel {
             stop: stop.clone(),
             listeners: Vec::new(),
         };
-        for &remote in remote_ports {
+        for &remote in remotes {
             if tunnel.local_port(remote).is_some() {
                 continue;
             }
@@ -161,8 +163,8 @@ impl Tunnel {
         Ok(tunnel)
     }
 
-    /// The port on 127.0.0.1 that reaches `remote` on the remote host's loopback.
-    pub fn local_port(&self, remote: u16) -> Option<u16> {
+    /// The port on 127.0.0.1 that reaches `remote` from the remote host.
+    pub fn local_port(&self, remote: SocketAddr) -> Option<u16> {
         self.ports
             .iter()
             .find(|(r, _)| *r == remote)
@@ -202,7 +204,7 @@ fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
 
 /// The listener's thread: accepts until stopped, one thread per connection, joined before
 /// it returns (the listener closes then).
-fn serve(listener: TcpListener, remote: u16, login: &Arc<Login>, stop: &Arc<AtomicBool>) {
+fn serve(listener: TcpListener, remote: SocketAddr, login: &Arc<Login>, stop: &Arc<AtomicBool>) {
     let mut connections: Vec<JoinHandle<()>> = Vec::new();
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
@@ -214,11 +216,11 @@ fn serve(listener: TcpListener, remote: u16, login: &Arc<Login>, stop: &Arc<Atom
                         Ok(()) => {}
                         // A peer that resets or closes early: the end of a connection.
                         Err(e @ ForwardError::Io(_)) => tracing::debug!(
-                            "forwarding {peer} to 127.0.0.1:{remote} on {}: {e}",
+                            "forwarding {peer} to {remote} on {}: {e}",
                             login.display
                         ),
                         Err(e) => tracing::warn!(
-                            "forwarding {peer} to 127.0.0.1:{remote} on {}: {e}",
+                            "forwarding {peer} to {remote} on {}: {e}",
                             login.display
                         ),
                     });
@@ -231,7 +233,7 @@ fn serve(listener: TcpListener, remote: u16, login: &Arc<Login>, stop: &Arc<Atom
                 wait(&mut [pollfd(listener.as_raw_fd(), libc::POLLIN)]);
             }
             Err(e) => {
-                tracing::warn!("accepting on the tunnel for port {remote}: {e}");
+                tracing::warn!("accepting on the tunnel to {remote}: {e}");
                 std::thread::sleep(POLL_INTERVAL);
             }
         }
@@ -257,13 +259,13 @@ enum ForwardError {
 /// ended, an error, or the stop flag.
 fn forward(
     local: TcpStream,
-    remote: u16,
+    remote: SocketAddr,
     login: &Login,
     stop: &AtomicBool,
 ) -> Result<(), ForwardError> {
     let (session, ssh_fd) = login.again()?;
     let result = session
-        .channel_direct_tcpip("127.0.0.1", remote, None)
+        .channel_direct_tcpip(&remote.ip().to_string(), remote.port(), None)
         .map_err(ForwardError::Channel)
         .and_then(|mut channel| {
             session.set_blocking(false);

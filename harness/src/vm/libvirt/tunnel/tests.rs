@@ -2,176 +2,28 @@
 //! service), with keys generated per test.
 
 use super::*;
-use std::fs::File;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use rand_core::RngCore;
 
-fn keygen(path: &Path, kind: &str) {
-    let out = Command::new("ssh-keygen")
-        .args(["-q", "-t", kind, "-N", "", "-C", "sno-harness-test", "-f"])
-        .arg(path)
-        .output()
-        .expect("ssh-keygen (openssh-client) is installed");
-    assert!(
-        out.status.success(),
-        "ssh-keygen: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+#[path = "../../../../tests/private_sshd/mod.rs"]
+mod private_sshd;
+use private_sshd::{free_port, keygen, read, Sshd};
+
+/// `port` on the far side's loopback.
+fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
 }
 
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// This process's pids below `pid`, recursively (from /proc).
-fn descendants(pid: u32) -> Vec<u32> {
-    let mut parents = std::collections::HashMap::<u32, Vec<u32>>::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(child) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid ...: comm may hold spaces and parentheses.
-        let Some(ppid) = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        parents.entry(ppid).or_default().push(child);
-    }
-    let mut out = Vec::new();
-    let mut todo = vec![pid];
-    while let Some(p) = todo.pop() {
-        for &c in parents.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
-            out.push(c);
-            todo.push(c);
-        }
-    }
-    out
-}
-
-/// A private sshd: host keys, an authorized client key and its config in a temporary
-/// directory, listening on 127.0.0.1 only. Killed (with its session processes) on drop.
-struct Sshd {
-    child: Child,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl Sshd {
-    fn start() -> Sshd {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        keygen(&d.join("host_ed25519"), "ed25519");
-        keygen(&d.join("host_ecdsa"), "ecdsa");
-        keygen(&d.join("client"), "ed25519");
-        std::fs::copy(d.join("client.pub"), d.join("authorized_keys")).unwrap();
-        // sshd running as root insists on its privilege separation directory, which the
-        // system service would create.
-        std::fs::create_dir_all("/run/sshd").unwrap();
-        let port = free_port();
-        let config = format!(
-            "Port {port}\n\
-             ListenAddress 127.0.0.1\n\
-             HostKey {d}/host_ed25519\n\
-             HostKey {d}/host_ecdsa\n\
-             AuthorizedKeysFile {d}/authorized_keys\n\
-             StrictModes no\n\
-             UsePAM no\n\
-             PermitRootLogin yes\n\
-             PasswordAuthentication no\n\
-             KbdInteractiveAuthentication no\n\
-             AllowTcpForwarding yes\n\
-             PidFile {d}/sshd.pid\n\
-             LogLevel VERBOSE\n",
-            d = d.display()
-        );
-        std::fs::write(d.join("sshd_config"), config).unwrap();
-        let log = File::create(d.join("sshd.log")).unwrap();
-        let child = Command::new("/usr/sbin/sshd")
-            .args(["-D", "-e", "-f"])
-            .arg(d.join("sshd_config"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("/usr/sbin/sshd (openssh-server) is installed");
-        let mut sshd = Sshd { child, port, dir };
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(status)) = sshd.child.try_wait() {
-                panic!("sshd exited ({status}): {}", sshd.log());
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "sshd: {}",
-                sshd.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        sshd
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn log(&self) -> String {
-        read(&self.path("sshd.log"))
-    }
-
-    /// Logging in with the authorized key, checking host keys or not.
-    fn target(&self, known_hosts_verify: bool) -> RemoteTarget {
-        RemoteTarget {
-            user: None,
-            host: "127.0.0.1".into(),
-            port: Some(self.port),
-            keyfile: Some(self.path("client")),
-            known_hosts_verify,
-        }
-    }
-
-    /// The sshd processes serving connections (children of the listener).
-    fn sessions(&self) -> Vec<u32> {
-        descendants(self.child.id())
-    }
-}
-
-impl Drop for Sshd {
-    /// Lets the session processes end (the tests' connections are closed by now) while
-    /// the listener still reaps them, then kills what is left and the listener. Killed
-    /// first, sessions and their privilege-separated children would be left to init as
-    /// zombies.
-    fn drop(&mut self) {
-        let started = Instant::now();
-        while !self.sessions().is_empty() && started.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        for pid in self.sessions() {
-            // SAFETY: plain kill(2) of a process this test's sshd started.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// Logging in to `sshd` with its authorized key, checking host keys or not.
+fn target(sshd: &Sshd, known_hosts_verify: bool) -> RemoteTarget {
+    RemoteTarget {
+        user: None,
+        host: "127.0.0.1".into(),
+        port: Some(sshd.port),
+        keyfile: Some(sshd.path("client")),
+        known_hosts_verify,
     }
 }
 
@@ -256,16 +108,20 @@ fn connections_are_forwarded_intact_and_everything_stops_on_drop() {
     std::fs::remove_file(sshd.path("client.pub")).unwrap();
     // Nothing listens on `dead` on the far side.
     let dead = free_port();
-    let tunnel = Tunnel::open(&sshd.target(false), &[echo.port, echo.port, dead])
-        .unwrap_or_else(|e| panic!("{e}\n{}", sshd.log()));
+    let tunnel = Tunnel::open(
+        &target(&sshd, false),
+        &[loopback(echo.port), loopback(echo.port), loopback(dead)],
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", sshd.log()));
     let local = tunnel
-        .local_port(echo.port)
+        .local_port(loopback(echo.port))
         .expect("a local port for the echo port");
     assert_ne!(local, echo.port);
-    assert_eq!(tunnel.local_port(echo.port + 1), None);
+    assert_eq!(tunnel.local_port(loopback(echo.port + 1)), None);
 
     // A connection to a closed remote port is closed here too, not left hanging.
-    let mut to_dead = TcpStream::connect(("127.0.0.1", tunnel.local_port(dead).unwrap())).unwrap();
+    let mut to_dead =
+        TcpStream::connect(("127.0.0.1", tunnel.local_port(loopback(dead)).unwrap())).unwrap();
     to_dead
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
@@ -339,10 +195,10 @@ fn connections_are_forwarded_intact_and_everything_stops_on_drop() {
 fn a_wrong_key_is_an_authentication_error_naming_user_and_host() {
     let sshd = Sshd::start();
     keygen(&sshd.path("stranger"), "ed25519");
-    let mut target = sshd.target(false);
+    let mut target = target(&sshd, false);
     target.user = Some("nobody-here".into());
     target.keyfile = Some(sshd.path("stranger"));
-    let err = Tunnel::open(&target, &[1])
+    let err = Tunnel::open(&target, &[loopback(1)])
         .err()
         .expect("a stranger's key is refused");
     eprintln!("{err}");
@@ -359,7 +215,7 @@ fn a_wrong_key_is_an_authentication_error_naming_user_and_host() {
 fn host_keys_are_checked_against_known_hosts() {
     let sshd = Sshd::start();
     let echo = Echo::start();
-    let target = sshd.target(true);
+    let target = target(&sshd, true);
     let entry = |key: &str| {
         let public = read(&sshd.path(&format!("{key}.pub")));
         let mut fields = public.split_whitespace();
@@ -372,7 +228,7 @@ fn host_keys_are_checked_against_known_hosts() {
         let options = TunnelOptions {
             known_hosts: Some(path),
         };
-        Tunnel::open_with(&target, &[echo.port], &options)
+        Tunnel::open_with(&target, &[loopback(echo.port)], &options)
     };
 
     // Unknown: the error says how to accept the key, or to skip the check.
@@ -400,7 +256,7 @@ fn host_keys_are_checked_against_known_hosts() {
     // Only the ECDSA key known: found by trying the server's other key types, and used
     // (and checked) again by each connection's own login.
     let tunnel = open(&entry("host_ecdsa")).unwrap();
-    let port = tunnel.local_port(echo.port).unwrap();
+    let port = tunnel.local_port(loopback(echo.port)).unwrap();
     assert_eq!(round_trip(port, b"verified".to_vec()), b"verified");
     drop(tunnel);
     // Hashed entries, as `HashKnownHosts yes` writes them.

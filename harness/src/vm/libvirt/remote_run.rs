@@ -1,0 +1,113 @@
+//! What a run on a remote libvirtd (`qemu+ssh://...`) needs that a local one gets from its run
+//! directory: the disks, the live ISO and the UEFI variables as volumes of a per-run storage
+//! pool on the remote host (uploaded through libvirt streams), and the guest's addresses
+//! (the remote host's loopback forwards, or the node on a NAT network there) forwarded to this
+//! host's loopback over SSH. The serial console comes through `console_stream`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use virt::connect::Connect;
+
+use super::remote::RemoteTarget;
+use super::storage::{RunPool, VolumeFormat};
+use super::tunnel::Tunnel;
+use crate::vm::VmSpec;
+
+/// Where the run's pool directory is made on the remote host: libvirt's own image directory,
+/// which exists, and which its QEMU user may read, on every libvirt host.
+pub const REMOTE_POOL_BASE: &str = "/var/lib/libvirt/images";
+
+/// The run's objects on the remote host and the forwards to it.
+pub struct RemoteRun {
+    /// Taken by `finish`; removed on drop otherwise.
+    pool: Option<RunPool>,
+    /// (volume name, local path) of each disk: what `--keep` downloads back.
+    disks: Vec<(String, PathBuf)>,
+    tunnel: Tunnel,
+}
+
+impl RemoteRun {
+    /// Opens the forwards to `reach` first (a wrong key or host key fails before anything is
+    /// made), then uploads the run's files and points `spec` at their remote copies.
+    pub fn prepare(
+        conn: &Connect,
+        target: &RemoteTarget,
+        spec: &mut VmSpec,
+        reach: &[SocketAddr],
+    ) -> Result<RemoteRun, String> {
+        let tunnel =
+            Tunnel::open(target, reach).map_err(|e| format!("SSH forwards to {target}: {e}"))?;
+        let run = spec.name.strip_prefix("sno-").unwrap_or(&spec.name);
+        let pool = RunPool::create(conn, run, REMOTE_POOL_BASE)
+            .map_err(|e| format!("the run's storage pool on {target}: {e}"))?;
+        let mut remote = RemoteRun {
+            pool: Some(pool),
+            disks: Vec::new(),
+            tunnel,
+        };
+        for d in &mut spec.disks {
+            let local = d.path.clone();
+            d.path = remote.upload(&local)?;
+            remote.disks.push((volume_name(&local)?, local));
+        }
+        if let Some(cd) = &mut spec.cdrom {
+            cd.path = remote.upload(&cd.path.clone())?;
+        }
+        if let Some(vars) = &mut spec.uefi_vars {
+            *vars = remote.upload(&vars.clone())?;
+        }
+        Ok(remote)
+    }
+
+    /// A raw volume of the file's size, filled from the file (a qcow2 file stays qcow2: the
+    /// domain names the format). Returns the volume's path on the remote host.
+    fn upload(&self, local: &Path) -> Result<PathBuf, String> {
+        let pool = self.pool.as_ref().expect("prepared");
+        let name = volume_name(local)?;
+        let size = std::fs::metadata(local)
+            .map_err(|e| format!("{}: {e}", local.display()))?
+            .len();
+        pool.create_volume(&name, size, VolumeFormat::Raw)
+            .and_then(|_| pool.upload(&name, local))
+            .and_then(|_| pool.path(&name))
+            .map_err(|e| format!("uploading {}: {e}", local.display()))
+    }
+
+    /// Where this host reaches `addr` of the remote side.
+    pub fn local_addr(&self, addr: SocketAddr) -> SocketAddr {
+        match self.tunnel.local_port(addr) {
+            Some(port) => SocketAddr::from(([127, 0, 0, 1], port)),
+            None => addr,
+        }
+    }
+
+    /// Ends the run's presence on the remote host: with `keep`, the disks come back into the
+    /// run directory first (so the kept VM boots here, as after a local run); then the pool
+    /// and its volumes go.
+    pub fn finish(&mut self, keep: bool) -> Result<(), String> {
+        let Some(pool) = self.pool.take() else {
+            return Ok(());
+        };
+        let mut first_err = None;
+        if keep {
+            for (name, local) in &self.disks {
+                if let Err(e) = pool.download(name, local) {
+                    first_err.get_or_insert(format!("downloading the disk {name}: {e}"));
+                }
+            }
+        }
+        if let Err(e) = pool.remove() {
+            first_err.get_or_insert(format!("removing the run's storage pool: {e}"));
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+fn volume_name(local: &Path) -> Result<String, String> {
+    local
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_string)
+        .ok_or_else(|| format!("{}: no file name", local.display()))
+}

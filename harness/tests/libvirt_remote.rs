@@ -1,0 +1,232 @@
+//! The libvirt backend on a remote host: `--connect qemu+ssh://root@127.0.0.1:PORT/system`,
+//! through a private sshd, so that libvirt's own SSH transport, the harness's SSH forwards,
+//! the per-run storage pool and the console stream all run for real. The "remote" libvirtd is
+//! this host's, which nothing in those paths knows: the run directory is made unreadable to
+//! libvirt's QEMU user, so a path that read the run's files directly would fail.
+
+mod private_sshd;
+mod run_watch;
+
+use private_sshd::Sshd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn uri(sshd: &Sshd) -> String {
+    format!(
+        "qemu+ssh://root@127.0.0.1:{}/system?keyfile={}&no_verify=1",
+        sshd.port,
+        sshd.path("client").display()
+    )
+}
+
+fn virsh(args: &[&str]) -> String {
+    let out = Command::new("virsh")
+        .args(["-c", "qemu:///system"])
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The harness's objects libvirt still has: domains, pools, networks named `sno-*` that
+/// belong to `run` (its name is part of theirs), and the pool directories.
+fn leftovers(run: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (what, list) in [
+        ("domain", virsh(&["list", "--all", "--name"])),
+        ("pool", virsh(&["pool-list", "--all", "--name"])),
+        ("network", virsh(&["net-list", "--all", "--name"])),
+    ] {
+        found.extend(
+            list.lines()
+                .map(str::trim)
+                .filter(|n| n.starts_with(&format!("sno-{run}-")))
+                .map(|n| format!("{what} {n}")),
+        );
+    }
+    if let Ok(dir) = std::fs::read_dir("/var/lib/libvirt/images") {
+        found.extend(
+            dir.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("sno-{run}-")))
+                .map(|n| format!("directory /var/lib/libvirt/images/{n}")),
+        );
+    }
+    found
+}
+
+/// A scenario named `name` (smoke otherwise) in `dir`.
+fn smoke_named(dir: &Path, name: &str) -> std::path::PathBuf {
+    let smoke = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml"),
+    )
+    .unwrap();
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        smoke.replace("name = \"smoke\"", &format!("name = \"{name}\"")),
+    )
+    .unwrap();
+    path
+}
+
+fn harness(args: &[&str], state: &Path) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .args(args)
+        .env("SNO_HARNESS_STATE_DIR", state)
+        .env("SNO_HARNESS_PROGRESS", "plain")
+        .output()
+        .unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+#[test]
+fn smoke_on_a_remote_libvirt_host_passes_and_leaves_nothing_there() {
+    let sshd = Sshd::start();
+    let work = tempfile::tempdir().unwrap();
+    // Only root may enter: libvirt's QEMU (another user) cannot read the run's files here.
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let scenario = smoke_named(work.path(), "remote");
+    let out = work.path().join("out");
+    let uri = uri(&sshd);
+    let ran = harness(
+        &[
+            "run",
+            scenario.to_str().unwrap(),
+            "--backend",
+            "libvirt",
+            "--connect",
+            &uri,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &work.path().join("state"),
+    );
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{stderr}\n{}", sshd.log());
+    let dir = out.join("remote");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["verdict"], "pass");
+    assert_eq!(result["backend"], "libvirt");
+    assert!(
+        result["replay"]
+            .as_str()
+            .unwrap()
+            .contains("--connect qemu+ssh://"),
+        "{}",
+        result["replay"]
+    );
+    // The domain used the remote copies, and a pty console read through a stream.
+    let domain = std::fs::read_to_string(dir.join("vm.txt")).unwrap();
+    assert!(
+        domain.contains("<source file=\"/var/lib/libvirt/images/sno-remote-"),
+        "{domain}"
+    );
+    // Only the metadata names the run directory (for gc); no device reads from it.
+    let sources: Vec<&str> = domain
+        .split("<source file=\"")
+        .skip(1)
+        .filter_map(|r| r.split('"').next())
+        .collect();
+    assert!(sources.len() >= 2, "{domain}");
+    for source in sources {
+        assert!(
+            source.starts_with("/var/lib/libvirt/images/sno-remote-"),
+            "{source} is not a remote volume"
+        );
+    }
+    assert!(
+        !domain.contains(&format!("path=\"{}", out.display())),
+        "{domain}"
+    );
+    assert!(domain.contains("<serial type=\"pty\">"), "{domain}");
+    let serial = std::fs::read_to_string(dir.join("serial.log")).unwrap();
+    assert!(
+        serial.contains("Linux version"),
+        "the console stream: {serial}"
+    );
+    // The guest was reached through the SSH forwards, not QEMU's forwards themselves.
+    let started = stderr
+        .lines()
+        .find(|l| l.contains("VM started (libvirt)"))
+        .expect("the VM started");
+    let hostfwd_ports: Vec<&str> = domain
+        .split("hostfwd=tcp:127.0.0.1:")
+        .skip(1)
+        .filter_map(|r| r.split('-').next())
+        .collect();
+    assert_eq!(hostfwd_ports.len(), 2, "{domain}");
+    for p in &hostfwd_ports {
+        assert!(
+            !started.contains(&format!("127.0.0.1:{p},")) && !started.ends_with(p),
+            "the harness used QEMU's forward {p} directly: {started}"
+        );
+    }
+    assert_eq!(leftovers("remote"), Vec::<String>::new());
+    assert!(
+        !dir.join("disks").exists(),
+        "local disks stay only with --keep"
+    );
+}
+
+#[test]
+fn gc_over_ssh_removes_what_a_killed_remote_run_left() {
+    let sshd = Sshd::start();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let scenario = smoke_named(work.path(), "remotekill");
+    let out = work.path().join("out");
+    let state = work.path().join("state");
+    let uri = uri(&sshd);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .args(["run"])
+        .arg(&scenario)
+        .args(["--backend", "libvirt", "--connect", &uri, "--out"])
+        .arg(&out)
+        .env("SNO_HARNESS_STATE_DIR", &state)
+        .env("SNO_HARNESS_PROGRESS", "plain")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let events = out.join("remotekill/events.jsonl");
+    let started = std::time::Instant::now();
+    // The guest prints on its console: the pool and the domain exist.
+    while !std::fs::read_to_string(&events)
+        .unwrap_or_default()
+        .contains("\"kind\":\"console\"")
+    {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before the guest started"
+        );
+        assert!(started.elapsed().as_secs() < 600, "the guest never started");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = leftovers("remotekill");
+    assert!(
+        left.iter().any(|l| l.starts_with("pool ")),
+        "the pool outlives a SIGKILL: {left:?}"
+    );
+    let gc = harness(&["gc", "--connect", &uri], &state);
+    let said = String::from_utf8_lossy(&gc.stdout);
+    assert_eq!(gc.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("remove storage pool sno-remotekill-"),
+        "{said}"
+    );
+    // The domain died with the harness's connection (auto-destroy), the pool went with gc.
+    let settle = std::time::Instant::now();
+    while !leftovers("remotekill").is_empty() && settle.elapsed().as_secs() < 15 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(leftovers("remotekill"), Vec::<String>::new());
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("remotekill/result.json")).unwrap())
+            .unwrap();
+    assert_eq!(result["verdict"], "error");
+}
