@@ -385,6 +385,11 @@ const VOCABULARY: &[(&str, &[&str], &[&str])] = &[
     ("size", &[r#""8GiB""#, r#""64MiB""#, r#""2048TiB""#], &[r#""63MiB""#, r#""2049TiB""#, r#""0GiB""#, r#""-1""#, r#""8 GiB""#, "8"]),
     ("bus", &[r#""virtio""#, r#""scsi""#, r#""nvme""#, r#""sata""#], &[r#""floppy""#]),
     ("sector", &[r#""512""#, r#""512e""#, r#""4k""#], &[r#""1k""#, "512"]),
+    ("cache", &[r#""unsafe""#, r#""writeback""#, r#""none""#, r#""directsync""#], &[r#""writethrough""#, "1"]),
+    ("aio", &[r#""threads""#, r#""native""#, r#""io_uring""#], &[r#""posix""#]),
+    ("throttle", &[
+        r#"{ bytes_per_s = "8MiB" }"#, r#"{ iops = 500 }"#, r#"{ bytes_per_s = "20MiB", iops = 500 }"#,
+    ], &["{}", r#"{ iops = 0 }"#, r#"{ bytes_per_s = "0" }"#, r#"{ iops = -1 }"#, r#"{ bps = 1 }"#, r#""8MiB""#, r#"{ iops = 1000000000000001 }"#]),
     ("serial", &[r#""sno-install""#, r#""same""#], &[r#""""#, r#""aaaaaaaaaaaaaaaaaaaaaaaa""#, r#""a b""#]),
     ("installation_disk", &[
         r#"{ by = "id", disk = "install" }"#, r#"{ by = "name", disk = "install" }"#,
@@ -471,7 +476,10 @@ const SCENARIO_KEYS: &[(&str, &[(&str, u8)])] = &[
 ];
 
 #[rustfmt::skip]
-const DISK_KEYS: &[(&str, u8)] = &[("id", 99), ("size", 98), ("bus", 60), ("sector", 50), ("serial", 30), ("colour", 1)];
+const DISK_KEYS: &[(&str, u8)] = &[
+    ("id", 99), ("size", 98), ("bus", 60), ("sector", 50), ("serial", 30), ("cache", 25),
+    ("aio", 25), ("throttle", 20), ("colour", 1),
+];
 
 /// A scenario over the schema: each key written or not, with a value from its vocabulary
 /// mostly; up to 4 disks.
@@ -534,7 +542,8 @@ fn scenario_doc() -> impl Strategy<Value = String> {
 #[rustfmt::skip]
 const AXIS_KEYS: &[&str] = &[
     "vm.firmware", "vm.vcpus", "vm.memory", "vm.accel", "vm.boot_order", "disks.install.bus",
-    "disks.install.sector", "disks.install.size", "disks.install.serial", "disks.layout",
+    "disks.install.sector", "disks.install.size", "disks.install.serial", "disks.install.cache",
+    "disks.install.aio", "disks.install.throttle", "disks.layout",
     "install.network_stack", "install.installation_disk", "install.installation_disk.by",
     "install.additional_trust_bundle", "install.proxy", "install.fips", "install.network_type",
     "install.pull_secret", "timeouts.bootkube", "timeouts.disk-write-stall",

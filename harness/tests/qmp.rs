@@ -26,6 +26,7 @@ fn spec(dir: &Path) -> VmSpec {
                 sector: Sector::S512,
                 serial: None,
                 bootindex: None,
+                io: Default::default(),
             }
         })
         .collect();

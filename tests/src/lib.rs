@@ -144,6 +144,7 @@ impl Machine {
                 sector: d.sector,
                 serial: Some(d.serial.clone()),
                 bootindex: d.bootindex,
+                io: Default::default(),
             });
         }
         let uefi_vars = (firmware == Firmware::Uefi).then(|| {

@@ -62,6 +62,8 @@ pub struct DiskWriteStats {
     /// progress lines ("Read disk 43.0 MiB/86.8 MiB (49%)"), which the real installer prints
     /// into install-to-disk's journal too.
     pub image_percent: Option<f64>,
+    /// When `image_percent` last changed: the projection's basis.
+    pub image_percent_ms: Option<u64>,
 }
 
 impl DiskWriteStats {
@@ -105,6 +107,44 @@ impl DiskWriteStats {
     }
 }
 
+/// How the install-to-disk deadline follows the disk write: once coreos-installer has reported
+/// some progress, the end of the write is projected from it, and the deadline becomes that
+/// projection stretched by `margin`, plus `slack` for what the installer does after the last
+/// byte, kept between `min` and `max` after the phase started. A slow disk (writes of 30
+/// minutes and more on real hardware) gets the time it needs, up to `max`; a fast write that
+/// then hangs fails long before the nominal timeout.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdaptiveDeadline {
+    pub min: Duration,
+    pub max: Duration,
+    pub margin: f64,
+    pub slack: Duration,
+}
+
+impl AdaptiveDeadline {
+    /// For a nominal install-to-disk timeout: at least 2 minutes, at most six times the
+    /// nominal, the write's projected length times 1.5, plus 2 minutes.
+    pub fn around(nominal: Duration) -> AdaptiveDeadline {
+        AdaptiveDeadline {
+            min: Duration::from_secs(120).min(nominal),
+            max: nominal * 6,
+            margin: 1.5,
+            slack: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The write's projected end and the deadline it gives, in the machine's milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Projection {
+    /// When the last byte of the image should be written.
+    pub write_end_ms: u64,
+    /// The phase's deadline now.
+    pub deadline_ms: u64,
+    /// The deadline the scenario's timeout alone gives.
+    pub nominal_deadline_ms: u64,
+}
+
 /// The percentage in a coreos-installer progress line: `Read disk 43.0 MiB/86.8 MiB (49%)`, as
 /// it appears in a journal (on a terminal the line starts with `> ` and ends with `\r`).
 pub fn installer_progress_percent(message: &str) -> Option<f64> {
@@ -124,6 +164,8 @@ pub struct Config {
     pub write_stall: Duration,
     /// bootkube.service restarts that count as a failed bootstrap, not a transient error.
     pub bootkube_max_restarts: u32,
+    /// `None`: install-to-disk keeps its nominal timeout.
+    pub adaptive_install: Option<AdaptiveDeadline>,
 }
 
 pub struct Machine {
@@ -440,7 +482,10 @@ impl Machine {
                 self.disk.base_bytes = Some(self.disk.last_bytes);
             }
         } else if let Some(p) = installer_progress_percent(message) {
-            self.disk.image_percent = Some(p);
+            if self.disk.image_percent != Some(p) {
+                self.disk.image_percent = Some(p);
+                self.disk.image_percent_ms = Some(now);
+            }
         } else if message.starts_with("Error:") || message == "install failed" {
             self.last_install_error = Some(message.to_string());
             if cur == Some(Phase::InstallToDisk) || cur == Some(Phase::Bootkube) {
@@ -651,7 +696,11 @@ impl Machine {
         }
         let st = &self.phases[&cur];
         let Some(start) = st.start_ms else { return out };
-        if now_ms.saturating_sub(start) > st.timeout.as_millis() as u64 {
+        let projection = (cur == Phase::InstallToDisk)
+            .then(|| self.install_projection())
+            .flatten();
+        let deadline = projection.map_or(start + st.timeout.as_millis() as u64, |p| p.deadline_ms);
+        if now_ms > deadline {
             let last = self
                 .last_signals
                 .back()
@@ -663,9 +712,19 @@ impl Machine {
                 })
                 .unwrap_or_default();
             let evidence = self.pending_evidence(cur);
+            let within = Duration::from_secs(deadline.saturating_sub(start).div_ceil(1000));
+            let adapted = projection
+                .map(|p| {
+                    format!(
+                        " (the deadline followed the disk write, projected to end {} s into the phase; the scenario's timeout is {})",
+                        p.write_end_ms.saturating_sub(start) / 1000,
+                        humantime::format_duration(st.timeout)
+                    )
+                })
+                .unwrap_or_default();
             let reason = format!(
-                "{cur} did not finish within {}{evidence}{last}",
-                humantime::format_duration(st.timeout)
+                "{cur} did not finish within {}{adapted}{evidence}{last}",
+                humantime::format_duration(within)
             );
             let st = self.phases.get_mut(&cur).expect("state");
             st.status = Status::Timeout;
@@ -675,6 +734,36 @@ impl Machine {
             self.finish(Verdict::Fail, Some(cur), reason, &mut out);
         }
         out
+    }
+
+    /// Where the disk write is heading, once coreos-installer has reported enough progress
+    /// (2 %, 5 s into the write) for a projection: its end, and the install-to-disk deadline
+    /// that follows from it (`Config::adaptive_install`).
+    pub fn install_projection(&self) -> Option<Projection> {
+        let bounds = self.cfg.adaptive_install?;
+        let st = &self.phases[&Phase::InstallToDisk];
+        let phase_start = st.start_ms?;
+        let write_start = self.disk.start_ms?;
+        let percent = self.disk.image_percent?;
+        let at = self.disk.image_percent_ms?;
+        let so_far = at.saturating_sub(write_start);
+        if percent < 2.0 || so_far < 5_000 {
+            return None;
+        }
+        let write_ms = (so_far as f64 * 100.0 / percent) as u64;
+        let write_end_ms = write_start + write_ms;
+        let wanted = write_end_ms
+            + (write_ms as f64 * (bounds.margin - 1.0).max(0.0)) as u64
+            + bounds.slack.as_millis() as u64;
+        let deadline_ms = wanted.clamp(
+            phase_start + bounds.min.as_millis() as u64,
+            phase_start + bounds.max.as_millis() as u64,
+        );
+        Some(Projection {
+            write_end_ms,
+            deadline_ms,
+            nominal_deadline_ms: phase_start + st.timeout.as_millis() as u64,
+        })
     }
 
     /// What the phase is still waiting for, from the latest API answers.
@@ -735,6 +824,7 @@ mod tests {
             timeouts,
             write_stall: Duration::from_secs(20),
             bootkube_max_restarts: 3,
+            adaptive_install: None,
         });
         m.start(0);
         m
@@ -854,6 +944,109 @@ mod tests {
             m.disk.describe(37_000).unwrap(),
             "49% of the image, 80 MiB written, 16.0 MiB/s"
         );
+    }
+
+    /// A machine whose install-to-disk deadline follows the write (nominal timeout 100 s).
+    fn adaptive_machine() -> Machine {
+        let mut m = machine();
+        m.cfg.adaptive_install = Some(AdaptiveDeadline::around(Duration::from_secs(100)));
+        m
+    }
+
+    fn progress_line(t: u64, percent: u32) -> (u64, Signal) {
+        (
+            t,
+            journal(
+                "install-to-disk.service",
+                &format!("Read disk {percent}.0 MiB/100.0 MiB ({percent}%)"),
+            ),
+        )
+    }
+
+    fn installer_started(m: &mut Machine) {
+        through_bootkube(m);
+        feed(m, vec![
+            (31_000, Signal::DiskWrite { bytes: 0 }),
+            (32_000, journal("install-to-disk.service", "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vda")),
+        ]);
+    }
+
+    #[test]
+    fn a_slow_write_gets_past_the_nominal_timeout_up_to_six_times_it() {
+        let mut m = adaptive_machine();
+        installer_started(&mut m);
+        // 5 % in 50 s: a 1000 s write, far past the nominal 100 s.
+        feed(&mut m, vec![progress_line(82_000, 5)]);
+        let p = m.install_projection().expect("a projection");
+        assert_eq!(p.write_end_ms, 32_000 + 1_000_000);
+        assert_eq!(p.nominal_deadline_ms, 132_000);
+        assert_eq!(p.deadline_ms, 32_000 + 600_000, "capped at 6 x 100 s");
+        for t in (90_000..632_000).step_by(10_000) {
+            // The write goes on: the stall detector stays quiet.
+            feed(&mut m, vec![(t, Signal::DiskWrite { bytes: t * 100 })]);
+            assert!(m.tick(t).is_empty(), "no timeout at {t} ms");
+        }
+        let actions = m.tick(632_001);
+        assert!(
+            actions.contains(&Action::PhaseEnded(Phase::InstallToDisk, Status::Timeout)),
+            "{actions:?}"
+        );
+        let reason = &m.outcome().unwrap().reason;
+        assert!(reason.contains("within 10m"), "{reason}");
+        assert!(reason.contains("followed the disk write"), "{reason}");
+        assert!(
+            reason.contains("the scenario's timeout is 1m 40s"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn a_fast_write_that_then_hangs_fails_before_the_nominal_timeout() {
+        let mut m = adaptive_machine();
+        m.cfg.adaptive_install = Some(AdaptiveDeadline::around(Duration::from_secs(1000)));
+        m.phases.get_mut(&Phase::InstallToDisk).unwrap().timeout = Duration::from_secs(1000);
+        installer_started(&mut m);
+        // Done in 10 s: deadline = 10 s x 1.5 + 120 s = 135 s after the write started.
+        feed(
+            &mut m,
+            vec![
+                progress_line(37_000, 50),
+                progress_line(42_000, 100),
+                (42_000, Signal::DiskWrite { bytes: 100 << 20 }),
+            ],
+        );
+        let p = m.install_projection().unwrap();
+        assert_eq!(p.write_end_ms, 42_000);
+        assert_eq!(p.deadline_ms, 32_000 + 135_000);
+        // The write counter stays put after the write: only the deadline can end this.
+        m.cfg.write_stall = Duration::from_secs(3600);
+        assert!(m.tick(167_000).is_empty());
+        let actions = m.tick(167_001);
+        assert!(
+            actions.contains(&Action::PhaseEnded(Phase::InstallToDisk, Status::Timeout)),
+            "{actions:?}"
+        );
+        assert!(m.outcome().unwrap().reason.contains("within 2m 15s"));
+    }
+
+    #[test]
+    fn without_progress_lines_or_with_too_little_the_nominal_timeout_holds() {
+        let mut m = adaptive_machine();
+        installer_started(&mut m);
+        assert_eq!(m.install_projection(), None, "no progress yet");
+        // 1 % is too little to project from, and so is progress within 5 s of the start.
+        feed(&mut m, vec![progress_line(60_000, 1)]);
+        assert_eq!(m.install_projection(), None);
+        let mut early = adaptive_machine();
+        installer_started(&mut early);
+        feed(&mut early, vec![progress_line(35_000, 40)]);
+        assert_eq!(early.install_projection(), None);
+        // Without the option, never.
+        let mut fixed = machine();
+        installer_started(&mut fixed);
+        feed(&mut fixed, vec![progress_line(82_000, 5)]);
+        assert_eq!(fixed.install_projection(), None);
+        assert!(!fixed.tick(132_001).is_empty(), "the nominal 100 s");
     }
 
     #[test]

@@ -120,6 +120,19 @@ pub struct DiskWrite {
     pub source: String,
     #[serde(default)]
     pub image_bytes: Option<u64>,
+    /// How install-to-disk's deadline followed the write (absent when it never could: no
+    /// progress from coreos-installer, or the write ended too soon to project).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<InstallDeadline>,
+}
+
+/// The write's projected length and the install-to-disk deadline it gave, against the
+/// scenario's timeout, in seconds from the phase's start (the last projection of the run).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InstallDeadline {
+    pub nominal_s: f64,
+    pub adapted_s: f64,
+    pub projected_write_end_s: f64,
 }
 
 /// One event of the timeline, condensed for a failure report.
@@ -353,6 +366,7 @@ pub(crate) mod tests {
                 mib_per_s: 82.6,
                 source: "qmp".into(),
                 image_bytes: Some(268_435_456),
+                deadline: None,
             }),
             last_signals: vec![],
             artifacts: BTreeMap::from([

@@ -22,7 +22,9 @@ use crate::assets::{self, AssetsRequest};
 use crate::fixture::{self, BuildOptions};
 use crate::flow::badness::AllowList;
 use crate::flow::event::{EventLog, Signal, Source};
-use crate::flow::machine::{Action, Config as MachineConfig, Machine, Outcome, Verdict};
+use crate::flow::machine::{
+    Action, AdaptiveDeadline, Config as MachineConfig, Machine, Outcome, Verdict,
+};
 use crate::flow::phase::{fixture_default_timeout, openshift_default_timeout, Phase};
 use crate::guest::follow::Followers;
 use crate::guest::ssh::{SshKeyPair, SshTarget};
@@ -31,6 +33,7 @@ use crate::report::result::RunResult;
 use crate::scenario::{BootOrder, GuestNetwork, Profile, Scenario};
 use crate::vm::accel::{self, Accel};
 use crate::vm::libvirt::network::{bridge_name, from_machine_network};
+use crate::vm::libvirt::runtime::StartOptions;
 use crate::vm::libvirt::{nat_network_xml, RunMeta};
 use crate::vm::running::{Backend, RunningVm};
 use crate::vm::{disk, CdromSpec, DiskSpec, Firmware, Nic, PortForward, VmSpec, OVMF_VARS};
@@ -178,6 +181,7 @@ pub fn vm_spec(
             bootindex: (Some(&d.id) == install.as_ref()
                 || (install.is_none() && d.id == s.disks[0].id))
                 .then_some(disk_index),
+            io: d.io,
         })
         .collect();
     VmSpec {
@@ -296,13 +300,18 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
     let mut artifacts = BTreeMap::new();
     // Timeouts depend on the accelerator, so the machine is made once it is known.
     let new_machine = |accel: Accel| {
+        let timeouts = phase_timeouts(s, accel, opts.timeout_scale);
+        let adaptive_install = timeouts
+            .get(&Phase::InstallToDisk)
+            .map(|nominal| AdaptiveDeadline::around(*nominal));
         let mut m = Machine::new(MachineConfig {
-            timeouts: phase_timeouts(s, accel, opts.timeout_scale),
+            timeouts,
             write_stall: s
                 .disk_write_stall
                 .unwrap_or(crate::scenario::DEFAULT_DISK_WRITE_STALL)
                 .mul_f64(opts.timeout_scale),
             bootkube_max_restarts: 3,
+            adaptive_install,
         });
         // Validated when the scenario was read.
         m.allow_badness(AllowList::new(&s.badness_allow).unwrap_or_default());
@@ -570,19 +579,41 @@ async fn drive(
             ([127, 0, 0, 1], api_port).into(),
         ),
     };
-    let (mut vm, console) =
-        match RunningVm::start(&opts.backend, &spec, network.as_ref(), &meta, dir, &tx).await {
-            Ok(x) => x,
-            Err(e) => {
-                machine.error(now(), e);
-                return machine;
-            }
-        };
+    let (mut vm, console) = match RunningVm::start(
+        &opts.backend,
+        &spec,
+        StartOptions {
+            network: network.as_ref(),
+            reach: &[ssh_addr, api_addr],
+            keep_disks: opts.keep,
+        },
+        &meta,
+        dir,
+        &tx,
+    )
+    .await
+    {
+        Ok(x) => x,
+        Err(e) => {
+            machine.error(now(), e);
+            return machine;
+        }
+    };
+    // On a remote libvirt host, the guest is reached through SSH forwards.
+    let (ssh_addr, api_addr) = (vm.local_addr(ssh_addr), vm.local_addr(api_addr));
     let _ = fs::write(dir.join("vm.txt"), vm.describe() + "\n");
     artifacts.insert("vm".into(), "vm.txt".into());
     artifacts.insert("serial".into(), "serial.log".into());
-    if opts.backend == Backend::Qemu {
-        artifacts.insert("qemu-stderr".into(), "qemu.stderr".into());
+    match &opts.backend {
+        Backend::Qemu => {
+            artifacts.insert("qemu-stderr".into(), "qemu.stderr".into());
+        }
+        // libvirt's log of the domain's QEMU, taken into the run directory when the domain
+        // ends (a local libvirtd only).
+        Backend::Libvirt { uri } if !uri.contains("+ssh") => {
+            artifacts.insert("qemu-log".into(), "qemu.log".into());
+        }
+        Backend::Libvirt { .. } => {}
     }
     pending.extend(handle(
         &mut machine,

@@ -3,7 +3,8 @@
 use crate::flow::machine::{Status, Verdict as MVerdict};
 use crate::flow::phase::Phase;
 use crate::report::result::{
-    self, DiskWrite, HostContext, PhaseResult, PhaseStatus, RunResult, Signal, Verdict,
+    self, DiskWrite, HostContext, InstallDeadline, PhaseResult, PhaseStatus, RunResult, Signal,
+    Verdict,
 };
 use crate::scenario::Scenario;
 
@@ -93,6 +94,15 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
             mib_per_s: (m.disk.mib_per_s().unwrap_or(0.0) * 10.0).round() / 10.0,
             source: "qmp".into(),
             image_bytes: None,
+            deadline: m.install_projection().and_then(|p| {
+                let start = m.phase(Phase::InstallToDisk).start_ms?;
+                let s = |t: u64| (t.saturating_sub(start) as f64 / 100.0).round() / 10.0;
+                Some(InstallDeadline {
+                    nominal_s: s(p.nominal_deadline_ms),
+                    adapted_s: s(p.deadline_ms),
+                    projected_write_end_s: s(p.write_end_ms),
+                })
+            }),
         })
     });
     RunResult {

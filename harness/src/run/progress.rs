@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::board::Board;
 use crate::flow::machine::Machine;
+use crate::flow::phase::Phase;
 
 /// How often the plain mode prints the status.
 pub const HEARTBEAT: Duration = Duration::from_secs(30);
@@ -184,6 +185,21 @@ pub fn status_text(m: &Machine, now_ms: u64) -> String {
         .describe(now_ms)
         .map(|d| format!("; install disk: {d}"))
         .unwrap_or_default();
+    // While the write runs: where it is heading and the deadline that follows.
+    let projection = m
+        .install_projection()
+        .filter(|_| m.current() == Some(Phase::InstallToDisk))
+        .map(|p| {
+            let secs = |t: u64| t.saturating_sub(now_ms) as f64 / 1000.0;
+            format!(
+                " (write ends in ~{:.0} s; deadline in {:.0} s, nominal {:.0} s)",
+                secs(p.write_end_ms),
+                secs(p.deadline_ms),
+                secs(p.nominal_deadline_ms)
+            )
+        })
+        .unwrap_or_default();
+    let disk = disk + &projection;
     let last = m
         .last_signals()
         .last()
@@ -210,6 +226,7 @@ mod tests {
             timeouts: BTreeMap::new(),
             write_stall: Duration::from_secs(120),
             bootkube_max_restarts: 3,
+            adaptive_install: None,
         });
         m.start(1_000);
         assert_eq!(
@@ -224,6 +241,7 @@ mod tests {
             timeouts: BTreeMap::new(),
             write_stall: Duration::from_secs(120),
             bootkube_max_restarts: 3,
+            adaptive_install: None,
         });
         let mut p = Progress::new(Instant::now(), &Display::Plain, "");
         let before = p.last_heartbeat;
@@ -240,6 +258,7 @@ mod tests {
             timeouts: BTreeMap::new(),
             write_stall: Duration::from_secs(120),
             bootkube_max_restarts: 3,
+            adaptive_install: None,
         });
         m.start(1_000);
         let board = Arc::new(Board::new("disks", 2, Mode::Plain));

@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use crate::flow::phase::Phase;
-use crate::vm::{AccelChoice, Bus, Firmware, Sector};
+use crate::vm::{AccelChoice, AioMode, Bus, CacheMode, DiskIo, Firmware, Sector};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -132,6 +132,10 @@ fn unwrap_text<const SIZE: bool>(t: Spanned<Text<SIZE>>) -> Spanned<String> {
 
 fn size_text<'de, D: Deserializer<'de>>(d: D) -> Result<Spanned<String>, D::Error> {
     Spanned::<Text<true>>::deserialize(d).map(unwrap_text)
+}
+
+fn option_size_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Spanned<String>>, D::Error> {
+    size_text(d).map(Some)
 }
 
 fn duration_texts<'de, D: Deserializer<'de>>(
@@ -259,6 +263,84 @@ pub struct DiskSection {
     #[serde(default = "default_sector", deserialize_with = "choice")]
     pub sector: Sector,
     pub serial: Option<String>,
+    /// Default `unsafe`.
+    #[serde(default, deserialize_with = "option_spanned_choice")]
+    pub cache: Option<Spanned<CacheMode>>,
+    /// Default `threads`.
+    #[serde(default, deserialize_with = "option_spanned_choice")]
+    pub aio: Option<Spanned<AioMode>>,
+    pub throttle: Option<Spanned<ThrottleSection>>,
+}
+
+/// `throttle = { bytes_per_s = "20MiB", iops = 500 }`: QEMU's I/O limits of one disk.
+#[derive(Debug)]
+pub struct ThrottleSection {
+    pub bytes_per_s: Option<Spanned<String>>,
+    pub iops: Option<Spanned<u64>>,
+}
+
+const THROTTLE_USAGE: &str =
+    "a table of limits such as { bytes_per_s = \"20MiB\", iops = 500 } (either or both)";
+
+// By hand around the derived fields: for a value that is not a table, serde's error would say
+// "expected struct ThrottleSection".
+impl<'de> Deserialize<'de> for ThrottleSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Limits {
+            #[serde(default, deserialize_with = "option_size_text")]
+            bytes_per_s: Option<Spanned<String>>,
+            #[serde(default, deserialize_with = "option_iops")]
+            iops: Option<Spanned<u64>>,
+        }
+
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ThrottleSection;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(THROTTLE_USAGE)
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let l = Limits::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(ThrottleSection {
+                    bytes_per_s: l.bytes_per_s,
+                    iops: l.iops,
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// I/O requests per second: serde's "expected u64" names neither the unit nor an example.
+struct Iops(u64);
+
+impl<'de> Deserialize<'de> for Iops {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = u64;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a whole number of I/O requests per second, such as 500")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+                Ok(v)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+                u64::try_from(v).map_err(|_| E::invalid_value(de::Unexpected::Signed(v), &self))
+            }
+        }
+        d.deserialize_u64(V).map(Iops)
+    }
+}
+
+fn option_iops<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Spanned<u64>>, D::Error> {
+    let n = Spanned::<Iops>::deserialize(d)?;
+    let span = n.span();
+    Ok(Some(Spanned::new(span, n.into_inner().0)))
 }
 
 fn default_bus() -> Bus {
@@ -512,6 +594,8 @@ pub struct Disk {
     pub bus: Bus,
     pub sector: Sector,
     pub serial: String,
+    /// Cache mode, AIO and throttling on the host (`cache`, `aio`, `throttle`).
+    pub io: DiskIo,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -109,6 +109,7 @@ mod tests {
             bus,
             sector: Sector::S512,
             serial: format!("sno-{id}"),
+            io: Default::default(),
         }
     }
 

@@ -14,7 +14,7 @@ use super::naming;
 use super::units::{parse_duration, parse_size};
 use crate::flow::phase::Phase;
 use crate::vm::qemu::argv::plan::disk_place;
-use crate::vm::{Bus, Firmware, Sector};
+use crate::vm::{AioMode, Bus, DiskIo, Firmware, Sector, Throttle};
 
 /// Names become directory names (and parts of permutation ids): well under the 255 bytes a
 /// file name may have.
@@ -29,6 +29,9 @@ const MAX_DISK_SIZE: u64 = 2048 << 40;
 /// scaling a huge one by --timeout-scale overflows.
 const MIN_TIMEOUT: Duration = Duration::from_secs(1);
 const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+/// QEMU's largest I/O throttling limit (`THROTTLE_VALUE_MAX`): it refuses to start with a
+/// larger one.
+const MAX_THROTTLE: u64 = 1_000_000_000_000_000;
 
 /// A bad scenario: where and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,6 +186,98 @@ fn check_name(cx: &Ctx, what: &str, s: &Spanned<String>) -> Result<(), ScenarioE
     }
 }
 
+/// A disk's `cache`, `aio` and `throttle`, checked: QEMU refuses native AIO without O_DIRECT,
+/// and a throttle of nothing or of zero is a mistake, not a limit.
+fn disk_io(cx: &Ctx, d: &DiskSection) -> Result<DiskIo, ScenarioError> {
+    let cache = d.cache.as_ref().map(|c| *c.get_ref()).unwrap_or_default();
+    let aio = d.aio.as_ref().map(|a| *a.get_ref()).unwrap_or_default();
+    if let Some(a) = d.aio.as_ref().filter(|_| aio == AioMode::Native) {
+        if !cache.direct() {
+            let default = if d.cache.is_none() {
+                " (the default)"
+            } else {
+                ""
+            };
+            return Err(cx.at(
+                a,
+                format!(
+                    "disk {:?}: aio = \"native\" needs cache = \"none\" or \"directsync\" (QEMU refuses native AIO without O_DIRECT), and cache is {:?}{default}; set one of those, or use aio = \"threads\" or \"io_uring\"",
+                    d.id,
+                    cache.name()
+                ),
+            ));
+        }
+    }
+    let throttle = match &d.throttle {
+        None => None,
+        Some(t) => {
+            let sec = t.get_ref();
+            if sec.bytes_per_s.is_none() && sec.iops.is_none() {
+                return Err(cx.at(
+                    t,
+                    format!(
+                        "disk {:?}: throttle sets no limit; give bytes_per_s, iops or both, e.g. throttle = {{ bytes_per_s = \"20MiB\", iops = 500 }} (leave throttle out for a disk without limits)",
+                        d.id
+                    ),
+                ));
+            }
+            let bytes_per_s = match &sec.bytes_per_s {
+                None => None,
+                Some(b) => {
+                    let zero = b
+                        .get_ref()
+                        .trim()
+                        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                        .trim()
+                        .parse::<f64>()
+                        == Ok(0.0);
+                    let v = if zero {
+                        0
+                    } else {
+                        parse_size(b.get_ref())
+                            .map_err(|m| cx.at(b, format!("disks.throttle.bytes_per_s: {m}")))?
+                    };
+                    Some(throttle_limit(cx, b, "bytes_per_s", v)?)
+                }
+            };
+            let iops = match &sec.iops {
+                None => None,
+                Some(i) => Some(throttle_limit(cx, i, "iops", *i.get_ref())?),
+            };
+            Some(Throttle { bytes_per_s, iops })
+        }
+    };
+    Ok(DiskIo {
+        cache,
+        aio,
+        throttle,
+    })
+}
+
+/// A throttling limit QEMU takes: more than 0, at most its maximum.
+fn throttle_limit<T>(
+    cx: &Ctx,
+    at: &Spanned<T>,
+    key: &str,
+    value: u64,
+) -> Result<u64, ScenarioError> {
+    if value == 0 {
+        return Err(cx.at(
+            at,
+            format!("disks.throttle.{key} = 0: a limit is more than 0; leave {key} out for none"),
+        ));
+    }
+    if value > MAX_THROTTLE {
+        return Err(cx.at(
+            at,
+            format!(
+                "disks.throttle.{key}: {value} is more than QEMU's largest limit, {MAX_THROTTLE}"
+            ),
+        ));
+    }
+    Ok(value)
+}
+
 fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
     check_name(cx, "name", &f.name)?;
 
@@ -259,12 +354,14 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
         if d.bus == Bus::Sata && d.sector == Sector::S4k {
             return Err(cx.at(sd, format!("disk {:?}: SATA disks cannot have 4096-byte logical sectors in QEMU; use sector = \"512\" or \"512e\", or another bus", d.id)));
         }
+        let io = disk_io(cx, d)?;
         disks.push(Disk {
             id: d.id.clone(),
             size_bytes,
             bus: d.bus,
             sector: d.sector,
             serial,
+            io,
         });
     }
 
@@ -551,6 +648,7 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vm::CacheMode;
     use std::time::Duration;
 
     fn parse(text: &str) -> Result<Scenario, ScenarioError> {
@@ -751,6 +849,171 @@ bootkube = "5m"
             parse(&SMOKE.replace("{ by = \"id\", disk = \"install\" }", "\"/dev/vdz\"")).unwrap();
         assert_eq!(s.install.installation_disk, "/dev/vdz");
         assert_eq!(s.install.install_disk_id, None);
+    }
+
+    #[test]
+    fn disk_io_defaults_to_the_fast_ci_settings() {
+        let s = parse(SMOKE).unwrap();
+        assert_eq!(s.disks[0].io, DiskIo::default());
+        assert_eq!(s.disks[0].io.cache, CacheMode::Unsafe);
+        assert_eq!(s.disks[0].io.aio, AioMode::Threads);
+        assert_eq!(s.disks[0].io.throttle, None);
+    }
+
+    /// SMOKE with these lines added to its disk (after `bus`, line 11).
+    fn with_disk_lines(lines: &str) -> String {
+        SMOKE.replace("bus = \"virtio\"", &format!("bus = \"virtio\"\n{lines}"))
+    }
+
+    #[test]
+    fn cache_aio_and_throttle_are_read_per_disk() {
+        let s = parse(&with_disk_lines(
+            "cache = \"none\"\naio = \"native\"\nthrottle = { bytes_per_s = \"20MiB\", iops = 500 }",
+        ))
+        .unwrap();
+        assert_eq!(
+            s.disks[0].io,
+            DiskIo {
+                cache: CacheMode::None,
+                aio: AioMode::Native,
+                throttle: Some(Throttle {
+                    bytes_per_s: Some(20 << 20),
+                    iops: Some(500),
+                }),
+            }
+        );
+        for (cache, want) in [
+            ("unsafe", CacheMode::Unsafe),
+            ("writeback", CacheMode::Writeback),
+            ("none", CacheMode::None),
+            ("directsync", CacheMode::Directsync),
+        ] {
+            let s = parse(&with_disk_lines(&format!("cache = \"{cache}\""))).unwrap();
+            assert_eq!(s.disks[0].io.cache, want);
+            assert_eq!(s.disks[0].io.aio, AioMode::Threads);
+        }
+        let s = parse(&with_disk_lines("aio = \"io_uring\"")).unwrap();
+        assert_eq!(s.disks[0].io.aio, AioMode::IoUring);
+        assert_eq!(s.disks[0].io.cache, CacheMode::Unsafe);
+        let s = parse(&with_disk_lines("cache = \"directsync\"\naio = \"native\"")).unwrap();
+        assert_eq!(s.disks[0].io.aio, AioMode::Native);
+        // Either limit alone; decimal units too; a sub-table as well as an inline one.
+        let s = parse(&with_disk_lines("throttle = { iops = 1 }")).unwrap();
+        assert_eq!(
+            s.disks[0].io.throttle,
+            Some(Throttle {
+                bytes_per_s: None,
+                iops: Some(1),
+            })
+        );
+        let s = parse(&with_disk_lines("throttle = { bytes_per_s = \"8M\" }")).unwrap();
+        assert_eq!(s.disks[0].io.throttle.unwrap().bytes_per_s, Some(8_000_000));
+        let s = parse(&with_disk_lines("[disks.throttle]\nbytes_per_s = \"8MiB\"")).unwrap();
+        assert_eq!(s.disks[0].io.throttle.unwrap().bytes_per_s, Some(8 << 20));
+    }
+
+    #[test]
+    fn bad_disk_io_options_name_the_line_and_what_is_valid() {
+        let e = err(&with_disk_lines("cache = \"fast\""));
+        assert_eq!(e.line, Some(12), "{e}");
+        for word in ["unsafe", "writeback", "none", "directsync"] {
+            assert!(e.message.contains(word), "{word} missing: {e}");
+        }
+        let e = err(&with_disk_lines("aio = \"posix\""));
+        assert_eq!(e.line, Some(12), "{e}");
+        for word in ["threads", "native", "io_uring"] {
+            assert!(e.message.contains(word), "{word} missing: {e}");
+        }
+        let e = err(&with_disk_lines("aio = 1"));
+        assert_eq!(e.line, Some(12), "{e}");
+        assert!(e.message.contains("io_uring"), "{e}");
+
+        // Native AIO needs O_DIRECT: the aio line is wrong, whether cache is written or not.
+        let e = err(&with_disk_lines("aio = \"native\""));
+        assert_eq!(e.line, Some(12), "{e}");
+        assert!(
+            e.message
+                .contains("needs cache = \"none\" or \"directsync\"")
+                && e.message.contains("O_DIRECT")
+                && e.message.contains("\"unsafe\" (the default)"),
+            "{e}"
+        );
+        for cache in ["unsafe", "writeback"] {
+            let e = err(&with_disk_lines(&format!(
+                "cache = \"{cache}\"\naio = \"native\""
+            )));
+            assert_eq!(e.line, Some(13), "{e}");
+            assert!(e.message.contains(&format!("cache is \"{cache}\";")), "{e}");
+            assert!(e.message.contains("\"io_uring\""), "{e}");
+        }
+
+        let e = err(&with_disk_lines("throttle = {}"));
+        assert_eq!(e.line, Some(12), "{e}");
+        assert!(
+            e.message.contains("bytes_per_s, iops or both") && e.message.contains("\"20MiB\""),
+            "{e}"
+        );
+        for zero in ["bytes_per_s = \"0\"", "bytes_per_s = \"0MiB\"", "iops = 0"] {
+            let e = err(&with_disk_lines(&format!("throttle = {{ {zero} }}")));
+            assert_eq!(e.line, Some(12), "{e}");
+            assert!(
+                e.message.contains("= 0: a limit is more than 0"),
+                "{zero}: {e}"
+            );
+        }
+        let e = err(&with_disk_lines("throttle = { bytes_per_s = \"fast\" }"));
+        assert!(e.message.contains("disks.throttle.bytes_per_s"), "{e}");
+        assert!(e.message.contains("8GiB"), "{e}");
+        let e = err(&with_disk_lines("throttle = { bytes_per_s = 100 }"));
+        assert_eq!(e.line, Some(12), "{e}");
+        assert!(e.message.contains("a size such as"), "{e}");
+        for bad in ["-1", "1.5", "\"500\""] {
+            let e = err(&with_disk_lines(&format!("throttle = {{ iops = {bad} }}")));
+            assert_eq!(e.line, Some(12), "{e}");
+            assert!(
+                e.message.contains("I/O requests per second, such as 500"),
+                "{e}"
+            );
+        }
+        let e = err(&with_disk_lines("throttle = \"8MiB\""));
+        assert_eq!(e.line, Some(12), "{e}");
+        assert!(
+            e.message
+                .contains("{ bytes_per_s = \"20MiB\", iops = 500 }"),
+            "{e}"
+        );
+        let e = err(&with_disk_lines("throttle = { iops = 2000000000000000 }"));
+        assert!(e.message.contains("QEMU's largest limit"), "{e}");
+        let e = err(&with_disk_lines("throttle = { bps = 1 }"));
+        assert_eq!(e.line, Some(12), "{e}");
+        assert!(
+            e.message.contains("bytes_per_s") && e.message.contains("iops"),
+            "{e}"
+        );
+        let e = err(&with_disk_lines("[disks.throttle]\n"));
+        assert!(e.message.contains("throttle sets no limit"), "{e}");
+    }
+
+    /// The shipped slow-disk scenario: what `sno-harness plan scenarios/slow-disk.toml` reads.
+    #[test]
+    fn the_shipped_slow_disk_scenario_throttles_its_install_disk() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/slow-disk.toml");
+        let s = load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.name, "slow-disk");
+        assert_eq!(s.install.install_disk_id.as_deref(), Some("install"));
+        let install = &s.disks[0];
+        assert_eq!(install.id, "install");
+        assert_eq!(
+            install.io.throttle,
+            Some(Throttle {
+                bytes_per_s: Some(8 << 20),
+                iops: None,
+            })
+        );
+        // Only the limit differs from the CI default.
+        assert_eq!(install.io.cache, CacheMode::Unsafe);
+        assert_eq!(install.io.aio, AioMode::Threads);
+        assert!(!s.description.is_empty());
     }
 
     #[test]

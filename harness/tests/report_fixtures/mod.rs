@@ -53,6 +53,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
             mib_per_s: 82.6,
             source: "qmp".into(),
             image_bytes: None,
+            deadline: None,
         }),
         last_signals: vec![],
         artifacts: BTreeMap::from([

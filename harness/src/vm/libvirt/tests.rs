@@ -18,7 +18,10 @@ use super::network::{
 use crate::vm::qemu::argv::plan::{self, DiskPlace};
 use crate::vm::qemu::argv::tests::{disks_on, spec};
 use crate::vm::qemu::argv::TCG_TB_SIZE_MIB;
-use crate::vm::{Accel, Bus, CdromSpec, DiskSpec, Firmware, Sector, VmSpec, OVMF_CODE, OVMF_VARS};
+use crate::vm::{
+    Accel, AioMode, Bus, CacheMode, CdromSpec, DiskIo, DiskSpec, Firmware, Sector, Throttle,
+    VmSpec, OVMF_CODE, OVMF_VARS,
+};
 
 // ----- A small tree of the parsed document: enough to walk and assert on.
 
@@ -456,7 +459,9 @@ fn disks_carry_their_format_serial_sector_sizes_and_cache_mode() {
         assert_eq!(driver.at("name"), "qemu");
         assert_eq!(driver.at("type"), d.format);
         assert_eq!(driver.at("cache"), "unsafe");
+        assert_eq!(driver.at("io"), "threads");
         assert_eq!(driver.at("discard"), "unmap");
+        assert!(disk.opt("iotune").is_none(), "no limits by default");
         assert_eq!(disk.one("source").at("file"), d.path.display().to_string());
         assert_eq!(disk.one("serial").text, format!("ser-{}", d.id));
         let bio = disk.one("blockio");
@@ -484,6 +489,7 @@ fn disks_carry_their_format_serial_sector_sizes_and_cache_mode() {
     let cd = disk_by_alias(devices, CDROM_ALIAS);
     cd.one("readonly");
     assert_eq!(cd.one("driver").at("type"), "raw");
+    assert!(cd.one("driver").attr("cache").is_none() && cd.one("driver").attr("io").is_none());
     assert_eq!(cd.one("source").at("file"), "/r/live.iso");
     assert!(cd.opt("blockio").is_none());
 }
@@ -510,13 +516,19 @@ fn nvme_goes_through_the_qemu_passthrough_at_its_slot() {
     assert_eq!(file["filename"], "/r/d0.qcow2");
     assert_eq!(format["driver"], "qcow2");
     assert_eq!(format["file"], file["node-name"]);
-    // cache=unsafe, as the QEMU backend's -drive.
+    // cache=unsafe, aio=threads, as the QEMU backend's -drive.
     for node in [file, format] {
         assert_eq!(node["cache"]["direct"], false);
         assert_eq!(node["cache"]["no-flush"], true);
         assert_eq!(node["discard"], "unmap");
         assert!(node["node-name"].as_str().unwrap().len() <= 31);
     }
+    assert_eq!(file["aio"], "threads");
+    assert!(format.get("aio").is_none(), "aio is the file's");
+    assert!(
+        passthrough(&root, "-object").is_empty(),
+        "no throttle group"
+    );
     let devs = passthrough(&root, "-device");
     assert_eq!(devs.len(), 2, "the NVMe disk and the NIC");
     assert_eq!(devs[1]["driver"], "virtio-net-pci");
@@ -563,6 +575,224 @@ fn nvme_keeps_an_explicit_serial_and_sector_sizes() {
     assert_eq!(dev["physical_block_size"], 4096);
     assert!(dev.get("bootindex").is_none());
     assert_eq!(passthrough(&root, "-blockdev")[1]["driver"], "raw");
+}
+
+// ----- Cache mode, AIO and throttling.
+
+/// Every disk's io: none/native on virtio, directsync/io_uring on SCSI, writeback on SATA,
+/// none/io_uring on NVMe; the virtio and NVMe disks throttled (both limits, bytes only).
+fn io_everything() -> VmSpec {
+    let mut sp = spec();
+    sp.disks = disks_on(&[Bus::Virtio, Bus::Scsi, Bus::Sata, Bus::Nvme]);
+    let io = |cache, aio, throttle| DiskIo {
+        cache,
+        aio,
+        throttle,
+    };
+    sp.disks[0].io = io(
+        CacheMode::None,
+        AioMode::Native,
+        Some(Throttle {
+            bytes_per_s: Some(8 << 20),
+            iops: Some(500),
+        }),
+    );
+    sp.disks[1].io = io(CacheMode::Directsync, AioMode::IoUring, None);
+    sp.disks[2].io = io(
+        CacheMode::Writeback,
+        AioMode::Threads,
+        Some(Throttle {
+            bytes_per_s: None,
+            iops: Some(100),
+        }),
+    );
+    sp.disks[3].io = io(
+        CacheMode::None,
+        AioMode::IoUring,
+        Some(Throttle {
+            bytes_per_s: Some(20 << 20),
+            iops: None,
+        }),
+    );
+    sp
+}
+
+#[test]
+fn disks_carry_their_cache_mode_io_and_limits_in_the_driver_and_iotune() {
+    let sp = io_everything();
+    let root = domain(&sp);
+    let devices = root.one("devices");
+    let driver = |id: &str| disk_by_alias(devices, &disk_alias(id)).one("driver");
+    assert_eq!(
+        (driver("d0").at("cache"), driver("d0").at("io")),
+        ("none", "native")
+    );
+    assert_eq!(
+        (driver("d1").at("cache"), driver("d1").at("io")),
+        ("directsync", "io_uring")
+    );
+    assert_eq!(
+        (driver("d2").at("cache"), driver("d2").at("io")),
+        ("writeback", "threads")
+    );
+    for id in ["d0", "d1", "d2"] {
+        assert_eq!(driver(id).at("discard"), "unmap");
+    }
+
+    let iotune = |id: &str| disk_by_alias(devices, &disk_alias(id)).opt("iotune");
+    let limits = |n: &Node| -> Vec<(String, String)> {
+        n.children
+            .iter()
+            .map(|c| (c.name.clone(), c.text.clone()))
+            .collect()
+    };
+    assert_eq!(
+        limits(iotune("d0").unwrap()),
+        [
+            ("total_bytes_sec".to_string(), "8388608".to_string()),
+            ("total_iops_sec".to_string(), "500".to_string()),
+        ]
+    );
+    assert!(iotune("d1").is_none());
+    assert_eq!(
+        limits(iotune("d2").unwrap()),
+        [("total_iops_sec".to_string(), "100".to_string())]
+    );
+    // Each mode as its name, on a virtio disk.
+    for cache in CacheMode::ALL {
+        for aio in AioMode::ALL {
+            let mut one = spec();
+            one.disks[0].io = DiskIo {
+                cache,
+                aio,
+                throttle: None,
+            };
+            let root = domain(&one);
+            let d = disk_by_alias(root.one("devices"), &disk_alias("install")).one("driver");
+            assert_eq!((d.at("cache"), d.at("io")), (cache.name(), aio.name()));
+        }
+    }
+}
+
+#[test]
+fn nvme_cache_modes_split_into_direct_no_flush_and_the_devices_write_cache() {
+    let want = [
+        (CacheMode::Unsafe, false, true, "on"),
+        (CacheMode::Writeback, false, false, "on"),
+        (CacheMode::None, true, false, "on"),
+        (CacheMode::Directsync, true, false, "off"),
+    ];
+    for (cache, direct, no_flush, write_cache) in want {
+        for aio in AioMode::ALL {
+            let mut sp = spec();
+            sp.disks = disks_on(&[Bus::Nvme]);
+            sp.disks[0].io = DiskIo {
+                cache,
+                aio,
+                throttle: None,
+            };
+            let root = domain(&sp);
+            let blockdevs = passthrough(&root, "-blockdev");
+            assert_eq!(blockdevs.len(), 2, "no throttle node without limits");
+            for node in &blockdevs {
+                assert_eq!(node["cache"]["direct"], direct, "{cache:?}");
+                assert_eq!(node["cache"]["no-flush"], no_flush, "{cache:?}");
+            }
+            assert_eq!(blockdevs[0]["aio"], aio.name());
+            let dev = &passthrough(&root, "-device")[0];
+            assert_eq!(dev["write-cache"], write_cache, "{cache:?}");
+            assert_eq!(dev["drive"], blockdevs[1]["node-name"]);
+            // Throttled, every node has the mode and the device's write cache is the same.
+            sp.disks[0].io.throttle = Some(Throttle {
+                bytes_per_s: Some(1 << 20),
+                iops: None,
+            });
+            let root = domain(&sp);
+            let blockdevs = passthrough(&root, "-blockdev");
+            assert_eq!(blockdevs.len(), 3);
+            for node in &blockdevs {
+                assert_eq!(node["cache"]["direct"], direct, "{cache:?}");
+                assert_eq!(node["cache"]["no-flush"], no_flush, "{cache:?}");
+            }
+            let dev = &passthrough(&root, "-device")[0];
+            assert_eq!(dev["write-cache"], write_cache, "{cache:?}");
+        }
+    }
+}
+
+#[test]
+fn a_throttled_nvme_disk_gets_a_throttle_group_and_node_under_the_same_device_id() {
+    let sp = io_everything();
+    let root = domain(&sp);
+    let args: Vec<String> = root
+        .one("qemu:commandline")
+        .all("qemu:arg")
+        .iter()
+        .map(|a| a.at("value").to_string())
+        .collect();
+    let objects: Vec<&str> = args
+        .windows(2)
+        .filter(|w| w[0] == "-object")
+        .map(|w| w[1].as_str())
+        .collect();
+    assert_eq!(
+        objects,
+        ["throttle-group,id=sno-nvme3-tg,x-bps-total=20971520"]
+    );
+    let blockdevs = passthrough(&root, "-blockdev");
+    assert_eq!(blockdevs.len(), 3, "file, format, throttle");
+    let (file, format, throttle) = (&blockdevs[0], &blockdevs[1], &blockdevs[2]);
+    assert_eq!(file["aio"], "io_uring");
+    assert_eq!(file["cache"]["direct"], true);
+    assert_eq!(throttle["driver"], "throttle");
+    assert_eq!(throttle["throttle-group"], "sno-nvme3-tg");
+    assert_eq!(throttle["file"], format["node-name"]);
+    assert!(throttle["node-name"].as_str().unwrap().len() <= 31);
+    // Discards pass it, and it reports the disk's cache mode.
+    assert_eq!(throttle["discard"], "unmap");
+    assert_eq!(throttle["cache"], format["cache"]);
+    let dev = passthrough(&root, "-device")
+        .into_iter()
+        .find(|d| d["driver"] == "nvme")
+        .unwrap();
+    assert_eq!(dev["drive"], throttle["node-name"]);
+    // The device id, which block stats map back to the disk, is the alias as without limits.
+    assert_eq!(dev["id"], disk_alias("d3"));
+    assert_eq!(disk_id_from_qdev(dev["id"].as_str().unwrap()), Some("d3"));
+    // The group exists before the node that names it, and both before the device.
+    let at = |needle: &str| args.iter().position(|a| a.contains(needle)).unwrap();
+    assert!(at("throttle-group,") < at("\"driver\":\"throttle\""));
+    assert!(at("\"driver\":\"throttle\"") < at("\"driver\":\"nvme\""));
+
+    // Both limits; iops alone.
+    let mut sp = spec();
+    sp.disks = disks_on(&[Bus::Nvme, Bus::Nvme]);
+    sp.disks[0].io.throttle = Some(Throttle {
+        bytes_per_s: Some(1 << 20),
+        iops: Some(50),
+    });
+    sp.disks[1].io.throttle = Some(Throttle {
+        bytes_per_s: None,
+        iops: Some(75),
+    });
+    let root = domain(&sp);
+    let objects: Vec<String> = root
+        .one("qemu:commandline")
+        .all("qemu:arg")
+        .windows(2)
+        .filter(|w| w[0].at("value") == "-object")
+        .map(|w| w[1].at("value").to_string())
+        .collect();
+    assert_eq!(
+        objects,
+        [
+            "throttle-group,id=sno-nvme0-tg,x-bps-total=1048576,x-iops-total=50",
+            "throttle-group,id=sno-nvme1-tg,x-iops-total=75",
+        ]
+    );
+    let devs = passthrough(&root, "-device");
+    assert_eq!(devs[0]["drive"], "sno-nvme0-throttle");
+    assert_eq!(devs[1]["drive"], "sno-nvme1-throttle");
 }
 
 // ----- Console and network.
@@ -876,6 +1106,7 @@ fn virt_xml_validate_accepts_the_domains() {
             sp.disks = disks_on(&[Bus::Sata, Bus::Virtio, Bus::Scsi, Bus::Nvme]);
             sp
         }),
+        ("every-io-option", io_everything()),
     ];
     for (what, sp) in cases {
         virt_xml_validate(&domain_xml(&sp, &meta()), "domain", what);
@@ -901,6 +1132,7 @@ fn sample_uefi_sata_cdrom_domain() {
         sector: Sector::S512e,
         serial: Some("sno-install".into()),
         bootindex: Some(1),
+        io: Default::default(),
     }];
     sp.cdrom = Some(CdromSpec {
         path: PathBuf::from("/r/live.iso"),

@@ -1,7 +1,7 @@
 //! The whole QEMU command line, built from a `VmSpec`. Nothing else in the harness adds
 //! arguments, so `vm.txt` and this file together say exactly what ran.
 
-use crate::vm::{Accel, Bus, Firmware, PortForward, VmSpec, OVMF_CODE};
+use crate::vm::{Accel, Bus, Firmware, PortForward, Throttle, VmSpec, OVMF_CODE};
 
 /// Size in MiB of TCG's translation cache. QEMU 7.2's default is 1 GiB. With a cache that
 /// large, the first boot after a guest reset that follows a busy system (the live ISO after
@@ -235,13 +235,18 @@ fn build(spec: &VmSpec, console: Console) -> Vec<String> {
         push(&[
             "-drive",
             &format!(
-                // cache=unsafe: guest flushes are not forced to the host's disk. Runs are
-                // throw-away, and forced flushes under TCG cost seconds per fsync; the guest
-                // still sees every write (QMP counts them), so throughput stays comparable.
-                "file={},format={},if=none,id={},discard=unmap,cache=unsafe",
+                // cache=unsafe by default: guest flushes are not forced to the host's disk.
+                // Runs are throw-away, and forced flushes under TCG cost seconds per fsync; the
+                // guest still sees every write (QMP counts them), so throughput stays
+                // comparable. A scenario asks for another mode (and aio) to measure realistic
+                // throughput.
+                "file={},format={},if=none,id={},discard=unmap,cache={},aio={}{}",
                 d.path.display(),
                 d.format,
-                d.id
+                d.id,
+                d.io.cache.name(),
+                d.io.aio.name(),
+                throttling(d.io.throttle.as_ref())
             ),
         ]);
         let mut dev = match (d.bus, plan::place(&buses, i)) {
@@ -295,6 +300,22 @@ fn build(spec: &VmSpec, console: Console) -> Vec<String> {
     a
 }
 
+/// QEMU 7.2's legacy `-drive` throttling options of a disk's limits (reads and writes
+/// together), each after a comma; empty without limits.
+fn throttling(t: Option<&Throttle>) -> String {
+    let Some(t) = t else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if let Some(b) = t.bytes_per_s {
+        out.push_str(&format!(",throttling.bps-total={b}"));
+    }
+    if let Some(i) = t.iops {
+        out.push_str(&format!(",throttling.iops-total={i}"));
+    }
+    out
+}
+
 /// The command line as a shell command, one option and its value per line.
 pub fn shell_command_line(argv: &[String]) -> String {
     let mut lines = vec![super::QEMU_BINARY.to_string()];
@@ -328,7 +349,7 @@ fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::vm::{CdromSpec, DiskSpec, PortForward, Sector};
+    use crate::vm::{AioMode, CacheMode, CdromSpec, DiskIo, DiskSpec, PortForward, Sector};
     use std::path::PathBuf;
 
     pub(crate) fn spec() -> VmSpec {
@@ -346,6 +367,7 @@ pub(crate) mod tests {
                 sector: Sector::S512,
                 serial: Some("sno-install".into()),
                 bootindex: Some(1),
+                io: Default::default(),
             }],
             cdrom: Some(CdromSpec {
                 path: PathBuf::from("/r/live.iso"),
@@ -469,6 +491,101 @@ pub(crate) mod tests {
         );
     }
 
+    /// The `-drive` value of disk `id`.
+    fn drive_of(sp: &VmSpec, id: &str) -> String {
+        let a = qemu_argv(sp);
+        a.windows(2)
+            .find(|w| w[0] == "-drive" && w[1].contains(&format!(",id={id},")))
+            .map(|w| w[1].clone())
+            .unwrap_or_else(|| panic!("no -drive for {id}: {a:?}"))
+    }
+
+    #[test]
+    fn disks_default_to_unsafe_cache_threads_and_no_throttling() {
+        let d = drive_of(&spec(), "install");
+        assert_eq!(
+            d,
+            "file=/r/install.qcow2,format=qcow2,if=none,id=install,discard=unmap,cache=unsafe,aio=threads"
+        );
+        assert!(!d.contains("throttling"), "{d}");
+    }
+
+    #[test]
+    fn each_cache_mode_and_aio_is_passed_to_the_drive() {
+        for cache in CacheMode::ALL {
+            for aio in AioMode::ALL {
+                let mut sp = spec();
+                sp.disks[0].io = DiskIo {
+                    cache,
+                    aio,
+                    throttle: None,
+                };
+                let d = drive_of(&sp, "install");
+                assert!(
+                    d.ends_with(&format!(
+                        ",discard=unmap,cache={},aio={}",
+                        cache.name(),
+                        aio.name()
+                    )),
+                    "{d}"
+                );
+            }
+        }
+        let mut sp = spec();
+        sp.disks[0].io.cache = CacheMode::Directsync;
+        sp.disks[0].io.aio = AioMode::IoUring;
+        assert!(drive_of(&sp, "install").ends_with(",cache=directsync,aio=io_uring"));
+        sp.disks[0].io.cache = CacheMode::None;
+        sp.disks[0].io.aio = AioMode::Native;
+        assert!(drive_of(&sp, "install").ends_with(",cache=none,aio=native"));
+        sp.disks[0].io.cache = CacheMode::Writeback;
+        assert!(drive_of(&sp, "install").contains(",cache=writeback,"));
+    }
+
+    #[test]
+    fn a_throttle_becomes_the_legacy_drive_throttling_options() {
+        let mut sp = spec();
+        sp.disks[0].io.throttle = Some(Throttle {
+            bytes_per_s: Some(8 << 20),
+            iops: Some(500),
+        });
+        let d = drive_of(&sp, "install");
+        assert!(
+            d.ends_with(
+                ",cache=unsafe,aio=threads,throttling.bps-total=8388608,throttling.iops-total=500"
+            ),
+            "{d}"
+        );
+        sp.disks[0].io.throttle = Some(Throttle {
+            bytes_per_s: Some(20 << 20),
+            iops: None,
+        });
+        let d = drive_of(&sp, "install");
+        assert!(d.ends_with(",throttling.bps-total=20971520"), "{d}");
+        assert!(!d.contains("iops"), "{d}");
+        sp.disks[0].io.throttle = Some(Throttle {
+            bytes_per_s: None,
+            iops: Some(100),
+        });
+        let d = drive_of(&sp, "install");
+        assert!(d.ends_with(",aio=threads,throttling.iops-total=100"), "{d}");
+        assert!(!d.contains("bps"), "{d}");
+        // Only the throttled disk is limited; the device line is the same as without.
+        let mut two = spec();
+        two.disks = disks_on(&[Bus::Nvme, Bus::Sata]);
+        two.disks[1].io.throttle = Some(Throttle {
+            bytes_per_s: Some(1 << 20),
+            iops: None,
+        });
+        assert!(!drive_of(&two, "d0").contains("throttling"));
+        assert!(drive_of(&two, "d1").contains("throttling.bps-total=1048576"));
+        let s = joined(&two);
+        assert!(
+            s.contains("ide-hd,bus=ide.0,drive=d1,logical_block_size=512"),
+            "{s}"
+        );
+    }
+
     pub(crate) fn disks_on(buses: &[Bus]) -> Vec<DiskSpec> {
         buses
             .iter()
@@ -481,6 +598,7 @@ pub(crate) mod tests {
                 sector: Sector::S512,
                 serial: None,
                 bootindex: None,
+                io: Default::default(),
             })
             .collect()
     }

@@ -215,6 +215,22 @@ fn spawn_hint(e: &std::io::Error) -> String {
 
 /// What to do about a start-up failure QEMU reported, when the harness knows; else empty.
 pub fn start_up_hint(stderr: &str) -> String {
+    // QEMU 7.2's words when open(O_DIRECT) fails with EINVAL and a plain open works.
+    if stderr.contains("filesystem does not support O_DIRECT") {
+        return "; cache = \"none\" and \"directsync\" (which aio = \"native\" needs) open the \
+                disk image with O_DIRECT, and the filesystem of the run directory does not \
+                support it (ramfs, tmpfs before Linux 6.6, some FUSE and network filesystems): \
+                put the run directory (--out or $ARTIFACT_DIR) on a disk filesystem such as ext4 \
+                or XFS, or use cache = \"unsafe\" or \"writeback\" with aio = \"threads\" or \
+                \"io_uring\""
+            .into();
+    }
+    if stderr.contains("Unable to use io_uring") {
+        return "; QEMU could not set up io_uring for aio = \"io_uring\": this host's kernel \
+                refuses it (sysctl kernel.io_uring_disabled, or a seccomp filter); use \
+                aio = \"threads\", or \"native\" with cache = \"none\""
+            .into();
+    }
     const RULE: &str = "Could not set up host forwarding rule '";
     let Some(at) = stderr.find(RULE) else {
         return String::new();
@@ -235,5 +251,39 @@ pub fn start_up_hint(stderr: &str) -> String {
 impl Drop for QemuProcess {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::start_up_hint;
+
+    #[test]
+    fn a_filesystem_without_o_direct_is_named_with_what_to_do() {
+        // What QEMU 7.2 printed for cache=none, aio=native on a ramfs (and cache=directsync).
+        let stderr = "qemu-system-x86_64: -drive file=/tmp/ioprobe/ramfs/x.qcow2,format=qcow2,if=none,id=install,cache=none,aio=native: Could not open '/tmp/ioprobe/ramfs/x.qcow2': filesystem does not support O_DIRECT";
+        let h = start_up_hint(stderr);
+        assert!(h.starts_with("; "), "{h}");
+        for said in ["O_DIRECT", "tmpfs", "--out", "cache = \"unsafe\""] {
+            assert!(h.contains(said), "{said:?} not in {h}");
+        }
+    }
+
+    #[test]
+    fn a_kernel_without_io_uring_is_named_with_what_to_do() {
+        let stderr = "qemu-system-x86_64: -drive file=/r/disks/install.qcow2,format=qcow2,if=none,id=install,discard=unmap,cache=unsafe,aio=io_uring: Unable to use io_uring: failed to init linux io_uring ring: Operation not permitted";
+        let h = start_up_hint(stderr);
+        assert!(h.contains("kernel.io_uring_disabled"), "{h}");
+        assert!(h.contains("aio = \"threads\""), "{h}");
+    }
+
+    #[test]
+    fn other_failures_get_no_disk_hint() {
+        assert_eq!(
+            start_up_hint(
+                "qemu-system-x86_64: -drive x: Could not open 'x': No such file or directory"
+            ),
+            ""
+        );
     }
 }
