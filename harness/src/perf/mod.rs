@@ -1,0 +1,3 @@
+//! Performance runs: repeated measurements and their statistics.
+
+pub mod stats;
