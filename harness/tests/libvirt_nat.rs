@@ -147,7 +147,7 @@ fn gc_removes_the_network_of_a_killed_nat_run() {
     let scenario = nat_smoke(work.path());
     let (out, state) = (work.path().join("out"), work.path().join("ns"));
     let events = out.join("nat/events.jsonl");
-    // Inside: start the run, wait for its network and for the VM to be up, SIGKILL the
+    // Inside: start the run, wait for its VM (the network is made before it), SIGKILL the
     // harness, note what is left, run gc.
     let ran = in_private_namespace(
         &state,
@@ -156,7 +156,7 @@ fn gc_removes_the_network_of_a_killed_nat_run() {
 "$HARNESS" run {scenario} --backend libvirt --out {out} 2>{state}/run.stderr &
 run=$!
 for _ in $(seq 1200); do
-    grep -q '"kind":"guest-status"' {events} 2>/dev/null && break
+    grep -q '"kind":"console"' {events} 2>/dev/null && break
     kill -0 $run || {{ echo "the run ended early" >&2; exit 3; }}
     sleep 0.5
 done

@@ -1,8 +1,8 @@
 //! Soak (ignored by default; about 30 minutes): 20 smoke runs one after another, the harness
 //! killed with SIGKILL at a random moment in every second one, `sno-harness gc` after each. After
 //! each round, and at the end: no QEMU process, no libvirt domain and no registration of these
-//! runs, no forwarded port still bound, no file outside the run directories that was not there
-//! before. Run it with
+//! runs, no forwarded port still bound, nothing in the runs' TMPDIR, and no file of theirs in
+//! /tmp, /var/tmp, /dev/shm or libvirt's per-domain directories. Run it with
 //!     cargo nextest run -p sno-harness --test soak --run-ignored only --no-capture
 //! `SNO_SOAK_ROUNDS` (default 20) and `SNO_SOAK_BACKEND` (`qemu`, `libvirt`, or `both`:
 //! alternating pairs of rounds) change it.
@@ -13,12 +13,17 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn qemu_processes() -> Vec<String> {
+/// QEMU processes of the soak's runs: their command lines name the soak's directory (the
+/// disks are in it). Other VMs may run on the host meanwhile (a CI run, say).
+fn qemu_processes(soak: &Path) -> Vec<String> {
+    let needle = soak.display().to_string();
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
             let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.starts_with("qemu-system") || cmd.contains("/qemu-system") {
+            if (cmd.starts_with("qemu-system") || cmd.contains("/qemu-system"))
+                && cmd.contains(&needle)
+            {
                 found.push(cmd);
             }
         }
@@ -34,19 +39,41 @@ fn libvirt_sno_domains() -> Vec<String> {
             String::from_utf8_lossy(&o.stdout)
                 .lines()
                 .map(str::trim)
-                .filter(|l| l.starts_with("sno-"))
+                .filter(|l| l.starts_with("sno-soak-"))
                 .map(str::to_string)
                 .collect()
         })
         .unwrap_or_default()
 }
 
-/// Entries of the places a run could leave files outside its directory.
+/// Where a run could leave files outside its directory, beside the run's own TMPDIR (checked
+/// empty): the shared temporary directories, and libvirt's per-domain state. Other programs
+/// on the host (other tests among them) use the shared ones too, so only names of the soak's
+/// runs count (`sno-soak-`: the scenario is named `soak`), there and in libvirt's directories.
 fn outside_files() -> BTreeSet<String> {
     let mut all = BTreeSet::new();
     for dir in ["/tmp", "/var/tmp", "/dev/shm"] {
         if let Ok(d) = std::fs::read_dir(dir) {
-            all.extend(d.flatten().map(|e| e.path().display().to_string()));
+            all.extend(
+                d.flatten()
+                    .map(|e| e.path().display().to_string())
+                    .filter(|p| p.contains("sno-soak")),
+            );
+        }
+    }
+    for dir in [
+        "/run/libvirt/qemu",
+        "/var/lib/libvirt/qemu",
+        "/var/lib/libvirt/qemu/channel/target",
+        "/var/lib/libvirt/qemu/nvram",
+        "/var/log/libvirt/qemu",
+    ] {
+        if let Ok(d) = std::fs::read_dir(dir) {
+            all.extend(
+                d.flatten()
+                    .map(|e| e.path().display().to_string())
+                    .filter(|p| p.contains("sno-soak-")),
+            );
         }
     }
     all
@@ -100,10 +127,6 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(7);
     let mut rng = Lcg(seed);
-    assert!(
-        qemu_processes().is_empty(),
-        "the soak needs a host without other VMs"
-    );
     let out = tempfile::Builder::new()
         .prefix("sno-soak-")
         .tempdir()
@@ -111,7 +134,22 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
     std::fs::set_permissions(out.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let state = tempfile::tempdir().unwrap();
     let before = outside_files();
-    let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml");
+    // The harness and what it starts (QEMU, ssh, coreos-installer) make their temporary files
+    // here: it must be empty after every round.
+    let tmp = out.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // The smoke scenario named `soak`: its domains (`sno-soak-...`) are told apart from
+    // other runs' on the same host.
+    let smoke = out.path().join("soak.toml");
+    std::fs::write(
+        &smoke,
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml"),
+        )
+        .unwrap()
+        .replace("name = \"smoke\"", "name = \"soak\""),
+    )
+    .unwrap();
     let (mut passed, mut killed) = (0, 0);
     for round in 0..rounds {
         let dir = out.path().join(format!("round-{round:02}"));
@@ -128,6 +166,7 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
             .arg(&dir)
             .env("SNO_HARNESS_STATE_DIR", state.path())
             .env("SNO_HARNESS_PROGRESS", "plain")
+            .env("TMPDIR", &tmp)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr_path).unwrap())
@@ -167,6 +206,7 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
         let gc = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
             .arg("gc")
             .env("SNO_HARNESS_STATE_DIR", state.path())
+            .env("TMPDIR", &tmp)
             .output()
             .unwrap();
         assert!(
@@ -176,11 +216,11 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
         );
         // The VM dies with the harness; give the kernel (or libvirtd) a moment to reap it.
         let settle = Instant::now();
-        while !qemu_processes().is_empty() || !libvirt_sno_domains().is_empty() {
+        while !qemu_processes(out.path()).is_empty() || !libvirt_sno_domains().is_empty() {
             assert!(
                 settle.elapsed() < Duration::from_secs(15),
                 "round {round}: a VM remains: {:?} {:?}",
-                qemu_processes(),
+                qemu_processes(out.path()),
                 libvirt_sno_domains()
             );
             std::thread::sleep(Duration::from_millis(200));
@@ -230,6 +270,15 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
         assert!(
             new.is_empty(),
             "round {round}: files outside the run directories: {new:?}"
+        );
+        let in_tmp: Vec<_> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(
+            in_tmp.is_empty(),
+            "round {round}: left in the run's TMPDIR: {in_tmp:?}"
         );
     }
     eprintln!("{rounds} rounds: {passed} passed, {killed} killed and collected by gc");

@@ -68,3 +68,24 @@ pub fn wait_for_bootkube(child: &mut Child, events: &Path) {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// Waits until the run's events hold every one of `needles` (while the run still runs).
+pub fn wait_for_events(child: &mut Child, events: &Path, needles: &[&str]) {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(events).unwrap_or_default();
+        if needles.iter().all(|n| text.contains(n)) {
+            return;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before its events held {needles:?}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "{} never held {needles:?}",
+            events.display()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
