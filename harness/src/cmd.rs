@@ -773,3 +773,257 @@ pub fn gc(dry_run: bool, mut uris: Vec<String>) -> i32 {
         exit::HARNESS_ERROR
     }
 }
+
+pub struct PerfArgs {
+    pub path: PathBuf,
+    pub repeat: u32,
+    pub warmup: u32,
+    pub strategy: Option<String>,
+    pub filter: Option<String>,
+    pub flags: RunFlags,
+}
+
+/// `perf`: each permutation (or the one scenario) `--warmup` times unmeasured, then `--repeat`
+/// times measured, one run at a time; then perf.json, perf.md and the table on stdout.
+pub fn perf(a: &PerfArgs) -> i32 {
+    use sno_harness::perf::mounts::backing_store;
+    use sno_harness::perf::report::{
+        self as perf_report, PerfInput, PermutationRuns, RunKind, PERF_JSON, PERF_MD,
+    };
+    use sno_harness::perf::runner::{run_perf, PerfJob, PerfOptions};
+
+    if a.repeat == 0 {
+        eprintln!("sno-harness: --repeat must be at least 1 (measured runs per permutation)");
+        return exit::BAD_INPUT;
+    }
+    if let Some(why) = a.flags.invalid() {
+        eprintln!("sno-harness: {why}");
+        return exit::BAD_INPUT;
+    }
+    let (jobs, strategy) = if sno_harness::matrix::is_matrix_file(&a.path) {
+        match perf_matrix_jobs(a) {
+            Ok(j) => j,
+            Err(code) => return code,
+        }
+    } else {
+        if a.strategy.is_some() || a.filter.is_some() {
+            eprintln!(
+                "sno-harness: --strategy and --filter select permutations of a matrix; {} is a scenario",
+                a.path.display()
+            );
+            return exit::BAD_INPUT;
+        }
+        let s = match scenario::load(&a.path) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("sno-harness: {e}");
+                return exit::BAD_INPUT;
+            }
+        };
+        let job = PerfJob {
+            id: s.name.clone(),
+            params: Default::default(),
+            replay: format!(
+                "sno-harness run {} --keep{}",
+                a.path.display(),
+                a.flags.replay_suffix()
+            ),
+            scenario: s,
+        };
+        (vec![job], None)
+    };
+    let needs: Vec<&scenario::Scenario> = jobs.iter().map(|j| &j.scenario).collect();
+    if let Err(e) = sno_harness::run::preflight::backend_fits(&needs, &a.flags.backend()) {
+        eprintln!("sno-harness: {e}");
+        return exit::BAD_INPUT;
+    }
+    let min = perf_report::min_samples_for_compare();
+    if (a.repeat as usize) < min {
+        eprintln!(
+            "sno-harness: warning: --repeat {}: `report --compare` needs at least {min} runs per permutation to tell a difference at alpha {}",
+            a.repeat,
+            perf_report::COMPARE_ALPHA
+        );
+    }
+    if let Err(e) = sno_harness::run::preflight::check(&needs, &a.flags.backend()) {
+        eprintln!("sno-harness: {e}");
+        return exit::HOST_NOT_READY;
+    }
+    let out = out_dir(a.flags.out.clone());
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        eprintln!("sno-harness: creating {}: {e}", out.display());
+        return exit::HARNESS_ERROR;
+    }
+    let backing = backing_store(&out);
+    let started_at = sno_harness::report::result::rfc3339(std::time::SystemTime::now());
+    let input =
+        |permutations: &[PermutationRuns], interrupted: bool, finished_at: String| PerfInput {
+            source: a.path.display().to_string(),
+            strategy: strategy.clone(),
+            filter: a.filter.clone(),
+            repeat: a.repeat,
+            warmup: a.warmup,
+            started_at: started_at.clone(),
+            finished_at,
+            interrupted,
+            backend: a.flags.backend().name().to_string(),
+            backing_store: backing.clone(),
+            permutations: permutations.to_vec(),
+        };
+    eprintln!(
+        "sno-harness: perf {}: {} permutation(s) x ({} warmup + {} measured) runs, one at a time, into {}",
+        a.path.display(),
+        jobs.len(),
+        a.warmup,
+        a.repeat,
+        out.display()
+    );
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sno-harness: {e}");
+            return exit::HARNESS_ERROR;
+        }
+    };
+    let json_path = out.join(PERF_JSON);
+    let ran = rt.block_on(async {
+        let rx = interrupt_channel();
+        run_perf(
+            &jobs,
+            PerfOptions {
+                out: out.clone(),
+                repeat: a.repeat,
+                warmup: a.warmup,
+                keep: a.flags.keep,
+                timeout_scale: a.flags.timeout_scale,
+                cache_dir: sno_harness::fixture::default_cache_dir(),
+                backend: a.flags.backend(),
+                interrupt: rx,
+                progress: sno_harness::run::progress::Mode::detect(),
+            },
+            // Kept current after every run: a killed harness leaves what it measured.
+            |so_far| {
+                let partial = perf_report::build(&input(so_far, false, String::new()));
+                if let Err(e) = write_atomically(&json_path, &partial.to_json()) {
+                    tracing::warn!("writing {}: {e}", json_path.display());
+                }
+            },
+        )
+        .await
+    });
+    let finished_at = sno_harness::report::result::rfc3339(std::time::SystemTime::now());
+    let report = perf_report::build(&input(&ran.permutations, ran.interrupted, finished_at));
+    let markdown = perf_report::render_markdown(&report);
+    let mut code = exit::OK;
+    for (path, text) in [
+        (json_path.clone(), report.to_json()),
+        (out.join(PERF_MD), markdown.clone()),
+    ] {
+        if let Err(e) = write_atomically(&path, &text) {
+            eprintln!("sno-harness: writing {}: {e}", path.display());
+            code = exit::HARNESS_ERROR;
+        }
+    }
+    print!("{markdown}");
+
+    let mut unexpected = 0;
+    let mut errors = 0;
+    let mut measured = 0;
+    for perm in &ran.permutations {
+        let Some(job) = jobs.iter().find(|j| j.id == perm.id) else {
+            continue;
+        };
+        for r in perm.runs.iter().filter(|r| r.kind == RunKind::Measured) {
+            measured += 1;
+            if sno_harness::run::check_expectation(&job.scenario, &r.result).is_err() {
+                if r.result.verdict == Verdict::Error && job.scenario.expect.is_none() {
+                    errors += 1;
+                } else {
+                    unexpected += 1;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "sno-harness: perf {}: {} of {measured} measured runs as expected, {unexpected} not, {errors} errors{}; {}",
+        a.path.display(),
+        measured - unexpected - errors,
+        if ran.interrupted { "; interrupted" } else { "" },
+        json_path.display()
+    );
+    if code != exit::OK {
+        code
+    } else if unexpected > 0 {
+        exit::SCENARIO_FAILED
+    } else if errors > 0 || ran.interrupted {
+        exit::HARNESS_ERROR
+    } else {
+        exit::OK
+    }
+}
+
+/// A matrix's permutations as perf jobs (with `--strategy` and `--filter`), and the strategy;
+/// `Err(exit code)` after saying what is wrong.
+fn perf_matrix_jobs(
+    a: &PerfArgs,
+) -> Result<(Vec<sno_harness::perf::runner::PerfJob>, Option<String>), i32> {
+    use sno_harness::matrix::{self, Strategy};
+
+    let mut m = matrix::load(&a.path).map_err(|e| {
+        eprintln!("sno-harness: {e}");
+        exit::BAD_INPUT
+    })?;
+    if let Some(st) = &a.strategy {
+        let st: Strategy = st.parse().map_err(|e| {
+            eprintln!("sno-harness: --strategy {st:?}: {e}");
+            exit::BAD_INPUT
+        })?;
+        m = m.with_strategy(st).map_err(|e| {
+            eprintln!("sno-harness: {e}");
+            exit::BAD_INPUT
+        })?;
+    }
+    let perms: Vec<&matrix::Permutation> = match &a.filter {
+        Some(glob) => m.filter(glob).collect(),
+        None => m.permutations.iter().collect(),
+    };
+    if perms.is_empty() {
+        eprintln!(
+            "sno-harness: no permutation of {} matches --filter {:?}; `sno-harness plan {}` lists them",
+            a.path.display(),
+            a.filter.as_deref().unwrap_or(""),
+            a.path.display()
+        );
+        return Err(exit::BAD_INPUT);
+    }
+    let jobs = perms
+        .into_iter()
+        .map(|p| sno_harness::perf::runner::PerfJob {
+            id: p.id.clone(),
+            params: p.values.clone(),
+            scenario: p.scenario.clone(),
+            replay: format!(
+                "sno-harness matrix {} --strategy {} --filter {} --keep{}",
+                a.path.display(),
+                m.strategy.name(),
+                p.id,
+                a.flags.replay_suffix()
+            ),
+        })
+        .collect();
+    Ok((jobs, Some(m.strategy.name().to_string())))
+}
+
+/// Writes `path` through a temporary file in the same directory and a rename, so that a reader
+/// never sees half a document.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}

@@ -47,6 +47,42 @@ enum Command {
         #[command(flatten)]
         flags: cmd::RunFlags,
     },
+    /// Measure: run each permutation of a scenario or matrix --repeat times (after --warmup
+    /// runs that are not counted) and report per phase, the whole run and the disk write:
+    /// median, p90, min, max, standard deviation, MiB/s, with the host context next to the
+    /// numbers (OUT/perf.json, OUT/perf.md, the table on stdout). Runs go strictly one at a
+    /// time, never in parallel: measurements must not share the host with each other (nor with
+    /// anything else: other VMs are named in a warning). Each run writes OUT/<id>/warmup-<k>/
+    /// or OUT/<id>/run-<i>/ (a scenario's id is its name). Exit 0 when every measured run
+    /// passed (or ended as the scenario's [expect] says), 1 when one did not, 2 bad input,
+    /// 3 host not ready, 4 harness error (an interrupt too).
+    Perf {
+        /// A scenario or a matrix file.
+        file: PathBuf,
+        /// Measured runs per permutation (at least 1; `report --compare` needs 4 to tell a
+        /// difference at alpha 0.05).
+        // Negative numbers reach the parser, which names the flag in its refusal.
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        repeat: u32,
+        /// Runs per permutation before the measured ones, recorded but not in the statistics
+        /// (caches, page cache, the fixture build).
+        #[arg(
+            long,
+            value_name = "K",
+            default_value_t = 0,
+            allow_negative_numbers = true
+        )]
+        warmup: u32,
+        /// Matrix only: override the matrix file's strategy: full | pairwise.
+        #[arg(long)]
+        strategy: Option<String>,
+        /// Matrix only: the permutations whose id matches this glob (`*`, `?`; `a,b` for
+        /// either).
+        #[arg(long)]
+        filter: Option<String>,
+        #[command(flatten)]
+        flags: cmd::RunFlags,
+    },
     /// Print what a run would do (install-config, commands, QEMU command line, timeouts);
     /// run nothing.
     Plan {
@@ -147,6 +183,21 @@ fn main() {
         } => cmd::matrix(&cmd::MatrixArgs {
             path: matrix,
             jobs,
+            strategy,
+            filter,
+            flags,
+        }),
+        Command::Perf {
+            file,
+            repeat,
+            warmup,
+            strategy,
+            filter,
+            flags,
+        } => cmd::perf(&cmd::PerfArgs {
+            path: file,
+            repeat,
+            warmup,
             strategy,
             filter,
             flags,

@@ -1,0 +1,1335 @@
+//! `perf.json` (schema `sno-harness/perf/v1`) and `perf.md`: the statistics of repeated runs
+//! of each permutation, built from their `RunResult`s. Pure: the runner hands over the results
+//! and what it knows about the host; nothing here reads the system.
+//!
+//! Rules:
+//! - warmup runs are listed but are in no statistic;
+//! - a measured run is in the statistics only when it passed; every other one is listed with
+//!   its verdict and reason and counted (`counts`), never silently dropped;
+//! - a phase's sample holds the passed runs in which that phase passed with a duration: a run
+//!   that skipped a phase is absent from it, not a zero (`runs` says which runs are in it);
+//! - every number is finite (a non-finite sample is dropped with a warning);
+//! - the host context is recorded next to the numbers: at the top level, and in a permutation
+//!   where its own differs (a permutation without `host` ran on the top-level one). Where the
+//!   runs of a permutation disagree (a run fell back to TCG), the values are joined with
+//!   ` | ` and a warning names the runs.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::mounts::BackingStore;
+use super::stats::{min_samples_per_group, throughput_mib_s, Summary};
+use crate::report::result::{phase_names, PhaseStatus, RunResult, Verdict};
+use crate::scenario::Scenario;
+use crate::vm::{AioMode, CacheMode, Throttle};
+
+/// The schema tag of `perf.json`.
+pub const SCHEMA: &str = "sno-harness/perf/v1";
+pub const PERF_JSON: &str = "perf.json";
+pub const PERF_MD: &str = "perf.md";
+/// The significance `report --compare`'s test runs at; it decides how many runs are enough.
+pub const COMPARE_ALPHA: f64 = 0.05;
+
+/// Whether a run warmed the host up (caches, the fixture build) or is a measurement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    Warmup,
+    Measured,
+}
+
+impl RunKind {
+    /// The run's directory under its permutation's: `warmup-<k>` or `run-<i>`.
+    pub fn dir_name(self, index: u32) -> String {
+        match self {
+            RunKind::Warmup => format!("warmup-{index}"),
+            RunKind::Measured => format!("run-{index}"),
+        }
+    }
+}
+
+/// One run of a permutation, as the runner hands it over.
+#[derive(Clone, Debug)]
+pub struct PerfRun {
+    pub kind: RunKind,
+    /// From 0, per kind.
+    pub index: u32,
+    /// The run directory relative to the perf directory: `<id>/run-<i>`.
+    pub dir: String,
+    pub result: RunResult,
+    /// Whether it ended as its scenario's `[expect]` says (passed, without one).
+    pub as_expected: bool,
+    /// The host's 1-minute load average when the run started.
+    pub load_1m: Option<f64>,
+    /// QEMU processes on the host when it started (`qemu-system-x86 (pid N)`): this
+    /// harness has none between runs, so each is another VM competing for CPUs and disk.
+    pub other_vms: Vec<String>,
+}
+
+/// A permutation's runs, warmups first, in the order they ran.
+#[derive(Clone, Debug)]
+pub struct PermutationRuns {
+    pub id: String,
+    pub params: BTreeMap<String, String>,
+    /// The scenario's install disk and its host-side I/O options ([`InstallDisk::of`]).
+    pub install_disk: Option<InstallDisk>,
+    pub runs: Vec<PerfRun>,
+}
+
+/// Everything a perf report is built from.
+#[derive(Clone, Debug)]
+pub struct PerfInput {
+    /// The scenario or matrix file as given.
+    pub source: String,
+    pub strategy: Option<String>,
+    pub filter: Option<String>,
+    pub repeat: u32,
+    pub warmup: u32,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    pub finished_at: String,
+    pub interrupted: bool,
+    /// `qemu` or `libvirt` (from `--backend`: a run that never started says nothing).
+    pub backend: String,
+    /// The filesystem the run directories, and so the VMs' disk images, are on.
+    pub backing_store: Option<BackingStore>,
+    pub permutations: Vec<PermutationRuns>,
+}
+
+/// The disk coreos-installer writes to, and how the host does its I/O.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallDisk {
+    pub disk: String,
+    pub cache: CacheMode,
+    pub aio: AioMode,
+    pub throttle: Option<Throttle>,
+}
+
+impl InstallDisk {
+    /// The disk `install.installation_disk` names, else the first (the one the VM boots, as
+    /// `run::vm_spec` decides); `None` for a scenario without disks.
+    pub fn of(s: &Scenario) -> Option<InstallDisk> {
+        let d = match &s.install.install_disk_id {
+            Some(id) => s.disks.iter().find(|d| &d.id == id),
+            None => s.disks.first(),
+        }?;
+        Some(InstallDisk {
+            disk: d.id.clone(),
+            cache: d.io.cache,
+            aio: d.io.aio,
+            throttle: d.io.throttle,
+        })
+    }
+}
+
+/// What the numbers were measured on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostInfo {
+    /// `kvm` or `tcg`, from the runs.
+    pub accel: String,
+    pub cpu_model: String,
+    pub qemu_version: String,
+    pub kernel: String,
+    pub harness_version: String,
+    pub backend: String,
+    pub install_disk: Option<InstallDisk>,
+    pub backing_store: Option<BackingStore>,
+}
+
+/// A sample's summary with the sample itself.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stat {
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// In run order.
+    pub samples: Vec<f64>,
+    /// The measured run each sample comes from (`run-<i>`).
+    pub runs: Vec<u32>,
+}
+
+/// One phase's durations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseStat {
+    pub phase: String,
+    pub seconds: Stat,
+}
+
+/// The write to the install disk.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiskWriteStat {
+    pub disk: String,
+    pub seconds: Stat,
+    /// Recomputed from bytes and duration (result.json rounds it to 0.1).
+    pub mib_s: Stat,
+    pub bytes: Stat,
+    /// install-to-disk's deadline as the write's projection moved it, when runs had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DeadlineStat>,
+}
+
+/// Seconds from the start of install-to-disk.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeadlineStat {
+    pub nominal_s: Stat,
+    pub adapted_s: Stat,
+    pub projected_write_end_s: Stat,
+}
+
+/// How a permutation's runs went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCounts {
+    /// `--repeat`.
+    pub planned: u32,
+    /// Measured runs that ran (fewer than planned when interrupted).
+    pub measured: u32,
+    /// Measured runs that passed: the ones in the statistics.
+    pub passed: u32,
+    /// Measured runs that ended as the scenario expects.
+    pub as_expected: u32,
+    pub warmups: u32,
+}
+
+/// One run, in the report's list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunEntry {
+    pub kind: RunKind,
+    pub index: u32,
+    pub dir: String,
+    pub verdict: Verdict,
+    pub as_expected: bool,
+    pub in_statistics: bool,
+    pub failed_phase: Option<String>,
+    pub reason: String,
+    pub started_at: String,
+    pub duration_s: f64,
+    pub load_1m: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_vms: Vec<String>,
+}
+
+/// One permutation's statistics.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PermutationPerf {
+    pub id: String,
+    pub params: BTreeMap<String, String>,
+    /// Present only when it differs from the report's `host`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostInfo>,
+    pub counts: RunCounts,
+    /// Every run, warmups first.
+    pub runs: Vec<RunEntry>,
+    /// Contract order; only phases that passed in at least one passed run.
+    pub phases: Vec<PhaseStat>,
+    /// The whole run.
+    pub total_seconds: Option<Stat>,
+    pub disk_write: Option<DiskWriteStat>,
+    pub warnings: Vec<String>,
+}
+
+/// `perf.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PerfReport {
+    pub schema: String,
+    pub source: String,
+    pub strategy: Option<String>,
+    pub filter: Option<String>,
+    pub repeat: u32,
+    pub warmup: u32,
+    pub started_at: String,
+    /// Empty in the perf.json written after each run while the others are still to come.
+    pub finished_at: String,
+    pub interrupted: bool,
+    /// Runs per permutation `report --compare` needs at alpha 0.05 to tell a difference.
+    pub min_samples_for_compare: usize,
+    pub host: HostInfo,
+    pub permutations: Vec<PermutationPerf>,
+    pub warnings: Vec<String>,
+}
+
+impl PerfReport {
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("PerfReport serializes");
+        s.push('\n');
+        s
+    }
+}
+
+/// Runs needed per group for `report --compare` at [`COMPARE_ALPHA`].
+pub fn min_samples_for_compare() -> usize {
+    min_samples_per_group(COMPARE_ALPHA).expect("0 < alpha < 1")
+}
+
+/// The report of a perf run.
+pub fn build(input: &PerfInput) -> PerfReport {
+    let mut perms = Vec::new();
+    let mut hosts = Vec::new();
+    for p in &input.permutations {
+        let (perm, host) = permutation(p, input);
+        perms.push(perm);
+        hosts.push(host);
+    }
+    let top = hosts.first().cloned().unwrap_or_else(|| HostInfo {
+        harness_version: env!("CARGO_PKG_VERSION").into(),
+        backend: input.backend.clone(),
+        backing_store: input.backing_store.clone(),
+        ..HostInfo::default()
+    });
+    for (perm, host) in perms.iter_mut().zip(hosts) {
+        if host != top {
+            perm.host = Some(host);
+        }
+    }
+    let min = min_samples_for_compare();
+    let mut warnings = Vec::new();
+    if (input.repeat as usize) < min {
+        warnings.push(format!(
+            "{} measured runs per permutation: `report --compare` needs at least {min} to tell a difference at alpha {COMPARE_ALPHA}",
+            input.repeat
+        ));
+    }
+    if input.interrupted {
+        warnings.push("interrupted: the runs that did not start are missing".into());
+    }
+    PerfReport {
+        schema: SCHEMA.into(),
+        source: input.source.clone(),
+        strategy: input.strategy.clone(),
+        filter: input.filter.clone(),
+        repeat: input.repeat,
+        warmup: input.warmup,
+        started_at: input.started_at.clone(),
+        finished_at: input.finished_at.clone(),
+        interrupted: input.interrupted,
+        min_samples_for_compare: min,
+        host: top,
+        permutations: perms,
+        warnings,
+    }
+}
+
+fn permutation(p: &PermutationRuns, input: &PerfInput) -> (PermutationPerf, HostInfo) {
+    let mut warnings = Vec::new();
+    let measured: Vec<&PerfRun> = p
+        .runs
+        .iter()
+        .filter(|r| r.kind == RunKind::Measured)
+        .collect();
+    let included: Vec<&PerfRun> = measured
+        .iter()
+        .copied()
+        .filter(|r| r.result.verdict == Verdict::Pass)
+        .collect();
+    let counts = RunCounts {
+        planned: input.repeat,
+        measured: measured.len() as u32,
+        passed: included.len() as u32,
+        as_expected: measured.iter().filter(|r| r.as_expected).count() as u32,
+        warmups: p.runs.iter().filter(|r| r.kind == RunKind::Warmup).count() as u32,
+    };
+    let runs = p
+        .runs
+        .iter()
+        .map(|r| RunEntry {
+            kind: r.kind,
+            index: r.index,
+            dir: r.dir.clone(),
+            verdict: r.result.verdict,
+            as_expected: r.as_expected,
+            in_statistics: r.kind == RunKind::Measured && r.result.verdict == Verdict::Pass,
+            failed_phase: r.result.failed_phase.clone(),
+            reason: r.result.reason.clone(),
+            started_at: r.result.started_at.clone(),
+            duration_s: secs(r.result.duration_ms),
+            load_1m: r.load_1m.filter(|l| l.is_finite()),
+            other_vms: r.other_vms.clone(),
+        })
+        .collect();
+    for r in &measured {
+        if !r.other_vms.is_empty() {
+            warnings.push(format!(
+                "{} started while other VMs ran on this host: {}",
+                r.kind.dir_name(r.index),
+                r.other_vms.join(", ")
+            ));
+        }
+    }
+    if !measured.is_empty() && included.is_empty() {
+        warnings.push("no measured run passed: no statistics".into());
+    }
+
+    // Contract phases in order, then any other name the results carry.
+    let mut names: Vec<String> = phase_names().into_iter().map(String::from).collect();
+    for r in &included {
+        for ph in &r.result.phases {
+            if !names.contains(&ph.name) {
+                names.push(ph.name.clone());
+            }
+        }
+    }
+    let phases = names
+        .iter()
+        .filter_map(|name| {
+            let samples = included
+                .iter()
+                .filter_map(|r| {
+                    let ph = r.result.phase(name)?;
+                    let ms = ph.duration_ms.filter(|_| ph.status == PhaseStatus::Pass)?;
+                    Some((r.index, secs(ms)))
+                })
+                .collect();
+            stat(samples, name, &mut warnings).map(|seconds| PhaseStat {
+                phase: name.clone(),
+                seconds,
+            })
+        })
+        .collect();
+    let total_seconds = stat(
+        included
+            .iter()
+            .map(|r| (r.index, secs(r.result.duration_ms)))
+            .collect(),
+        "total",
+        &mut warnings,
+    );
+    let disk_write = disk_write(&included, &mut warnings);
+
+    // The host context of the measured runs (of the warmups when none was measured).
+    let ctx: Vec<&PerfRun> = if measured.is_empty() {
+        p.runs.iter().collect()
+    } else {
+        measured
+    };
+    let mut host = HostInfo {
+        accel: merged(&ctx, "accelerator", |r| &r.accel, &mut warnings),
+        cpu_model: merged(&ctx, "CPU model", |r| &r.host.cpu_model, &mut warnings),
+        qemu_version: merged(
+            &ctx,
+            "QEMU version",
+            |r| &r.host.qemu_version,
+            &mut warnings,
+        ),
+        kernel: merged(&ctx, "kernel", |r| &r.host.kernel, &mut warnings),
+        harness_version: merged(
+            &ctx,
+            "harness version",
+            |r| &r.host.harness_version,
+            &mut warnings,
+        ),
+        backend: input.backend.clone(),
+        install_disk: p.install_disk.clone(),
+        backing_store: input.backing_store.clone(),
+    };
+    if host.harness_version.is_empty() {
+        host.harness_version = env!("CARGO_PKG_VERSION").into();
+    }
+    let perm = PermutationPerf {
+        id: p.id.clone(),
+        params: p.params.clone(),
+        host: None,
+        counts,
+        runs,
+        phases,
+        total_seconds,
+        disk_write,
+        warnings,
+    };
+    (perm, host)
+}
+
+fn disk_write(included: &[&PerfRun], warnings: &mut Vec<String>) -> Option<DiskWriteStat> {
+    let writes: Vec<(u32, &crate::report::result::DiskWrite)> = included
+        .iter()
+        .filter_map(|r| Some((r.index, r.result.disk_write.as_ref()?)))
+        .collect();
+    let (_, first) = writes.first()?;
+    let mut disks: Vec<&str> = Vec::new();
+    for (_, w) in &writes {
+        if !disks.contains(&w.disk.as_str()) {
+            disks.push(&w.disk);
+        }
+    }
+    if disks.len() > 1 {
+        warnings.push(format!(
+            "the runs wrote to different disks: {}",
+            disks.join(", ")
+        ));
+    }
+    let seconds = stat(
+        writes
+            .iter()
+            .map(|(i, w)| (*i, secs(w.duration_ms)))
+            .collect(),
+        "disk write",
+        warnings,
+    )?;
+    let mut rates = Vec::new();
+    for (i, w) in &writes {
+        match throughput_mib_s(w.bytes, secs(w.duration_ms)) {
+            Some(rate) => rates.push((*i, rate)),
+            None => warnings.push(format!(
+                "run-{i}: disk write of {} bytes in {} ms has no rate",
+                w.bytes, w.duration_ms
+            )),
+        }
+    }
+    let mib_s = stat(rates, "disk write MiB/s", warnings)?;
+    let bytes = stat(
+        writes.iter().map(|(i, w)| (*i, w.bytes as f64)).collect(),
+        "disk write bytes",
+        warnings,
+    )?;
+    let projections: Vec<(u32, &crate::report::result::InstallDeadline)> = writes
+        .iter()
+        .filter_map(|(i, w)| Some((*i, w.deadline.as_ref()?)))
+        .collect();
+    let part = |f: fn(&crate::report::result::InstallDeadline) -> f64,
+                what: &str,
+                warnings: &mut Vec<String>| {
+        stat(
+            projections.iter().map(|(i, d)| (*i, f(d))).collect(),
+            what,
+            warnings,
+        )
+    };
+    let deadline = (|| {
+        Some(DeadlineStat {
+            nominal_s: part(|d| d.nominal_s, "nominal deadline", warnings)?,
+            adapted_s: part(|d| d.adapted_s, "adapted deadline", warnings)?,
+            projected_write_end_s: part(
+                |d| d.projected_write_end_s,
+                "projected write end",
+                warnings,
+            )?,
+        })
+    })();
+    Some(DiskWriteStat {
+        disk: first.disk.clone(),
+        seconds,
+        mib_s,
+        bytes,
+        deadline,
+    })
+}
+
+fn secs(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+/// The summary of `(run index, value)` pairs; non-finite values dropped with a warning;
+/// `None` for no value.
+fn stat(samples: Vec<(u32, f64)>, what: &str, warnings: &mut Vec<String>) -> Option<Stat> {
+    let (finite, bad): (Vec<_>, Vec<_>) = samples.into_iter().partition(|(_, v)| v.is_finite());
+    for (i, v) in bad {
+        warnings.push(format!("{what}: run-{i} gave {v}, left out"));
+    }
+    let values: Vec<f64> = finite.iter().map(|(_, v)| *v).collect();
+    let summary = Summary::of(&values).ok()?;
+    Some(Stat {
+        summary,
+        samples: values,
+        runs: finite.iter().map(|(i, _)| *i).collect(),
+    })
+}
+
+/// The distinct non-empty values of a field over the runs, joined with ` | `; a warning names
+/// the runs when there is more than one.
+fn merged(
+    runs: &[&PerfRun],
+    what: &str,
+    field: impl Fn(&RunResult) -> &String,
+    warnings: &mut Vec<String>,
+) -> String {
+    let mut seen: Vec<(String, Vec<String>)> = Vec::new();
+    for r in runs {
+        let v = field(&r.result).trim();
+        if v.is_empty() {
+            continue;
+        }
+        let name = r.kind.dir_name(r.index);
+        match seen.iter_mut().find(|(x, _)| x == v) {
+            Some((_, names)) => names.push(name),
+            None => seen.push((v.to_string(), vec![name])),
+        }
+    }
+    if seen.len() > 1 {
+        let each: Vec<String> = seen
+            .iter()
+            .map(|(v, names)| format!("{v} ({})", names.join(", ")))
+            .collect();
+        warnings.push(format!(
+            "the runs disagree on the {what}: {}",
+            each.join("; ")
+        ));
+    }
+    let values: Vec<&str> = seen.iter().map(|(v, _)| v.as_str()).collect();
+    values.join(" | ")
+}
+
+/// The host context in one line.
+pub fn host_line(h: &HostInfo) -> String {
+    let or = |s: &str| {
+        if s.is_empty() {
+            "unknown".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    let disk = match &h.install_disk {
+        Some(d) => {
+            let throttle = match d.throttle {
+                None
+                | Some(Throttle {
+                    bytes_per_s: None,
+                    iops: None,
+                }) => "no throttle".to_string(),
+                Some(t) => {
+                    let mut parts = Vec::new();
+                    if let Some(b) = t.bytes_per_s {
+                        parts.push(format!("{:.1} MiB/s", b as f64 / (1024.0 * 1024.0)));
+                    }
+                    if let Some(n) = t.iops {
+                        parts.push(format!("{n} IOPS"));
+                    }
+                    format!("throttled to {}", parts.join(" and "))
+                }
+            };
+            format!(
+                "install disk `{}`: cache {}, aio {}, {throttle}",
+                d.disk,
+                d.cache.name(),
+                d.aio.name()
+            )
+        }
+        None => "install disk unknown".into(),
+    };
+    let store = match &h.backing_store {
+        Some(b) => format!(
+            "backing store {} ({} on {})",
+            or(&b.fstype),
+            or(&b.source),
+            or(&b.mount_point)
+        ),
+        None => "backing store unknown".into(),
+    };
+    format!(
+        "accelerator {}; CPU {}; QEMU {}; kernel {}; harness {}; backend {}; {disk}; {store}",
+        or(&h.accel),
+        or(&h.cpu_model),
+        or(&h.qemu_version),
+        or(&h.kernel),
+        or(&h.harness_version),
+        or(&h.backend),
+    )
+}
+
+/// A Markdown table with padded columns (readable as plain text too); `right[i]` right-aligns
+/// column i.
+fn table(header: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
+    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in width.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| -> String {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if right[i] {
+                    format!("{c:>w$}", w = width[i])
+                } else {
+                    format!("{c:<w$}", w = width[i])
+                }
+            })
+            .collect();
+        format!("| {} |\n", padded.join(" | "))
+    };
+    let mut out = line(header.iter().map(|h| h.to_string()).collect());
+    // GFM: a delimiter cell is hyphens with the alignment colon at its edge.
+    let rule: Vec<String> = width
+        .iter()
+        .zip(right)
+        .map(|(w, r)| {
+            if *r {
+                format!("{}:", "-".repeat(w + 1))
+            } else {
+                "-".repeat(w + 2)
+            }
+        })
+        .collect();
+    let _ = writeln!(out, "|{}|", rule.join("|"));
+    for row in rows {
+        out.push_str(&line(row.clone()));
+    }
+    out
+}
+
+fn stat_row(perm: &str, what: &str, s: &Stat, digits: usize) -> Vec<String> {
+    let f = |v: f64| format!("{v:.digits$}");
+    let m = &s.summary;
+    vec![
+        perm.to_string(),
+        what.to_string(),
+        m.n.to_string(),
+        f(m.median),
+        f(m.p90),
+        f(m.min),
+        f(m.max),
+        f(m.stddev),
+    ]
+}
+
+/// `perf.md`, also printed on stdout.
+pub fn render_markdown(r: &PerfReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# sno-harness perf: {}\n", r.source);
+    let mut how = format!(
+        "{} measured run{} per permutation",
+        r.repeat,
+        if r.repeat == 1 { "" } else { "s" }
+    );
+    if r.warmup > 0 {
+        let _ = write!(
+            how,
+            ", after {} warmup run{} (not in the statistics)",
+            r.warmup,
+            if r.warmup == 1 { "" } else { "s" }
+        );
+    }
+    let _ = write!(
+        how,
+        "; one run at a time; {} to {}",
+        r.started_at, r.finished_at
+    );
+    if let Some(st) = &r.strategy {
+        let _ = write!(how, "; strategy {st}");
+    }
+    if let Some(f) = &r.filter {
+        let _ = write!(how, "; filter `{f}`");
+    }
+    let _ = writeln!(out, "{how}.\n");
+    let _ = writeln!(out, "Host: {}.\n", host_line(&r.host));
+
+    let mut rows = Vec::new();
+    for p in &r.permutations {
+        for ph in &p.phases {
+            rows.push(stat_row(&p.id, &ph.phase, &ph.seconds, 2));
+        }
+        match &p.total_seconds {
+            Some(t) => rows.push(stat_row(&p.id, "total", t, 2)),
+            None => rows.push(vec![
+                p.id.clone(),
+                "(no passed run)".into(),
+                "0".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]),
+        }
+    }
+    out.push_str(&table(
+        &[
+            "permutation",
+            "phase",
+            "n",
+            "median s",
+            "p90 s",
+            "min s",
+            "max s",
+            "stddev s",
+        ],
+        &[false, false, true, true, true, true, true, true],
+        &rows,
+    ));
+
+    let mut disk_lines = Vec::new();
+    for p in &r.permutations {
+        let Some(d) = &p.disk_write else { continue };
+        let m = &d.mib_s.summary;
+        disk_lines.push(format!(
+            "- `{}` disk write to `{}`: {:.1} MiB/s median, p90 {:.1}, min {:.1}, max {:.1}, stddev {:.1} (n {}); {:.1} MiB in {:.2} s median",
+            p.id,
+            d.disk,
+            m.median,
+            m.p90,
+            m.min,
+            m.max,
+            m.stddev,
+            m.n,
+            d.bytes.summary.median / (1024.0 * 1024.0),
+            d.seconds.summary.median,
+        ));
+        if let Some(dl) = &d.deadline {
+            disk_lines.push(format!(
+                "  - install-to-disk deadline: nominal {:.1} s, adapted to {:.1} s median (min {:.1}, max {:.1}); the write projected to end at {:.1} s median (n {})",
+                dl.nominal_s.summary.median,
+                dl.adapted_s.summary.median,
+                dl.adapted_s.summary.min,
+                dl.adapted_s.summary.max,
+                dl.projected_write_end_s.summary.median,
+                dl.adapted_s.summary.n,
+            ));
+        }
+    }
+    if !disk_lines.is_empty() {
+        let _ = writeln!(out, "\nDisk write (higher MiB/s is faster):\n");
+        for l in disk_lines {
+            let _ = writeln!(out, "{l}");
+        }
+    }
+
+    let _ = writeln!(out, "\nRuns:\n");
+    for p in &r.permutations {
+        let c = &p.counts;
+        let mut line = format!(
+            "- `{}`: {} of {} measured runs passed",
+            p.id, c.passed, c.measured
+        );
+        if c.measured < c.planned {
+            let _ = write!(line, " ({} planned)", c.planned);
+        }
+        if c.as_expected != c.passed {
+            let _ = write!(line, "; {} as the scenario expects", c.as_expected);
+        }
+        if c.warmups > 0 {
+            let _ = write!(
+                line,
+                "; {} warmup run{} not in the statistics",
+                c.warmups,
+                if c.warmups == 1 { "" } else { "s" }
+            );
+        }
+        let _ = writeln!(out, "{line}");
+        for e in &p.runs {
+            if e.verdict == Verdict::Pass && e.as_expected {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "  - {}: {} at {}{}: {}{}",
+                e.dir,
+                e.verdict,
+                e.failed_phase.as_deref().unwrap_or("-"),
+                if e.as_expected { " (as expected)" } else { "" },
+                e.reason,
+                if e.in_statistics {
+                    ""
+                } else {
+                    " (not in the statistics)"
+                }
+            );
+        }
+        if let Some(h) = &p.host {
+            let _ = writeln!(out, "  - host differs: {}", host_line(h));
+        }
+        for w in &p.warnings {
+            let _ = writeln!(out, "  - warning: {w}");
+        }
+    }
+    if !r.warnings.is_empty() {
+        let _ = writeln!(out, "\nWarnings:\n");
+        for w in &r.warnings {
+            let _ = writeln!(out, "- {w}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::result::tests::{sample_fail, sample_pass};
+    use crate::report::result::{InstallDeadline, PhaseResult};
+
+    /// A passed run whose phase i takes `base + i` seconds, its disk write `write_ms`.
+    fn passed(index: u32, base_s: u64, write_ms: u64) -> RunResult {
+        let mut r = sample_pass("smoke");
+        let mut t = 0;
+        for (i, p) in r.phases.iter_mut().enumerate() {
+            let d = (base_s + i as u64) * 1000;
+            p.start_ms = Some(t);
+            t += d;
+            p.end_ms = Some(t);
+            p.duration_ms = Some(d);
+        }
+        r.duration_ms = t;
+        let w = r.disk_write.as_mut().unwrap();
+        w.bytes = 256 << 20;
+        w.duration_ms = write_ms;
+        r.host = crate::report::result::HostContext {
+            qemu_version: "QEMU emulator version 7.2.15".into(),
+            cpu_model: "AMD EPYC 7B13".into(),
+            harness_version: "0.1.0".into(),
+            kernel: "6.1.0-28-amd64".into(),
+        };
+        r.accel = "kvm".into();
+        r.started_at = format!("2026-11-30T10:0{index}:00Z");
+        r
+    }
+
+    /// A run that timed out in bootkube, on the same host as `passed`.
+    fn failed(reason: &str) -> RunResult {
+        let mut r = sample_fail("smoke", reason);
+        let p = passed(0, 1, 1);
+        r.host = p.host;
+        r.accel = p.accel;
+        r
+    }
+
+    fn run(kind: RunKind, index: u32, result: RunResult) -> PerfRun {
+        let as_expected = result.verdict == Verdict::Pass;
+        PerfRun {
+            kind,
+            index,
+            dir: format!("smoke/{}", kind.dir_name(index)),
+            result,
+            as_expected,
+            load_1m: Some(0.25),
+            other_vms: vec![],
+        }
+    }
+
+    fn input(runs: Vec<PerfRun>, repeat: u32, warmup: u32) -> PerfInput {
+        PerfInput {
+            source: "scenarios/smoke.toml".into(),
+            strategy: None,
+            filter: None,
+            repeat,
+            warmup,
+            started_at: "2026-11-30T10:00:00Z".into(),
+            finished_at: "2026-11-30T10:30:00Z".into(),
+            interrupted: false,
+            backend: "qemu".into(),
+            backing_store: Some(BackingStore {
+                fstype: "ext4".into(),
+                source: "/dev/vda1".into(),
+                mount_point: "/".into(),
+                options: "rw,relatime".into(),
+            }),
+            permutations: vec![PermutationRuns {
+                id: "smoke".into(),
+                params: BTreeMap::new(),
+                install_disk: Some(InstallDisk {
+                    disk: "install".into(),
+                    cache: CacheMode::Unsafe,
+                    aio: AioMode::Threads,
+                    throttle: None,
+                }),
+                runs,
+            }],
+        }
+    }
+
+    fn phase<'a>(p: &'a PermutationPerf, name: &str) -> Option<&'a PhaseStat> {
+        p.phases.iter().find(|s| s.phase == name)
+    }
+
+    #[test]
+    fn warmups_are_listed_but_not_in_the_statistics() {
+        let rep = build(&input(
+            vec![
+                // A cold first run: far slower, must not count.
+                run(RunKind::Warmup, 0, passed(0, 100, 9_000)),
+                run(RunKind::Measured, 0, passed(1, 2, 2_000)),
+                run(RunKind::Measured, 1, passed(2, 4, 4_000)),
+                run(RunKind::Measured, 2, passed(3, 3, 3_000)),
+            ],
+            3,
+            1,
+        ));
+        assert_eq!(rep.schema, SCHEMA);
+        let p = &rep.permutations[0];
+        assert_eq!(
+            p.counts,
+            RunCounts {
+                planned: 3,
+                measured: 3,
+                passed: 3,
+                as_expected: 3,
+                warmups: 1
+            }
+        );
+        assert_eq!(p.runs.len(), 4);
+        assert_eq!(p.runs[0].kind, RunKind::Warmup);
+        assert_eq!(p.runs[0].dir, "smoke/warmup-0");
+        assert!(!p.runs[0].in_statistics);
+        assert!(p.runs[1..].iter().all(|e| e.in_statistics));
+        // Every contract phase, 3 samples each, in run order; assets is phase 0 (base s).
+        assert_eq!(p.phases.len(), phase_names().len());
+        let assets = &phase(p, "assets").unwrap().seconds;
+        assert_eq!(assets.samples, [2.0, 4.0, 3.0]);
+        assert_eq!(assets.runs, [0, 1, 2]);
+        assert_eq!(assets.summary.n, 3);
+        assert_eq!(assets.summary.median, 3.0);
+        assert_eq!(assets.summary.min, 2.0);
+        assert_eq!(assets.summary.max, 4.0);
+        assert!((assets.summary.p90 - 3.8).abs() < 1e-12);
+        assert!((assets.summary.stddev - 1.0).abs() < 1e-12);
+        // bootkube is phase 2: base + 2.
+        assert_eq!(
+            phase(p, "bootkube").unwrap().seconds.samples,
+            [4.0, 6.0, 5.0]
+        );
+        // The total: 11 phases of base + i seconds = 11 base + 55.
+        let total = p.total_seconds.as_ref().unwrap();
+        assert_eq!(total.samples, [77.0, 99.0, 88.0]);
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        // 3 < 4: too few for report --compare.
+        assert_eq!(rep.min_samples_for_compare, 4);
+        assert!(rep.warnings[0].contains("at least 4"), "{:?}", rep.warnings);
+    }
+
+    #[test]
+    fn failed_runs_are_counted_and_listed_but_not_in_the_statistics() {
+        let timed_out = failed("bootkube timed out after 600 s");
+        let mut harness_error = RunResult::unreached_error("smoke", "creating the run dir: EACCES");
+        harness_error.started_at = "2026-11-30T10:09:00Z".into();
+        let rep = build(&input(
+            vec![
+                run(RunKind::Measured, 0, passed(1, 2, 2_000)),
+                run(RunKind::Measured, 1, timed_out),
+                run(RunKind::Measured, 2, passed(2, 6, 2_000)),
+                run(RunKind::Measured, 3, harness_error),
+            ],
+            4,
+            0,
+        ));
+        let p = &rep.permutations[0];
+        assert_eq!(p.counts.measured, 4);
+        assert_eq!(p.counts.passed, 2);
+        assert_eq!(p.counts.as_expected, 2);
+        let failed: Vec<&RunEntry> = p.runs.iter().filter(|e| !e.in_statistics).collect();
+        assert_eq!(failed.len(), 2);
+        assert_eq!(failed[0].dir, "smoke/run-1");
+        assert_eq!(failed[0].verdict, Verdict::Fail);
+        assert_eq!(failed[0].failed_phase.as_deref(), Some("bootkube"));
+        assert_eq!(failed[0].reason, "bootkube timed out after 600 s");
+        assert_eq!(failed[1].verdict, Verdict::Error);
+        assert!(failed[1].reason.contains("EACCES"));
+        // The failed run's phases (1 s each in sample_fail) are in no sample.
+        let assets = &phase(p, "assets").unwrap().seconds;
+        assert_eq!(assets.samples, [2.0, 6.0]);
+        assert_eq!(assets.runs, [0, 2]);
+        assert_eq!(p.total_seconds.as_ref().unwrap().summary.n, 2);
+        // The unreached run carries no host context: not a disagreement.
+        assert_eq!(rep.host.accel, "kvm");
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        // 4 runs are enough for --compare.
+        assert!(rep.warnings.is_empty(), "{:?}", rep.warnings);
+
+        let md = render_markdown(&rep);
+        assert!(md.contains("2 of 4 measured runs passed"), "{md}");
+        assert!(
+            md.contains("smoke/run-1: fail at bootkube: bootkube timed out after 600 s (not in the statistics)"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_phase_some_runs_did_not_reach_has_fewer_samples() {
+        let mut skipped = passed(2, 5, 2_000);
+        // A passed run in which cluster-ready never ran (and one whose phase has no end).
+        let i = skipped
+            .phases
+            .iter()
+            .position(|p| p.name == "cluster-ready")
+            .unwrap();
+        skipped.phases[i] = PhaseResult::not_reached("cluster-ready");
+        skipped.phases[i + 1].duration_ms = None;
+        let rep = build(&input(
+            vec![
+                run(RunKind::Measured, 0, passed(1, 2, 2_000)),
+                run(RunKind::Measured, 1, skipped),
+                run(RunKind::Measured, 2, passed(3, 3, 2_000)),
+            ],
+            3,
+            0,
+        ));
+        let p = &rep.permutations[0];
+        let cr = &phase(p, "cluster-ready").unwrap().seconds;
+        assert_eq!(cr.summary.n, 2);
+        assert_eq!(cr.runs, [0, 2]);
+        assert_eq!(cr.samples, [11.0, 12.0]);
+        let cleanup = &phase(p, "bootstrap-cleanup").unwrap().seconds;
+        assert_eq!(cleanup.runs, [0, 2]);
+        assert_eq!(phase(p, "assets").unwrap().seconds.summary.n, 3);
+
+        // A phase no passed run reached is left out altogether.
+        let mut a = passed(1, 2, 2_000);
+        let mut b = passed(2, 2, 2_000);
+        for r in [&mut a, &mut b] {
+            let last = r.phases.len() - 1;
+            r.phases[last] = PhaseResult::not_reached("bootstrap-cleanup");
+        }
+        let rep = build(&input(
+            vec![run(RunKind::Measured, 0, a), run(RunKind::Measured, 1, b)],
+            2,
+            0,
+        ));
+        let p = &rep.permutations[0];
+        assert!(phase(p, "bootstrap-cleanup").is_none());
+        assert_eq!(p.phases.len(), phase_names().len() - 1);
+    }
+
+    #[test]
+    fn disk_write_summary_from_bytes_and_duration() {
+        let mut with_deadline = passed(3, 2, 4_000);
+        with_deadline.disk_write.as_mut().unwrap().deadline = Some(InstallDeadline {
+            nominal_s: 600.0,
+            adapted_s: 120.0,
+            projected_write_end_s: 40.5,
+        });
+        let mut no_write = passed(4, 2, 1_000);
+        no_write.disk_write = None;
+        let rep = build(&input(
+            vec![
+                run(RunKind::Warmup, 0, passed(0, 2, 1)),
+                run(RunKind::Measured, 0, passed(1, 2, 2_000)),
+                run(RunKind::Measured, 1, passed(2, 2, 1_000)),
+                run(RunKind::Measured, 2, with_deadline),
+                run(RunKind::Measured, 3, no_write),
+            ],
+            4,
+            1,
+        ));
+        let d = rep.permutations[0].disk_write.as_ref().unwrap();
+        assert_eq!(d.disk, "install");
+        // 256 MiB in 2, 1 and 4 s.
+        assert_eq!(d.seconds.samples, [2.0, 1.0, 4.0]);
+        assert_eq!(d.seconds.runs, [0, 1, 2]);
+        assert_eq!(d.mib_s.samples, [128.0, 256.0, 64.0]);
+        assert_eq!(d.mib_s.summary.median, 128.0);
+        assert_eq!(d.mib_s.summary.min, 64.0);
+        assert_eq!(d.mib_s.summary.max, 256.0);
+        assert_eq!(d.bytes.summary.min, (256u64 << 20) as f64);
+        assert_eq!(d.bytes.summary.max, (256u64 << 20) as f64);
+        let dl = d.deadline.as_ref().unwrap();
+        assert_eq!(dl.adapted_s.samples, [120.0]);
+        assert_eq!(dl.adapted_s.runs, [2]);
+        assert_eq!(dl.nominal_s.summary.median, 600.0);
+        assert_eq!(dl.projected_write_end_s.summary.median, 40.5);
+
+        let md = render_markdown(&rep);
+        assert!(
+            md.contains("- `smoke` disk write to `install`: 128.0 MiB/s median, p90 230.4, min 64.0, max 256.0"),
+            "{md}"
+        );
+        assert!(md.contains("256.0 MiB in 2.00 s median"), "{md}");
+        assert!(
+            md.contains("nominal 600.0 s, adapted to 120.0 s median"),
+            "{md}"
+        );
+
+        // A write too short to time has no rate: left out of MiB/s, with a warning.
+        let mut instant = passed(1, 2, 0);
+        instant.disk_write.as_mut().unwrap().duration_ms = 0;
+        let rep = build(&input(
+            vec![
+                run(RunKind::Measured, 0, instant),
+                run(RunKind::Measured, 1, passed(2, 2, 2_000)),
+            ],
+            2,
+            0,
+        ));
+        let p = &rep.permutations[0];
+        let d = p.disk_write.as_ref().unwrap();
+        assert_eq!(d.mib_s.runs, [1]);
+        assert_eq!(d.seconds.runs, [0, 1]);
+        assert!(
+            p.warnings.iter().any(|w| w.contains("no rate")),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    #[test]
+    fn host_context_next_to_the_numbers() {
+        let mut tcg = passed(2, 2, 2_000);
+        tcg.accel = "tcg".into();
+        let mut inp = input(
+            vec![
+                run(RunKind::Measured, 0, passed(1, 2, 2_000)),
+                run(RunKind::Measured, 1, tcg),
+            ],
+            2,
+            0,
+        );
+        // A second permutation on another disk cache mode.
+        let mut other = inp.permutations[0].clone();
+        other.id = "none".into();
+        other.params = BTreeMap::from([("disks.install.cache".into(), "none".into())]);
+        other.install_disk.as_mut().unwrap().cache = CacheMode::None;
+        other.runs.truncate(1);
+        other.runs[0].other_vms = vec!["qemu-system-x86 (pid 42)".into()];
+        inp.permutations.push(other);
+        let rep = build(&inp);
+
+        let h = &rep.host;
+        assert_eq!(h.accel, "kvm | tcg");
+        assert_eq!(h.cpu_model, "AMD EPYC 7B13");
+        assert_eq!(h.qemu_version, "QEMU emulator version 7.2.15");
+        assert_eq!(h.kernel, "6.1.0-28-amd64");
+        assert_eq!(h.harness_version, "0.1.0");
+        assert_eq!(h.backend, "qemu");
+        assert_eq!(h.install_disk.as_ref().unwrap().cache, CacheMode::Unsafe);
+        assert_eq!(h.backing_store.as_ref().unwrap().fstype, "ext4");
+        let first = &rep.permutations[0];
+        assert!(first.host.is_none(), "the same as the top level");
+        assert!(
+            first
+                .warnings
+                .iter()
+                .any(|w| w == "the runs disagree on the accelerator: kvm (run-0); tcg (run-1)"),
+            "{:?}",
+            first.warnings
+        );
+        let second = &rep.permutations[1];
+        let own = second.host.as_ref().expect("differs: its own host context");
+        assert_eq!(own.install_disk.as_ref().unwrap().cache, CacheMode::None);
+        assert_eq!(own.accel, "kvm");
+        assert!(second.warnings[0]
+            .contains("run-0 started while other VMs ran on this host: qemu-system-x86 (pid 42)"));
+
+        let md = render_markdown(&rep);
+        assert!(md.contains("Host: accelerator kvm | tcg; CPU AMD EPYC 7B13; QEMU QEMU emulator version 7.2.15; kernel 6.1.0-28-amd64; harness 0.1.0; backend qemu; install disk `install`: cache unsafe, aio threads, no throttle; backing store ext4 (/dev/vda1 on /)."), "{md}");
+        assert!(md.contains("host differs: accelerator kvm;"), "{md}");
+        assert!(md.contains("cache none"), "{md}");
+
+        let throttled = HostInfo {
+            install_disk: Some(InstallDisk {
+                disk: "install".into(),
+                cache: CacheMode::Directsync,
+                aio: AioMode::IoUring,
+                throttle: Some(Throttle {
+                    bytes_per_s: Some(8 << 20),
+                    iops: Some(500),
+                }),
+            }),
+            ..HostInfo::default()
+        };
+        let line = host_line(&throttled);
+        assert!(
+            line.contains("cache directsync, aio io_uring, throttled to 8.0 MiB/s and 500 IOPS"),
+            "{line}"
+        );
+        assert!(line.contains("accelerator unknown"), "{line}");
+    }
+
+    #[test]
+    fn nothing_passed_no_statistics_but_a_report() {
+        let rep = build(&input(
+            vec![run(RunKind::Measured, 0, failed("bootkube timed out"))],
+            1,
+            0,
+        ));
+        let p = &rep.permutations[0];
+        assert!(p.phases.is_empty());
+        assert!(p.total_seconds.is_none());
+        assert!(p.disk_write.is_none());
+        assert_eq!(p.counts.passed, 0);
+        assert!(p
+            .warnings
+            .iter()
+            .any(|w| w.contains("no measured run passed")));
+        let md = render_markdown(&rep);
+        assert!(md.contains("(no passed run)"), "{md}");
+
+        // No permutation at all (interrupted at once): still a document.
+        let mut inp = input(vec![], 2, 0);
+        inp.permutations.clear();
+        inp.interrupted = true;
+        let rep = build(&inp);
+        assert_eq!(rep.host.backend, "qemu");
+        assert!(!rep.host.harness_version.is_empty());
+        assert!(rep.warnings.iter().any(|w| w.starts_with("interrupted")));
+    }
+
+    #[test]
+    fn json_round_trip_and_field_names() {
+        let mut with_deadline = passed(2, 3, 4_000);
+        with_deadline.disk_write.as_mut().unwrap().deadline = Some(InstallDeadline {
+            nominal_s: 600.0,
+            adapted_s: 150.0,
+            projected_write_end_s: 60.0,
+        });
+        let mut inp = input(
+            vec![
+                run(RunKind::Warmup, 0, passed(0, 9, 2_000)),
+                run(RunKind::Measured, 0, passed(1, 2, 2_000)),
+                run(RunKind::Measured, 1, with_deadline),
+                run(RunKind::Measured, 2, failed("x")),
+            ],
+            3,
+            1,
+        );
+        inp.strategy = Some("pairwise".into());
+        inp.filter = Some("smoke*".into());
+        let rep = build(&inp);
+        let text = rep.to_json();
+        assert!(text.ends_with("}\n"));
+        let back: PerfReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, rep);
+
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["schema"], "sno-harness/perf/v1");
+        assert_eq!(v["host"]["accel"], "kvm");
+        assert_eq!(v["host"]["install_disk"]["cache"], "unsafe");
+        assert_eq!(v["host"]["install_disk"]["aio"], "threads");
+        assert_eq!(v["host"]["backing_store"]["fstype"], "ext4");
+        let p = &v["permutations"][0];
+        assert!(p.get("host").is_none());
+        assert_eq!(p["counts"]["passed"], 2);
+        assert_eq!(p["runs"][0]["kind"], "warmup");
+        assert_eq!(p["runs"][3]["verdict"], "fail");
+        assert_eq!(p["runs"][3]["in_statistics"], false);
+        let assets = &p["phases"][0];
+        assert_eq!(assets["phase"], "assets");
+        // The summary's fields sit next to its samples.
+        for k in ["n", "min", "max", "mean", "median", "p90", "stddev"] {
+            assert!(assets["seconds"][k].is_number(), "{k}: {assets}");
+        }
+        assert_eq!(assets["seconds"]["samples"], serde_json::json!([2.0, 3.0]));
+        assert_eq!(assets["seconds"]["runs"], serde_json::json!([0, 1]));
+        assert_eq!(p["disk_write"]["mib_s"]["n"], 2);
+        assert_eq!(p["disk_write"]["deadline"]["adapted_s"]["median"], 150.0);
+        assert!(p["total_seconds"]["median"].is_number());
+        assert_eq!(v["strategy"], "pairwise");
+    }
+
+    #[test]
+    fn markdown_table_lines_up() {
+        let rep = build(&input(
+            vec![
+                run(RunKind::Measured, 0, passed(1, 2, 2_000)),
+                run(RunKind::Measured, 1, passed(2, 12, 2_000)),
+            ],
+            2,
+            0,
+        ));
+        let md = render_markdown(&rep);
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        // Header, rule, 11 phases and the total.
+        assert_eq!(rows.len(), 2 + phase_names().len() + 1, "{md}");
+        let width = rows[0].chars().count();
+        assert!(rows.iter().all(|r| r.chars().count() == width), "{md}");
+        assert!(
+            rows[1].starts_with("|-") && rows[1].contains(":|"),
+            "{}",
+            rows[1]
+        );
+        let bootkube = rows.iter().find(|r| r.contains("bootkube")).unwrap();
+        let cells: Vec<&str> = bootkube.split('|').map(str::trim).collect();
+        // | smoke | bootkube | 2 | median | p90 | min | max | stddev |
+        assert_eq!(
+            cells[1..9],
+            ["smoke", "bootkube", "2", "9.00", "13.00", "4.00", "14.00", "7.07"]
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! Running a perf plan: each permutation's warmups, then its measured runs, strictly one run
+//! at a time (two VMs at once would measure each other), into `OUT/<id>/warmup-<k>/` and
+//! `OUT/<id>/run-<i>/`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use super::report::{InstallDisk, PerfRun, PermutationRuns, RunKind};
+use crate::report::result::{rfc3339, RunResult};
+use crate::run::progress::{Display, Mode};
+use crate::run::{check_expectation, run_scenario, RunOptions};
+use crate::scenario::Scenario;
+
+/// One permutation to measure (a single scenario is one, named after it).
+#[derive(Debug, Clone)]
+pub struct PerfJob {
+    pub id: String,
+    pub params: BTreeMap<String, String>,
+    pub scenario: Scenario,
+    /// The command that runs this permutation once.
+    pub replay: String,
+}
+
+pub struct PerfOptions {
+    pub out: PathBuf,
+    /// Measured runs per permutation (at least 1).
+    pub repeat: u32,
+    /// Warmup runs per permutation, before the measured ones.
+    pub warmup: u32,
+    pub keep: bool,
+    pub timeout_scale: f64,
+    pub cache_dir: PathBuf,
+    pub backend: crate::vm::running::Backend,
+    pub interrupt: tokio::sync::watch::Receiver<bool>,
+    pub progress: Mode,
+}
+
+/// What ran.
+#[derive(Debug, Clone)]
+pub struct PerfRuns {
+    /// In the jobs' order; a permutation the interrupt came before is absent.
+    pub permutations: Vec<PermutationRuns>,
+    /// Ctrl-C or SIGTERM: the run under way stopped with verdict error, the rest never began.
+    pub interrupted: bool,
+}
+
+/// The runs of a permutation, in order: warmups (kind, index), then the measured ones.
+pub fn schedule(warmup: u32, repeat: u32) -> Vec<(RunKind, u32)> {
+    (0..warmup)
+        .map(|k| (RunKind::Warmup, k))
+        .chain((0..repeat).map(|i| (RunKind::Measured, i)))
+        .collect()
+}
+
+/// Runs every job's warmups and measured runs, one run at a time; `after_each` sees the
+/// results so far after every run (to keep perf.json current should the harness be killed).
+pub async fn run_perf(
+    jobs: &[PerfJob],
+    opts: PerfOptions,
+    mut after_each: impl FnMut(&[PermutationRuns]),
+) -> PerfRuns {
+    let mut done: Vec<PermutationRuns> = Vec::new();
+    let plan = schedule(opts.warmup, opts.repeat);
+    let total = jobs.len() * plan.len();
+    let mut n = 0;
+    'jobs: for job in jobs {
+        for &(kind, index) in &plan {
+            if *opts.interrupt.borrow() {
+                break 'jobs;
+            }
+            if done.last().is_none_or(|p| p.id != job.id) {
+                done.push(PermutationRuns {
+                    id: job.id.clone(),
+                    params: job.params.clone(),
+                    install_disk: InstallDisk::of(&job.scenario),
+                    runs: Vec::new(),
+                });
+            }
+            n += 1;
+            let name = kind.dir_name(index);
+            let rel = format!("{}/{name}", job.id);
+            let dir = opts.out.join(&job.id).join(&name);
+            let load_1m = load_average();
+            let other_vms = other_vms();
+            eprintln!(
+                "sno-harness: perf {rel} ({n} of {total}){}",
+                if other_vms.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; WARNING: other VMs run on this host: {}",
+                        other_vms.join(", ")
+                    )
+                }
+            );
+            let result = match std::fs::create_dir_all(&dir) {
+                Ok(()) => {
+                    run_scenario(
+                        &job.scenario,
+                        RunOptions {
+                            dir: dir.clone(),
+                            id: job.id.clone(),
+                            params: job.params.clone(),
+                            keep: opts.keep,
+                            timeout_scale: opts.timeout_scale,
+                            cache_dir: opts.cache_dir.clone(),
+                            replay: job.replay.clone(),
+                            backend: opts.backend.clone(),
+                            interrupt: opts.interrupt.clone(),
+                            progress: Display::from(opts.progress),
+                        },
+                    )
+                    .await
+                }
+                Err(e) => not_run(job, &format!("creating {}: {e}", dir.display())),
+            };
+            let as_expected = check_expectation(&job.scenario, &result);
+            eprintln!(
+                "sno-harness: perf {rel}: {} in {:.0} s{}",
+                result.verdict,
+                result.duration_ms as f64 / 1000.0,
+                match (&as_expected, result.reason.is_empty()) {
+                    (Ok(_), true) => String::new(),
+                    (Ok(m), false) => format!("; {m}"),
+                    (Err(m), _) => format!("; NOT as expected: {m}"),
+                }
+            );
+            let perm = done.last_mut().expect("pushed above");
+            perm.runs.push(PerfRun {
+                kind,
+                index,
+                dir: rel,
+                result,
+                as_expected: as_expected.is_ok(),
+                load_1m,
+                other_vms,
+            });
+            after_each(&done);
+        }
+    }
+    let interrupted = *opts.interrupt.borrow();
+    PerfRuns {
+        permutations: done,
+        interrupted,
+    }
+}
+
+/// The result of a run that could not start (its directory could not be made).
+fn not_run(job: &PerfJob, why: &str) -> RunResult {
+    let mut r = RunResult::unreached_error(&job.id, why);
+    r.scenario = job.scenario.path.display().to_string();
+    r.params = job.params.clone();
+    r.profile = job.scenario.profile.name().to_string();
+    r.replay = job.replay.clone();
+    r.started_at = rfc3339(SystemTime::now());
+    r
+}
+
+/// The 1-minute load average.
+fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    parse_loadavg(&text)
+}
+
+fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+        .filter(|l: &f64| l.is_finite())
+}
+
+/// QEMU processes on this host (`qemu-system-x86 (pid N)`): called between runs, when this
+/// harness has none, so each is someone else's VM competing for the CPUs and the disk.
+fn other_vms() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found: Vec<(u32, String)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+            let comm = comm.trim();
+            comm.starts_with("qemu-system")
+                .then(|| (pid, comm.to_string()))
+        })
+        .collect();
+    found.sort();
+    found
+        .into_iter()
+        .map(|(pid, comm)| format!("{comm} (pid {pid})"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warmups_come_first_and_indices_start_at_zero() {
+        assert_eq!(
+            schedule(1, 2),
+            [
+                (RunKind::Warmup, 0),
+                (RunKind::Measured, 0),
+                (RunKind::Measured, 1)
+            ]
+        );
+        assert_eq!(schedule(0, 1), [(RunKind::Measured, 0)]);
+        assert_eq!(RunKind::Warmup.dir_name(0), "warmup-0");
+        assert_eq!(RunKind::Measured.dir_name(3), "run-3");
+    }
+
+    #[test]
+    fn load_average_first_field() {
+        assert_eq!(parse_loadavg("1.43 1.78 2.55 3/412 8510\n"), Some(1.43));
+        assert_eq!(parse_loadavg(""), None);
+        assert_eq!(parse_loadavg("NaN 1 1"), None);
+        assert!(load_average().is_some());
+    }
+}
