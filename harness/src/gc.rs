@@ -151,17 +151,27 @@ fn collect_domains(
         }
         let mut ok = true;
         if dom.is_active().unwrap_or(false) {
-            if let Err(e) = dom.destroy() {
-                ok = false;
-                out.errors.push(format!("{what}: {e}"));
+            match dom.destroy() {
+                Ok(()) => {}
+                // Destroyed meanwhile: a killed harness's domain is auto-destroyed when libvirtd
+                // notices the connection is gone, which can be while gc looks at it.
+                Err(e) if gone(&e) => {}
+                Err(e) => {
+                    ok = false;
+                    out.errors.push(format!("{what}: {e}"));
+                }
             }
         }
         // A transient domain is gone once destroyed; a persistent one (defined by hand from
         // our XML) is undefined too, with its NVRAM.
         if dom.is_persistent().unwrap_or(false) {
-            if let Err(e) = dom.undefine_flags(virt_sys::VIR_DOMAIN_UNDEFINE_NVRAM) {
-                ok = false;
-                out.errors.push(format!("{what}: undefine: {e}"));
+            match dom.undefine_flags(virt_sys::VIR_DOMAIN_UNDEFINE_NVRAM) {
+                Ok(()) => {}
+                Err(e) if gone(&e) => {}
+                Err(e) => {
+                    ok = false;
+                    out.errors.push(format!("{what}: undefine: {e}"));
+                }
             }
         }
         if ok {
@@ -228,15 +238,23 @@ fn collect_networks(
         }
         let mut ok = true;
         if net.is_active().unwrap_or(false) {
-            if let Err(e) = net.destroy() {
-                ok = false;
-                out.errors.push(format!("{what}: {e}"));
+            match net.destroy() {
+                Ok(()) => {}
+                Err(e) if gone(&e) => {}
+                Err(e) => {
+                    ok = false;
+                    out.errors.push(format!("{what}: {e}"));
+                }
             }
         }
         if net.is_persistent().unwrap_or(false) {
-            if let Err(e) = net.undefine() {
-                ok = false;
-                out.errors.push(format!("{what}: undefine: {e}"));
+            match net.undefine() {
+                Ok(()) => {}
+                Err(e) if gone(&e) => {}
+                Err(e) => {
+                    ok = false;
+                    out.errors.push(format!("{what}: undefine: {e}"));
+                }
             }
         }
         if ok {
@@ -282,6 +300,16 @@ fn collect_pools(
             Err(e) => out.errors.push(format!("{what}: {e}")),
         }
     }
+}
+
+/// Whether libvirt says the object no longer exists: what gc came to remove is gone, which is
+/// what it wanted (another gc, or libvirt's own auto-destroy, was first).
+fn gone(e: &virt::error::Error) -> bool {
+    use virt::error::ErrorNumber;
+    matches!(
+        e.code().known(),
+        Some(ErrorNumber::NoDomain | ErrorNumber::NoNetwork | ErrorNumber::NoStoragePool)
+    )
 }
 
 /// The `<sno:run .../>` element of an object's XML (libvirt keeps the prefix it was given).

@@ -752,9 +752,15 @@ impl Machine {
         }
         let write_ms = (so_far as f64 * 100.0 / percent) as u64;
         let write_end_ms = write_start + write_ms;
-        let wanted = write_end_ms
-            + (write_ms as f64 * (bounds.margin - 1.0).max(0.0)) as u64
-            + bounds.slack.as_millis() as u64;
+        let slack = bounds.slack.as_millis() as u64;
+        let mut wanted =
+            write_end_ms + (write_ms as f64 * (bounds.margin - 1.0).max(0.0)) as u64 + slack;
+        // coreos-installer's percent counts the image it has read; a slow (or throttled) disk
+        // is still taking what the guest's page cache holds after 100 %. While the write
+        // counter grows, the deadline stays at least `slack` past its last growth.
+        if self.disk.end_ms.is_none() {
+            wanted = wanted.max(self.disk.last_growth_ms + slack);
+        }
         let deadline_ms = wanted.clamp(
             phase_start + bounds.min.as_millis() as u64,
             phase_start + bounds.max.as_millis() as u64,
@@ -1027,6 +1033,32 @@ mod tests {
             "{actions:?}"
         );
         assert!(m.outcome().unwrap().reason.contains("within 2m 15s"));
+    }
+
+    #[test]
+    fn a_disk_still_taking_the_page_cache_after_the_image_is_read_keeps_its_deadline() {
+        // What a throttled disk looked like: coreos-installer read all of the image in 10 s,
+        // the disk went on taking it for minutes.
+        let mut m = adaptive_machine();
+        installer_started(&mut m);
+        feed(
+            &mut m,
+            vec![progress_line(37_000, 50), progress_line(42_000, 100)],
+        );
+        for t in (50_000..400_000).step_by(10_000) {
+            feed(&mut m, vec![(t, Signal::DiskWrite { bytes: t * 1000 })]);
+            assert!(
+                m.tick(t).is_empty(),
+                "no timeout at {t} ms while the disk writes"
+            );
+        }
+        // Then the writes stop: the deadline is 2 minutes after the last one (the stall
+        // detector, which would fire first, is set aside here).
+        m.cfg.write_stall = Duration::from_secs(3600);
+        let p = m.install_projection().unwrap();
+        assert_eq!(p.deadline_ms, 390_000 + 120_000);
+        assert!(m.tick(510_000).is_empty());
+        assert!(!m.tick(510_001).is_empty());
     }
 
     #[test]

@@ -191,9 +191,13 @@ pub fn status_text(m: &Machine, now_ms: u64) -> String {
         .filter(|_| m.current() == Some(Phase::InstallToDisk))
         .map(|p| {
             let secs = |t: u64| t.saturating_sub(now_ms) as f64 / 1000.0;
+            let end = if p.write_end_ms > now_ms {
+                format!("write ends in ~{:.0} s", secs(p.write_end_ms))
+            } else {
+                "image read, the disk still catching up".to_string()
+            };
             format!(
-                " (write ends in ~{:.0} s; deadline in {:.0} s, nominal {:.0} s)",
-                secs(p.write_end_ms),
+                " ({end}; deadline in {:.0} s, nominal {:.0} s)",
                 secs(p.deadline_ms),
                 secs(p.nominal_deadline_ms)
             )
