@@ -110,12 +110,8 @@ fn collect_domains(
     dry_run: bool,
     out: &mut Collected,
 ) {
-    let conn = match crate::vm::libvirt::runtime::connect(uri) {
-        Ok(c) => c,
-        Err(e) => {
-            out.errors.push(format!("libvirt {uri}: {e}"));
-            return;
-        }
+    let Some(conn) = connect_noting(uri, out) else {
+        return;
     };
     let domains = match conn.list_all_domains(0) {
         Ok(d) => d,
@@ -149,34 +145,14 @@ fn collect_domains(
             out.actions.push(what);
             continue;
         }
-        let mut ok = true;
-        if dom.is_active().unwrap_or(false) {
-            match dom.destroy() {
-                Ok(()) => {}
-                // Destroyed meanwhile: a killed harness's domain is auto-destroyed when libvirtd
-                // notices the connection is gone, which can be while gc looks at it.
-                Err(e) if gone(&e) => {}
-                Err(e) => {
-                    ok = false;
-                    out.errors.push(format!("{what}: {e}"));
-                }
-            }
-        }
         // A transient domain is gone once destroyed; a persistent one (defined by hand from
         // our XML) is undefined too, with its NVRAM.
-        if dom.is_persistent().unwrap_or(false) {
-            match dom.undefine_flags(virt_sys::VIR_DOMAIN_UNDEFINE_NVRAM) {
-                Ok(()) => {}
-                Err(e) if gone(&e) => {}
-                Err(e) => {
-                    ok = false;
-                    out.errors.push(format!("{what}: undefine: {e}"));
-                }
-            }
-        }
-        if ok {
-            out.actions.push(what);
-        }
+        let destroyed = dom.is_active().unwrap_or(false).then(|| dom.destroy());
+        let undefined = dom
+            .is_persistent()
+            .unwrap_or(false)
+            .then(|| dom.undefine_flags(virt_sys::VIR_DOMAIN_UNDEFINE_NVRAM));
+        note_removal(what, [(destroyed, ""), (undefined, "undefine: ")], out);
         // libvirt keeps a transient domain's QEMU log; it belongs with the run's evidence.
         if let Some(dir) = &run_dir {
             if crate::vm::libvirt::runtime::take_qemu_log(&name, dir) {
@@ -200,12 +176,8 @@ fn collect_networks(
     dry_run: bool,
     out: &mut Collected,
 ) {
-    let conn = match crate::vm::libvirt::runtime::connect(uri) {
-        Ok(c) => c,
-        Err(e) => {
-            out.errors.push(format!("libvirt {uri}: {e}"));
-            return;
-        }
+    let Some(conn) = connect_noting(uri, out) else {
+        return;
     };
     let networks = match conn.list_all_networks(0) {
         Ok(n) => n,
@@ -236,30 +208,9 @@ fn collect_networks(
             out.actions.push(what);
             continue;
         }
-        let mut ok = true;
-        if net.is_active().unwrap_or(false) {
-            match net.destroy() {
-                Ok(()) => {}
-                Err(e) if gone(&e) => {}
-                Err(e) => {
-                    ok = false;
-                    out.errors.push(format!("{what}: {e}"));
-                }
-            }
-        }
-        if net.is_persistent().unwrap_or(false) {
-            match net.undefine() {
-                Ok(()) => {}
-                Err(e) if gone(&e) => {}
-                Err(e) => {
-                    ok = false;
-                    out.errors.push(format!("{what}: undefine: {e}"));
-                }
-            }
-        }
-        if ok {
-            out.actions.push(what);
-        }
+        let destroyed = net.is_active().unwrap_or(false).then(|| net.destroy());
+        let undefined = net.is_persistent().unwrap_or(false).then(|| net.undefine());
+        note_removal(what, [(destroyed, ""), (undefined, "undefine: ")], out);
     }
 }
 
@@ -273,12 +224,8 @@ fn collect_pools(
     dry_run: bool,
     out: &mut Collected,
 ) {
-    let conn = match crate::vm::libvirt::runtime::connect(uri) {
-        Ok(c) => c,
-        Err(e) => {
-            out.errors.push(format!("libvirt {uri}: {e}"));
-            return;
-        }
+    let Some(conn) = connect_noting(uri, out) else {
+        return;
     };
     for name in crate::vm::libvirt::storage::leftover_pools(&conn) {
         if only.is_some_and(|o| o != name) || alive.contains(&name) {
@@ -299,6 +246,38 @@ fn collect_pools(
             Ok(()) => out.actions.push(what),
             Err(e) => out.errors.push(format!("{what}: {e}")),
         }
+    }
+}
+
+/// A connection to `uri`, or the reason there is none noted in `out`.
+fn connect_noting(uri: &str, out: &mut Collected) -> Option<virt::connect::Connect> {
+    match crate::vm::libvirt::runtime::connect(uri) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            out.errors.push(format!("libvirt {uri}: {e}"));
+            None
+        }
+    }
+}
+
+/// Notes `what` as done, or the error of each step that failed (`None`: not needed). An
+/// object libvirt has removed meanwhile is gone, which is what gc wanted: a killed harness's
+/// domain is auto-destroyed when libvirtd notices the connection is gone, which can be while
+/// gc looks at it.
+fn note_removal(
+    what: String,
+    steps: [(Option<Result<(), virt::error::Error>>, &str); 2],
+    out: &mut Collected,
+) {
+    let mut ok = true;
+    for (result, label) in steps {
+        if let Some(Err(e)) = result.filter(|r| !r.as_ref().is_err_and(gone)) {
+            ok = false;
+            out.errors.push(format!("{what}: {label}{e}"));
+        }
+    }
+    if ok {
+        out.actions.push(what);
     }
 }
 
