@@ -6,7 +6,7 @@
 //!   cargo bench -p sno-harness --bench events
 //!
 //! benches/data/smoke-events.jsonl is the events.jsonl of a passed `scenarios/smoke.toml` run
-//! on the minisno fixture (QEMU under TCG): 1,458 signals, 1,314 of them console lines.
+//! on the minisno fixture (QEMU under TCG, 110 s): 1,451 signals, 1,314 of them console lines.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -206,26 +206,25 @@ fn state_machine(c: &mut Criterion) {
     );
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("events.jsonl");
+    assert!(passed(&record_and_replay(&run, &log)));
 
     let mut g = c.benchmark_group("events");
     g.sample_size(20)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
     g.throughput(Throughput::Elements(run.len() as u64));
-    g.bench_function("machine/recorded smoke run", |b| {
-        b.iter(|| replay(black_box(&run)))
-    });
-    g.bench_function("record+machine/recorded smoke run", |b| {
+    g.bench_function("machine/recorded", |b| b.iter(|| replay(black_box(&run))));
+    g.bench_function("record+machine/recorded", |b| {
         b.iter(|| record_and_replay(black_box(&run), &log))
     });
     g.sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .measurement_time(Duration::from_secs(5));
     g.throughput(Throughput::Elements(loud.len() as u64));
-    g.bench_function("machine/chatty run", |b| {
+    g.bench_function("machine/chatty-100k", |b| {
         b.iter(|| replay(black_box(&loud)))
     });
-    g.bench_function("record+machine/chatty run", |b| {
+    g.bench_function("record+machine/chatty-100k", |b| {
         b.iter(|| record_and_replay(black_box(&loud), &log))
     });
     g.finish();
@@ -245,9 +244,9 @@ fn badness_scan(c: &mut Criterion) {
     let mut g = c.benchmark_group("badness");
     g.sample_size(20)
         .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4));
+        .measurement_time(Duration::from_secs(6));
     g.throughput(Throughput::Elements(lines.len() as u64));
-    g.bench_function("scan/100k console lines", |b| {
+    g.bench_function("scan/100k-lines", |b| {
         b.iter(|| {
             black_box(&lines)
                 .iter()
@@ -256,7 +255,7 @@ fn badness_scan(c: &mut Criterion) {
         })
     });
     let allow = AllowList::default();
-    g.bench_function("findings.observe/100k console lines", |b| {
+    g.bench_function("observe/100k-lines", |b| {
         b.iter(|| {
             let mut f = Findings::default();
             for (t, l) in black_box(&lines).iter().enumerate() {

@@ -144,21 +144,17 @@ fn expansion(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(5));
     // The rows alone: the odometer over 12x5x4x3x2x3x3 = 12,960 rows.
-    g.bench_function("all_rows 12960, no exclusions", |b| {
+    g.bench_function("all_rows/12960", |b| {
         b.iter(|| black_box(&space).all_rows(usize::MAX))
     });
     // parse + every permutation applied to the base TOML, re-serialised and validated.
-    g.bench_function(
-        format!("full product, {} permutations", full.permutations.len()),
-        |b| b.iter(|| matrix::parse_str(&path, black_box(&full_text)).unwrap()),
-    );
-    g.bench_function(
-        format!(
-            "pairwise, {} permutations of the same matrix",
-            pairwise.permutations.len()
-        ),
-        |b| b.iter(|| matrix::parse_str(&path, black_box(&pairwise_text)).unwrap()),
-    );
+    g.bench_function(format!("full/{}", full.permutations.len()), |b| {
+        b.iter(|| matrix::parse_str(&path, black_box(&full_text)).unwrap())
+    });
+    // The same matrix with strategy = "pairwise": covering array, then those permutations.
+    g.bench_function(format!("pairwise/{}", pairwise.permutations.len()), |b| {
+        b.iter(|| matrix::parse_str(&path, black_box(&pairwise_text)).unwrap())
+    });
     g.finish();
 }
 
@@ -187,7 +183,7 @@ fn shipped(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("plan", name), &path, |b, p| {
             b.iter(|| plan(black_box(p)))
         });
-        g.bench_with_input(BenchmarkId::new("plan --json", name), &path, |b, p| {
+        g.bench_with_input(BenchmarkId::new("plan-json", name), &path, |b, p| {
             b.iter(|| {
                 let m = matrix::load(black_box(p)).unwrap();
                 serde_json::to_string_pretty(&matrix::plan_json(&m)).unwrap()
@@ -196,7 +192,7 @@ fn shipped(c: &mut Criterion) {
     }
     // `sno-harness matrix scenarios/disks.toml --strategy full`: load, then re-expand.
     let disks = scenarios().join("disks.toml");
-    g.bench_function("load --strategy full/disks.toml", |b| {
+    g.bench_function("load-full/disks.toml", |b| {
         b.iter(|| {
             matrix::load(black_box(&disks))
                 .unwrap()

@@ -157,19 +157,19 @@ fn reports(c: &mut Criterion) {
     g.sample_size(20)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4));
-    g.bench_function("write_reports/100 permutations", |b| {
+    g.bench_function("write_reports/100", |b| {
         b.iter(|| write_reports(out.path(), black_box(&results), &axes).unwrap())
     });
-    g.bench_function("summary.json/100 permutations", |b| {
+    g.bench_function("summary.json/100", |b| {
         b.iter(|| summarise(black_box(&runs), &declared).to_json())
     });
-    g.bench_function("junit.xml/100 permutations", |b| {
+    g.bench_function("junit.xml/100", |b| {
         b.iter(|| junit_for_runs(black_box(&results), "scenarios/disks.toml"))
     });
-    g.bench_function("summary.md/100 permutations", |b| {
+    g.bench_function("summary.md/100", |b| {
         b.iter(|| matrix_summary_markdown(black_box(&runs), &summarise(&runs, &declared)))
     });
-    g.bench_function("report.html/100 permutations", |b| {
+    g.bench_function("report.html/100", |b| {
         b.iter(|| render_html(black_box(&runs), &summarise(&runs, &declared)))
     });
     g.finish();
