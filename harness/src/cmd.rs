@@ -271,13 +271,7 @@ pub fn matrix(a: &MatrixArgs) -> i32 {
             id: p.id.clone(),
             params: p.values.clone(),
             scenario: p.scenario.clone(),
-            replay: format!(
-                "sno-harness matrix {} --strategy {} --filter {} --keep{}",
-                a.path.display(),
-                m.strategy.name(),
-                p.id,
-                a.flags.replay_suffix()
-            ),
+            replay: matrix_replay(&a.path, m.strategy.name(), &p.id, &a.flags),
         })
         .collect();
     let jobs_n = a
@@ -1002,13 +996,7 @@ fn perf_matrix_jobs(
             id: p.id.clone(),
             params: p.values.clone(),
             scenario: p.scenario.clone(),
-            replay: format!(
-                "sno-harness matrix {} --strategy {} --filter {} --keep{}",
-                a.path.display(),
-                m.strategy.name(),
-                p.id,
-                a.flags.replay_suffix()
-            ),
+            replay: matrix_replay(&a.path, m.strategy.name(), &p.id, &a.flags),
         })
         .collect();
     Ok((jobs, Some(m.strategy.name().to_string())))
@@ -1026,4 +1014,13 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
+}
+
+/// The command that replays one permutation of a matrix, kept for inspection (`--keep`).
+fn matrix_replay(path: &Path, strategy: &str, id: &str, flags: &RunFlags) -> String {
+    format!(
+        "sno-harness matrix {} --strategy {strategy} --filter {id} --keep{}",
+        path.display(),
+        flags.replay_suffix()
+    )
 }
