@@ -70,7 +70,57 @@ impl RunFlags {
     }
 }
 
-pub fn run(path: &Path, flags: RunFlags) -> i32 {
+/// `--save-state` / `--resume-state`, checked before anything starts: the backend and disks
+/// can be saved; a state is saved into a new directory; a resumed one is a complete state of
+/// this scenario's disks.
+fn state_mode(
+    s: &scenario::Scenario,
+    flags: &RunFlags,
+    save: Option<PathBuf>,
+    resume: Option<PathBuf>,
+) -> Result<sno_harness::run::state::StateMode, String> {
+    use sno_harness::run::state::{can_save, Manifest, StateMode};
+    let mode = match (save, resume) {
+        (None, None) => return Ok(StateMode::Fresh),
+        (Some(d), None) => {
+            if d.exists() {
+                return Err(format!(
+                    "--save-state {}: it exists; a VM state is saved into a new directory",
+                    d.display()
+                ));
+            }
+            // Made absolute now: QEMU writes the state through a shell command.
+            StateMode::SaveAfterBootkube(std::path::absolute(&d).map_err(|e| e.to_string())?)
+        }
+        (None, Some(d)) => {
+            let m = Manifest::read(&d).map_err(|e| format!("--resume-state: {e}"))?;
+            for disk in &s.disks {
+                if m.disk(&d, &disk.id).is_none() {
+                    return Err(format!(
+                        "--resume-state {}: the saved VM has no disk {:?} of {}; it was saved from {}",
+                        d.display(),
+                        disk.id,
+                        s.path.display(),
+                        m.scenario
+                    ));
+                }
+            }
+            StateMode::ResumeInstall(std::path::absolute(&d).map_err(|e| e.to_string())?)
+        }
+        (Some(_), Some(_)) => {
+            return Err("--save-state and --resume-state cannot be given together".into())
+        }
+    };
+    can_save(&[s], &flags.backend()).map_err(|e| format!("saving or resuming the VM: {e}"))?;
+    Ok(mode)
+}
+
+pub fn run(
+    path: &Path,
+    flags: RunFlags,
+    save_state: Option<PathBuf>,
+    resume_state: Option<PathBuf>,
+) -> i32 {
     let RunFlags {
         ref out,
         keep,
@@ -92,6 +142,13 @@ pub fn run(path: &Path, flags: RunFlags) -> i32 {
         eprintln!("sno-harness: {e}");
         return exit::BAD_INPUT;
     }
+    let state = match state_mode(&s, &flags, save_state, resume_state) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("sno-harness: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
     if let Err(e) = sno_harness::run::preflight::check(&[&s], &flags.backend()) {
         eprintln!("sno-harness: {e}");
         return exit::HOST_NOT_READY;
@@ -129,6 +186,7 @@ pub fn run(path: &Path, flags: RunFlags) -> i32 {
                 replay,
                 interrupt: rx,
                 progress: sno_harness::run::progress::Display::detect(),
+                state,
             },
         )
         .await;
@@ -658,26 +716,225 @@ fn free_space(p: &Path) -> Option<u64> {
         .then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
-/// `report`: regenerate a run directory's reports from its result.json files, or compare it
-/// with a baseline. Exit 0, 1 (a regression), 2 (bad input: not a run directory, an unreadable
-/// result.json, bad thresholds) or 4 (a report could not be written).
-pub fn report(
+/// What `report` was asked (see main.rs).
+pub struct ReportArgs {
+    pub dir: PathBuf,
+    pub baseline: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+    pub threshold_pct: f64,
+    pub threshold_s: f64,
+    /// Perf directories only, as `--min-effect-pct` and `--json`.
+    pub alpha: Option<f64>,
+    pub min_effect_pct: Option<f64>,
+    pub json: Option<PathBuf>,
+}
+
+/// `report`: regenerate a run directory's reports from its result.json files (a perf
+/// directory's report.html from its perf.json), or compare it with a baseline. Exit 0, 1 (a
+/// regression), 2 (bad input: not a run directory, an unreadable result.json or perf.json, a
+/// perf directory against a plain one, bad flags) or 4 (a report could not be written).
+pub fn report(a: &ReportArgs) -> i32 {
+    use sno_harness::perf::load::is_perf_dir;
+
+    let rules = match report_rules(a) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let perf_only = a.alpha.is_some() || a.min_effect_pct.is_some() || a.json.is_some();
+    match &a.baseline {
+        Some(base) => match (is_perf_dir(&a.dir), is_perf_dir(base)) {
+            (true, true) => return perf_compare(a, base, rules),
+            (false, false) if perf_only => {
+                eprintln!(
+                    "sno-harness: --alpha, --min-effect-pct and --json compare perf directories \
+                     (with a perf.json, from `sno-harness perf`); {} and {} are run directories, \
+                     compared with --threshold-pct and --threshold-s",
+                    a.dir.display(),
+                    base.display()
+                );
+                return exit::BAD_INPUT;
+            }
+            (false, false) => {}
+            (run_is_perf, _) => {
+                let (perf, plain) = if run_is_perf {
+                    (a.dir.display().to_string(), base.as_path())
+                } else {
+                    (format!("the baseline {}", base.display()), a.dir.as_path())
+                };
+                let named = if run_is_perf { "the baseline " } else { "" };
+                // A missing directory is the likelier mistake than a wrong one: say which.
+                let lacks = if plain.is_dir() {
+                    "has none"
+                } else {
+                    "is not a directory"
+                };
+                eprintln!(
+                    "sno-harness: cannot compare a perf directory with a run directory: {perf} \
+                     has a perf.json, {named}{} {lacks}; compare two perf directories (both \
+                     from `sno-harness perf`) or two run directories (from `run` or `matrix`)",
+                    plain.display()
+                );
+                return exit::BAD_INPUT;
+            }
+        },
+        None if perf_only => {
+            eprintln!(
+                "sno-harness: --alpha, --min-effect-pct and --json apply to a comparison: give \
+                 --compare BASELINE_DIR"
+            );
+            return exit::BAD_INPUT;
+        }
+        None if is_perf_dir(&a.dir) => return perf_page(a),
+        None => {}
+    }
+    report_run_dir(
+        &a.dir,
+        a.baseline.as_deref(),
+        a.html.as_deref(),
+        rules.thresholds(),
+    )
+}
+
+/// The comparison rules from the flags, or the exit code after saying which flag is wrong.
+fn report_rules(a: &ReportArgs) -> Result<sno_harness::perf::compare::Rules, i32> {
+    use sno_harness::perf::compare::{Rules, RulesError, DEFAULT_MIN_EFFECT_PCT};
+    use sno_harness::report::compare::Thresholds;
+
+    let t = Thresholds {
+        pct: a.threshold_pct,
+        secs: a.threshold_s,
+    };
+    let alpha = a.alpha.unwrap_or(sno_harness::perf::report::COMPARE_ALPHA);
+    let min_effect = a.min_effect_pct.unwrap_or(DEFAULT_MIN_EFFECT_PCT);
+    Rules::new(alpha, min_effect, t).map_err(|e| {
+        let flag = match e {
+            RulesError::Alpha(_) => "--alpha",
+            RulesError::MinEffect(_) => "--min-effect-pct",
+            RulesError::Thresholds { .. } => "--threshold-pct and --threshold-s",
+        };
+        eprintln!("sno-harness: {flag}: {e}");
+        exit::BAD_INPUT
+    })
+}
+
+/// `report --compare` of two perf directories: the statistical comparison of their perf.json.
+fn perf_compare(
+    a: &ReportArgs,
+    baseline_dir: &Path,
+    rules: sno_harness::perf::compare::Rules,
+) -> i32 {
+    use sno_harness::perf::compare::{compare_reports, render_text};
+    use sno_harness::perf::load::read_perf_dir;
+
+    let (base, cand) = match (read_perf_dir(baseline_dir), read_perf_dir(&a.dir)) {
+        (Ok(b), Ok(c)) => (b, c),
+        (Err(e), _) => {
+            eprintln!("sno-harness: baseline: {e}");
+            return exit::BAD_INPUT;
+        }
+        (_, Err(e)) => {
+            eprintln!("sno-harness: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let mut cmp = match compare_reports(&base, &cand, rules) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "sno-harness: comparing {} with {}: {e}",
+                a.dir.display(),
+                baseline_dir.display()
+            );
+            return exit::BAD_INPUT;
+        }
+    };
+    cmp.baseline_dir = baseline_dir.display().to_string();
+    cmp.candidate_dir = a.dir.display().to_string();
+    println!(
+        "{} compared with the baseline {} (their perf.json)",
+        a.dir.display(),
+        baseline_dir.display()
+    );
+    print!("{}", render_text(&cmp));
+    if !cmp.host_differences.is_empty() {
+        let what: Vec<&str> = cmp
+            .host_differences
+            .iter()
+            .map(|d| d.what.as_str())
+            .collect();
+        eprintln!(
+            "sno-harness: warning: the host context differs from the baseline's: {}",
+            what.join(", ")
+        );
+    }
+    if let Some(path) = &a.json {
+        if let Err(e) = write_atomically(path, &cmp.to_json()) {
+            eprintln!("sno-harness: writing {}: {e}", path.display());
+            return exit::HARNESS_ERROR;
+        }
+        println!("wrote {}", path.display());
+    }
+    if let Some(file) = &a.html {
+        if let Err(code) = write_perf_page(file, &a.dir, &cand) {
+            return code;
+        }
+    }
+    if cmp.regressions > 0 {
+        exit::SCENARIO_FAILED
+    } else {
+        exit::OK
+    }
+}
+
+/// `report PERF_DIR`: its report.html (in it, or at --html) from its perf.json.
+fn perf_page(a: &ReportArgs) -> i32 {
+    let report = match sno_harness::perf::load::read_perf_dir(&a.dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("sno-harness: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let path = a
+        .html
+        .clone()
+        .unwrap_or_else(|| a.dir.join(sno_harness::report::html::REPORT_HTML_FILE));
+    match write_perf_page(&path, &a.dir, &report) {
+        Ok(()) => exit::OK,
+        Err(code) => code,
+    }
+}
+
+fn write_perf_page(
+    path: &Path,
+    perf_dir: &Path,
+    report: &sno_harness::perf::report::PerfReport,
+) -> Result<(), i32> {
+    match sno_harness::report::matrix::write_perf_html(path, perf_dir, report) {
+        Ok(()) => {
+            println!("wrote {}", path.display());
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("sno-harness: writing the report: {e}");
+            Err(exit::HARNESS_ERROR)
+        }
+    }
+}
+
+/// `report` of plain run directories (from `run` or `matrix`): their reports, or their
+/// comparison with fixed thresholds.
+fn report_run_dir(
     dir: &Path,
     baseline: Option<&Path>,
     html: Option<&Path>,
-    threshold_pct: f64,
-    threshold_s: f64,
+    t: sno_harness::report::compare::Thresholds,
 ) -> i32 {
-    use sno_harness::report::compare::{compare, render_text, Thresholds};
+    use sno_harness::report::compare::{compare, render_text};
     use sno_harness::report::load::load_run_dir;
     use sno_harness::report::matrix::{write_html, write_reports_for};
     use sno_harness::report::summary_json::{Summary, SUMMARY_JSON_FILE};
 
-    let valid = |x: f64| x.is_finite() && x >= 0.0;
-    if !(valid(threshold_pct) && valid(threshold_s)) {
-        eprintln!("sno-harness: --threshold-pct and --threshold-s must be numbers >= 0");
-        return exit::BAD_INPUT;
-    }
     let runs = match load_run_dir(dir) {
         Ok(runs) => runs,
         Err(e) => {
@@ -699,10 +956,6 @@ pub fn report(
                 eprintln!("sno-harness: baseline: {e}");
                 return exit::BAD_INPUT;
             }
-        };
-        let t = Thresholds {
-            pct: threshold_pct,
-            secs: threshold_s,
         };
         let base: Vec<_> = base.into_iter().map(|r| r.result).collect();
         let current: Vec<_> = runs.iter().map(|r| r.result.clone()).collect();
@@ -774,6 +1027,7 @@ pub struct PerfArgs {
     pub warmup: u32,
     pub strategy: Option<String>,
     pub filter: Option<String>,
+    pub disk_write_only: bool,
     pub flags: RunFlags,
 }
 
@@ -830,6 +1084,12 @@ pub fn perf(a: &PerfArgs) -> i32 {
     if let Err(e) = sno_harness::run::preflight::backend_fits(&needs, &a.flags.backend()) {
         eprintln!("sno-harness: {e}");
         return exit::BAD_INPUT;
+    }
+    if a.disk_write_only {
+        if let Err(e) = sno_harness::run::state::can_save(&needs, &a.flags.backend()) {
+            eprintln!("sno-harness: --disk-write-only: {e}");
+            return exit::BAD_INPUT;
+        }
     }
     let min = perf_report::min_samples_for_compare();
     if (a.repeat as usize) < min {
@@ -894,6 +1154,7 @@ pub fn perf(a: &PerfArgs) -> i32 {
                 backend: a.flags.backend(),
                 interrupt: rx,
                 progress: sno_harness::run::progress::Mode::detect(),
+                disk_write_only: a.disk_write_only,
             },
             // Kept current after every run: a killed harness leaves what it measured.
             |so_far| {
@@ -912,6 +1173,11 @@ pub fn perf(a: &PerfArgs) -> i32 {
     for (path, text) in [
         (json_path.clone(), report.to_json()),
         (out.join(PERF_MD), markdown.clone()),
+        // The distributions, next to the run directories the page links to.
+        (
+            out.join(sno_harness::report::html::REPORT_HTML_FILE),
+            sno_harness::report::html::render_perf_html(&report, "."),
+        ),
     ] {
         if let Err(e) = write_atomically(&path, &text) {
             eprintln!("sno-harness: writing {}: {e}", path.display());

@@ -26,6 +26,17 @@ enum Command {
     /// 2 (bad input), 3 (host not ready) or 4 (harness error).
     Run {
         scenario: PathBuf,
+        /// Stop once bootkube is done and save the VM into DIR (a new directory): its RAM and
+        /// devices (QEMU migration to a file), disks, live ISO and SSH key. Install-to-disk is
+        /// held (its unit frozen) from the live boot on, so the state has it not begun. QEMU
+        /// backend, disks not on NVMe.
+        #[arg(long, value_name = "DIR", conflicts_with = "resume_state")]
+        save_state: Option<PathBuf>,
+        /// Start from the VM saved in DIR by --save-state (of the same scenario), release
+        /// install-to-disk, and end once it is done: repeat the disk write without repeating
+        /// the bootstrap. DIR is left as it was (the run writes into overlays).
+        #[arg(long, value_name = "DIR")]
+        resume_state: Option<PathBuf>,
         #[command(flatten)]
         flags: cmd::RunFlags,
     },
@@ -80,6 +91,12 @@ enum Command {
         /// either).
         #[arg(long)]
         filter: Option<String>,
+        /// Measure install-to-disk alone: bootstrap each permutation once, save the VM (QEMU
+        /// migration to a file, disks kept as qcow2 bases) once bootkube is done, and make
+        /// every warmup and measured run resume it. perf.json reports the time this saved.
+        /// QEMU backend only.
+        #[arg(long)]
+        disk_write_only: bool,
         #[command(flatten)]
         flags: cmd::RunFlags,
     },
@@ -96,9 +113,15 @@ enum Command {
     },
     /// Regenerate the reports of a run directory (summary.json, summary.md, junit.xml,
     /// report.html) from its result.json files, or compare it with a baseline: per-phase
-    /// deltas, exit 1 when a phase, the disk write or a verdict regressed.
+    /// deltas, exit 1 when a phase, the disk write or a verdict regressed. On a perf directory
+    /// (with perf.json) it writes report.html with the distributions of the runs, and
+    /// --compare compares the runs' samples: per phase, whole run and disk write a
+    /// Mann-Whitney test, a regression being significantly slower at --alpha AND at least
+    /// --min-effect-pct slower in median (too few runs for the test: the thresholds on the
+    /// medians). A perf directory compares only with a perf directory (else exit 2).
     Report {
-        /// A run directory: permutation directories with a result.json each, or one run's.
+        /// A run directory: permutation directories with a result.json each, or one run's; or
+        /// a perf directory.
         run_dir: PathBuf,
         /// Compare with this run directory (permutations matched by id); prints the deltas
         /// and writes nothing unless --html is given.
@@ -114,6 +137,18 @@ enum Command {
         /// dropped by more than --threshold-pct.
         #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
         threshold_s: f64,
+        /// Perf directories: the significance level of the test, between 0 and 1
+        /// [default: 0.05].
+        #[arg(long, value_name = "ALPHA", allow_negative_numbers = true)]
+        alpha: Option<f64>,
+        /// Perf directories: a significantly slower metric is a regression only when its
+        /// median is at least this many percent slower [default: 5].
+        #[arg(long, value_name = "PCT", allow_negative_numbers = true)]
+        min_effect_pct: Option<f64>,
+        /// Perf directories: also write the comparison to this file as JSON (schema
+        /// sno-harness/perf-compare/v1).
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
     },
     /// Collect what runs that did not end cleanly left behind (harness killed, host rebooted):
     /// their VMs (QEMU processes, libvirt domains), disks, ISO copies and sockets; their logs
@@ -173,7 +208,12 @@ fn main() {
         }
     };
     std::process::exit(match cli.command {
-        Command::Run { scenario, flags } => cmd::run(&scenario, flags),
+        Command::Run {
+            scenario,
+            save_state,
+            resume_state,
+            flags,
+        } => cmd::run(&scenario, flags, save_state, resume_state),
         Command::Matrix {
             matrix,
             jobs,
@@ -193,6 +233,7 @@ fn main() {
             warmup,
             strategy,
             filter,
+            disk_write_only,
             flags,
         } => cmd::perf(&cmd::PerfArgs {
             path: file,
@@ -200,6 +241,7 @@ fn main() {
             warmup,
             strategy,
             filter,
+            disk_write_only,
             flags,
         }),
         Command::Plan {
@@ -213,13 +255,19 @@ fn main() {
             html,
             threshold_pct,
             threshold_s,
-        } => cmd::report(
-            &run_dir,
-            compare.as_deref(),
-            html.as_deref(),
+            alpha,
+            min_effect_pct,
+            json,
+        } => cmd::report(&cmd::ReportArgs {
+            dir: run_dir,
+            baseline: compare,
+            html,
             threshold_pct,
             threshold_s,
-        ),
+            alpha,
+            min_effect_pct,
+            json,
+        }),
         Command::Doctor => cmd::doctor(),
         Command::Gc { dry_run, connect } => cmd::gc(dry_run, connect),
         Command::Fixture {

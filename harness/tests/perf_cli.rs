@@ -376,6 +376,15 @@ fn no_vm_runs_warmups_first_into_their_own_directories() {
     assert!(md.contains("0 of 2 measured runs passed"), "{md}");
     assert!(md.contains("accelerator tcg"), "{md}");
     assert!(!out.join(".perf.json.tmp").exists());
+    // report.html: the Performance section, without plots (no run passed), linking the runs.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<section id=\"performance\">"), "{html}");
+    assert!(html.contains("No passed measured run"), "{html}");
+    assert!(!html.contains("<svg class=\"dist\""), "{html}");
+    assert!(
+        html.contains("href=\"./novm/warmup-0/result.json\""),
+        "{html}"
+    );
 }
 
 #[test]
@@ -491,6 +500,7 @@ fn an_interrupt_between_runs_stops_before_the_next_one() {
             backend: sno_harness::vm::running::Backend::Qemu,
             interrupt: rx,
             progress: sno_harness::run::progress::Mode::Plain,
+            disk_write_only: false,
         },
         |so_far| {
             calls += 1;

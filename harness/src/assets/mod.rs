@@ -45,6 +45,9 @@ pub enum AssetsError {
     Stream { installer: PathBuf, message: String },
     #[error(transparent)]
     Iso(#[from] IsoError),
+    /// The Ignition cannot take the install hold (`--save-state`).
+    #[error("holding install-to-disk: {0}")]
+    Hold(String),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -77,6 +80,9 @@ pub struct AssetsRequest<'a> {
     pub ssh_public_key: &'a str,
     /// Where downloaded ISOs are kept by digest.
     pub cache_dir: &'a Path,
+    /// Embed an Ignition in which install-to-disk.service waits for the harness
+    /// ([`hold`]): for a run that saves the VM before the install.
+    pub hold_install: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +99,8 @@ pub struct Assets {
 }
 
 /// Writes a file readable by its owner only (assets carry secrets).
+pub mod hold;
+
 pub(crate) fn write_private(path: &Path, data: &[u8]) -> Result<(), AssetsError> {
     let mut f = fs::OpenOptions::new()
         .write(true)
@@ -340,9 +348,17 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
             log: log.clone(),
         })
     };
+    // The installer's Ignition stays as it made it; a held one is a copy next to it.
+    let embedded = if req.hold_install {
+        let held = dir.join(hold::HELD_IGNITION_FILE);
+        hold::write_held_ignition(&ignition, &held)?;
+        held
+    } else {
+        ignition.clone()
+    };
     ci(
         &["iso", "ignition", "embed", "-f", "-i"],
-        &[&ignition, Path::new("-o"), &live_iso, &source_iso],
+        &[&embedded, Path::new("-o"), &live_iso, &source_iso],
     )?;
     ci(
         &["iso", "kargs", "modify", "-a", "console=ttyS0,115200n8"],

@@ -15,6 +15,8 @@ pub enum Status {
     Pass,
     Fail,
     Timeout,
+    /// Ran in another run: the one whose saved state this run resumed.
+    Skipped,
 }
 
 #[derive(Debug, Clone)]
@@ -185,6 +187,8 @@ pub struct Machine {
     last_install_error: Option<String>,
     badness: Findings,
     badness_allow: AllowList,
+    /// The run ends, passed, once this phase passes (a run that saves its state there).
+    stop_after: Option<Phase>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -230,6 +234,39 @@ impl Machine {
             last_install_error: None,
             badness: Findings::default(),
             badness_allow: AllowList::default(),
+            stop_after: None,
+        }
+    }
+
+    /// Ends the run, passed, once `p` passes, instead of going on to the next phase.
+    pub fn stop_after(&mut self, p: Phase) {
+        self.stop_after = Some(p);
+    }
+
+    /// Starts at `p` instead of the first phase: the run resumes a saved state in which the
+    /// phases before `p` already passed (they are `Skipped` here, with `why`).
+    pub fn start_at(&mut self, p: Phase, now_ms: u64, why: &str) -> Vec<Action> {
+        let mut out = Vec::new();
+        for earlier in Phase::ALL.iter().take_while(|e| **e != p) {
+            let st = self
+                .phases
+                .get_mut(earlier)
+                .expect("every phase has a state");
+            st.status = Status::Skipped;
+            st.detail = why.to_string();
+        }
+        self.begin(p, now_ms, &mut out);
+        out
+    }
+
+    /// Turns a passed outcome into a harness error: the phases passed, but what the harness
+    /// had to do afterwards (save the VM's state) failed.
+    pub fn error_after_pass(&mut self, reason: String) {
+        if let Some(o) = &mut self.outcome {
+            if o.verdict == Verdict::Pass {
+                o.verdict = Verdict::Error;
+                o.reason = reason;
+            }
         }
     }
 
@@ -281,6 +318,8 @@ impl Machine {
         if status == Status::Pass && p == Phase::Assets {
             // live-boot begins when the VM starts (VmStarted), not when the assets are ready.
             self.current = None;
+        } else if status == Status::Pass && self.stop_after == Some(p) {
+            self.finish(Verdict::Pass, None, String::new(), out);
         } else if status == Status::Pass {
             match p.next() {
                 Some(n) => self.begin(n, now_ms, out),
@@ -878,6 +917,99 @@ mod tests {
             .into_iter()
             .flat_map(|(t, s)| m.on_event(&ev(t, s)))
             .collect()
+    }
+
+    #[test]
+    fn a_saving_run_passes_once_bootkube_is_done_and_goes_no_further() {
+        let mut m = machine();
+        m.stop_after(Phase::Bootkube);
+        feed(
+            &mut m,
+            vec![
+                (1000, Signal::AssetsReady),
+                (1100, Signal::VmStarted { pid: 1 }),
+                (20_000, Signal::GuestStatus(guest("live", true))),
+                (
+                    30_000,
+                    journal("bootkube.service", "bootkube.service complete"),
+                ),
+            ],
+        );
+        assert_eq!(m.current(), None);
+        let o = m.outcome().expect("finished");
+        assert_eq!(o.verdict, Verdict::Pass);
+        assert_eq!(m.phase(Phase::Bootkube).status, Status::Pass);
+        assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pending);
+        // The harness then fails to save: a harness error, the phases as they were.
+        m.error_after_pass("saving the VM state: disk full".into());
+        let o = m.outcome().unwrap();
+        assert_eq!(o.verdict, Verdict::Error);
+        assert_eq!(o.reason, "saving the VM state: disk full");
+        assert_eq!(m.phase(Phase::Bootkube).status, Status::Pass);
+    }
+
+    #[test]
+    fn error_after_pass_leaves_a_failure_alone() {
+        let mut m = machine();
+        m.fail_now(10, "the installer said no".into());
+        m.error_after_pass("saving".into());
+        assert_eq!(m.outcome().unwrap().verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn a_resumed_run_starts_at_install_to_disk_and_ends_after_it() {
+        let timeouts = Phase::ALL
+            .iter()
+            .map(|p| (*p, Duration::from_secs(100)))
+            .collect();
+        let mut m = Machine::new(Config {
+            timeouts,
+            write_stall: Duration::from_secs(20),
+            bootkube_max_restarts: 3,
+            adaptive_install: None,
+        });
+        m.stop_after(Phase::InstallToDisk);
+        let started = m.start_at(Phase::InstallToDisk, 0, "ran in the run that saved /s");
+        assert_eq!(started, [Action::PhaseStarted(Phase::InstallToDisk)]);
+        for p in [Phase::Assets, Phase::LiveBoot, Phase::Bootkube] {
+            assert_eq!(m.phase(p).status, Status::Skipped, "{p}");
+            assert_eq!(m.phase(p).detail, "ran in the run that saved /s");
+        }
+        // The VM starting does not begin live-boot again; the guest answering changes nothing.
+        let actions = feed(
+            &mut m,
+            vec![
+                (1000, Signal::VmStarted { pid: 1 }),
+                (2000, Signal::GuestStatus(guest("live", true))),
+                (3000, Signal::DiskWrite { bytes: 0 }),
+            ],
+        );
+        assert!(actions.is_empty(), "{actions:?}");
+        assert_eq!(m.current(), Some(Phase::InstallToDisk));
+        let actions = feed(
+            &mut m,
+            vec![
+                (
+                    9000,
+                    journal(
+                        "install-to-disk.service",
+                        "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vda",
+                    ),
+                ),
+                (20_000, Signal::DiskWrite { bytes: 300 << 20 }),
+                (35_000, journal("install-to-disk.service", "Install complete.")),
+            ],
+        );
+        assert!(actions.contains(&Action::Finished(Outcome {
+            verdict: Verdict::Pass,
+            failed_phase: None,
+            reason: String::new(),
+        })));
+        // Measured from coreos-installer's start, as in a full run.
+        assert_eq!(m.phase(Phase::InstallToDisk).start_ms, Some(9000));
+        assert_eq!(m.disk.duration_ms(), Some(26_000));
+        assert_eq!(m.disk.written(), 300 << 20);
+        assert_eq!(m.phase(Phase::Reboot).status, Status::Pending);
     }
 
     /// A run up to the end of bootkube.

@@ -99,6 +99,9 @@ fn worth_sending(sig: &Signal, raw: &[u8]) -> bool {
         .any(|k| v[*k].as_str().is_some_and(|u| BIP_UNITS.contains(&u)))
 }
 
+/// How long `Followers::stop` waits for its threads.
+pub const STOP_WAIT: Duration = Duration::from_secs(2);
+
 /// Owns the follower threads; stops them on drop.
 pub struct Followers {
     stop: Arc<AtomicBool>,
@@ -130,10 +133,21 @@ impl Followers {
         Followers { stop, threads }
     }
 
+    /// Tells the threads to stop and waits up to [`STOP_WAIT`] for them. A thread inside a
+    /// blocking SSH call (a connect or an exec to a guest that is busy or going down can take
+    /// several of its 5-second timeouts) is left to finish on its own: it holds nothing of the
+    /// run's but a connection, and what it may still send is never read.
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        let deadline = std::time::Instant::now() + STOP_WAIT;
+        while self.threads.iter().any(|t| !t.is_finished()) && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         for t in self.threads.drain(..) {
-            let _ = t.join();
+            if t.is_finished() {
+                let _ = t.join();
+            }
         }
     }
 }

@@ -1,6 +1,10 @@
 //! Performance runs: repeated measurements and their statistics.
 
+pub mod compare;
+pub mod load;
 pub mod mounts;
 pub mod report;
 pub mod runner;
 pub mod stats;
+#[cfg(test)]
+pub(crate) mod testdata;

@@ -38,6 +38,10 @@ pub const COMPARE_ALPHA: f64 = 0.05;
 pub enum RunKind {
     Warmup,
     Measured,
+    /// `--disk-write-only`: the one run that bootstraps and saves the VM once bootkube is done;
+    /// the warmups and measured runs then resume that state.
+    #[serde(rename = "save-state")]
+    SaveState,
 }
 
 impl RunKind {
@@ -46,6 +50,7 @@ impl RunKind {
         match self {
             RunKind::Warmup => format!("warmup-{index}"),
             RunKind::Measured => format!("run-{index}"),
+            RunKind::SaveState => "save-state".to_string(),
         }
     }
 }
@@ -226,7 +231,35 @@ pub struct PermutationPerf {
     /// The whole run.
     pub total_seconds: Option<Stat>,
     pub disk_write: Option<DiskWriteStat>,
+    /// `--disk-write-only`: what bootstrapping once and resuming the saved VM cost, against
+    /// as many runs that each bootstrap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_reuse: Option<StateReuse>,
     pub warnings: Vec<String>,
+}
+
+/// The time a permutation's `--disk-write-only` runs took, and what the same number of runs
+/// that bootstrap each time (up to the end of install-to-disk) would have taken. Estimated
+/// from the save run's own bootstrap time, so the saving is what this host would have spent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StateReuse {
+    /// The save run's directory, and whether it saved a state.
+    pub save_run: String,
+    pub saved: bool,
+    /// From the save run's start until bootkube was done: what each resumed run skips.
+    pub bootstrap_s: f64,
+    /// The save run's whole duration (bootstrap, saving the VM, tearing down).
+    pub save_run_s: f64,
+    /// Warmups and measured runs that resumed the state.
+    pub resumed_runs: u32,
+    pub resumed_s: f64,
+    /// save_run_s + resumed_s.
+    pub actual_s: f64,
+    /// resumed_runs x bootstrap_s + resumed_s.
+    pub without_state_s: f64,
+    pub saved_s: f64,
+    /// saved_s / without_state_s, in percent.
+    pub saved_pct: f64,
 }
 
 /// `perf.json`.
@@ -435,9 +468,51 @@ fn permutation(p: &PermutationRuns, input: &PerfInput) -> (PermutationPerf, Host
         phases,
         total_seconds,
         disk_write,
+        state_reuse: state_reuse(&p.runs),
         warnings,
     };
     (perm, host)
+}
+
+/// `None` unless the permutation ran with a saved state (has a `SaveState` run).
+fn state_reuse(runs: &[PerfRun]) -> Option<StateReuse> {
+    let save = runs.iter().find(|r| r.kind == RunKind::SaveState)?;
+    let saved = save.result.verdict == Verdict::Pass;
+    let bootstrap_ms = save
+        .result
+        .phase("bootkube")
+        .and_then(|p| p.end_ms)
+        .filter(|_| saved)
+        .unwrap_or(0);
+    let resumed: Vec<&PerfRun> = runs
+        .iter()
+        .filter(|r| {
+            r.kind != RunKind::SaveState && r.result.phases.iter().any(|p| p.start_ms.is_some())
+        })
+        .collect();
+    let resumed_s: f64 = resumed.iter().map(|r| secs(r.result.duration_ms)).sum();
+    let save_run_s = secs(save.result.duration_ms);
+    let bootstrap_s = secs(bootstrap_ms);
+    let actual_s = save_run_s + resumed_s;
+    let without_state_s = resumed.len() as f64 * bootstrap_s + resumed_s;
+    let saved_s = without_state_s - actual_s;
+    let round = |x: f64| (x * 10.0).round() / 10.0;
+    Some(StateReuse {
+        save_run: save.dir.clone(),
+        saved,
+        bootstrap_s: round(bootstrap_s),
+        save_run_s: round(save_run_s),
+        resumed_runs: resumed.len() as u32,
+        resumed_s: round(resumed_s),
+        actual_s: round(actual_s),
+        without_state_s: round(without_state_s),
+        saved_s: round(saved_s),
+        saved_pct: if without_state_s > 0.0 {
+            round(saved_s * 100.0 / without_state_s)
+        } else {
+            0.0
+        },
+    })
 }
 
 fn disk_write(included: &[&PerfRun], warnings: &mut Vec<String>) -> Option<DiskWriteStat> {
@@ -569,6 +644,27 @@ fn merged(
     values.join(" | ")
 }
 
+/// A disk's throttle in words: `no throttle`, `throttled to 8.0 MiB/s and 500 IOPS`.
+pub fn throttle_text(throttle: Option<Throttle>) -> String {
+    match throttle {
+        None
+        | Some(Throttle {
+            bytes_per_s: None,
+            iops: None,
+        }) => "no throttle".to_string(),
+        Some(t) => {
+            let mut parts = Vec::new();
+            if let Some(b) = t.bytes_per_s {
+                parts.push(format!("{:.1} MiB/s", b as f64 / (1024.0 * 1024.0)));
+            }
+            if let Some(n) = t.iops {
+                parts.push(format!("{n} IOPS"));
+            }
+            format!("throttled to {}", parts.join(" and "))
+        }
+    }
+}
+
 /// The host context in one line.
 pub fn host_line(h: &HostInfo) -> String {
     let or = |s: &str| {
@@ -579,31 +675,13 @@ pub fn host_line(h: &HostInfo) -> String {
         }
     };
     let disk = match &h.install_disk {
-        Some(d) => {
-            let throttle = match d.throttle {
-                None
-                | Some(Throttle {
-                    bytes_per_s: None,
-                    iops: None,
-                }) => "no throttle".to_string(),
-                Some(t) => {
-                    let mut parts = Vec::new();
-                    if let Some(b) = t.bytes_per_s {
-                        parts.push(format!("{:.1} MiB/s", b as f64 / (1024.0 * 1024.0)));
-                    }
-                    if let Some(n) = t.iops {
-                        parts.push(format!("{n} IOPS"));
-                    }
-                    format!("throttled to {}", parts.join(" and "))
-                }
-            };
-            format!(
-                "install disk `{}`: cache {}, aio {}, {throttle}",
-                d.disk,
-                d.cache.name(),
-                d.aio.name()
-            )
-        }
+        Some(d) => format!(
+            "install disk `{}`: cache {}, aio {}, {}",
+            d.disk,
+            d.cache.name(),
+            d.aio.name(),
+            throttle_text(d.throttle)
+        ),
         None => "install disk unknown".into(),
     };
     let store = match &h.backing_store {
@@ -685,6 +763,28 @@ fn stat_row(perm: &str, what: &str, s: &Stat, digits: usize) -> Vec<String> {
 }
 
 /// `perf.md`, also printed on stdout.
+/// What `--disk-write-only` saved, in one sentence.
+pub fn state_reuse_line(sr: &StateReuse) -> String {
+    if !sr.saved {
+        return format!(
+            "disk write only: the save run ({}) saved no state, so nothing was resumed",
+            sr.save_run
+        );
+    }
+    format!(
+        "disk write only: bootstrapped once ({:.1} s to bootkube done; the save run took {:.1} s), then resumed {} time{} ({:.1} s): {:.1} s in all, against {:.1} s for as many runs that each bootstrap up to the end of install-to-disk; saved {:.1} s ({:.0} %)",
+        sr.bootstrap_s,
+        sr.save_run_s,
+        sr.resumed_runs,
+        if sr.resumed_runs == 1 { "" } else { "s" },
+        sr.resumed_s,
+        sr.actual_s,
+        sr.without_state_s,
+        sr.saved_s,
+        sr.saved_pct
+    )
+}
+
 pub fn render_markdown(r: &PerfReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# sno-harness perf: {}\n", r.source);
@@ -828,6 +928,9 @@ pub fn render_markdown(r: &PerfReport) -> String {
         }
         if let Some(h) = &p.host {
             let _ = writeln!(out, "  - host differs: {}", host_line(h));
+        }
+        if let Some(sr) = &p.state_reuse {
+            let _ = writeln!(out, "  - {}", state_reuse_line(sr));
         }
         for w in &p.warnings {
             let _ = writeln!(out, "  - warning: {w}");
@@ -1076,6 +1179,78 @@ mod tests {
         let p = &rep.permutations[0];
         assert!(phase(p, "bootstrap-cleanup").is_none());
         assert_eq!(p.phases.len(), phase_names().len() - 1);
+    }
+
+    #[test]
+    fn state_reuse_counts_the_bootstraps_the_resumed_runs_skipped() {
+        // The save run: bootkube done at 60 s, the whole save run 70 s.
+        let mut save = passed(0, 1, 1);
+        let bk = save
+            .phases
+            .iter_mut()
+            .find(|p| p.name == "bootkube")
+            .unwrap();
+        bk.end_ms = Some(60_000);
+        save.duration_ms = 70_000;
+        let resumed = |index| {
+            let mut r = passed(index, 1, 5_000);
+            r.duration_ms = 30_000;
+            r
+        };
+        let runs = vec![
+            run(RunKind::SaveState, 0, save.clone()),
+            run(RunKind::Warmup, 0, resumed(0)),
+            run(RunKind::Measured, 0, resumed(0)),
+            run(RunKind::Measured, 1, resumed(1)),
+        ];
+        let r = build(&input(runs, 2, 1));
+        let p = &r.permutations[0];
+        let sr = p.state_reuse.as_ref().unwrap();
+        assert!(sr.saved);
+        assert_eq!(sr.save_run, "smoke/save-state");
+        assert_eq!((sr.bootstrap_s, sr.save_run_s), (60.0, 70.0));
+        assert_eq!((sr.resumed_runs, sr.resumed_s), (3, 90.0));
+        // 70 + 90 against 3 x 60 + 90.
+        assert_eq!((sr.actual_s, sr.without_state_s), (160.0, 270.0));
+        assert_eq!((sr.saved_s, sr.saved_pct), (110.0, 40.7));
+        // The save run is listed, and in no statistic.
+        assert_eq!(p.counts.measured, 2);
+        assert_eq!(p.counts.warmups, 1);
+        assert!(p
+            .runs
+            .iter()
+            .any(|e| e.kind == RunKind::SaveState && !e.in_statistics));
+        let md = render_markdown(&r);
+        assert!(md.contains("saved 110.0 s (41 %)"), "{md}");
+        let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(json["permutations"][0]["runs"][0]["kind"], "save-state");
+        assert_eq!(json["permutations"][0]["state_reuse"]["saved_s"], 110.0);
+
+        // A save run that failed: nothing resumed, nothing claimed.
+        let mut failed_save = failed("bootkube: timeout");
+        failed_save.duration_ms = 50_000;
+        let never = RunResult::unreached_error("smoke", "the VM state could not be saved");
+        let r = build(&input(
+            vec![
+                run(RunKind::SaveState, 0, failed_save),
+                run(RunKind::Measured, 0, never),
+            ],
+            1,
+            0,
+        ));
+        let sr = r.permutations[0].state_reuse.as_ref().unwrap();
+        assert!(!sr.saved);
+        assert_eq!((sr.resumed_runs, sr.saved_s), (0, -50.0));
+        assert!(state_reuse_line(sr).contains("saved no state"));
+
+        // Runs without a save run have no such section.
+        let r = build(&input(
+            vec![run(RunKind::Measured, 0, passed(0, 1, 1))],
+            1,
+            0,
+        ));
+        assert!(r.permutations[0].state_reuse.is_none());
+        assert!(!r.to_json().contains("state_reuse"));
     }
 
     #[test]

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use super::report::{InstallDisk, PerfRun, PermutationRuns, RunKind};
-use crate::report::result::{rfc3339, RunResult};
+use crate::report::result::{rfc3339, RunResult, Verdict};
 use crate::run::progress::{Display, Mode};
+use crate::run::state::StateMode;
 use crate::run::{check_expectation, run_scenario, RunOptions};
 use crate::scenario::Scenario;
 
@@ -34,6 +35,9 @@ pub struct PerfOptions {
     pub backend: crate::vm::running::Backend,
     pub interrupt: tokio::sync::watch::Receiver<bool>,
     pub progress: Mode,
+    /// Bootstrap each permutation once, save the VM when bootkube is done, and make every
+    /// warmup and measured run resume it for install-to-disk alone (see run/state.rs).
+    pub disk_write_only: bool,
 }
 
 /// What ran.
@@ -61,10 +65,20 @@ pub async fn run_perf(
     mut after_each: impl FnMut(&[PermutationRuns]),
 ) -> PerfRuns {
     let mut done: Vec<PermutationRuns> = Vec::new();
-    let plan = schedule(opts.warmup, opts.repeat);
+    let mut plan = schedule(opts.warmup, opts.repeat);
+    if opts.disk_write_only {
+        plan.insert(0, (RunKind::SaveState, 0));
+    }
     let total = jobs.len() * plan.len();
     let mut n = 0;
     'jobs: for job in jobs {
+        // The saved VM (disks, RAM, live ISO: GiBs) goes when the permutation is done, on
+        // every way out, unless --keep.
+        let state = SavedState {
+            dir: opts.out.join(&job.id).join(STATE_DIR),
+            keep: opts.keep,
+        };
+        let mut unsaved: Option<String> = None;
         for &(kind, index) in &plan {
             if *opts.interrupt.borrow() {
                 break 'jobs;
@@ -78,64 +92,33 @@ pub async fn run_perf(
                 });
             }
             n += 1;
-            let name = kind.dir_name(index);
-            let rel = format!("{}/{name}", job.id);
-            let dir = opts.out.join(&job.id).join(&name);
-            let load_1m = load_average();
-            let other_vms = other_vms();
-            eprintln!(
-                "sno-harness: perf {rel} ({n} of {total}){}",
-                if other_vms.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "; WARNING: other VMs run on this host: {}",
-                        other_vms.join(", ")
-                    )
-                }
-            );
-            let result = match std::fs::create_dir_all(&dir) {
-                Ok(()) => {
-                    run_scenario(
-                        &job.scenario,
-                        RunOptions {
-                            dir: dir.clone(),
-                            id: job.id.clone(),
-                            params: job.params.clone(),
-                            keep: opts.keep,
-                            timeout_scale: opts.timeout_scale,
-                            cache_dir: opts.cache_dir.clone(),
-                            replay: job.replay.clone(),
-                            backend: opts.backend.clone(),
-                            interrupt: opts.interrupt.clone(),
-                            progress: Display::from(opts.progress),
-                        },
-                    )
-                    .await
-                }
-                Err(e) => not_run(job, &format!("creating {}: {e}", dir.display())),
+            let mode = match (opts.disk_write_only, kind) {
+                (false, _) => StateMode::Fresh,
+                (true, RunKind::SaveState) => StateMode::SaveAfterBootkube(state.dir.clone()),
+                (true, _) => StateMode::ResumeInstall(state.dir.clone()),
             };
-            let as_expected = check_expectation(&job.scenario, &result);
-            eprintln!(
-                "sno-harness: perf {rel}: {} in {:.0} s{}",
-                result.verdict,
-                result.duration_ms as f64 / 1000.0,
-                match (&as_expected, result.reason.is_empty()) {
-                    (Ok(_), true) => String::new(),
-                    (Ok(m), false) => format!("; {m}"),
-                    (Err(m), _) => format!("; NOT as expected: {m}"),
+            let run = match (&mode, &unsaved) {
+                (StateMode::ResumeInstall(_), Some(why)) => {
+                    let rel = format!("{}/{}", job.id, kind.dir_name(index));
+                    PerfRun {
+                        kind,
+                        index,
+                        dir: rel,
+                        result: not_run(job, &format!("not run: {why}")),
+                        as_expected: false,
+                        load_1m: None,
+                        other_vms: Vec::new(),
+                    }
                 }
-            );
-            let perm = done.last_mut().expect("pushed above");
-            perm.runs.push(PerfRun {
-                kind,
-                index,
-                dir: rel,
-                result,
-                as_expected: as_expected.is_ok(),
-                load_1m,
-                other_vms,
-            });
+                _ => one_run(job, &opts, kind, index, mode, (n, total)).await,
+            };
+            if kind == RunKind::SaveState && run.result.verdict != Verdict::Pass {
+                unsaved = Some(format!(
+                    "the save run ({}) saved no VM state: {}",
+                    run.dir, run.result.reason
+                ));
+            }
+            done.last_mut().expect("pushed above").runs.push(run);
             after_each(&done);
         }
     }
@@ -143,6 +126,92 @@ pub async fn run_perf(
     PerfRuns {
         permutations: done,
         interrupted,
+    }
+}
+
+/// The state directory of a permutation's saved VM, under its directory.
+pub const STATE_DIR: &str = "state";
+
+/// Removes a permutation's saved VM when dropped, unless kept.
+struct SavedState {
+    dir: PathBuf,
+    keep: bool,
+}
+
+impl Drop for SavedState {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Runs one of a permutation's runs into `OUT/<id>/<kind>-<index>`.
+async fn one_run(
+    job: &PerfJob,
+    opts: &PerfOptions,
+    kind: RunKind,
+    index: u32,
+    state: StateMode,
+    (n, total): (usize, usize),
+) -> PerfRun {
+    let name = kind.dir_name(index);
+    let rel = format!("{}/{name}", job.id);
+    let dir = opts.out.join(&job.id).join(&name);
+    let load_1m = load_average();
+    let other_vms = other_vms();
+    eprintln!(
+        "sno-harness: perf {rel} ({n} of {total}){}",
+        if other_vms.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; WARNING: other VMs run on this host: {}",
+                other_vms.join(", ")
+            )
+        }
+    );
+    let result = match std::fs::create_dir_all(&dir) {
+        Ok(()) => {
+            run_scenario(
+                &job.scenario,
+                RunOptions {
+                    dir: dir.clone(),
+                    id: job.id.clone(),
+                    params: job.params.clone(),
+                    keep: opts.keep,
+                    timeout_scale: opts.timeout_scale,
+                    cache_dir: opts.cache_dir.clone(),
+                    replay: job.replay.clone(),
+                    backend: opts.backend.clone(),
+                    interrupt: opts.interrupt.clone(),
+                    progress: Display::from(opts.progress),
+                    state,
+                },
+            )
+            .await
+        }
+        Err(e) => not_run(job, &format!("creating {}: {e}", dir.display())),
+    };
+    let as_expected = check_expectation(&job.scenario, &result);
+    eprintln!(
+        "sno-harness: perf {rel}: {} in {:.0} s{}",
+        result.verdict,
+        result.duration_ms as f64 / 1000.0,
+        match (&as_expected, result.reason.is_empty()) {
+            (Ok(_), true) => String::new(),
+            (Ok(m), false) => format!("; {m}"),
+            (Err(m), _) => format!("; NOT as expected: {m}"),
+        }
+    );
+    PerfRun {
+        kind,
+        index,
+        dir: rel,
+        result,
+        as_expected: as_expected.is_ok(),
+        load_1m,
+        other_vms,
     }
 }
 

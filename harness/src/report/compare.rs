@@ -151,36 +151,18 @@ pub fn render_text(cmp: &Comparison, t: Thresholds) -> String {
         "delta %",
         "",
     ];
-    let rows: Vec<[String; 7]> = cmp.rows.iter().map(text_row).collect();
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
+    let rows: Vec<Vec<String>> = std::iter::once(header.map(String::from).to_vec())
+        .chain(cmp.rows.iter().map(|r| text_row(r).to_vec()))
+        .collect();
     // Names left-aligned, numbers right-aligned.
-    let line = |cells: &[String]| {
-        let mut out = String::new();
-        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
-            let pad = " ".repeat(w - c.chars().count());
-            if (2..6).contains(&i) {
-                out.push_str(&format!("{pad}{c}  "));
-            } else {
-                out.push_str(&format!("{c}{pad}  "));
-            }
-        }
-        out.trim_end().to_string() + "\n"
-    };
+    let right = [false, false, true, true, true, true, false];
 
     let mut out = format!(
         "regression: a phase slower by more than {}% and {} s, disk write slower by more than \
          {}%, or a pass that no longer passes\n\n",
         t.pct, t.secs, t.pct
     );
-    out.push_str(&line(&header.map(String::from)));
-    for row in &rows {
-        out.push_str(&line(row));
-    }
+    out.push_str(&aligned_columns(&rows, &right));
     if !cmp.only_in_baseline.is_empty() {
         let _ = writeln!(
             out,
@@ -205,6 +187,34 @@ pub fn render_text(cmp: &Comparison, t: Thresholds) -> String {
             n => format!("{n} regressions"),
         }
     );
+    out
+}
+
+/// Plain-text columns, each padded to its widest cell and two spaces apart, with trailing
+/// blanks trimmed; `right[i]` right-aligns column i (numbers), the others are left-aligned
+/// (names). Widths count characters, not bytes: ids and units may be non-ASCII.
+pub fn aligned_columns(rows: &[Vec<String>], right: &[bool]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0; columns];
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
+            let pad = " ".repeat(w - c.chars().count());
+            if right.get(i).copied().unwrap_or(false) {
+                line.push_str(&format!("{pad}{c}  "));
+            } else {
+                line.push_str(&format!("{c}{pad}  "));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
     out
 }
 
@@ -260,7 +270,7 @@ fn percent(delta: f64, base: f64) -> String {
 }
 
 /// A signed number with one decimal; what rounds to zero is `+0.0`, never `-0.0`.
-fn signed(x: f64) -> String {
+pub fn signed(x: f64) -> String {
     let s = format!("{x:+.1}");
     if s == "-0.0" {
         "+0.0".into()

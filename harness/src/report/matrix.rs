@@ -5,12 +5,13 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::coverage::{merge_axes, Axis};
-use super::html::{render_html, REPORT_HTML_FILE};
+use super::html::{render_html, render_perf_html, REPORT_HTML_FILE};
 use super::junit::junit_for_runs;
 use super::load::LocatedRun;
 use super::result::RunResult;
 use super::summary::matrix_summary_markdown;
 use super::summary_json::{Summary, SUMMARY_JSON_FILE};
+use crate::perf::report::PerfReport;
 
 /// The merged JUnit file name.
 pub const JUNIT_FILE: &str = "junit.xml";
@@ -81,6 +82,13 @@ pub fn write_html(
         })
         .collect();
     write_atomic(path, render_html(&relocated, &summary).as_bytes())
+}
+
+/// Writes the report.html of a perf directory to `path` (`perf_dir/report.html`, or anywhere:
+/// links to the runs are made relative to `perf_dir` as seen from `path`'s directory).
+pub fn write_perf_html(path: &Path, perf_dir: &Path, report: &PerfReport) -> io::Result<()> {
+    let base = relative_dir(path.parent().unwrap_or(Path::new(".")), perf_dir, ".");
+    write_atomic(path, render_perf_html(report, &base).as_bytes())
 }
 
 /// The summary of `runs` over `axes` completed with the runs' params.
@@ -241,6 +249,25 @@ mod tests {
         );
         let err =
             write_html(&out.path().join("missing/r.html"), out.path(), &runs, &[]).unwrap_err();
+        assert!(err.to_string().contains("missing/r.html"), "{err}");
+    }
+
+    #[test]
+    fn perf_html_in_the_directory_or_elsewhere_links_to_the_runs() {
+        use crate::perf::testdata::{perm, report};
+        let out = tempfile::tempdir().unwrap();
+        let perf_dir = out.path().join("perf");
+        std::fs::create_dir(&perf_dir).unwrap();
+        let r = report(vec![perm("a", &[("assets", &[1.0])])]);
+        let inside = perf_dir.join(REPORT_HTML_FILE);
+        write_perf_html(&inside, &perf_dir, &r).unwrap();
+        let html = std::fs::read_to_string(&inside).unwrap();
+        assert!(html.contains("href=\"./a/run-0/result.json\""));
+        let elsewhere = out.path().join("r.html");
+        write_perf_html(&elsewhere, &perf_dir, &r).unwrap();
+        let html = std::fs::read_to_string(&elsewhere).unwrap();
+        assert!(html.contains("href=\"./perf/a/run-0/result.json\""));
+        let err = write_perf_html(&out.path().join("missing/r.html"), &perf_dir, &r).unwrap_err();
         assert!(err.to_string().contains("missing/r.html"), "{err}");
     }
 }

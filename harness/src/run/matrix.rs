@@ -125,6 +125,7 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
                         interrupt: opts.interrupt.clone(),
                         backend: opts.backend.clone(),
                         progress: Display::InMatrix(board.clone()),
+                        state: Default::default(),
                     };
                     running.spawn(async move {
                         let r = match std::fs::create_dir_all(&run_opts.dir) {

@@ -9,6 +9,7 @@ mod outcome;
 pub mod preflight;
 pub mod progress;
 pub mod registry;
+pub mod state;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -37,6 +38,7 @@ use crate::vm::libvirt::runtime::StartOptions;
 use crate::vm::libvirt::{nat_network_xml, RunMeta};
 use crate::vm::running::{Backend, RunningVm};
 use crate::vm::{disk, CdromSpec, DiskSpec, Firmware, Nic, PortForward, VmSpec, OVMF_VARS};
+use state::{guest_command_task, save_vm_state, Manifest, SaveInputs, StateMode};
 
 pub use outcome::build_result;
 
@@ -55,6 +57,9 @@ pub struct RunOptions {
     pub interrupt: tokio::sync::watch::Receiver<bool>,
     /// A live status line on a terminal, or plain lines; in a matrix, the matrix's board.
     pub progress: progress::Display,
+    /// The whole flow, or save the VM once bootkube is done, or resume a saved VM for
+    /// install-to-disk alone.
+    pub state: state::StateMode,
 }
 
 /// The phase timeouts of a scenario: the profile's defaults, the scenario's overrides, times
@@ -315,6 +320,11 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
         });
         // Validated when the scenario was read.
         m.allow_badness(AllowList::new(&s.badness_allow).unwrap_or_default());
+        match opts.state {
+            StateMode::Fresh => {}
+            StateMode::SaveAfterBootkube(_) => m.stop_after(Phase::Bootkube),
+            StateMode::ResumeInstall(_) => m.stop_after(Phase::InstallToDisk),
+        }
         m
     };
     let accel = accel::decide(s.vm.accel);
@@ -406,7 +416,37 @@ async fn drive(
     };
     artifacts.insert("events".into(), "events.jsonl".into());
     let (tx, mut rx) = mpsc::unbounded_channel::<(Source, Signal)>();
-    let mut pending = machine.start(now());
+    let resume = match &opts.state {
+        StateMode::ResumeInstall(d) => match Manifest::read(d) {
+            Ok(m) if m.accel == format!("{accel:?}").to_lowercase() => Some((d.clone(), m)),
+            Ok(m) => {
+                machine.start(0);
+                machine.error(
+                    0,
+                    format!(
+                        "{}: the state was saved under {} and cannot load under {accel:?}",
+                        d.display(),
+                        m.accel
+                    ),
+                );
+                return machine;
+            }
+            Err(e) => {
+                machine.start(0);
+                machine.error(0, e.to_string());
+                return machine;
+            }
+        },
+        _ => None,
+    };
+    let mut pending = match &resume {
+        Some((d, _)) => machine.start_at(
+            Phase::InstallToDisk,
+            now(),
+            &format!("ran in the run that saved {}", d.display()),
+        ),
+        None => machine.start(now()),
+    };
     let _ = log.record(
         Source::Harness,
         Signal::Note {
@@ -414,80 +454,93 @@ async fn drive(
         },
     );
 
-    // --- assets
-    ui.line("assets: install-config, installer, live ISO");
-    let key = match SshKeyPair::generate(&format!("sno-harness {}", opts.id)) {
-        Ok(k) => k,
-        Err(e) => {
-            machine.error(now(), e.to_string());
-            return machine;
-        }
-    };
-    let assets = {
-        let (s2, dir2, key2, cache) = (
-            s.clone(),
-            dir.to_path_buf(),
-            key.clone(),
-            opts.cache_dir.clone(),
-        );
-        let task =
-            tokio::task::spawn_blocking(move || -> Result<assets::Assets, (bool, String)> {
-                let (installer, env) = installer_for(&s2).map_err(|e| (false, e))?;
-                assets::prepare(&AssetsRequest {
-                    scenario: &s2,
-                    run_dir: &dir2,
-                    installer: &installer,
-                    installer_env: env,
-                    ssh_public_key: &key2.public_openssh,
-                    cache_dir: &cache,
-                })
-                .map_err(|e| (e.is_rejection(), e.to_string()))
-            });
-        let mut interrupt = opts.interrupt.clone();
-        tokio::pin!(task);
-        tokio::select! {
-            // The CLI kills the helpers as it signals the interrupt, so the work may end first,
-            // failed: that is still an interrupted run, not a failed build.
-            r = &mut task => {
-                if *opts.interrupt.borrow() {
-                    machine.error(now(), "interrupted".into());
-                    return machine;
-                }
-                r
-            }
-            _ = until_interrupted(&mut interrupt) => {
-                // The blocking work cannot be cancelled, but what it waits for can be killed
-                // (a fixture build, the installer); then it returns promptly.
-                crate::util::children::kill_all();
-                let _ = tokio::time::timeout(Duration::from_secs(5), &mut task).await;
-                machine.error(now(), "interrupted".into());
+    // --- assets: made now, or those of the saved state being resumed
+    let (key, assets) = if let Some((state_dir, _)) = &resume {
+        match state::resumed_assets(state_dir) {
+            Ok(x) => x,
+            Err(e) => {
+                machine.error(now(), e.to_string());
                 return machine;
             }
         }
-    };
-    artifacts.insert("install-config".into(), "install-config.yaml".into());
-    artifacts.insert("installer-log".into(), "assets/installer.log".into());
-    let assets = match assets {
-        Ok(Ok(a)) => a,
-        Ok(Err((rejected, reason))) => {
-            if rejected {
-                machine.fail_now(now(), reason);
-            } else {
-                machine.error(now(), format!("assets: {reason}"));
+    } else {
+        ui.line("assets: install-config, installer, live ISO");
+        let key = match SshKeyPair::generate(&format!("sno-harness {}", opts.id)) {
+            Ok(k) => k,
+            Err(e) => {
+                machine.error(now(), e.to_string());
+                return machine;
             }
-            return machine;
-        }
-        Err(e) => {
-            machine.error(now(), format!("assets: {e}"));
-            return machine;
-        }
+        };
+        let assets = {
+            let (s2, dir2, key2, cache) = (
+                s.clone(),
+                dir.to_path_buf(),
+                key.clone(),
+                opts.cache_dir.clone(),
+            );
+            let hold_install = matches!(opts.state, StateMode::SaveAfterBootkube(_));
+            let task =
+                tokio::task::spawn_blocking(move || -> Result<assets::Assets, (bool, String)> {
+                    let (installer, env) = installer_for(&s2).map_err(|e| (false, e))?;
+                    assets::prepare(&AssetsRequest {
+                        scenario: &s2,
+                        run_dir: &dir2,
+                        installer: &installer,
+                        installer_env: env,
+                        ssh_public_key: &key2.public_openssh,
+                        cache_dir: &cache,
+                        hold_install,
+                    })
+                    .map_err(|e| (e.is_rejection(), e.to_string()))
+                });
+            let mut interrupt = opts.interrupt.clone();
+            tokio::pin!(task);
+            tokio::select! {
+                // The CLI kills the helpers as it signals the interrupt, so the work may end first,
+                // failed: that is still an interrupted run, not a failed build.
+                r = &mut task => {
+                    if *opts.interrupt.borrow() {
+                        machine.error(now(), "interrupted".into());
+                        return machine;
+                    }
+                    r
+                }
+                _ = until_interrupted(&mut interrupt) => {
+                    // The blocking work cannot be cancelled, but what it waits for can be killed
+                    // (a fixture build, the installer); then it returns promptly.
+                    crate::util::children::kill_all();
+                    let _ = tokio::time::timeout(Duration::from_secs(5), &mut task).await;
+                    machine.error(now(), "interrupted".into());
+                    return machine;
+                }
+            }
+        };
+        artifacts.insert("install-config".into(), "install-config.yaml".into());
+        artifacts.insert("installer-log".into(), "assets/installer.log".into());
+        let assets = match assets {
+            Ok(Ok(a)) => a,
+            Ok(Err((rejected, reason))) => {
+                if rejected {
+                    machine.fail_now(now(), reason);
+                } else {
+                    machine.error(now(), format!("assets: {reason}"));
+                }
+                return machine;
+            }
+            Err(e) => {
+                machine.error(now(), format!("assets: {e}"));
+                return machine;
+            }
+        };
+        pending.extend(handle(
+            &mut machine,
+            &mut log,
+            Source::Harness,
+            Signal::AssetsReady,
+        ));
+        (key, assets)
     };
-    pending.extend(handle(
-        &mut machine,
-        &mut log,
-        Source::Harness,
-        Signal::AssetsReady,
-    ));
 
     // --- VM
     let ports = (free_port(), free_port());
@@ -530,14 +583,31 @@ async fn drive(
         return machine;
     }
     for (d, sd) in spec.disks.iter().zip(&s.disks) {
-        if let Err(e) = disk::create_qcow2(&d.path, sd.size_bytes) {
-            machine.error(now(), e.to_string());
+        // A resumed VM gets its disks as they were saved, through overlays that keep the
+        // saved images unwritten for the next resume.
+        let made = match &resume {
+            Some((state_dir, m)) => match m.disk(state_dir, &d.id) {
+                Some(saved) => disk::create_overlay(&d.path, &saved).map_err(|e| e.to_string()),
+                None => Err(format!(
+                    "{}: the saved state has no disk {:?}; it was saved from another scenario",
+                    state_dir.display(),
+                    d.id
+                )),
+            },
+            None => disk::create_qcow2(&d.path, sd.size_bytes).map_err(|e| e.to_string()),
+        };
+        if let Err(e) = made {
+            machine.error(now(), e);
             return machine;
         }
     }
     if let Some(vars) = &spec.uefi_vars {
-        if let Err(e) = fs::copy(OVMF_VARS, vars) {
-            machine.error(now(), format!("copying {OVMF_VARS}: {e}"));
+        let from = match &resume {
+            Some((state_dir, _)) => state_dir.join(state::UEFI_VARS_FILE),
+            None => PathBuf::from(OVMF_VARS),
+        };
+        if let Err(e) = fs::copy(&from, vars) {
+            machine.error(now(), format!("copying {}: {e}", from.display()));
             return machine;
         }
     }
@@ -586,6 +656,7 @@ async fn drive(
             network: network.as_ref(),
             reach: &[ssh_addr, api_addr],
             keep_disks: opts.keep,
+            incoming: resume.is_some(),
         },
         &meta,
         dir,
@@ -614,6 +685,25 @@ async fn drive(
             artifacts.insert("qemu-log".into(), "qemu.log".into());
         }
         Backend::Libvirt { .. } => {}
+    }
+    if let Some((state_dir, _)) = &resume {
+        let path = state_dir.join(state::STATE_FILE);
+        match vm.load_state(&path, state::STATE_TIMEOUT).await {
+            Ok(took) => {
+                let text = format!(
+                    "VM state loaded from {} in {:.1} s",
+                    path.display(),
+                    took.as_secs_f64()
+                );
+                ui.line(&text);
+                let _ = log.record(Source::Harness, Signal::Note { text });
+            }
+            Err(e) => {
+                vm.stop();
+                machine.error(now(), format!("loading the saved VM state: {e}"));
+                return machine;
+            }
+        }
     }
     pending.extend(handle(
         &mut machine,
@@ -666,7 +756,19 @@ async fn drive(
         user: "core".into(),
         key: key.clone(),
     };
-    let mut followers = Followers::start(target, tx.clone(), Duration::from_secs(2));
+    let mut followers = Followers::start(target.clone(), tx.clone(), Duration::from_secs(2));
+    // Resuming: install-to-disk is released from its hold (see run/state.rs) as soon as SSH
+    // answers; a failure ends the run through `harness_failures`.
+    let (failure_tx, mut harness_failures) = mpsc::unbounded_channel::<String>();
+    if resume.is_some() {
+        guest_command_task(
+            target.clone(),
+            state::release_command(),
+            "install-to-disk.service released from the saved state's hold",
+            tx.clone(),
+            failure_tx,
+        );
+    }
     let mut api_task: Option<tokio::task::JoinHandle<()>> = None;
     let endpoint = ApiEndpoint {
         kubeconfig: assets.kubeconfig.clone(),
@@ -722,6 +824,9 @@ async fn drive(
                 pending.extend(machine.tick(now()));
                 ui.status(&machine, now());
             }
+            Some(reason) = harness_failures.recv() => {
+                pending.extend(machine.error(now(), reason));
+            }
             _ = interrupt.changed() => {
                 let _ = log.record(Source::Harness, Signal::Note { text: "interrupted".into() });
                 pending.extend(machine.error(now(), "interrupted".into()));
@@ -749,6 +854,46 @@ async fn drive(
             .unwrap_or(false)
         {
             artifacts.insert("screenshot".into(), "screenshot-final.png".into());
+        }
+    }
+    if let StateMode::SaveAfterBootkube(state_dir) = &opts.state {
+        if machine
+            .outcome()
+            .is_some_and(|o| o.verdict == Verdict::Pass)
+        {
+            let saved = save_vm_state(
+                state_dir,
+                SaveInputs {
+                    vm: &mut vm,
+                    machine: &machine,
+                    guest: &target,
+                    spec: &spec,
+                    key: &key,
+                    assets: &assets,
+                    run_id: &opts.id,
+                    scenario: s,
+                    accel,
+                },
+            )
+            .await;
+            match saved {
+                Ok(m) => {
+                    let text = format!(
+                        "VM state saved in {} ({:.0} MiB in {:.1} s)",
+                        state_dir.display(),
+                        m.state_bytes as f64 / 1048576.0,
+                        m.save_ms as f64 / 1000.0
+                    );
+                    ui.line(&text);
+                    let _ = log.record(Source::Harness, Signal::Note { text });
+                }
+                Err(e) => {
+                    // Nothing half-saved stays behind.
+                    let _ = fs::remove_dir_all(state_dir);
+                    let _ = log.record(Source::Harness, Signal::Note { text: e.clone() });
+                    machine.error_after_pass(e);
+                }
+            }
         }
     }
     vm.stop();

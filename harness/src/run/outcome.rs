@@ -12,7 +12,7 @@ use super::{RunOptions, RunRecord};
 
 fn status(s: Status) -> PhaseStatus {
     match s {
-        Status::Pending | Status::Running => PhaseStatus::NotReached,
+        Status::Pending | Status::Running | Status::Skipped => PhaseStatus::NotReached,
         Status::Pass => PhaseStatus::Pass,
         Status::Fail => PhaseStatus::Fail,
         Status::Timeout => PhaseStatus::Timeout,

@@ -60,7 +60,7 @@ impl RunningVm {
                     return Err("the QEMU backend has only user-mode networking; a libvirt network needs --backend libvirt".into());
                 }
                 let (mut process, console) =
-                    QemuProcess::start(spec, dir).map_err(|e| e.to_string())?;
+                    QemuProcess::start_with(spec, dir, opts.incoming).map_err(|e| e.to_string())?;
                 let qmp_path = spec
                     .qmp_socket
                     .clone()
@@ -92,6 +92,9 @@ impl RunningVm {
                         Err(format!("QMP: {e}"))
                     }
                 }
+            }
+            Backend::Libvirt { .. } if opts.incoming => {
+                Err("restoring a saved VM state needs --backend qemu".into())
             }
             Backend::Libvirt { uri } => {
                 let (vm, console) = LibvirtVm::start(uri, spec, opts, meta, dir, tx)
@@ -146,6 +149,31 @@ impl RunningVm {
                     .map_err(|e| e.to_string())?
                     .map_err(|e| e.to_string())
             }
+        }
+    }
+
+    /// Pauses the VM and saves its state to `path` (QEMU backend only; see
+    /// `qemu::state_file`).
+    pub async fn save_state(
+        &self,
+        path: &Path,
+        timeout: Duration,
+    ) -> Result<super::qemu::state_file::Saved, String> {
+        match self {
+            RunningVm::Qemu { qmp, .. } => super::qemu::state_file::save(qmp, path, timeout)
+                .await
+                .map_err(|e| e.to_string()),
+            RunningVm::Libvirt(_) => Err("saving the VM state needs --backend qemu".into()),
+        }
+    }
+
+    /// Loads a state saved by `save_state` into a VM started with `incoming`, and lets it run.
+    pub async fn load_state(&self, path: &Path, timeout: Duration) -> Result<Duration, String> {
+        match self {
+            RunningVm::Qemu { qmp, .. } => super::qemu::state_file::load(qmp, path, timeout)
+                .await
+                .map_err(|e| e.to_string()),
+            RunningVm::Libvirt(_) => Err("restoring a saved VM state needs --backend qemu".into()),
         }
     }
 

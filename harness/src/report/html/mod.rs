@@ -7,9 +7,13 @@
 //! permutation, `table#verdicts`, `table#coverage` (`td.cov.cov-passed|cov-failed|cov-not-run`),
 //! `table#slowest`, `svg#throughput`, and per permutation `svg.gantt[data-permutation]` with a
 //! `rect.bar.status-<status>` per reached phase.
+//!
+//! A perf directory gets its own page ([`render_perf_html`]): the `section#performance` of
+//! `perf.rs`, the distributions of its repeated runs.
 
 mod gantt;
 pub mod markup;
+mod perf;
 mod scale;
 mod tables;
 mod throughput;
@@ -19,6 +23,7 @@ use markup::{el, Element, Node};
 use super::load::LocatedRun;
 use super::result::{RunResult, Verdict};
 use super::summary_json::Summary;
+use crate::perf::report::PerfReport;
 
 /// The file name in the run directory.
 pub const REPORT_HTML_FILE: &str = "report.html";
@@ -37,6 +42,10 @@ pub mod colors {
     pub const THROUGHPUT: &str = "#1565c0";
     pub const AXIS: &str = "#616161";
     pub const GRID: &str = "#e0e0e0";
+    /// A run's sample in a distribution plot, and the markers of its median and p90.
+    pub const SAMPLE: &str = THROUGHPUT;
+    pub const MEDIAN: &str = "#212121";
+    pub const P90: &str = "#00897b";
 
     pub fn phase(status: PhaseStatus) -> &'static str {
         match status {
@@ -92,6 +101,10 @@ svg text { font: 11px "DejaVu Sans", sans-serif; fill: #212121; }
 svg text.label.mono { font: 12px "DejaVu Sans Mono", monospace; }
 svg text.tick { font-size: 10px; fill: #616161; }
 svg text.unreached { fill: #9e9e9e; font-style: italic; }
+.perf-permutation { margin: 10px 0 24px; }
+td.plot { padding: 0 4px; vertical-align: middle; }
+ul.warnings { color: #ef6c00; margin: 4px 0; }
+details.runs summary { color: #616161; margin: 6px 0; }
 "#;
 
 /// Renders the page for `runs` (in the order the verdict table and timelines show them) and
@@ -104,21 +117,6 @@ pub fn render_html(runs: &[LocatedRun], summary: &Summary) -> String {
         "sno-harness report: {} passed, {} failed, {} error(s) of {}",
         c.pass, c.fail, c.error, c.total
     );
-
-    let head = el("head")
-        .child(el("meta").attr("charset", "utf-8"))
-        .child(
-            el("meta")
-                .attr("http-equiv", "Content-Security-Policy")
-                .attr("content", CONTENT_SECURITY_POLICY),
-        )
-        .child(
-            el("meta")
-                .attr("name", "viewport")
-                .attr("content", "width=device-width, initial-scale=1"),
-        )
-        .child(el("title").text(&title))
-        .child(el("style").child(Node::Static(STYLE)));
 
     let body = el("body")
         .child(header(&results, &title))
@@ -150,7 +148,36 @@ pub fn render_html(runs: &[LocatedRun], summary: &Summary) -> String {
                 .child(throughput::throughput_chart(&results)),
         )
         .child(timelines_section(runs));
+    document(&title, body)
+}
 
+/// The page of a perf directory: its "Performance" section. `base` is the perf directory as
+/// seen from the page's directory (`.` when the page is in it): the runs are linked from it.
+pub fn render_perf_html(report: &PerfReport, base: &str) -> String {
+    let title = format!("sno-harness perf: {}", report.source);
+    let body = el("body")
+        .child(el("header").child(el("h1").text(&title)))
+        .child(perf::performance_section(report, base));
+    document(&title, body)
+}
+
+/// The whole page around `body`: the same head, style sheet and security policy for every
+/// report.
+fn document(title: &str, body: Element) -> String {
+    let head = el("head")
+        .child(el("meta").attr("charset", "utf-8"))
+        .child(
+            el("meta")
+                .attr("http-equiv", "Content-Security-Policy")
+                .attr("content", CONTENT_SECURITY_POLICY),
+        )
+        .child(
+            el("meta")
+                .attr("name", "viewport")
+                .attr("content", "width=device-width, initial-scale=1"),
+        )
+        .child(el("title").text(title))
+        .child(el("style").child(Node::Static(STYLE)));
     let html = el("html").attr("lang", "en").child(head).child(body);
     format!("<!DOCTYPE html>\n{}\n", html.render())
 }
@@ -360,6 +387,25 @@ mod tests {
     fn all_passed_says_so() {
         let html = page(vec![sample_pass("a")]);
         assert!(html.contains("None: every permutation passed."));
+    }
+
+    #[test]
+    fn the_perf_page_is_self_contained_too() {
+        use crate::perf::testdata::{perm, report};
+        let mut r = report(vec![perm("a", &[("assets", &[1.0, 2.0])])]);
+        r.source = "<m>.toml".into();
+        let html = render_perf_html(&r, ".");
+        assert!(
+            html.starts_with("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
+        );
+        assert!(html.contains(&markup::escape(CONTENT_SECURITY_POLICY)));
+        assert!(html.contains("<title>sno-harness perf: &lt;m&gt;.toml</title>"));
+        assert!(html.contains("<section id=\"performance\"><h2>Performance</h2>"));
+        assert!(!html.contains("<script"));
+        let allowed = "xmlns=\"http://www.w3.org/2000/svg\"";
+        for external in ["src=", "http://", "https://", "@import", "url("] {
+            assert!(!html.replace(allowed, "").contains(external), "{external}");
+        }
     }
 
     #[test]

@@ -191,7 +191,7 @@ pub fn artifact_links(run: &LocatedRun) -> Element {
 }
 
 /// One line, at most `max` characters, an ellipsis marking a cut.
-fn shorten(s: &str, max: usize) -> String {
+pub(super) fn shorten(s: &str, max: usize) -> String {
     let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.chars().count() <= max {
         return line;

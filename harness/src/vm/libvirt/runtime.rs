@@ -300,6 +300,8 @@ pub struct StartOptions<'a> {
     pub reach: &'a [std::net::SocketAddr],
     /// `--keep`: on a remote libvirtd, the disks come back into the run directory at the end.
     pub keep_disks: bool,
+    /// Start paused, waiting for a saved state (`-incoming defer`): the QEMU backend only.
+    pub incoming: bool,
 }
 
 impl LibvirtVm {

@@ -4,6 +4,7 @@
 pub mod argv;
 pub mod process;
 pub mod qmp;
+pub mod state_file;
 
 pub use argv::qemu_argv;
 pub use process::{QemuError, QemuProcess};

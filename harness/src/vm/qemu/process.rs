@@ -51,7 +51,20 @@ impl QemuProcess {
     /// The parent-death signal is tied to the calling *thread*: call this from a thread that
     /// lives as long as the VM should (not from `spawn_blocking`, whose threads exit when idle).
     pub fn start(spec: &VmSpec, dir: &Path) -> Result<(QemuProcess, Console), QemuError> {
-        let argv = qemu_argv(spec);
+        Self::start_with(spec, dir, false)
+    }
+
+    /// `start`, or with `incoming`, a QEMU that waits paused for a saved state
+    /// (`-incoming defer`; see `state_file::load`).
+    pub fn start_with(
+        spec: &VmSpec,
+        dir: &Path,
+        incoming: bool,
+    ) -> Result<(QemuProcess, Console), QemuError> {
+        let mut argv = qemu_argv(spec);
+        if incoming {
+            argv.extend(["-incoming".to_string(), "defer".to_string()]);
+        }
         let stderr_path = dir.join("qemu.stderr");
         let stderr = File::create(&stderr_path).map_err(|e| QemuError::Io {
             what: format!("creating {}", stderr_path.display()),

@@ -1,0 +1,1184 @@
+//! `report --compare` on two perf directories, the CI gate: per permutation (matched by id),
+//! each phase, the whole run and the disk write of the candidate against the baseline, from
+//! the samples in their perf.json, and which differences are regressions.
+//!
+//! A row is a regression when either
+//! - the rank test ([`stats::compare`] at `alpha`) finds the candidate slower AND its median
+//!   is at least `min_effect_pct` % above the baseline's: with steady runs the test finds
+//!   shifts of 1 %, which are real but not worth failing a pipeline over; or
+//! - the samples are too few for the test to reject at `alpha` whatever the data
+//!   (`TooFewSamples`), and the medians differ by more than the fixed thresholds of the
+//!   single-run comparison ([`is_slowdown`]): a 3-run perf job still gets a gate, the same one
+//!   a plain run directory gets, and its row says so.
+//!
+//! Faster and no-difference rows never are, nor is a metric without samples on one side
+//! (a phase no passed run reached, a permutation with no passed run): it is listed, and
+//! whether the runs passed is `perf`'s own exit code to judge.
+//!
+//! Durations are compared (larger is slower), the disk write too: its MiB/s medians are shown
+//! next to its seconds but decide nothing, as they are the same measurement inverted.
+//!
+//! Pure: the caller reads the perf.json files and prints.
+
+use serde::{Deserialize, Serialize};
+
+use super::report::{throttle_text, HostInfo, PerfReport, PermutationPerf, Stat};
+use super::stats::{self, ComparisonVerdict, Summary};
+use crate::report::compare::{aligned_columns, is_slowdown, signed, Thresholds};
+
+/// The schema tag of `report --compare --json`'s document.
+pub const SCHEMA: &str = "sno-harness/perf-compare/v1";
+/// `--min-effect-pct`'s default.
+pub const DEFAULT_MIN_EFFECT_PCT: f64 = 5.0;
+
+/// When a difference is a regression; valid by construction ([`Rules::new`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rules {
+    alpha: f64,
+    min_effect_pct: f64,
+    thresholds: Thresholds,
+}
+
+/// A rule that cannot be applied.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+pub enum RulesError {
+    #[error("the significance level must be a number strictly between 0 and 1, not {0}")]
+    Alpha(f64),
+    #[error("the minimum effect must be a percentage >= 0, not {0}")]
+    MinEffect(f64),
+    #[error("the thresholds must be numbers >= 0, not {pct} % and {secs} s")]
+    Thresholds { pct: f64, secs: f64 },
+}
+
+impl Rules {
+    pub fn new(
+        alpha: f64,
+        min_effect_pct: f64,
+        thresholds: Thresholds,
+    ) -> Result<Rules, RulesError> {
+        if stats::min_samples_per_group(alpha).is_none() {
+            return Err(RulesError::Alpha(alpha));
+        }
+        if !(min_effect_pct.is_finite() && min_effect_pct >= 0.0) {
+            return Err(RulesError::MinEffect(min_effect_pct));
+        }
+        let valid = |x: f64| x.is_finite() && x >= 0.0;
+        if !(valid(thresholds.pct) && valid(thresholds.secs)) {
+            return Err(RulesError::Thresholds {
+                pct: thresholds.pct,
+                secs: thresholds.secs,
+            });
+        }
+        Ok(Rules {
+            alpha,
+            min_effect_pct,
+            thresholds,
+        })
+    }
+
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    /// The fixed thresholds, for too few samples (and for plain run directories).
+    pub fn thresholds(&self) -> Thresholds {
+        self.thresholds
+    }
+
+    /// Runs of each side the test needs at this alpha to be able to reject.
+    pub fn min_samples(&self) -> usize {
+        // Rules::new checked that alpha has one.
+        stats::min_samples_per_group(self.alpha).unwrap_or(usize::MAX)
+    }
+}
+
+/// A sample that cannot be compared (a non-finite value: perf.json never holds one, a file
+/// edited by hand might).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{permutation}, {metric}: {source}")]
+pub struct PerfCompareError {
+    pub permutation: String,
+    pub metric: String,
+    pub source: stats::CompareError,
+}
+
+/// What a row measures; every one is a duration in seconds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Metric {
+    Phase {
+        phase: String,
+    },
+    /// The whole run.
+    Total,
+    DiskWrite,
+}
+
+impl Metric {
+    /// The row's name with its unit, as the table shows it.
+    pub fn label(&self) -> String {
+        match self {
+            Metric::Phase { phase } => format!("{phase} (s)"),
+            Metric::Total => "total (s)".into(),
+            Metric::DiskWrite => "disk write (s)".into(),
+        }
+    }
+}
+
+/// One side of a row: how many samples, and their median.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Side {
+    pub n: usize,
+    pub median: f64,
+}
+
+/// What the comparison of a row found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowVerdict {
+    Slower,
+    Faster,
+    NoSignificantDifference,
+    /// The test cannot reject with so few samples: the fixed thresholds decided.
+    TooFewSamples,
+    /// One side (or both) has no sample: nothing compared.
+    NoSamples,
+}
+
+impl RowVerdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            RowVerdict::Slower => "slower",
+            RowVerdict::Faster => "faster",
+            RowVerdict::NoSignificantDifference => "no significant difference",
+            RowVerdict::TooFewSamples => "too few runs",
+            RowVerdict::NoSamples => "not compared",
+        }
+    }
+}
+
+/// Which rule decided whether a row is a regression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecidedBy {
+    /// The rank test and the minimum effect.
+    Test,
+    /// The fixed thresholds on the medians (too few samples for the test).
+    Thresholds,
+    /// Nothing: a side had no samples.
+    NotCompared,
+}
+
+/// The disk write's MiB/s medians, shown next to its seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MibS {
+    pub baseline_median: Option<f64>,
+    pub candidate_median: Option<f64>,
+}
+
+/// One metric of one permutation, baseline against candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub permutation: String,
+    pub metric: Metric,
+    /// `None`: no sample on that side.
+    pub baseline: Option<Side>,
+    pub candidate: Option<Side>,
+    /// (candidate median - baseline median) / baseline median, in percent: +25 is 25 %
+    /// slower. `None` without both sides, or with a baseline median of 0.
+    pub median_change_pct: Option<f64>,
+    /// The two-sided Mann-Whitney p-value.
+    pub p_value: Option<f64>,
+    /// The Hodges-Lehmann estimate of candidate - baseline, in seconds.
+    pub shift_s: Option<f64>,
+    pub verdict: RowVerdict,
+    pub decided_by: DecidedBy,
+    pub regression: bool,
+    /// Why, when the verdict alone does not say: the threshold fallback, an effect below the
+    /// minimum, a missing side.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    /// Disk write only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mib_s: Option<MibS>,
+}
+
+/// A host context field that differs between the two sides.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostDifference {
+    pub what: String,
+    pub baseline: String,
+    pub candidate: String,
+    /// The compared permutations it concerns; empty for all of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permutations: Vec<String>,
+}
+
+/// The comparison of two perf directories (`--json` writes it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PerfComparison {
+    pub schema: String,
+    /// The directories, as the caller names them (empty when it does not).
+    pub baseline_dir: String,
+    pub candidate_dir: String,
+    pub alpha: f64,
+    pub min_effect_pct: f64,
+    pub threshold_pct: f64,
+    pub threshold_s: f64,
+    /// Runs of each side the test needs at this alpha.
+    pub min_samples_per_group: usize,
+    /// Empty when the host contexts agree.
+    pub host_differences: Vec<HostDifference>,
+    /// Per permutation present in both, in the candidate's order: its phases, the whole run,
+    /// the disk write.
+    pub rows: Vec<Row>,
+    pub only_in_baseline: Vec<String>,
+    pub only_in_candidate: Vec<String>,
+    /// The rows that are regressions.
+    pub regressions: usize,
+}
+
+impl PerfComparison {
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("PerfComparison serializes");
+        s.push('\n');
+        s
+    }
+}
+
+/// Compares `candidate` with `baseline`, permutations matched by id.
+pub fn compare_reports(
+    baseline: &PerfReport,
+    candidate: &PerfReport,
+    rules: Rules,
+) -> Result<PerfComparison, PerfCompareError> {
+    let mut rows = Vec::new();
+    let mut only_in_candidate = Vec::new();
+    let mut matched = Vec::new();
+    for cand in &candidate.permutations {
+        match baseline.permutations.iter().find(|b| b.id == cand.id) {
+            Some(base) => {
+                rows.extend(permutation_rows(base, cand, rules)?);
+                matched.push((base, cand));
+            }
+            None => only_in_candidate.push(cand.id.clone()),
+        }
+    }
+    let only_in_baseline = baseline
+        .permutations
+        .iter()
+        .filter(|b| !candidate.permutations.iter().any(|c| c.id == b.id))
+        .map(|b| b.id.clone())
+        .collect();
+    let regressions = rows.iter().filter(|r| r.regression).count();
+    Ok(PerfComparison {
+        schema: SCHEMA.into(),
+        baseline_dir: String::new(),
+        candidate_dir: String::new(),
+        alpha: rules.alpha,
+        min_effect_pct: rules.min_effect_pct,
+        threshold_pct: rules.thresholds.pct,
+        threshold_s: rules.thresholds.secs,
+        min_samples_per_group: rules.min_samples(),
+        host_differences: host_differences(baseline, candidate, &matched),
+        rows,
+        only_in_baseline,
+        only_in_candidate,
+        regressions,
+    })
+}
+
+/// The rows of one permutation: each phase either side has (the candidate's order, then the
+/// baseline's others), the whole run, and the disk write when either side wrote.
+fn permutation_rows(
+    base: &PermutationPerf,
+    cand: &PermutationPerf,
+    rules: Rules,
+) -> Result<Vec<Row>, PerfCompareError> {
+    let mut names: Vec<&str> = cand.phases.iter().map(|p| p.phase.as_str()).collect();
+    for p in &base.phases {
+        if !names.contains(&p.phase.as_str()) {
+            names.push(&p.phase);
+        }
+    }
+    let phase = |p: &PermutationPerf, name: &str| {
+        p.phases
+            .iter()
+            .find(|s| s.phase == name)
+            .map(|s| s.seconds.clone())
+    };
+    let mut rows = Vec::new();
+    for name in names {
+        let metric = Metric::Phase {
+            phase: name.to_string(),
+        };
+        rows.push(row(
+            &cand.id,
+            metric,
+            phase(base, name).as_ref(),
+            phase(cand, name).as_ref(),
+            rules,
+        )?);
+    }
+    rows.push(row(
+        &cand.id,
+        Metric::Total,
+        base.total_seconds.as_ref(),
+        cand.total_seconds.as_ref(),
+        rules,
+    )?);
+    let (bw, cw) = (base.disk_write.as_ref(), cand.disk_write.as_ref());
+    if bw.is_some() || cw.is_some() {
+        let mut r = row(
+            &cand.id,
+            Metric::DiskWrite,
+            bw.map(|w| &w.seconds),
+            cw.map(|w| &w.seconds),
+            rules,
+        )?;
+        r.mib_s = Some(MibS {
+            baseline_median: bw.and_then(|w| median(&w.mib_s.samples)),
+            candidate_median: cw.and_then(|w| median(&w.mib_s.samples)),
+        });
+        rows.push(r);
+    }
+    Ok(rows)
+}
+
+/// The median of the samples themselves (not the summary beside them, which a hand-edited
+/// file could contradict); `None` for none.
+fn median(samples: &[f64]) -> Option<f64> {
+    Summary::of(samples).ok().map(|s| s.median)
+}
+
+fn side(s: Option<&Stat>) -> Option<Side> {
+    let s = s?;
+    Some(Side {
+        n: s.samples.len(),
+        median: median(&s.samples)?,
+    })
+}
+
+/// One metric compared.
+fn row(
+    id: &str,
+    metric: Metric,
+    base: Option<&Stat>,
+    cand: Option<&Stat>,
+    rules: Rules,
+) -> Result<Row, PerfCompareError> {
+    let label = || metric.label();
+    // Checked first: a non-finite sample has no median, and must not pass for a missing one.
+    let test = match (base, cand) {
+        (Some(b), Some(c)) => Some(stats::compare(&b.samples, &c.samples, rules.alpha).map_err(
+            |source| PerfCompareError {
+                permutation: id.to_string(),
+                metric: label(),
+                source,
+            },
+        )?),
+        _ => None,
+    };
+    let (b, c) = (side(base), side(cand));
+    let mut r = Row {
+        permutation: id.to_string(),
+        metric,
+        baseline: b,
+        candidate: c,
+        median_change_pct: None,
+        p_value: None,
+        shift_s: None,
+        verdict: RowVerdict::NoSamples,
+        decided_by: DecidedBy::NotCompared,
+        regression: false,
+        note: String::new(),
+        mib_s: None,
+    };
+    let (Some(test), Some(b), Some(c)) = (test, b, c) else {
+        r.note = missing_note(b.is_none(), c.is_none());
+        return Ok(r);
+    };
+    r.p_value = test.p_value;
+    r.shift_s = test.hodges_lehmann_shift.filter(|s| s.is_finite());
+    r.median_change_pct = (b.median != 0.0)
+        .then(|| (c.median - b.median) / b.median.abs() * 100.0)
+        .filter(|p| p.is_finite());
+    let j = judge(&test, b, c, rules);
+    r.verdict = j.verdict;
+    r.decided_by = j.decided_by;
+    r.regression = j.regression;
+    r.note = j.note;
+    Ok(r)
+}
+
+fn missing_note(no_baseline: bool, no_candidate: bool) -> String {
+    match (no_baseline, no_candidate) {
+        (true, true) => "no samples on either side",
+        (true, false) => "no samples in the baseline",
+        _ => "no samples in the candidate",
+    }
+    .into()
+}
+
+/// The outcome of the rules on one compared metric.
+struct Judgement {
+    verdict: RowVerdict,
+    decided_by: DecidedBy,
+    regression: bool,
+    note: String,
+}
+
+/// The regression rules of the module doc, on a test's result and the two medians.
+fn judge(test: &stats::Comparison, b: Side, c: Side, rules: Rules) -> Judgement {
+    let by_test = |verdict, regression, note| Judgement {
+        verdict,
+        decided_by: DecidedBy::Test,
+        regression,
+        note,
+    };
+    match test.verdict {
+        ComparisonVerdict::Slower => {
+            if effect_pct(b.median, c.median) >= rules.min_effect_pct {
+                by_test(RowVerdict::Slower, true, String::new())
+            } else {
+                let note = format!("below the {}% minimum effect", rules.min_effect_pct);
+                by_test(RowVerdict::Slower, false, note)
+            }
+        }
+        ComparisonVerdict::Faster => by_test(RowVerdict::Faster, false, String::new()),
+        ComparisonVerdict::NoSignificantDifference => {
+            by_test(RowVerdict::NoSignificantDifference, false, String::new())
+        }
+        ComparisonVerdict::TooFewSamples => Judgement {
+            verdict: RowVerdict::TooFewSamples,
+            decided_by: DecidedBy::Thresholds,
+            regression: is_slowdown(ms(b.median), ms(c.median), rules.thresholds),
+            note: too_few_note(b.n, c.n, rules.min_samples()),
+        },
+    }
+}
+
+/// How much slower the candidate's median is, in percent of the baseline's; from a baseline
+/// of 0 any increase is unbounded, so it clears every minimum.
+fn effect_pct(base: f64, cand: f64) -> f64 {
+    if base != 0.0 {
+        (cand - base) / base.abs() * 100.0
+    } else if cand > base {
+        f64::INFINITY
+    } else {
+        0.0
+    }
+}
+
+/// Seconds as the whole milliseconds [`is_slowdown`] takes; negative durations (impossible
+/// from perf) saturate to 0.
+fn ms(seconds: f64) -> u64 {
+    (seconds * 1000.0).round() as u64
+}
+
+fn too_few_note(nb: usize, nc: usize, min: usize) -> String {
+    if nb == nc {
+        format!("threshold: n={nb} < {min} needed for the test")
+    } else {
+        format!("threshold: n={nb}/{nc}, too few for the test ({min} each needed)")
+    }
+}
+
+/// The host context fields that bear on the numbers, each as text ("unknown" when absent).
+fn host_fields(h: &HostInfo) -> Vec<(&'static str, String)> {
+    let known = |s: &str| {
+        if s.trim().is_empty() {
+            "unknown".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    let disk = h.install_disk.as_ref();
+    let or_unknown = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
+    vec![
+        ("accelerator", known(&h.accel)),
+        ("CPU model", known(&h.cpu_model)),
+        ("QEMU version", known(&h.qemu_version)),
+        ("backend", known(&h.backend)),
+        (
+            "install-disk cache",
+            or_unknown(disk.map(|d| d.cache.name().to_string())),
+        ),
+        (
+            "install-disk aio",
+            or_unknown(disk.map(|d| d.aio.name().to_string())),
+        ),
+        (
+            "install-disk throttle",
+            or_unknown(disk.map(|d| throttle_text(d.throttle))),
+        ),
+        (
+            "backing store filesystem",
+            or_unknown(h.backing_store.as_ref().map(|b| known(&b.fstype))),
+        ),
+    ]
+}
+
+/// Where the hosts of the compared permutations differ (each permutation's own host context
+/// where it has one, else its report's); the top-level hosts when nothing was compared.
+fn host_differences(
+    baseline: &PerfReport,
+    candidate: &PerfReport,
+    matched: &[(&PermutationPerf, &PermutationPerf)],
+) -> Vec<HostDifference> {
+    let host = |r: &'_ PerfReport, p: &'_ PermutationPerf| p.host.clone().unwrap_or(r.host.clone());
+    let pairs: Vec<(String, HostInfo, HostInfo)> = if matched.is_empty() {
+        vec![(String::new(), baseline.host.clone(), candidate.host.clone())]
+    } else {
+        matched
+            .iter()
+            .map(|(b, c)| (c.id.clone(), host(baseline, b), host(candidate, c)))
+            .collect()
+    };
+    let mut diffs: Vec<HostDifference> = Vec::new();
+    for (id, b, c) in &pairs {
+        for ((what, bv), (_, cv)) in host_fields(b).into_iter().zip(host_fields(c)) {
+            if bv == cv {
+                continue;
+            }
+            match diffs
+                .iter_mut()
+                .find(|d| d.what == what && d.baseline == bv && d.candidate == cv)
+            {
+                Some(d) => d.permutations.push(id.clone()),
+                None => diffs.push(HostDifference {
+                    what: what.into(),
+                    baseline: bv,
+                    candidate: cv,
+                    permutations: vec![id.clone()],
+                }),
+            }
+        }
+    }
+    // A difference every compared permutation shares is the host's, not a permutation's.
+    for d in &mut diffs {
+        if d.permutations.len() == pairs.len() {
+            d.permutations.clear();
+        }
+    }
+    diffs
+}
+
+/// The comparison as plain text: the rules, a host warning, the aligned table, what was only
+/// on one side, and a closing count.
+pub fn render_text(cmp: &PerfComparison) -> String {
+    let mut out = format!(
+        "regression: slower at alpha {} (two-sided Mann-Whitney U test on the runs' samples) \
+         with the median at least {}% above the baseline's; with too few runs for the test \
+         ({} per side at this alpha), a median slower by more than {}% and {} s\n",
+        cmp.alpha,
+        cmp.min_effect_pct,
+        cmp.min_samples_per_group,
+        cmp.threshold_pct,
+        cmp.threshold_s
+    );
+    out.push_str(&host_warning(&cmp.host_differences));
+    out.push('\n');
+    out.push_str(&aligned_columns(&table_rows(&cmp.rows), &TABLE_RIGHT));
+    for (ids, side) in [
+        (&cmp.only_in_baseline, "the baseline"),
+        (&cmp.only_in_candidate, "the candidate"),
+    ] {
+        if !ids.is_empty() {
+            out.push_str(&format!(
+                "\nonly in {side} (not compared): {}\n",
+                ids.join(", ")
+            ));
+        }
+    }
+    out.push_str(&match cmp.regressions {
+        0 => "\nno regression\n".to_string(),
+        1 => "\n1 regression\n".to_string(),
+        n => format!("\n{n} regressions\n"),
+    });
+    out
+}
+
+/// The warning naming what differs between the two hosts; empty when nothing does.
+pub fn host_warning(diffs: &[HostDifference]) -> String {
+    if diffs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nWARNING: the host context differs from the baseline's; the comparison still runs, but \
+         a difference may come from the host rather than the change:\n",
+    );
+    for d in diffs {
+        let scope = if d.permutations.is_empty() {
+            String::new()
+        } else {
+            format!(" (permutations {})", d.permutations.join(", "))
+        };
+        out.push_str(&format!(
+            "  - {}: {} in the baseline, {} in the candidate{scope}\n",
+            d.what, d.baseline, d.candidate
+        ));
+    }
+    out
+}
+
+const TABLE_HEADER: [&str; 9] = [
+    "permutation",
+    "metric",
+    "baseline",
+    "candidate",
+    "change",
+    "p-value",
+    "n",
+    "verdict",
+    "",
+];
+/// Numbers right-aligned, names left-aligned.
+const TABLE_RIGHT: [bool; 9] = [false, false, true, true, true, true, true, false, false];
+
+fn table_rows(rows: &[Row]) -> Vec<Vec<String>> {
+    let mut out = vec![TABLE_HEADER.map(String::from).to_vec()];
+    for r in rows {
+        out.push(text_row(r));
+        if let Some(m) = &r.mib_s {
+            out.push(mib_s_row(r, m));
+        }
+    }
+    out
+}
+
+fn text_row(r: &Row) -> Vec<String> {
+    let verdict = if r.note.is_empty() {
+        r.verdict.label().to_string()
+    } else {
+        format!("{}; {}", r.verdict.label(), r.note)
+    };
+    vec![
+        r.permutation.clone(),
+        r.metric.label(),
+        value(r.baseline.map(|s| s.median)),
+        value(r.candidate.map(|s| s.median)),
+        change(
+            r.median_change_pct,
+            r.baseline.is_some() && r.candidate.is_some(),
+        ),
+        p_value(r.p_value),
+        counts(r),
+        verdict,
+        if r.regression { "REGRESSION" } else { "" }.into(),
+    ]
+}
+
+/// The disk write's MiB/s under its seconds: shown, not judged.
+fn mib_s_row(r: &Row, m: &MibS) -> Vec<String> {
+    let pct = match (m.baseline_median, m.candidate_median) {
+        (Some(b), Some(c)) if b != 0.0 => Some((c - b) / b.abs() * 100.0),
+        _ => None,
+    };
+    vec![
+        r.permutation.clone(),
+        "disk write (MiB/s)".into(),
+        value(m.baseline_median),
+        value(m.candidate_median),
+        change(
+            pct,
+            m.baseline_median.is_some() && m.candidate_median.is_some(),
+        ),
+        String::new(),
+        counts(r),
+        "shown only: the seconds above decide".into(),
+        String::new(),
+    ]
+}
+
+fn value(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into())
+}
+
+/// `+12.3%`; `n/a` when both sides have a median but the change is undefined (from 0).
+fn change(pct: Option<f64>, both: bool) -> String {
+    match pct {
+        Some(p) => signed(p) + "%",
+        None if both => "n/a".into(),
+        None => "-".into(),
+    }
+}
+
+/// Three decimals where they say something, scientific below 0.001.
+fn p_value(p: Option<f64>) -> String {
+    match p {
+        Some(p) if p >= 0.001 => format!("{p:.3}"),
+        Some(p) => format!("{p:.1e}"),
+        None => "-".into(),
+    }
+}
+
+/// `baseline/candidate` sample counts, 0 for a missing side.
+fn counts(r: &Row) -> String {
+    let n = |s: Option<Side>| s.map_or(0, |s| s.n);
+    format!("{}/{}", n(r.baseline), n(r.candidate))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::testdata::{perm, report, with_disk_write};
+    use crate::vm::CacheMode;
+
+    fn rules() -> Rules {
+        Rules::new(0.05, DEFAULT_MIN_EFFECT_PCT, Thresholds::default()).unwrap()
+    }
+
+    fn find<'a>(cmp: &'a PerfComparison, id: &str, metric: &str) -> &'a Row {
+        cmp.rows
+            .iter()
+            .find(|r| r.permutation == id && r.metric.label() == metric)
+            .unwrap_or_else(|| panic!("no row {id} {metric}: {:#?}", cmp.rows))
+    }
+
+    /// Seven runs around `centre` (their median) with a spread of a few percent, in an
+    /// order unrelated to size.
+    fn noisy(centre: f64) -> Vec<f64> {
+        [0.97, 1.02, 0.99, 1.03, 1.0, 0.98, 1.01]
+            .iter()
+            .map(|f| centre * f)
+            .collect()
+    }
+
+    #[test]
+    fn a_clear_slowdown_is_flagged() {
+        let base = report(vec![perm(
+            "smoke",
+            &[("assets", &noisy(20.0)), ("bootkube", &noisy(100.0))],
+        )]);
+        let cand = report(vec![perm(
+            "smoke",
+            &[("assets", &noisy(20.0)), ("bootkube", &noisy(130.0))],
+        )]);
+        let cmp = compare_reports(&base, &cand, rules()).unwrap();
+        let b = find(&cmp, "smoke", "bootkube (s)");
+        assert_eq!(b.verdict, RowVerdict::Slower);
+        assert_eq!(b.decided_by, DecidedBy::Test);
+        assert!(b.regression);
+        assert!(b.p_value.unwrap() < 0.01, "{b:?}");
+        assert!((b.median_change_pct.unwrap() - 30.0).abs() < 1e-9, "{b:?}");
+        assert_eq!((b.baseline.unwrap().n, b.candidate.unwrap().n), (7, 7));
+        let a = find(&cmp, "smoke", "assets (s)");
+        assert_eq!(a.verdict, RowVerdict::NoSignificantDifference);
+        assert!(!a.regression);
+        // The whole run is bootkube plus assets: slower too, by about 25 %.
+        assert!(find(&cmp, "smoke", "total (s)").regression);
+        assert_eq!(cmp.regressions, 2);
+
+        let text = render_text(&cmp);
+        let line = text.lines().find(|l| l.contains("bootkube (s)")).unwrap();
+        assert!(line.ends_with("REGRESSION"), "{line}");
+        for cell in ["100.00", "130.00", "+30.0%", "7/7", "slower"] {
+            assert!(line.contains(cell), "{cell} in {line}");
+        }
+        assert!(text.trim_end().ends_with("2 regressions"), "{text}");
+        // The other way round it is faster: never a regression.
+        let cmp = compare_reports(&cand, &base, rules()).unwrap();
+        assert_eq!(
+            find(&cmp, "smoke", "bootkube (s)").verdict,
+            RowVerdict::Faster
+        );
+        assert_eq!(cmp.regressions, 0);
+    }
+
+    #[test]
+    fn noise_is_not_flagged() {
+        // The same values in another order, and a sample shifted within its own spread.
+        let mut shuffled = noisy(100.0);
+        shuffled.reverse();
+        let base = report(vec![perm("a", &[("bootkube", &noisy(100.0))])]);
+        let cand = report(vec![perm(
+            "a",
+            &[("bootkube", &[98.0, 101.0, 103.5, 99.0, 100.5, 97.5, 102.0])],
+        )]);
+        let cmp = compare_reports(&base, &cand, rules()).unwrap();
+        let r = find(&cmp, "a", "bootkube (s)");
+        assert_eq!(r.verdict, RowVerdict::NoSignificantDifference, "{r:?}");
+        assert_eq!(cmp.regressions, 0);
+        let same = report(vec![perm("a", &[("bootkube", &shuffled)])]);
+        let cmp = compare_reports(&base, &same, rules()).unwrap();
+        assert_eq!(cmp.regressions, 0);
+        assert_eq!(find(&cmp, "a", "bootkube (s)").p_value, Some(1.0));
+        assert!(render_text(&cmp).trim_end().ends_with("no regression"));
+    }
+
+    #[test]
+    fn a_significant_one_percent_shift_is_below_the_minimum_effect() {
+        // Very steady runs: every candidate run is 1 % slower, which the test finds.
+        let base: Vec<f64> = (0..8).map(|i| 600.0 + 0.1 * f64::from(i)).collect();
+        let cand: Vec<f64> = base.iter().map(|v| v * 1.01).collect();
+        let b = report(vec![perm("a", &[("bootkube", &base)])]);
+        let c = report(vec![perm("a", &[("bootkube", &cand)])]);
+        let cmp = compare_reports(&b, &c, rules()).unwrap();
+        let r = find(&cmp, "a", "bootkube (s)");
+        assert_eq!(r.verdict, RowVerdict::Slower);
+        assert!(r.p_value.unwrap() < 0.001);
+        assert!(!r.regression);
+        assert_eq!(r.note, "below the 5% minimum effect");
+        let text = render_text(&cmp);
+        let line = text.lines().find(|l| l.contains("bootkube (s)")).unwrap();
+        assert!(
+            line.ends_with("slower; below the 5% minimum effect"),
+            "{line}"
+        );
+
+        // With a smaller minimum it counts.
+        let strict = Rules::new(0.05, 0.5, Thresholds::default()).unwrap();
+        assert!(
+            find(
+                &compare_reports(&b, &c, strict).unwrap(),
+                "a",
+                "bootkube (s)"
+            )
+            .regression
+        );
+
+        // Exactly at the minimum counts ("at least"); a hair above it does not.
+        let base = [99.9, 99.95, 100.0, 100.0, 100.05, 100.1];
+        let cand: Vec<f64> = base.iter().map(|v| v + 1.0).collect();
+        let b = report(vec![perm("a", &[("bootkube", &base)])]);
+        let c = report(vec![perm("a", &[("bootkube", &cand)])]);
+        let at = |min| {
+            let rules = Rules::new(0.05, min, Thresholds::default()).unwrap();
+            let cmp = compare_reports(&b, &c, rules).unwrap();
+            find(&cmp, "a", "bootkube (s)").clone()
+        };
+        let r = at(1.0);
+        assert_eq!(r.median_change_pct, Some(1.0));
+        assert!(r.regression, "{r:?}");
+        assert!(!at(1.000_001).regression);
+    }
+
+    #[test]
+    fn too_few_runs_fall_back_to_the_thresholds() {
+        let b = report(vec![perm(
+            "a",
+            &[("bootkube", &[50.0, 50.0]), ("assets", &[50.0, 52.0])],
+        )]);
+        let c = report(vec![perm(
+            "a",
+            &[("bootkube", &[70.0, 72.0]), ("assets", &[55.0, 57.0])],
+        )]);
+        let cmp = compare_reports(&b, &c, rules()).unwrap();
+        // bootkube: 50 -> 71 s, +42 % and +21 s: beyond both thresholds.
+        let r = find(&cmp, "a", "bootkube (s)");
+        assert_eq!(r.verdict, RowVerdict::TooFewSamples);
+        assert_eq!(r.decided_by, DecidedBy::Thresholds);
+        assert!(r.regression);
+        assert_eq!(r.note, "threshold: n=2 < 4 needed for the test");
+        // assets: +10 %, +5 s: within them.
+        let r = find(&cmp, "a", "assets (s)");
+        assert_eq!(r.decided_by, DecidedBy::Thresholds);
+        assert!(!r.regression);
+        let text = render_text(&cmp);
+        let line = text.lines().find(|l| l.contains("bootkube (s)")).unwrap();
+        assert!(
+            line.contains("too few runs; threshold: n=2 < 4 needed for the test")
+                && line.ends_with("REGRESSION"),
+            "{line}"
+        );
+        // Unequal sizes say both.
+        let c = report(vec![perm("a", &[("bootkube", &[70.0, 72.0, 71.0])])]);
+        let cmp = compare_reports(&b, &c, rules()).unwrap();
+        assert_eq!(
+            find(&cmp, "a", "bootkube (s)").note,
+            "threshold: n=2/3, too few for the test (4 each needed)"
+        );
+        // The thresholds are the caller's.
+        let lax = Rules::new(
+            0.05,
+            5.0,
+            Thresholds {
+                pct: 50.0,
+                secs: 10.0,
+            },
+        )
+        .unwrap();
+        let cmp = compare_reports(&b, &c, lax).unwrap();
+        assert!(!find(&cmp, "a", "bootkube (s)").regression);
+    }
+
+    #[test]
+    fn what_only_one_side_has_is_listed_not_a_regression() {
+        let b = report(vec![
+            with_disk_write(perm("a", &[("assets", &noisy(2.0))]), &noisy(3.0)),
+            perm("gone", &[("assets", &noisy(2.0))]),
+        ]);
+        let mut none_passed = perm("a", &[]);
+        none_passed.counts.passed = 0;
+        let c = report(vec![
+            perm("new", &[("assets", &noisy(2.0))]),
+            perm("a", &[("assets", &noisy(2.0)), ("bootkube", &noisy(9.0))]),
+        ]);
+        let cmp = compare_reports(&b, &c, rules()).unwrap();
+        assert_eq!(cmp.only_in_baseline, ["gone"]);
+        assert_eq!(cmp.only_in_candidate, ["new"]);
+        let r = find(&cmp, "a", "bootkube (s)");
+        assert_eq!(
+            (r.verdict, r.decided_by, r.regression),
+            (RowVerdict::NoSamples, DecidedBy::NotCompared, false)
+        );
+        assert_eq!(r.note, "no samples in the baseline");
+        assert!(r.baseline.is_none() && r.candidate.is_some());
+        let w = find(&cmp, "a", "disk write (s)");
+        assert_eq!(w.note, "no samples in the candidate");
+        let m = w.mib_s.unwrap();
+        assert!(
+            (m.baseline_median.unwrap() - 256.0 / 3.0).abs() < 1e-9,
+            "{m:?}"
+        );
+        assert_eq!(m.candidate_median, None);
+        // The only regression is the whole run, which the new phase made longer.
+        let flagged: Vec<String> = cmp
+            .rows
+            .iter()
+            .filter(|r| r.regression)
+            .map(|r| r.metric.label())
+            .collect();
+        assert_eq!(flagged, ["total (s)"]);
+
+        // A permutation no run of which passed, on both sides: its whole run is listed.
+        let cmp = compare_reports(
+            &report(vec![none_passed.clone()]),
+            &report(vec![none_passed]),
+            rules(),
+        )
+        .unwrap();
+        assert_eq!(cmp.rows.len(), 1);
+        assert_eq!(cmp.rows[0].note, "no samples on either side");
+
+        let text = render_text(&compare_reports(&b, &c, rules()).unwrap());
+        assert!(
+            text.contains("\nonly in the baseline (not compared): gone\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nonly in the candidate (not compared): new\n"),
+            "{text}"
+        );
+        let line = text.lines().find(|l| l.contains("bootkube (s)")).unwrap();
+        assert!(line.contains(" - ") && line.contains("0/7"), "{line}");
+        assert!(
+            line.ends_with("not compared; no samples in the baseline"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn the_disk_write_compares_seconds_and_shows_mib_s() {
+        let b = report(vec![with_disk_write(perm("a", &[]), &noisy(2.0))]);
+        let c = report(vec![with_disk_write(perm("a", &[]), &noisy(4.0))]);
+        let cmp = compare_reports(&b, &c, rules()).unwrap();
+        let w = find(&cmp, "a", "disk write (s)");
+        assert_eq!(w.verdict, RowVerdict::Slower);
+        assert!(w.regression);
+        let text = render_text(&cmp);
+        let mib = text
+            .lines()
+            .find(|l| l.contains("disk write (MiB/s)"))
+            .unwrap();
+        // 256 MiB in 2 s and in 4 s.
+        assert!(
+            mib.contains("128.00") && mib.contains("64.00") && mib.contains("-50.0%"),
+            "{mib}"
+        );
+        assert!(!mib.contains("REGRESSION"), "{mib}");
+    }
+
+    #[test]
+    fn a_slowdown_from_a_zero_median_is_unbounded() {
+        let zeros = [0.0; 6];
+        let b = report(vec![perm("a", &[("reboot", &zeros)])]);
+        let c = report(vec![perm("a", &[("reboot", &noisy(1.0))])]);
+        let cmp = compare_reports(&b, &c, rules()).unwrap();
+        let r = find(&cmp, "a", "reboot (s)");
+        assert_eq!(r.median_change_pct, None);
+        assert!(r.regression);
+        let text = render_text(&cmp);
+        let line = text.lines().find(|l| l.contains("reboot (s)")).unwrap();
+        assert!(line.contains(" n/a "), "{line}");
+    }
+
+    #[test]
+    fn host_differences_are_named() {
+        let b = report(vec![
+            perm("a", &[("assets", &noisy(2.0))]),
+            perm("b", &[("assets", &noisy(2.0))]),
+        ]);
+        let mut c = b.clone();
+        c.host.accel = "tcg".into();
+        let mut own = c.host.clone();
+        own.install_disk.as_mut().unwrap().cache = CacheMode::None;
+        c.permutations[1].host = Some(own);
+        let cmp = compare_reports(&b, &c, rules()).unwrap();
+        assert_eq!(
+            cmp.host_differences,
+            [
+                HostDifference {
+                    what: "accelerator".into(),
+                    baseline: "kvm".into(),
+                    candidate: "tcg".into(),
+                    permutations: vec![],
+                },
+                HostDifference {
+                    what: "install-disk cache".into(),
+                    baseline: "unsafe".into(),
+                    candidate: "none".into(),
+                    permutations: vec!["b".into()],
+                },
+            ]
+        );
+        let text = render_text(&cmp);
+        assert!(text.contains("WARNING: the host context differs"), "{text}");
+        assert!(text.contains("  - accelerator: kvm in the baseline, tcg in the candidate\n"));
+        assert!(text.contains(
+            "  - install-disk cache: unsafe in the baseline, none in the candidate (permutations b)\n"
+        ));
+        // The comparison still ran.
+        assert_eq!(cmp.rows.len(), 4);
+
+        // Same host: no warning. Nothing matched: the top-level hosts are compared.
+        assert!(compare_reports(&b, &b, rules())
+            .unwrap()
+            .host_differences
+            .is_empty());
+        assert!(!render_text(&compare_reports(&b, &b, rules()).unwrap()).contains("WARNING"));
+        let mut other = report(vec![perm("z", &[])]);
+        other.host.backing_store = None;
+        other.host.install_disk.as_mut().unwrap().throttle = Some(crate::vm::Throttle {
+            bytes_per_s: Some(8 << 20),
+            iops: None,
+        });
+        let cmp = compare_reports(&b, &other, rules()).unwrap();
+        let what: Vec<(&str, &str)> = cmp
+            .host_differences
+            .iter()
+            .map(|d| (d.what.as_str(), d.candidate.as_str()))
+            .collect();
+        assert_eq!(
+            what,
+            [
+                ("install-disk throttle", "throttled to 8.0 MiB/s"),
+                ("backing store filesystem", "unknown")
+            ]
+        );
+    }
+
+    /// Equal JSON values, numbers within a relative 1e-12.
+    #[track_caller]
+    fn assert_same(a: &serde_json::Value, b: &serde_json::Value) {
+        use serde_json::Value;
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => {
+                let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+                assert!((x - y).abs() <= 1e-12 * x.abs().max(1.0), "{x} != {y}");
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                assert_eq!(x.len(), y.len());
+                x.iter().zip(y).for_each(|(x, y)| assert_same(x, y));
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                assert_eq!(x.keys().collect::<Vec<_>>(), y.keys().collect::<Vec<_>>());
+                x.iter().for_each(|(k, v)| assert_same(v, &y[k]));
+            }
+            _ => assert_eq!(a, b),
+        }
+    }
+
+    #[test]
+    fn json_round_trip() {
+        let b = report(vec![with_disk_write(
+            perm("a", &[("assets", &noisy(2.0)), ("bootkube", &[1.0, 2.0])]),
+            &noisy(3.0),
+        )]);
+        let mut c = report(vec![with_disk_write(
+            perm("a", &[("assets", &noisy(3.0))]),
+            &noisy(3.0),
+        )]);
+        c.host.accel = "tcg".into();
+        let mut cmp = compare_reports(&b, &c, rules()).unwrap();
+        cmp.baseline_dir = "runs/main".into();
+        cmp.candidate_dir = "runs/pr".into();
+        let text = cmp.to_json();
+        assert!(text.ends_with("}\n"));
+        let back: PerfComparison = serde_json::from_str(&text).unwrap();
+        // serde_json's default float parser may land an ulp off (2.0300000000000002 comes back
+        // as 2.03): equal up to that.
+        assert_same(
+            &serde_json::to_value(&back).unwrap(),
+            &serde_json::to_value(&cmp).unwrap(),
+        );
+        assert_eq!((back.rows.len(), back.regressions), (cmp.rows.len(), 2));
+
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["schema"], "sno-harness/perf-compare/v1");
+        assert_eq!(v["alpha"], 0.05);
+        assert_eq!(v["min_effect_pct"], 5.0);
+        assert_eq!(v["min_samples_per_group"], 4);
+        assert_eq!(v["regressions"], 2);
+        assert_eq!(v["host_differences"][0]["what"], "accelerator");
+        let r = &v["rows"][0];
+        assert_eq!(
+            r["metric"],
+            serde_json::json!({"kind": "phase", "phase": "assets"})
+        );
+        assert_eq!(r["verdict"], "slower");
+        assert_eq!(r["decided_by"], "test");
+        assert_eq!(r["regression"], true);
+        assert_eq!(r["baseline"]["n"], 7);
+        assert!(r.get("note").is_none(), "empty notes are left out: {r}");
+        let missing = &v["rows"][1];
+        assert_eq!(missing["verdict"], "no_samples");
+        assert!(missing["candidate"].is_null());
+        assert_eq!(v["rows"][2]["metric"]["kind"], "total");
+        assert_eq!(v["rows"][3]["metric"]["kind"], "disk_write");
+        assert!(v["rows"][3]["mib_s"]["baseline_median"].is_number());
+    }
+
+    #[test]
+    fn bad_rules_are_refused() {
+        let t = Thresholds::default();
+        for alpha in [0.0, 1.0, -0.1, 1.5, f64::NAN] {
+            assert!(
+                matches!(Rules::new(alpha, 5.0, t), Err(RulesError::Alpha(_))),
+                "{alpha}"
+            );
+        }
+        for min in [-1.0, f64::NAN, f64::INFINITY] {
+            assert!(
+                matches!(Rules::new(0.05, min, t), Err(RulesError::MinEffect(_))),
+                "{min}"
+            );
+        }
+        let bad = Thresholds {
+            pct: -1.0,
+            secs: 10.0,
+        };
+        assert!(matches!(
+            Rules::new(0.05, 5.0, bad),
+            Err(RulesError::Thresholds { .. })
+        ));
+        assert_eq!(Rules::new(0.01, 0.0, t).unwrap().min_samples(), 5);
+        assert!(RulesError::Alpha(1.5)
+            .to_string()
+            .contains("between 0 and 1"));
+    }
+
+    #[test]
+    fn a_non_finite_sample_is_an_error_naming_the_row() {
+        let b = report(vec![perm("a", &[("assets", &noisy(2.0))])]);
+        let mut c = b.clone();
+        c.permutations[0].phases[0].seconds.samples[2] = f64::INFINITY;
+        let e = compare_reports(&b, &c, rules()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a, assets (s): candidate: sample 2 is inf, not a finite number"
+        );
+    }
+}

@@ -1,0 +1,140 @@
+//! Hand-made perf reports for the unit tests of the comparison and the HTML section: the
+//! samples are given directly, so a test states exactly what it compares or plots.
+
+use std::collections::BTreeMap;
+
+use super::mounts::BackingStore;
+use super::report::{
+    DiskWriteStat, HostInfo, InstallDisk, PerfReport, PermutationPerf, PhaseStat, RunCounts,
+    RunEntry, RunKind, Stat, SCHEMA,
+};
+use super::stats::Summary;
+use crate::report::result::Verdict;
+use crate::vm::{AioMode, CacheMode};
+
+/// The bytes every synthetic disk write writes: 256 MiB.
+pub const WRITE_BYTES: f64 = 268_435_456.0;
+
+/// A statistic of `samples` from runs 0, 1, 2, ...
+pub fn stat(samples: &[f64]) -> Stat {
+    Stat {
+        summary: Summary::of(samples).expect("non-empty finite samples"),
+        samples: samples.to_vec(),
+        runs: (0..samples.len() as u32).collect(),
+    }
+}
+
+/// A passed measured run's entry.
+fn entry(id: &str, index: u32) -> RunEntry {
+    RunEntry {
+        kind: RunKind::Measured,
+        index,
+        dir: format!("{id}/{}", RunKind::Measured.dir_name(index)),
+        verdict: Verdict::Pass,
+        as_expected: true,
+        in_statistics: true,
+        failed_phase: None,
+        reason: String::new(),
+        started_at: "2026-11-30T10:00:00Z".into(),
+        duration_s: 1.0,
+        load_1m: None,
+        other_vms: vec![],
+    }
+}
+
+/// A permutation whose runs all passed, with these phases; the whole run is the sum of the
+/// phases run by run, no disk write.
+pub fn perm(id: &str, phases: &[(&str, &[f64])]) -> PermutationPerf {
+    let n = phases.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
+    let total: Vec<f64> = (0..n)
+        .map(|i| phases.iter().filter_map(|(_, s)| s.get(i)).sum())
+        .collect();
+    PermutationPerf {
+        id: id.into(),
+        params: BTreeMap::new(),
+        host: None,
+        counts: RunCounts {
+            planned: n as u32,
+            measured: n as u32,
+            passed: n as u32,
+            as_expected: n as u32,
+            warmups: 0,
+        },
+        runs: (0..n as u32).map(|i| entry(id, i)).collect(),
+        phases: phases
+            .iter()
+            .map(|(name, s)| PhaseStat {
+                phase: name.to_string(),
+                seconds: stat(s),
+            })
+            .collect(),
+        total_seconds: (!total.is_empty()).then(|| stat(&total)),
+        disk_write: None,
+        state_reuse: None,
+        warnings: vec![],
+    }
+}
+
+/// `p` with a disk write of [`WRITE_BYTES`] taking these seconds.
+pub fn with_disk_write(mut p: PermutationPerf, seconds: &[f64]) -> PermutationPerf {
+    let rates: Vec<f64> = seconds
+        .iter()
+        .map(|s| WRITE_BYTES / (1024.0 * 1024.0) / s)
+        .collect();
+    p.disk_write = Some(DiskWriteStat {
+        disk: "install".into(),
+        seconds: stat(seconds),
+        mib_s: stat(&rates),
+        bytes: stat(&vec![WRITE_BYTES; seconds.len()]),
+        deadline: None,
+    });
+    p
+}
+
+/// The host every synthetic report ran on.
+pub fn host() -> HostInfo {
+    HostInfo {
+        accel: "kvm".into(),
+        cpu_model: "AMD EPYC 7B13".into(),
+        qemu_version: "QEMU emulator version 7.2.15".into(),
+        kernel: "6.1.0-28-amd64".into(),
+        harness_version: "0.1.0".into(),
+        backend: "qemu".into(),
+        install_disk: Some(InstallDisk {
+            disk: "install".into(),
+            cache: CacheMode::Unsafe,
+            aio: AioMode::Threads,
+            throttle: None,
+        }),
+        backing_store: Some(BackingStore {
+            fstype: "ext4".into(),
+            source: "/dev/vda1".into(),
+            mount_point: "/".into(),
+            options: "rw".into(),
+        }),
+    }
+}
+
+/// A finished perf report of these permutations on [`host`].
+pub fn report(permutations: Vec<PermutationPerf>) -> PerfReport {
+    let repeat = permutations
+        .iter()
+        .map(|p| p.counts.planned)
+        .max()
+        .unwrap_or(0);
+    PerfReport {
+        schema: SCHEMA.into(),
+        source: "scenarios/smoke.toml".into(),
+        strategy: None,
+        filter: None,
+        repeat,
+        warmup: 0,
+        started_at: "2026-11-30T10:00:00Z".into(),
+        finished_at: "2026-11-30T11:00:00Z".into(),
+        interrupted: false,
+        min_samples_for_compare: 4,
+        host: host(),
+        permutations,
+        warnings: vec![],
+    }
+}
