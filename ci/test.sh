@@ -18,8 +18,10 @@ cargo run --release --locked -p sno-harness -- fixture build
 #   or `--run-ignored only`); CI runs a representative pair: an IPv6 install-config with a proxy,
 #   a trust bundle, FIPS and no baseline capabilities (checked in the cluster's reported state),
 #   and one installer rejection.
-# - two VM tests whose path others cover: the OVMF 512-byte install (OVMF 4K and SeaBIOS 512
-#   run) and the timed BiP convergence test (the smoke scenario converges the same way).
+# - three VM tests whose path others cover: the OVMF 512-byte install (OVMF 4K and SeaBIOS 512
+#   run), the timed BiP convergence test (the smoke scenario converges the same way), and
+#   disk-boot-panic on libvirt (it runs on QEMU; libvirt's reset and event path runs in
+#   libvirt::smoke, its failure path in libvirt::fault::install-fail).
 # - the soak (harness/tests/soak.rs, ignored) and the flake count (ci/flakes.sh).
 # - the end-to-end perf run (three smoke runs in a row, harness/tests/perf_cli.rs, ignored);
 #   its aggregation and CLI paths run here without VMs.
@@ -29,4 +31,5 @@ ci_permutations='test(=install-config::ipv6.OVNKubernetes.proxy.bundle.fips.caps
 cargo nextest run --workspace --locked --profile ci --run-ignored all -E "
   not test(/^fault::($not_in_ci)\$/) and not binary(soak) and not test(=smoke_twice_after_one_warmup)
   and not test(=install_to_disk_and_boot_ovmf_512) and not test(=bootstrap_in_place_converges_on_seabios_virtio)
+  and not test(=libvirt::fault::disk-boot-panic)
   and (not (binary(scenarios) and test(/^(disks|install-config)::/)) or $ci_permutations)"

@@ -1140,6 +1140,7 @@ pub fn perf(a: &PerfArgs) -> i32 {
         }
     };
     let json_path = out.join(PERF_JSON);
+    let html_path = out.join(sno_harness::report::html::REPORT_HTML_FILE);
     let ran = rt.block_on(async {
         let rx = interrupt_channel();
         run_perf(
@@ -1156,11 +1157,20 @@ pub fn perf(a: &PerfArgs) -> i32 {
                 progress: sno_harness::run::progress::Mode::detect(),
                 disk_write_only: a.disk_write_only,
             },
-            // Kept current after every run: a killed harness leaves what it measured.
+            // Kept current after every run: a killed harness leaves what it measured, and
+            // the page shows the distributions so far.
             |so_far| {
                 let partial = perf_report::build(&input(so_far, false, String::new()));
-                if let Err(e) = write_atomically(&json_path, &partial.to_json()) {
-                    tracing::warn!("writing {}: {e}", json_path.display());
+                for (path, text) in [
+                    (json_path.clone(), partial.to_json()),
+                    (
+                        html_path.clone(),
+                        sno_harness::report::html::render_perf_html(&partial, "."),
+                    ),
+                ] {
+                    if let Err(e) = write_atomically(&path, &text) {
+                        tracing::warn!("writing {}: {e}", path.display());
+                    }
                 }
             },
         )
@@ -1175,7 +1185,7 @@ pub fn perf(a: &PerfArgs) -> i32 {
         (out.join(PERF_MD), markdown.clone()),
         // The distributions, next to the run directories the page links to.
         (
-            out.join(sno_harness::report::html::REPORT_HTML_FILE),
+            html_path.clone(),
             sno_harness::report::html::render_perf_html(&report, "."),
         ),
     ] {

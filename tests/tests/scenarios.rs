@@ -77,6 +77,7 @@ fn run_one(
             interrupt: rx,
             // Test output is captured: plain lines, with heartbeats.
             progress: sno_harness::run::progress::Display::Plain,
+            state: Default::default(),
         },
     ));
     match check_expectation(s, &result) {
