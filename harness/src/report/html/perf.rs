@@ -254,6 +254,13 @@ fn permutation(p: &PermutationPerf, scales: &[(Metric, Scale)], base: &str) -> E
                 .text(format!("Host differs: {}.", host_line(h))),
         );
     }
+    if let Some(sr) = &p.state_reuse {
+        div = div.child(
+            el("p")
+                .attr("class", "meta state-reuse")
+                .text(format!("{}.", crate::perf::report::state_reuse_line(sr))),
+        );
+    }
     if !p.warnings.is_empty() {
         div = div.child(warnings(&p.warnings));
     }
@@ -606,5 +613,29 @@ mod tests {
         assert!(
             html.contains("1 of 1 measured runs passed (3 planned); 1 warmup run(s), not plotted")
         );
+        assert!(!html.contains("state-reuse"));
+    }
+
+    #[test]
+    fn what_a_saved_state_saved_is_said() {
+        let mut p = perm("a", &[("install-to-disk", &[20.0, 21.0])]);
+        p.state_reuse = Some(crate::perf::report::StateReuse {
+            save_run: "a/save-state".into(),
+            saved: true,
+            bootstrap_s: 60.0,
+            save_run_s: 70.0,
+            resumed_runs: 2,
+            resumed_s: 60.0,
+            actual_s: 130.0,
+            without_state_s: 180.0,
+            saved_s: 50.0,
+            saved_pct: 27.8,
+        });
+        let html = performance_section(&report(vec![p]), ".").render();
+        assert!(
+            html.contains("<p class=\"meta state-reuse\">disk write only: bootstrapped once (60.0 s"),
+            "{html}"
+        );
+        assert!(html.contains("saved 50.0 s (28 %)."), "{html}");
     }
 }
