@@ -796,10 +796,10 @@ impl Machine {
             write_end_ms + (write_ms as f64 * (bounds.margin - 1.0).max(0.0)) as u64 + slack;
         // coreos-installer's percent counts the image it has read; a slow (or throttled) disk
         // is still taking what the guest's page cache holds after 100 %. While the write
-        // counter grows, the deadline stays at least `slack` past its last growth.
-        if self.disk.end_ms.is_none() {
-            wanted = wanted.max(self.disk.last_growth_ms + slack);
-        }
+        // counter grows, the deadline stays at least `slack` past its last growth. Once the
+        // write ended, this is the deadline that was in force at its end (what result.json
+        // reports): a write that outlived its projection was allowed to by this rule.
+        wanted = wanted.max(self.disk.last_growth_ms + slack);
         let deadline_ms = wanted.clamp(
             phase_start + bounds.min.as_millis() as u64,
             phase_start + bounds.max.as_millis() as u64,
@@ -1191,6 +1191,33 @@ mod tests {
         assert_eq!(p.deadline_ms, 390_000 + 120_000);
         assert!(m.tick(510_000).is_empty());
         assert!(!m.tick(510_001).is_empty());
+    }
+
+    #[test]
+    fn the_reported_deadline_of_a_write_that_outlived_its_projection_is_the_one_in_force() {
+        // A write that ends long after coreos-installer's 100 %: what result.json reports is
+        // the deadline at the end, past the end, not the projection from the percent alone.
+        let mut m = adaptive_machine();
+        installer_started(&mut m);
+        feed(
+            &mut m,
+            vec![progress_line(37_000, 50), progress_line(42_000, 100)],
+        );
+        for t in (50_000..400_000).step_by(10_000) {
+            feed(&mut m, vec![(t, Signal::DiskWrite { bytes: t * 1000 })]);
+            assert!(m.tick(t).is_empty());
+        }
+        feed(
+            &mut m,
+            vec![(
+                400_500,
+                journal("install-to-disk.service", "Install complete."),
+            )],
+        );
+        assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pass);
+        let p = m.install_projection().unwrap();
+        assert_eq!(p.deadline_ms, 390_000 + 120_000);
+        assert!(p.deadline_ms > 400_500 && p.deadline_ms > p.nominal_deadline_ms);
     }
 
     #[test]

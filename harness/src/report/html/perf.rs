@@ -633,7 +633,9 @@ mod tests {
         });
         let html = performance_section(&report(vec![p]), ".").render();
         assert!(
-            html.contains("<p class=\"meta state-reuse\">disk write only: bootstrapped once (60.0 s"),
+            html.contains(
+                "<p class=\"meta state-reuse\">disk write only: bootstrapped once (60.0 s"
+            ),
             "{html}"
         );
         assert!(html.contains("saved 50.0 s (28 %)."), "{html}");
