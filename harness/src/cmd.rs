@@ -1034,7 +1034,6 @@ pub struct PerfArgs {
 /// `perf`: each permutation (or the one scenario) `--warmup` times unmeasured, then `--repeat`
 /// times measured, one run at a time; then perf.json, perf.md and the table on stdout.
 pub fn perf(a: &PerfArgs) -> i32 {
-    use sno_harness::perf::mounts::backing_store;
     use sno_harness::perf::report::{
         self as perf_report, PerfInput, PermutationRuns, RunKind, PERF_JSON, PERF_MD,
     };
@@ -1108,7 +1107,7 @@ pub fn perf(a: &PerfArgs) -> i32 {
         eprintln!("sno-harness: creating {}: {e}", out.display());
         return exit::HARNESS_ERROR;
     }
-    let backing = backing_store(&out);
+    let backing = sno_harness::perf::mounts::backing_for(&a.flags.backend(), &out);
     let started_at = sno_harness::report::result::rfc3339(std::time::SystemTime::now());
     let input =
         |permutations: &[PermutationRuns], interrupted: bool, finished_at: String| PerfInput {

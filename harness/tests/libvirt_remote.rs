@@ -111,6 +111,30 @@ fn smoke_on_a_remote_libvirt_host_passes_and_leaves_nothing_there() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
     assert_eq!(result["verdict"], "pass");
     assert_eq!(result["backend"], "libvirt");
+    // The numbers are the remote host's: its context comes from its libvirtd, which names
+    // itself, and the kernel it cannot tell is said to be unknown.
+    let host = &result["host"];
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(
+        host["qemu_version"].as_str().unwrap(),
+        format!(
+            "QEMU {} (libvirt on {})",
+            qemu_version_number(),
+            hostname.trim()
+        ),
+        "{host}"
+    );
+    assert!(
+        host["cpu_model"]
+            .as_str()
+            .unwrap()
+            .contains("libvirt's model of"),
+        "{host}"
+    );
+    assert!(
+        host["kernel"].as_str().unwrap().starts_with("unknown"),
+        "{host}"
+    );
     assert!(
         result["replay"]
             .as_str()
@@ -229,4 +253,18 @@ fn gc_over_ssh_removes_what_a_killed_remote_run_left() {
         serde_json::from_str(&std::fs::read_to_string(out.join("remotekill/result.json")).unwrap())
             .unwrap();
     assert_eq!(result["verdict"], "error");
+}
+
+/// This host's QEMU version number (`7.2.22`), as libvirt reports its hypervisor's.
+fn qemu_version_number() -> String {
+    let out = std::process::Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.split_whitespace()
+        .skip_while(|w| *w != "version")
+        .nth(1)
+        .unwrap()
+        .to_string()
 }

@@ -5,6 +5,22 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+/// Where a perf run's disk images live: under `out` on this host, or in the run's storage
+/// pool on a remote libvirt host, whose filesystem this host cannot see.
+pub fn backing_for(backend: &crate::vm::running::Backend, out: &Path) -> Option<BackingStore> {
+    if let crate::vm::running::Backend::Libvirt { uri } = backend {
+        if let Ok(Some(t)) = crate::vm::libvirt::remote::remote_target(uri) {
+            return Some(BackingStore {
+                fstype: "unknown (remote)".into(),
+                source: format!("a libvirt storage pool on {t}"),
+                mount_point: crate::vm::libvirt::remote_run::REMOTE_POOL_BASE.into(),
+                options: String::new(),
+            });
+        }
+    }
+    backing_store(out)
+}
+
 /// The mount a path is on, from `/proc/self/mountinfo`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -99,6 +115,31 @@ pub fn backing_store(dir: &Path) -> Option<BackingStore> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn disks_on_a_remote_libvirt_host_are_in_its_pool_not_under_out() {
+        use crate::vm::running::Backend;
+        let remote = Backend::Libvirt {
+            uri: "qemu+ssh://root@lab-7:2222/system".into(),
+        };
+        let b = backing_for(&remote, Path::new("/")).unwrap();
+        assert_eq!(b.source, "a libvirt storage pool on root@lab-7:2222");
+        assert_eq!(b.mount_point, "/var/lib/libvirt/images");
+        assert_eq!(b.fstype, "unknown (remote)");
+        // Local libvirt and QEMU: the mount --out is on.
+        let local = Backend::Libvirt {
+            uri: "qemu:///system".into(),
+        };
+        assert_eq!(
+            backing_for(&local, Path::new("/")),
+            backing_store(Path::new("/"))
+        );
+        assert_eq!(
+            backing_for(&Backend::Qemu, Path::new("/")),
+            backing_store(Path::new("/"))
+        );
+        assert!(backing_store(Path::new("/")).is_some());
+    }
 
     const MOUNTINFO: &str = "\
 22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro

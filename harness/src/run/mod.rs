@@ -293,6 +293,8 @@ pub struct RunRecord {
     pub accel_reason: String,
     pub artifacts: BTreeMap<String, String>,
     pub install_disk: Option<String>,
+    /// The host the VM ran on, when not this one (a remote libvirtd).
+    pub vm_host: Option<crate::report::result::HostContext>,
 }
 
 /// Runs a scenario to its verdict and writes result.json. Never panics on the guest's or the
@@ -345,13 +347,24 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
                     accel_reason: e.to_string(),
                     artifacts,
                     install_disk: None,
+                    vm_host: None,
                 },
             );
         }
     };
     let machine = new_machine(accel);
     ui.line(&format!("accelerator {accel:?} ({accel_reason})"));
-    let machine = drive(s, &opts, machine, started, accel, &mut artifacts, &mut ui).await;
+    let mut vm_host = None;
+    let machine = drive(
+        s,
+        &opts,
+        machine,
+        (started, accel),
+        &mut artifacts,
+        &mut vm_host,
+        &mut ui,
+    )
+    .await;
     ui.finish();
     finish(
         s,
@@ -364,6 +377,7 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
             accel_reason,
             artifacts,
             install_disk: s.install.install_disk_id.clone(),
+            vm_host,
         },
     )
 }
@@ -393,9 +407,9 @@ async fn drive(
     s: &Scenario,
     opts: &RunOptions,
     mut machine: Machine,
-    started: Instant,
-    accel: Accel,
+    (started, accel): (Instant, Accel),
     artifacts: &mut BTreeMap<String, String>,
+    vm_host: &mut Option<crate::report::result::HostContext>,
     ui: &mut progress::Progress,
 ) -> Machine {
     let dir = opts.dir.as_path();
@@ -670,8 +684,10 @@ async fn drive(
             return machine;
         }
     };
-    // On a remote libvirt host, the guest is reached through SSH forwards.
+    // On a remote libvirt host, the guest is reached through SSH forwards, and the numbers
+    // are that host's.
     let (ssh_addr, api_addr) = (vm.local_addr(ssh_addr), vm.local_addr(api_addr));
+    *vm_host = vm.remote_host_context();
     let _ = fs::write(dir.join("vm.txt"), vm.describe() + "\n");
     artifacts.insert("vm".into(), "vm.txt".into());
     artifacts.insert("serial".into(), "serial.log".into());

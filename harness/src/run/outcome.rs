@@ -132,7 +132,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
             .collect(),
         artifacts: rec.artifacts.clone(),
         replay: opts.replay.clone(),
-        host: host_context(),
+        host: rec.vm_host.clone().unwrap_or_else(host_context),
         badness: m
             .badness()
             .hits

@@ -124,6 +124,14 @@ impl RunningVm {
         }
     }
 
+    /// The context of the host the VM runs on when that is not this one (a remote libvirtd).
+    pub fn remote_host_context(&self) -> Option<crate::report::result::HostContext> {
+        match self {
+            RunningVm::Qemu { .. } => None,
+            RunningVm::Libvirt(vm) => lock(vm).remote_host_context(),
+        }
+    }
+
     pub fn pid(&self) -> Option<u32> {
         match self {
             RunningVm::Qemu { process, .. } => Some(process.pid()),

@@ -478,6 +478,18 @@ impl LibvirtVm {
         Console::attach(stream, log).map_err(|e| other("attaching the serial console", e))
     }
 
+    /// The host context of a remote libvirt host, from what it says about itself; `None`
+    /// when libvirtd runs on this host (whose own context is then the right one).
+    pub fn remote_host_context(&self) -> Option<crate::report::result::HostContext> {
+        self.remote.as_ref()?;
+        let caps = self.conn.capabilities().ok();
+        Some(super::host_facts::remote_host_context(
+            self.conn.hostname().ok().as_deref(),
+            self.conn.hyp_version().ok(),
+            caps.as_deref(),
+        ))
+    }
+
     /// The domain XML it was started from (for `vm.txt`).
     pub fn xml(&self) -> &str {
         &self.xml
