@@ -902,6 +902,11 @@ async fn drive(
                     );
                     ui.line(&text);
                     let _ = log.record(Source::Harness, Signal::Note { text });
+                    ui.line(&format!(
+                        "resume it (as often as wanted): sno-harness run {} --resume-state {}",
+                        s.path.display(),
+                        state_dir.display()
+                    ));
                 }
                 Err(e) => {
                     // Nothing half-saved stays behind.
@@ -913,7 +918,8 @@ async fn drive(
         }
     }
     vm.stop();
-    if opts.keep {
+    // A saving run's disks went into the state directory: what it keeps is the saved VM.
+    if opts.keep && !matches!(opts.state, StateMode::SaveAfterBootkube(_)) {
         ui.finish();
         ui.print(&keep_instructions(dir, &spec, &key, ssh_port));
     }
