@@ -1167,10 +1167,9 @@ mod tests {
         assert!(m.outcome().unwrap().reason.contains("within 2m 15s"));
     }
 
-    #[test]
-    fn a_disk_still_taking_the_page_cache_after_the_image_is_read_keeps_its_deadline() {
-        // What a throttled disk looked like: coreos-installer read all of the image in 10 s,
-        // the disk went on taking it for minutes.
+    /// What a throttled disk looked like: coreos-installer read all of the image in 10 s (100 %
+    /// at 42 s), the disk went on taking it until 390 s, without a timeout meanwhile.
+    fn page_cache_write() -> Machine {
         let mut m = adaptive_machine();
         installer_started(&mut m);
         feed(
@@ -1184,6 +1183,12 @@ mod tests {
                 "no timeout at {t} ms while the disk writes"
             );
         }
+        m
+    }
+
+    #[test]
+    fn a_disk_still_taking_the_page_cache_after_the_image_is_read_keeps_its_deadline() {
+        let mut m = page_cache_write();
         // Then the writes stop: the deadline is 2 minutes after the last one (the stall
         // detector, which would fire first, is set aside here).
         m.cfg.write_stall = Duration::from_secs(3600);
@@ -1197,16 +1202,7 @@ mod tests {
     fn the_reported_deadline_of_a_write_that_outlived_its_projection_is_the_one_in_force() {
         // A write that ends long after coreos-installer's 100 %: what result.json reports is
         // the deadline at the end, past the end, not the projection from the percent alone.
-        let mut m = adaptive_machine();
-        installer_started(&mut m);
-        feed(
-            &mut m,
-            vec![progress_line(37_000, 50), progress_line(42_000, 100)],
-        );
-        for t in (50_000..400_000).step_by(10_000) {
-            feed(&mut m, vec![(t, Signal::DiskWrite { bytes: t * 1000 })]);
-            assert!(m.tick(t).is_empty());
-        }
+        let mut m = page_cache_write();
         feed(
             &mut m,
             vec![(
