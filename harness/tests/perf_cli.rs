@@ -7,11 +7,13 @@
 //! only stand-ins for QEMU and its tools that exit at once, so none of them can boot a VM even
 //! if validation regressed. The one test that boots VMs is ignored (run it on purpose).
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+
+mod fake_tools;
+use fake_tools::fake_tools;
 
 const BAD_INPUT: i32 = 2;
 const HOST_NOT_READY: i32 = 3;
@@ -24,25 +26,6 @@ struct Ran {
     code: i32,
     stdout: String,
     stderr: String,
-}
-
-/// A directory of stand-ins: `qemu-system-x86_64 --version` answers, everything else fails.
-fn fake_tools(root: &Path) -> PathBuf {
-    let bin = root.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    for (name, body) in [
-        (
-            "qemu-system-x86_64",
-            "echo 'QEMU emulator version 0.0.0 (perf_cli stand-in)'",
-        ),
-        ("qemu-img", "exit 1"),
-        ("coreos-installer", "exit 1"),
-    ] {
-        let p = bin.join(name);
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    bin
 }
 
 /// `sno-harness perf ARGS` with PATH = `path_dir` only and the registry in `state`.

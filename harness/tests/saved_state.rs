@@ -5,32 +5,18 @@
 //! even if validation regressed. `perf_disk_write_only_saves_once_and_resumes_twice` boots
 //! three VMs (one bootstrap and two resumes, about 3 minutes under TCG).
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
+mod fake_tools;
+use fake_tools::fake_tools;
+
 const BAD_INPUT: i32 = 2;
 
 fn repo_file(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
-}
-
-/// Stand-ins: `qemu-system-x86_64 --version` answers, every other tool fails.
-fn fake_tools(root: &Path) -> PathBuf {
-    let bin = root.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    for (name, body) in [
-        ("qemu-system-x86_64", "echo 'QEMU emulator version 0.0.0'"),
-        ("qemu-img", "exit 1"),
-        ("coreos-installer", "exit 1"),
-    ] {
-        let p = bin.join(name);
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    bin
 }
 
 struct Ran {
