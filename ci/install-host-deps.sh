@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
 # Installs what sno-harness and its tests need on a Debian 12 host, as root. Idempotent.
+# ci/host-programs.txt lists every program this provides and who needs it;
+# ci/fresh-host-check.sh proves the list complete on a fresh Debian 12 root.
+#
+# SNO_HOST_DEPS_NO_DAEMONS=1 leaves virtlogd and libvirtd unstarted (the fresh-host check runs
+# this in a chroot, where the host's daemons must not be touched).
 set -euo pipefail
 
 pins=$(dirname "$0")/../images/recipe/pins.env
@@ -16,12 +21,22 @@ packages=(
     # (libxml2-utils, only a recommendation of libvirt-daemon).
     libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev
     libxml2-utils
+    # vm.network = "nat" (and the libvirt_nat tests): libvirt runs the network's DHCP and DNS
+    # with dnsmasq, sets its bridge up with ip, and its NAT rules with iptables. dnsmasq-base
+    # and iproute2 are only recommendations of libvirt-daemon-system, so
+    # --no-install-recommends leaves them out.
+    dnsmasq-base iproute2 iptables
     # minisno image build: Debian rootfs, squashfs, partitions, filesystems, GRUB, ISO.
     mmdebstrap squashfs-tools cpio zstd xz-utils kmod fdisk gdisk dosfstools mtools e2fsprogs
     udev xorriso grub-common grub2-common grub-pc-bin grub-efi-amd64-bin
-    # Building coreos-installer and the ssh2 crate.
-    pkg-config libssl-dev libzstd-dev liblzma-dev
+    # Building the workspace (C code in ssh2's libssh2 and in ring) and coreos-installer;
+    # cargo fetches crates over HTTPS (ca-certificates). git: minisno-install's build script
+    # records the commit it was built from.
+    gcc libc6-dev pkg-config libssl-dev libzstd-dev liblzma-dev ca-certificates git
+    # libvirt's qemu+ssh transport and the remote-libvirt tests.
     openssh-client
+    # pgrep, below (are the daemons running?).
+    procps
     # report.html is checked in headless Chromium (harness/tests/report_html.rs).
     chromium
 )
@@ -48,7 +63,22 @@ if ! command -v kubectl >/dev/null; then
     apt-get install -y -qq --no-install-recommends kubernetes-client >/dev/null
 fi
 
+# The Rust toolchain is not a Debian package (Debian 12's rustc is older than the workspace
+# needs): it comes from rustup. Without it, stop here and say how to get it (exit 3: the host
+# is not ready) rather than fail half-way through a build.
 export PATH="$HOME/.cargo/bin:$PATH"
+need_rust=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' "$(dirname "$0")/../Cargo.toml")
+have_rust=$(rustc --version 2>/dev/null | awk '{print $2}' || true)
+if ! command -v cargo >/dev/null || [ -z "$have_rust" ] \
+    || [ "$(printf '%s\n%s\n' "$need_rust" "$have_rust" | sort -V | head -1)" != "$need_rust" ]; then
+    cat >&2 <<EOF
+The workspace needs Rust $need_rust or newer (cargo and rustc); this host has ${have_rust:-none}.
+Install it with rustup, then run this script again:
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
+    . "\$HOME/.cargo/env"
+EOF
+    exit 3
+fi
 want=$MINISNO_COREOS_INSTALLER_VERSION
 have=$(coreos-installer --version 2>/dev/null | awk '{print $2}' || true)
 if [ "$have" != "$want" ]; then
@@ -61,6 +91,10 @@ fi
 # libvirtd for the libvirt backend's tests, started by hand (no systemd here). /dev/kvm first
 # goes to group kvm, mode 0660: until then libvirt re-probes QEMU on every domain start and each
 # start takes 60 s (HOST-NOTES.md).
+if [ "${SNO_HOST_DEPS_NO_DAEMONS:-}" = 1 ]; then
+    echo "host packages ready (daemons not started: SNO_HOST_DEPS_NO_DAEMONS=1)"
+    exit 0
+fi
 if [ -e /dev/kvm ]; then
     chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
 fi

@@ -4,6 +4,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install-host-deps.sh
 export PATH="$HOME/.cargo/bin:$PATH"
+# The proof that ci/install-host-deps.sh is complete on a fresh Debian 12 (about 2 minutes,
+# mostly downloads): run beside the compile below, waited for before the tests.
+mkdir -p target
+bash ci/fresh-host-check.sh >target/fresh-host-check.log 2>&1 &
+fresh_host_check=$!
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -11,6 +16,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # In the dev profile, which the tests build anyway: a release build of the harness would
 # add some 3.5 minutes of compiling for a command that mostly waits on the image build.
 cargo run --locked -p sno-harness -- fixture build
+if ! wait "$fresh_host_check"; then
+    cat target/fresh-host-check.log >&2
+    exit 1
+fi
+cat target/fresh-host-check.log
 # Every test, except (to stay under 30 minutes on 2 cores):
 # - the fault scenarios that end by a phase timeout (their mechanism is covered by
 #   bootkube-hang's twin bootkube-fail, and by unit tests of the state machine), and
