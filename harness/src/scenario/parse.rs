@@ -478,7 +478,7 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
         (Some(s), Profile::Fixture) => {
             let sec = s.get_ref();
             for fault in &sec.faults {
-                if let Err(e) = minisno_install::bip::Fault::parse(fault.get_ref()) {
+                if let Err(e) = sno_fixture_faults::parse(fault.get_ref()) {
                     return Err(cx.at(fault, format!("fixture.faults: {e}")));
                 }
             }
