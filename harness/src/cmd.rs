@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use sno_harness::exit;
-use sno_harness::report::result::Verdict;
+use sno_harness::result::Verdict;
 use sno_harness::run::{run_scenario, RunOptions};
 use sno_harness::scenario;
 
@@ -1108,7 +1108,7 @@ pub fn perf(a: &PerfArgs) -> i32 {
         return exit::HARNESS_ERROR;
     }
     let backing = sno_harness::perf::mounts::backing_for(&a.flags.backend(), &out);
-    let started_at = sno_harness::report::result::rfc3339(std::time::SystemTime::now());
+    let started_at = sno_harness::result::rfc3339(std::time::SystemTime::now());
     let input =
         |permutations: &[PermutationRuns], interrupted: bool, finished_at: String| PerfInput {
             source: a.path.display().to_string(),
@@ -1175,7 +1175,7 @@ pub fn perf(a: &PerfArgs) -> i32 {
         )
         .await
     });
-    let finished_at = sno_harness::report::result::rfc3339(std::time::SystemTime::now());
+    let finished_at = sno_harness::result::rfc3339(std::time::SystemTime::now());
     let report = perf_report::build(&input(&ran.permutations, ran.interrupted, finished_at));
     let markdown = perf_report::render_markdown(&report);
     let mut code = exit::OK;

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use crate::report::result::RunResult;
+use crate::result::RunResult;
 use crate::run::registry::{self, Entry};
 use crate::vm::libvirt::domain::RUN_XMLNS;
 
@@ -96,7 +96,7 @@ fn owner_alive(metadata: &str) -> bool {
     let pid = attr_of(metadata, "pid").and_then(|p| p.parse::<u32>().ok());
     let start = attr_of(metadata, "pid-start").and_then(|p| p.parse::<u64>().ok());
     match (pid, start) {
-        (Some(pid), Some(start)) => registry::process_start(pid) == Some(start),
+        (Some(pid), Some(start)) => crate::util::process::process_start(pid) == Some(start),
         _ => false,
     }
 }
@@ -400,7 +400,7 @@ mod tests {
     fn the_run_and_its_owner_are_read_from_the_metadata_element() {
         let host = crate::vm::libvirt::domain::host_name();
         let me = std::process::id();
-        let start = registry::process_start(me).unwrap();
+        let start = crate::util::process::process_start(me).unwrap();
         let meta = |pid: u32, start: u64, host: &str| {
             format!(
                 r#"<sno:run xmlns:sno="https://x" id="disks&amp;x.nvme" dir="/r" host="{host}" pid="{pid}" pid-start="{start}"/>"#

@@ -12,6 +12,7 @@ pub mod health;
 pub mod matrix;
 pub mod perf;
 pub mod report;
+pub mod result;
 pub mod run;
 pub mod scenario;
 pub mod util;

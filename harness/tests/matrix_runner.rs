@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use sno_harness::report::result::{RunResult, Verdict};
+use sno_harness::result::{RunResult, Verdict};
 use sno_harness::run::matrix::{run_matrix, Job, MatrixOptions};
 use sno_harness::run::progress::Mode;
 use sno_harness::scenario::parse_str;

@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 
 use report_fixtures::passed_run;
 use sno_harness::report::summary_json::Summary;
-use sno_harness::report::{RunResult, Verdict};
+use sno_harness::result::{RunResult, Verdict};
 
 mod report_fixtures;
 

@@ -10,7 +10,7 @@ use report_fixtures::passed_run;
 use serde_json::Value;
 use sno_harness::perf::mounts::BackingStore;
 use sno_harness::perf::report::{build, InstallDisk, PerfInput, PerfRun, PermutationRuns, RunKind};
-use sno_harness::report::{HostContext, RunResult};
+use sno_harness::result::{HostContext, RunResult};
 use sno_harness::vm::{AioMode, CacheMode};
 
 mod report_fixtures;

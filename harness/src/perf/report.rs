@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::mounts::BackingStore;
 use super::stats::{min_samples_per_group, throughput_mib_s, Summary};
-use crate::report::result::{phase_names, PhaseStatus, RunResult, Verdict};
+use crate::result::{phase_names, PhaseStatus, RunResult, Verdict};
 use crate::scenario::Scenario;
 use crate::vm::{AioMode, CacheMode, Throttle};
 
@@ -516,7 +516,7 @@ fn state_reuse(runs: &[PerfRun]) -> Option<StateReuse> {
 }
 
 fn disk_write(included: &[&PerfRun], warnings: &mut Vec<String>) -> Option<DiskWriteStat> {
-    let writes: Vec<(u32, &crate::report::result::DiskWrite)> = included
+    let writes: Vec<(u32, &crate::result::DiskWrite)> = included
         .iter()
         .filter_map(|r| Some((r.index, r.result.disk_write.as_ref()?)))
         .collect();
@@ -557,19 +557,18 @@ fn disk_write(included: &[&PerfRun], warnings: &mut Vec<String>) -> Option<DiskW
         "disk write bytes",
         warnings,
     )?;
-    let projections: Vec<(u32, &crate::report::result::InstallDeadline)> = writes
+    let projections: Vec<(u32, &crate::result::InstallDeadline)> = writes
         .iter()
         .filter_map(|(i, w)| Some((*i, w.deadline.as_ref()?)))
         .collect();
-    let part = |f: fn(&crate::report::result::InstallDeadline) -> f64,
-                what: &str,
-                warnings: &mut Vec<String>| {
-        stat(
-            projections.iter().map(|(i, d)| (*i, f(d))).collect(),
-            what,
-            warnings,
-        )
-    };
+    let part =
+        |f: fn(&crate::result::InstallDeadline) -> f64, what: &str, warnings: &mut Vec<String>| {
+            stat(
+                projections.iter().map(|(i, d)| (*i, f(d))).collect(),
+                what,
+                warnings,
+            )
+        };
     let deadline = (|| {
         Some(DeadlineStat {
             nominal_s: part(|d| d.nominal_s, "nominal deadline", warnings)?,
@@ -948,8 +947,8 @@ pub fn render_markdown(r: &PerfReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::result::tests::{sample_fail, sample_pass};
-    use crate::report::result::{InstallDeadline, PhaseResult};
+    use crate::result::tests::{sample_fail, sample_pass};
+    use crate::result::{InstallDeadline, PhaseResult};
 
     /// A passed run whose phase i takes `base + i` seconds, its disk write `write_ms`.
     fn passed(index: u32, base_s: u64, write_ms: u64) -> RunResult {
@@ -966,7 +965,7 @@ mod tests {
         let w = r.disk_write.as_mut().unwrap();
         w.bytes = 256 << 20;
         w.duration_ms = write_ms;
-        r.host = crate::report::result::HostContext {
+        r.host = crate::result::HostContext {
             qemu_version: "QEMU emulator version 7.2.15".into(),
             cpu_model: "AMD EPYC 7B13".into(),
             harness_version: "0.1.0".into(),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use super::report::{InstallDisk, PerfRun, PermutationRuns, RunKind};
-use crate::report::result::{rfc3339, RunResult, Verdict};
+use crate::result::{rfc3339, RunResult, Verdict};
 use crate::run::progress::{Display, Mode};
 use crate::run::state::StateMode;
 use crate::run::{check_expectation, run_scenario, RunOptions};

@@ -9,7 +9,7 @@ use super::report::{
     RunEntry, RunKind, Stat, SCHEMA,
 };
 use super::stats::Summary;
-use crate::report::result::Verdict;
+use crate::result::Verdict;
 use crate::vm::{AioMode, CacheMode};
 
 /// The bytes every synthetic disk write writes: 256 MiB.

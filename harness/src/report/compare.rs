@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::result::{RunResult, Verdict};
+use crate::result::{RunResult, Verdict};
 
 /// When a difference counts as a regression.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -282,7 +282,7 @@ pub fn signed(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::result::tests::{sample_fail, sample_pass};
+    use crate::result::tests::{sample_fail, sample_pass};
 
     const T: Thresholds = Thresholds {
         pct: 20.0,

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::result::{RunResult, Verdict};
+use crate::result::{RunResult, Verdict};
 
 /// A matrix axis: a parameter key (e.g. `disks.install.bus`) and every value it takes, in the
 /// matrix file's order. Values no permutation ran still belong here, so they show as "not run".
@@ -145,7 +145,7 @@ fn value_coverage(key: &str, value: &str, runs: &[&RunResult]) -> ValueCoverage 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::report::result::tests::{sample_fail, sample_pass};
+    use crate::result::tests::{sample_fail, sample_pass};
 
     /// A run with these params that never reached a phase (cancelled before it started).
     pub(crate) fn sample_not_run(id: &str) -> RunResult {

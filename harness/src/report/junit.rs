@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::result::{PhaseStatus, RunResult, Verdict};
+use crate::result::{PhaseStatus, RunResult, Verdict};
 
 /// Renders runs as JUnit XML: a suite per run (named by its id), a case per phase (classname =
 /// run id). Failed or timed-out phases are failures (errors when the verdict is `error`),
@@ -125,8 +125,8 @@ fn suite_for_run(run: &RunResult) -> TestSuite {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::result::tests::{sample_fail, sample_pass};
-    use crate::report::result::PhaseResult;
+    use crate::result::tests::{sample_fail, sample_pass};
+    use crate::result::PhaseResult;
     use quick_xml::events::Event;
 
     type Element = (String, Vec<(String, String)>, String);

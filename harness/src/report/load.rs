@@ -3,7 +3,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::result::{ResultError, RunResult, RESULT_FILE};
+use crate::result::{ResultError, RunResult, RESULT_FILE};
 
 /// A run's result and where its directory is, relative to the directory the reports go to:
 /// the permutation id for a matrix (`OUT/<id>/`), `.` when the reports sit next to the one
@@ -96,7 +96,7 @@ pub fn load_run_dir(dir: &Path) -> Result<Vec<LocatedRun>, LoadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::result::tests::{sample_fail, sample_pass};
+    use crate::result::tests::{sample_fail, sample_pass};
 
     fn write_run(root: &Path, dir: &str, r: &RunResult) {
         let d = root.join(dir);

@@ -8,10 +8,10 @@ use super::coverage::{merge_axes, Axis};
 use super::html::{render_html, render_perf_html, REPORT_HTML_FILE};
 use super::junit::junit_for_runs;
 use super::load::LocatedRun;
-use super::result::RunResult;
 use super::summary::matrix_summary_markdown;
 use super::summary_json::{Summary, SUMMARY_JSON_FILE};
 use crate::perf::report::PerfReport;
+use crate::result::RunResult;
 
 /// The merged JUnit file name.
 pub const JUNIT_FILE: &str = "junit.xml";
@@ -167,7 +167,7 @@ fn write_atomic(path: &Path, content: &[u8]) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::report::coverage::tests::sample_not_run;
-    use crate::report::result::tests::{sample_fail, sample_pass};
+    use crate::result::tests::{sample_fail, sample_pass};
 
     #[test]
     fn writes_the_four_reports_with_declared_axes() {

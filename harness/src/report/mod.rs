@@ -11,14 +11,9 @@ pub mod html;
 pub mod junit;
 pub mod load;
 pub mod matrix;
-pub mod result;
 pub mod slowest;
 pub mod summary;
 pub mod summary_json;
 
 pub use junit::{junit_for_runs, write_junit};
-pub use result::{
-    phase_names, rfc3339, DiskWrite, HostContext, PhaseResult, PhaseStatus, ResultError, RunResult,
-    Signal, Verdict, RESULT_FILE, SCHEMA,
-};
 pub use summary::summary_markdown;

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::result::{PhaseStatus, RunResult};
+use crate::result::{PhaseStatus, RunResult};
 
 /// How many slowest phases the summaries list.
 pub const SLOWEST_SHOWN: usize = 10;
@@ -49,7 +49,7 @@ pub fn slowest_phases(runs: &[&RunResult], n: usize) -> Vec<SlowPhase> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::result::tests::{sample_fail, sample_pass};
+    use crate::result::tests::{sample_fail, sample_pass};
 
     #[test]
     fn longest_first_across_runs_without_unreached_phases() {

@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use super::load::LocatedRun;
-use super::result::{PhaseStatus, RunResult, Verdict};
 use super::summary_json::Summary;
+use crate::result::{PhaseStatus, RunResult, Verdict};
 
 /// The longest reason shown in the verdict table, in characters.
 const REASON_MAX: usize = 120;
@@ -280,7 +280,7 @@ fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::result::tests::{sample_fail, sample_pass};
+    use crate::result::tests::{sample_fail, sample_pass};
 
     #[test]
     fn verdict_table_and_sections() {

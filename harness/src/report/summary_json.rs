@@ -40,8 +40,8 @@ use serde::{Deserialize, Serialize};
 
 use super::coverage::{coverage, Axis, AxisCoverage};
 use super::load::LocatedRun;
-use super::result::{RunResult, Verdict};
 use super::slowest::{slowest_phases, SlowPhase, SLOWEST_SHOWN};
+use crate::result::{RunResult, Verdict};
 
 /// The schema tag of `summary.json`.
 pub const SUMMARY_SCHEMA: &str = "sno-harness/summary/v1";
@@ -158,7 +158,7 @@ mod tests {
     use super::*;
     use crate::report::coverage::merge_axes;
     use crate::report::coverage::tests::sample_not_run;
-    use crate::report::result::tests::{sample_fail, sample_pass};
+    use crate::result::tests::{sample_fail, sample_pass};
     use serde_json::Value;
 
     fn located(runs: Vec<RunResult>) -> Vec<LocatedRun> {

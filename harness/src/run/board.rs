@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 
 use super::progress::{live_bar, Mode, HEARTBEAT};
-use crate::report::result::RunResult;
+use crate::result::RunResult;
 
 /// How many permutations are where. Changed only by the matrix's start and end events.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -337,7 +337,7 @@ impl Drop for Board {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::result::tests::{sample_fail, sample_pass};
+    use crate::result::tests::{sample_fail, sample_pass};
 
     fn counts(total: usize, running: usize, as_expected: usize, unexpected: usize) -> Counts {
         Counts {

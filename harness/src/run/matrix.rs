@@ -13,7 +13,7 @@ use super::admission::{self, Admission, Decision, Need};
 use super::board::Board;
 use super::progress::{Display, Mode};
 use super::{run_scenario, RunOptions};
-use crate::report::result::{RunResult, Verdict};
+use crate::result::{RunResult, Verdict};
 use crate::scenario::Scenario;
 
 /// One permutation to run.
@@ -189,7 +189,7 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
         .map(|(i, r)| {
             r.unwrap_or_else(|| {
                 let mut e = RunResult::unreached_error(&format!("#{i}"), "the run's task failed");
-                e.started_at = crate::report::result::rfc3339(SystemTime::now());
+                e.started_at = crate::result::rfc3339(SystemTime::now());
                 e
             })
         })
@@ -213,7 +213,7 @@ fn error_result(job: &Job, why: &str) -> RunResult {
     r.params = job.params.clone();
     r.profile = job.scenario.profile.name().to_string();
     r.replay = job.replay.clone();
-    r.started_at = crate::report::result::rfc3339(SystemTime::now());
+    r.started_at = crate::result::rfc3339(SystemTime::now());
     debug_assert_eq!(r.verdict, Verdict::Error);
     r
 }

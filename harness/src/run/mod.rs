@@ -30,7 +30,7 @@ use crate::flow::phase::{fixture_default_timeout, openshift_default_timeout, Pha
 use crate::guest::follow::Followers;
 use crate::guest::ssh::{SshKeyPair, SshTarget};
 use crate::health::ApiEndpoint;
-use crate::report::result::RunResult;
+use crate::result::RunResult;
 use crate::scenario::{BootOrder, GuestNetwork, Profile, Scenario};
 use crate::vm::accel::{self, Accel};
 use crate::vm::libvirt::network::{bridge_name, from_machine_network};
@@ -220,7 +220,7 @@ pub fn vm_spec(
 /// Whether a result is what the scenario's `[expect]` section says (a pass, without one).
 pub fn check_expectation(s: &Scenario, r: &RunResult) -> Result<String, String> {
     let Some(e) = &s.expect else {
-        return if r.verdict == crate::report::result::Verdict::Pass {
+        return if r.verdict == crate::result::Verdict::Pass {
             Ok("passed".into())
         } else {
             Err(format!(
@@ -294,7 +294,7 @@ pub struct RunRecord {
     pub artifacts: BTreeMap<String, String>,
     pub install_disk: Option<String>,
     /// The host the VM ran on, when not this one (a remote libvirtd).
-    pub vm_host: Option<crate::report::result::HostContext>,
+    pub vm_host: Option<crate::result::HostContext>,
 }
 
 /// Runs a scenario to its verdict and writes result.json. Never panics on the guest's or the
@@ -409,7 +409,7 @@ async fn drive(
     mut machine: Machine,
     (started, accel): (Instant, Accel),
     artifacts: &mut BTreeMap<String, String>,
-    vm_host: &mut Option<crate::report::result::HostContext>,
+    vm_host: &mut Option<crate::result::HostContext>,
     ui: &mut progress::Progress,
 ) -> Machine {
     let dir = opts.dir.as_path();

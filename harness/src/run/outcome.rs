@@ -2,7 +2,7 @@
 
 use crate::flow::machine::{Status, Verdict as MVerdict};
 use crate::flow::phase::Phase;
-use crate::report::result::{
+use crate::result::{
     self, DiskWrite, HostContext, InstallDeadline, PhaseResult, PhaseStatus, RunResult, Signal,
     Verdict,
 };

@@ -6,6 +6,8 @@
 //! disks, its copy of the live ISO, its sockets, a libvirt domain.
 
 use std::fs;
+
+use crate::util::process::process_start;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -49,14 +51,6 @@ pub fn dir() -> PathBuf {
     }
     // SAFETY: as above.
     std::env::temp_dir().join(format!("sno-harness-{}/runs", unsafe { libc::geteuid() }))
-}
-
-/// The start time of a process (field 22 of /proc/PID/stat), None when it does not exist.
-pub fn process_start(pid: u32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may contain spaces: count after it.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
 }
 
 impl Entry {

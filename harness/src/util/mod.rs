@@ -1,6 +1,7 @@
 //! Small helpers shared by every layer.
 
 pub mod children;
+pub mod process;
 pub mod wait;
 
 use std::path::PathBuf;

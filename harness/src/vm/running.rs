@@ -125,7 +125,7 @@ impl RunningVm {
     }
 
     /// The context of the host the VM runs on when that is not this one (a remote libvirtd).
-    pub fn remote_host_context(&self) -> Option<crate::report::result::HostContext> {
+    pub fn remote_host_context(&self) -> Option<crate::result::HostContext> {
         match self {
             RunningVm::Qemu { .. } => None,
             RunningVm::Libvirt(vm) => lock(vm).remote_host_context(),

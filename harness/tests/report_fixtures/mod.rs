@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use sno_harness::report::{
+use sno_harness::result::{
     phase_names, DiskWrite, PhaseResult, PhaseStatus, RunResult, Verdict, SCHEMA,
 };
 

@@ -5,7 +5,7 @@
 use super::colors;
 use super::markup::{el, num, Element};
 use super::scale::{horizontal_axis, nice_step, seconds_label, AxisPlace, Scale};
-use crate::report::result::{PhaseResult, PhaseStatus, RunResult};
+use crate::result::{PhaseResult, PhaseStatus, RunResult};
 
 const LABEL_W: f64 = 150.0;
 const PLOT_W: f64 = 700.0;
@@ -131,7 +131,7 @@ fn phase_row(run: &RunResult, phase: &PhaseResult, row: usize, scale: Scale) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::result::tests::{sample_fail, sample_pass};
+    use crate::result::tests::{sample_fail, sample_pass};
 
     #[test]
     fn a_bar_per_reached_phase_coloured_by_status() {

@@ -21,9 +21,9 @@ mod throughput;
 use markup::{el, Element, Node};
 
 use super::load::LocatedRun;
-use super::result::{RunResult, Verdict};
 use super::summary_json::Summary;
 use crate::perf::report::PerfReport;
+use crate::result::{RunResult, Verdict};
 
 /// The file name in the run directory.
 pub const REPORT_HTML_FILE: &str = "report.html";
@@ -31,7 +31,7 @@ pub const REPORT_HTML_FILE: &str = "report.html";
 /// The colours of the report, as the SVG charts use them (the style sheet repeats them; a
 /// test keeps the two in step).
 pub mod colors {
-    use crate::report::result::PhaseStatus;
+    use crate::result::PhaseStatus;
 
     pub const PASS: &str = "#2e7d32";
     pub const FAIL: &str = "#c62828";
@@ -339,7 +339,7 @@ fn timelines_section(runs: &[LocatedRun]) -> Element {
 mod tests {
     use super::*;
     use crate::report::coverage::{merge_axes, tests::sample_not_run};
-    use crate::report::result::tests::{sample_fail, sample_pass};
+    use crate::result::tests::{sample_fail, sample_pass};
 
     fn page(runs: Vec<RunResult>) -> String {
         let runs: Vec<LocatedRun> = runs.into_iter().map(LocatedRun::in_own_dir).collect();

@@ -20,7 +20,7 @@ use super::markup::{el, href, num, Element};
 use super::scale::{horizontal_axis, nice_step, seconds_label, AxisPlace, Scale};
 use super::tables::{shorten, verdict_badge};
 use crate::perf::report::{host_line, PerfReport, PermutationPerf, RunEntry, RunKind, Stat};
-use crate::report::result::RESULT_FILE;
+use crate::result::RESULT_FILE;
 
 /// The plot's width, and the room left and right of it: a dot at either end stays whole, and
 /// so does the last tick's label, centred on the end.
@@ -476,7 +476,7 @@ fn run_row(e: &RunEntry, base: &str) -> Element {
 mod tests {
     use super::*;
     use crate::perf::testdata::{perm, report, with_disk_write};
-    use crate::report::result::Verdict;
+    use crate::result::Verdict;
 
     /// The `(cx, data-run)` of every dot in `svg`.
     fn dots(svg: &str) -> Vec<(String, String)> {

@@ -3,8 +3,8 @@
 use super::markup::{el, href, Element};
 use crate::report::coverage::AxisCoverage;
 use crate::report::load::LocatedRun;
-use crate::report::result::Verdict;
 use crate::report::slowest::SlowPhase;
+use crate::result::Verdict;
 
 /// The longest reason shown in the verdict table, in characters (the failure section and the
 /// cell's tooltip have it whole).
@@ -186,7 +186,7 @@ pub fn artifact_links(run: &LocatedRun) -> Element {
     };
     el("ul")
         .attr("class", "artifacts")
-        .child(link("result", crate::report::result::RESULT_FILE))
+        .child(link("result", crate::result::RESULT_FILE))
         .children(artifacts.into_iter().map(|(name, path)| link(name, path)))
 }
 
@@ -205,8 +205,8 @@ pub(super) fn shorten(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use crate::report::coverage::{coverage, merge_axes, Axis};
-    use crate::report::result::tests::{sample_fail, sample_pass};
-    use crate::report::result::RunResult;
+    use crate::result::tests::{sample_fail, sample_pass};
+    use crate::result::RunResult;
 
     #[test]
     fn coverage_grid_cells_by_state_and_padded() {

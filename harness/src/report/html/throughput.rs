@@ -3,7 +3,7 @@
 use super::colors;
 use super::markup::{el, num, Element};
 use super::scale::{horizontal_axis, AxisPlace, Scale};
-use crate::report::result::RunResult;
+use crate::result::RunResult;
 
 const PLOT_W: f64 = 560.0;
 const VALUE_W: f64 = 110.0;
@@ -127,7 +127,7 @@ fn cut(id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::result::tests::{sample_fail, sample_pass};
+    use crate::result::tests::{sample_fail, sample_pass};
 
     #[test]
     fn bars_for_measured_runs_and_a_note_for_the_others() {

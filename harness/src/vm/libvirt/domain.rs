@@ -79,7 +79,7 @@ impl RunMeta {
             run_dir,
             owner_host: host_name(),
             owner_pid: pid,
-            owner_start: crate::run::registry::process_start(pid).unwrap_or(0),
+            owner_start: crate::util::process::process_start(pid).unwrap_or(0),
         }
     }
 }

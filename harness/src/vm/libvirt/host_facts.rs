@@ -6,7 +6,7 @@
 use quick_xml::events::Event;
 use quick_xml::Reader;
 
-use crate::report::result::HostContext;
+use crate::result::HostContext;
 
 /// `virConnectGetVersion`'s number (major * 1,000,000 + minor * 1,000 + release) as text.
 pub fn version_text(v: u32) -> String {

@@ -480,7 +480,7 @@ impl LibvirtVm {
 
     /// The host context of a remote libvirt host, from what it says about itself; `None`
     /// when libvirtd runs on this host (whose own context is then the right one).
-    pub fn remote_host_context(&self) -> Option<crate::report::result::HostContext> {
+    pub fn remote_host_context(&self) -> Option<crate::result::HostContext> {
         self.remote.as_ref()?;
         let caps = self.conn.capabilities().ok();
         Some(super::host_facts::remote_host_context(

@@ -1,0 +1,11 @@
+//! Facts about processes read from /proc: how a run, a domain's metadata and gc tell a live
+//! owner from a pid that has been reused.
+
+/// The start time of a process (field 22 of /proc/PID/stat, in clock ticks since boot), None
+/// when it does not exist. A pid and its start time together name one process for good.
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may contain spaces: count after it.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
