@@ -804,7 +804,7 @@ fn report_rules(a: &ReportArgs) -> Result<sno_harness::perf::compare::Rules, i32
         pct: a.threshold_pct,
         secs: a.threshold_s,
     };
-    let alpha = a.alpha.unwrap_or(sno_harness::perf::report::COMPARE_ALPHA);
+    let alpha = a.alpha.unwrap_or(sno_harness::perf::model::COMPARE_ALPHA);
     let min_effect = a.min_effect_pct.unwrap_or(DEFAULT_MIN_EFFECT_PCT);
     Rules::new(alpha, min_effect, t).map_err(|e| {
         let flag = match e {
@@ -908,7 +908,7 @@ fn perf_page(a: &ReportArgs) -> i32 {
 fn write_perf_page(
     path: &Path,
     perf_dir: &Path,
-    report: &sno_harness::perf::report::PerfReport,
+    report: &sno_harness::perf::model::PerfReport,
 ) -> Result<(), i32> {
     match sno_harness::report::matrix::write_perf_html(path, perf_dir, report) {
         Ok(()) => {
@@ -1034,7 +1034,7 @@ pub struct PerfArgs {
 /// `perf`: each permutation (or the one scenario) `--warmup` times unmeasured, then `--repeat`
 /// times measured, one run at a time; then perf.json, perf.md and the table on stdout.
 pub fn perf(a: &PerfArgs) -> i32 {
-    use sno_harness::perf::report::{
+    use sno_harness::perf::model::{
         self as perf_report, PerfInput, PermutationRuns, RunKind, PERF_JSON, PERF_MD,
     };
     use sno_harness::perf::runner::{run_perf, PerfJob, PerfOptions};
@@ -1177,7 +1177,7 @@ pub fn perf(a: &PerfArgs) -> i32 {
     });
     let finished_at = sno_harness::result::rfc3339(std::time::SystemTime::now());
     let report = perf_report::build(&input(&ran.permutations, ran.interrupted, finished_at));
-    let markdown = perf_report::render_markdown(&report);
+    let markdown = sno_harness::report::perf_md::render_markdown(&report);
     let mut code = exit::OK;
     for (path, text) in [
         (json_path.clone(), report.to_json()),

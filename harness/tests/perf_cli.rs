@@ -456,7 +456,7 @@ values = ["unsafe", "writeback", "none"]
 
 #[test]
 fn an_interrupt_between_runs_stops_before_the_next_one() {
-    use sno_harness::perf::report::{build, PerfInput};
+    use sno_harness::perf::model::{build, PerfInput};
     use sno_harness::perf::runner::{run_perf, PerfJob, PerfOptions};
 
     let tmp = tempfile::tempdir().unwrap();

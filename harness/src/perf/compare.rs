@@ -22,7 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::report::{throttle_text, HostInfo, PerfReport, PermutationPerf, Stat};
+use super::model::{throttle_text, HostInfo, PerfReport, PermutationPerf, Stat};
 use super::stats::{self, ComparisonVerdict, Summary};
 use crate::report::compare::{aligned_columns, is_slowdown, signed, Thresholds};
 

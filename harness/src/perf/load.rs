@@ -3,7 +3,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::report::{PerfReport, PERF_JSON, SCHEMA};
+use super::model::{PerfReport, PERF_JSON, SCHEMA};
 
 /// Whether `dir` is the output of `sno-harness perf`: it holds a perf.json (whatever its
 /// state: reading it is what tells whether it is usable).

@@ -2,8 +2,8 @@
 
 pub mod compare;
 pub mod load;
+pub mod model;
 pub mod mounts;
-pub mod report;
 pub mod runner;
 pub mod stats;
 #[cfg(test)]

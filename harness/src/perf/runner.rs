@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use super::report::{InstallDisk, PerfRun, PermutationRuns, RunKind};
+use super::model::{InstallDisk, PerfRun, PermutationRuns, RunKind};
 use crate::result::{rfc3339, RunResult, Verdict};
 use crate::run::progress::{Display, Mode};
 use crate::run::state::StateMode;

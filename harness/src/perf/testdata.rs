@@ -3,13 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use super::mounts::BackingStore;
-use super::report::{
-    DiskWriteStat, HostInfo, InstallDisk, PerfReport, PermutationPerf, PhaseStat, RunCounts,
-    RunEntry, RunKind, Stat, SCHEMA,
+use super::model::{
+    DiskWriteStat, HostInfo, InstallDisk, PerfInput, PerfReport, PerfRun, PermutationPerf,
+    PermutationRuns, PhaseStat, RunCounts, RunEntry, RunKind, Stat, SCHEMA,
 };
+use super::mounts::BackingStore;
 use super::stats::Summary;
-use crate::result::Verdict;
+use crate::result::tests::{sample_fail, sample_pass};
+use crate::result::{RunResult, Verdict};
 use crate::vm::{AioMode, CacheMode};
 
 /// The bytes every synthetic disk write writes: 256 MiB.
@@ -137,4 +138,89 @@ pub fn report(permutations: Vec<PermutationPerf>) -> PerfReport {
         permutations,
         warnings: vec![],
     }
+}
+
+// --- runs for the tests of perf.json and perf.md (built through `model::build`)
+
+/// A passed run whose phase i takes `base + i` seconds, its disk write `write_ms`.
+pub fn passed(index: u32, base_s: u64, write_ms: u64) -> RunResult {
+    let mut r = sample_pass("smoke");
+    let mut t = 0;
+    for (i, p) in r.phases.iter_mut().enumerate() {
+        let d = (base_s + i as u64) * 1000;
+        p.start_ms = Some(t);
+        t += d;
+        p.end_ms = Some(t);
+        p.duration_ms = Some(d);
+    }
+    r.duration_ms = t;
+    let w = r.disk_write.as_mut().unwrap();
+    w.bytes = 256 << 20;
+    w.duration_ms = write_ms;
+    r.host = crate::result::HostContext {
+        qemu_version: "QEMU emulator version 7.2.15".into(),
+        cpu_model: "AMD EPYC 7B13".into(),
+        harness_version: "0.1.0".into(),
+        kernel: "6.1.0-28-amd64".into(),
+    };
+    r.accel = "kvm".into();
+    r.started_at = format!("2026-11-30T10:0{index}:00Z");
+    r
+}
+
+/// A run that timed out in bootkube, on the same host as `passed`.
+pub fn failed(reason: &str) -> RunResult {
+    let mut r = sample_fail("smoke", reason);
+    let p = passed(0, 1, 1);
+    r.host = p.host;
+    r.accel = p.accel;
+    r
+}
+
+pub fn run(kind: RunKind, index: u32, result: RunResult) -> PerfRun {
+    let as_expected = result.verdict == Verdict::Pass;
+    PerfRun {
+        kind,
+        index,
+        dir: format!("smoke/{}", kind.dir_name(index)),
+        result,
+        as_expected,
+        load_1m: Some(0.25),
+        other_vms: vec![],
+    }
+}
+
+pub fn input(runs: Vec<PerfRun>, repeat: u32, warmup: u32) -> PerfInput {
+    PerfInput {
+        source: "scenarios/smoke.toml".into(),
+        strategy: None,
+        filter: None,
+        repeat,
+        warmup,
+        started_at: "2026-11-30T10:00:00Z".into(),
+        finished_at: "2026-11-30T10:30:00Z".into(),
+        interrupted: false,
+        backend: "qemu".into(),
+        backing_store: Some(BackingStore {
+            fstype: "ext4".into(),
+            source: "/dev/vda1".into(),
+            mount_point: "/".into(),
+            options: "rw,relatime".into(),
+        }),
+        permutations: vec![PermutationRuns {
+            id: "smoke".into(),
+            params: BTreeMap::new(),
+            install_disk: Some(InstallDisk {
+                disk: "install".into(),
+                cache: CacheMode::Unsafe,
+                aio: AioMode::Threads,
+                throttle: None,
+            }),
+            runs,
+        }],
+    }
+}
+
+pub fn phase<'a>(p: &'a PermutationPerf, name: &str) -> Option<&'a PhaseStat> {
+    p.phases.iter().find(|s| s.phase == name)
 }

@@ -10,7 +10,7 @@ use super::junit::junit_for_runs;
 use super::load::LocatedRun;
 use super::summary::matrix_summary_markdown;
 use super::summary_json::{Summary, SUMMARY_JSON_FILE};
-use crate::perf::report::PerfReport;
+use crate::perf::model::PerfReport;
 use crate::result::RunResult;
 
 /// The merged JUnit file name.

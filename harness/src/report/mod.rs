@@ -11,6 +11,7 @@ pub mod html;
 pub mod junit;
 pub mod load;
 pub mod matrix;
+pub mod perf_md;
 pub mod slowest;
 pub mod summary;
 pub mod summary_json;

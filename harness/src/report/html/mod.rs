@@ -22,7 +22,7 @@ use markup::{el, Element, Node};
 
 use super::load::LocatedRun;
 use super::summary_json::Summary;
-use crate::perf::report::PerfReport;
+use crate::perf::model::PerfReport;
 use crate::result::{RunResult, Verdict};
 
 /// The file name in the run directory.

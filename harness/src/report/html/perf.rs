@@ -19,7 +19,8 @@ use super::colors;
 use super::markup::{el, href, num, Element};
 use super::scale::{horizontal_axis, nice_step, seconds_label, AxisPlace, Scale};
 use super::tables::{shorten, verdict_badge};
-use crate::perf::report::{host_line, PerfReport, PermutationPerf, RunEntry, RunKind, Stat};
+use crate::perf::model::{PerfReport, PermutationPerf, RunEntry, RunKind, Stat};
+use crate::report::perf_md::{host_line, state_reuse_line};
 use crate::result::RESULT_FILE;
 
 /// The plot's width, and the room left and right of it: a dot at either end stays whole, and
@@ -258,7 +259,7 @@ fn permutation(p: &PermutationPerf, scales: &[(Metric, Scale)], base: &str) -> E
         div = div.child(
             el("p")
                 .attr("class", "meta state-reuse")
-                .text(format!("{}.", crate::perf::report::state_reuse_line(sr))),
+                .text(format!("{}.", state_reuse_line(sr))),
         );
     }
     if !p.warnings.is_empty() {
@@ -619,7 +620,7 @@ mod tests {
     #[test]
     fn what_a_saved_state_saved_is_said() {
         let mut p = perm("a", &[("install-to-disk", &[20.0, 21.0])]);
-        p.state_reuse = Some(crate::perf::report::StateReuse {
+        p.state_reuse = Some(crate::perf::model::StateReuse {
             save_run: "a/save-state".into(),
             saved: true,
             bootstrap_s: 60.0,
