@@ -19,7 +19,7 @@ use sno_harness::report::coverage::Axis;
 use sno_harness::report::html::render_html;
 use sno_harness::report::junit_for_runs;
 use sno_harness::report::load::LocatedRun;
-use sno_harness::report::matrix::{summarise, write_reports};
+use sno_harness::report::run_dir::{summarise, write_reports};
 use sno_harness::report::summary::matrix_summary_markdown;
 use sno_harness::result::BadnessLine;
 use sno_harness::result::{PhaseResult, PhaseStatus, RunResult, Signal, Verdict};

@@ -53,6 +53,21 @@ impl RunFlags {
         }
     }
 
+    /// The settings of every run of a matrix or perf run.
+    pub fn settings(
+        &self,
+        interrupt: tokio::sync::watch::Receiver<bool>,
+    ) -> sno_harness::run::job::RunSettings {
+        sno_harness::run::job::RunSettings {
+            keep: self.keep,
+            timeout_scale: self.timeout_scale,
+            cache_dir: sno_harness::fixture::default_cache_dir(),
+            backend: self.backend(),
+            interrupt,
+            progress: sno_harness::run::progress::Mode::detect(),
+        }
+    }
+
     /// The flags a replay command must repeat to run the same way.
     pub fn replay_suffix(&self) -> String {
         match self.backend() {
@@ -258,7 +273,8 @@ pub struct MatrixArgs {
 /// merged reports.
 pub fn matrix(a: &MatrixArgs) -> i32 {
     use sno_harness::matrix::{self, Strategy};
-    use sno_harness::run::matrix::{run_matrix, Job, MatrixOptions};
+    use sno_harness::run::job::Job;
+    use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions};
 
     let mut m = match matrix::load(&a.path) {
         Ok(m) => m,
@@ -358,12 +374,7 @@ pub fn matrix(a: &MatrixArgs) -> i32 {
                 name: m.name.clone(),
                 out: out.clone(),
                 jobs: jobs_n,
-                keep: a.flags.keep,
-                timeout_scale: a.flags.timeout_scale,
-                cache_dir: sno_harness::fixture::default_cache_dir(),
-                backend: a.flags.backend(),
-                interrupt: rx,
-                progress: sno_harness::run::progress::Mode::detect(),
+                settings: a.flags.settings(rx),
             },
         )
         .await
@@ -374,7 +385,7 @@ pub fn matrix(a: &MatrixArgs) -> i32 {
         .map(|ax| (ax.key.clone(), ax.labels.clone()))
         .collect();
     let mut code = exit::OK;
-    if let Err(e) = sno_harness::report::matrix::write_reports(&out, &results, &axes) {
+    if let Err(e) = sno_harness::report::run_dir::write_reports(&out, &results, &axes) {
         eprintln!("sno-harness: writing the reports: {e}");
         code = exit::HARNESS_ERROR;
     }
@@ -798,7 +809,7 @@ pub fn report(a: &ReportArgs) -> i32 {
 /// The comparison rules from the flags, or the exit code after saying which flag is wrong.
 fn report_rules(a: &ReportArgs) -> Result<sno_harness::perf::compare::Rules, i32> {
     use sno_harness::perf::compare::{Rules, RulesError, DEFAULT_MIN_EFFECT_PCT};
-    use sno_harness::report::compare::Thresholds;
+    use sno_harness::perf::thresholds::Thresholds;
 
     let t = Thresholds {
         pct: a.threshold_pct,
@@ -823,8 +834,9 @@ fn perf_compare(
     baseline_dir: &Path,
     rules: sno_harness::perf::compare::Rules,
 ) -> i32 {
-    use sno_harness::perf::compare::{compare_reports, render_text};
+    use sno_harness::perf::compare::compare_reports;
     use sno_harness::perf::load::read_perf_dir;
+    use sno_harness::report::perf_compare::render_text;
 
     let (base, cand) = match (read_perf_dir(baseline_dir), read_perf_dir(&a.dir)) {
         (Ok(b), Ok(c)) => (b, c),
@@ -910,7 +922,7 @@ fn write_perf_page(
     perf_dir: &Path,
     report: &sno_harness::perf::model::PerfReport,
 ) -> Result<(), i32> {
-    match sno_harness::report::matrix::write_perf_html(path, perf_dir, report) {
+    match sno_harness::report::run_dir::write_perf_html(path, perf_dir, report) {
         Ok(()) => {
             println!("wrote {}", path.display());
             Ok(())
@@ -928,11 +940,11 @@ fn report_run_dir(
     dir: &Path,
     baseline: Option<&Path>,
     html: Option<&Path>,
-    t: sno_harness::report::compare::Thresholds,
+    t: sno_harness::perf::thresholds::Thresholds,
 ) -> i32 {
     use sno_harness::report::compare::{compare, render_text};
     use sno_harness::report::load::load_run_dir;
-    use sno_harness::report::matrix::{write_html, write_reports_for};
+    use sno_harness::report::run_dir::{write_html, write_reports_for};
     use sno_harness::report::summary_json::{Summary, SUMMARY_JSON_FILE};
 
     let runs = match load_run_dir(dir) {
@@ -1037,7 +1049,8 @@ pub fn perf(a: &PerfArgs) -> i32 {
     use sno_harness::perf::model::{
         self as perf_report, PerfInput, PermutationRuns, RunKind, PERF_JSON, PERF_MD,
     };
-    use sno_harness::perf::runner::{run_perf, PerfJob, PerfOptions};
+    use sno_harness::run::job::Job as PerfJob;
+    use sno_harness::run::perf_runner::{run_perf, PerfOptions};
 
     if a.repeat == 0 {
         eprintln!("sno-harness: --repeat must be at least 1 (measured runs per permutation)");
@@ -1107,7 +1120,7 @@ pub fn perf(a: &PerfArgs) -> i32 {
         eprintln!("sno-harness: creating {}: {e}", out.display());
         return exit::HARNESS_ERROR;
     }
-    let backing = sno_harness::perf::mounts::backing_for(&a.flags.backend(), &out);
+    let backing = sno_harness::run::backing::backing_for(&a.flags.backend(), &out);
     let started_at = sno_harness::result::rfc3339(std::time::SystemTime::now());
     let input =
         |permutations: &[PermutationRuns], interrupted: bool, finished_at: String| PerfInput {
@@ -1148,12 +1161,7 @@ pub fn perf(a: &PerfArgs) -> i32 {
                 out: out.clone(),
                 repeat: a.repeat,
                 warmup: a.warmup,
-                keep: a.flags.keep,
-                timeout_scale: a.flags.timeout_scale,
-                cache_dir: sno_harness::fixture::default_cache_dir(),
-                backend: a.flags.backend(),
-                interrupt: rx,
-                progress: sno_harness::run::progress::Mode::detect(),
+                settings: a.flags.settings(rx),
                 disk_write_only: a.disk_write_only,
             },
             // Kept current after every run: a killed harness leaves what it measured, and
@@ -1235,7 +1243,7 @@ pub fn perf(a: &PerfArgs) -> i32 {
 /// `Err(exit code)` after saying what is wrong.
 fn perf_matrix_jobs(
     a: &PerfArgs,
-) -> Result<(Vec<sno_harness::perf::runner::PerfJob>, Option<String>), i32> {
+) -> Result<(Vec<sno_harness::run::job::Job>, Option<String>), i32> {
     use sno_harness::matrix::{self, Strategy};
 
     let mut m = matrix::load(&a.path).map_err(|e| {
@@ -1267,7 +1275,7 @@ fn perf_matrix_jobs(
     }
     let jobs = perms
         .into_iter()
-        .map(|p| sno_harness::perf::runner::PerfJob {
+        .map(|p| sno_harness::run::job::Job {
             id: p.id.clone(),
             params: p.values.clone(),
             scenario: p.scenario.clone(),

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use sno_harness::result::{RunResult, Verdict};
-use sno_harness::run::matrix::{run_matrix, Job, MatrixOptions};
+use sno_harness::run::job::{Job, RunSettings};
+use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions};
 use sno_harness::run::progress::Mode;
 use sno_harness::scenario::parse_str;
 
@@ -60,12 +61,14 @@ fn every_permutation_gets_its_own_directory_and_result_in_order() {
             name: "m".into(),
             out: out.path().to_path_buf(),
             jobs: 2,
-            keep: false,
-            timeout_scale: 1.0,
-            cache_dir: out.path().join("cache"),
-            backend: sno_harness::vm::running::Backend::Qemu,
-            interrupt: rx,
-            progress: Mode::Plain,
+            settings: RunSettings {
+                keep: false,
+                timeout_scale: 1.0,
+                cache_dir: out.path().join("cache"),
+                backend: sno_harness::vm::running::Backend::Qemu,
+                interrupt: rx,
+                progress: Mode::Plain,
+            },
         },
     ));
     let ids: Vec<&str> = results.iter().map(|r| r.id.as_str()).collect();
@@ -107,12 +110,14 @@ fn an_interrupt_before_the_start_leaves_every_permutation_not_run() {
             name: "m".into(),
             out: out.path().to_path_buf(),
             jobs: 2,
-            keep: false,
-            timeout_scale: 1.0,
-            cache_dir: out.path().join("cache"),
-            backend: sno_harness::vm::running::Backend::Qemu,
-            interrupt: rx,
-            progress: Mode::Plain,
+            settings: RunSettings {
+                keep: false,
+                timeout_scale: 1.0,
+                cache_dir: out.path().join("cache"),
+                backend: sno_harness::vm::running::Backend::Qemu,
+                interrupt: rx,
+                progress: Mode::Plain,
+            },
         },
     ));
     assert_eq!(schedule.peak_parallel, 0);

@@ -457,7 +457,8 @@ values = ["unsafe", "writeback", "none"]
 #[test]
 fn an_interrupt_between_runs_stops_before_the_next_one() {
     use sno_harness::perf::model::{build, PerfInput};
-    use sno_harness::perf::runner::{run_perf, PerfJob, PerfOptions};
+    use sno_harness::run::job::{Job as PerfJob, RunSettings};
+    use sno_harness::run::perf_runner::{run_perf, PerfOptions};
 
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
@@ -477,12 +478,14 @@ fn an_interrupt_between_runs_stops_before_the_next_one() {
             out: out.clone(),
             repeat: 3,
             warmup: 1,
-            keep: false,
-            timeout_scale: 1.0,
-            cache_dir: tmp.path().join("cache"),
-            backend: sno_harness::vm::running::Backend::Qemu,
-            interrupt: rx,
-            progress: sno_harness::run::progress::Mode::Plain,
+            settings: RunSettings {
+                keep: false,
+                timeout_scale: 1.0,
+                cache_dir: tmp.path().join("cache"),
+                backend: sno_harness::vm::running::Backend::Qemu,
+                interrupt: rx,
+                progress: sno_harness::run::progress::Mode::Plain,
+            },
             disk_write_only: false,
         },
         |so_far| {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use report_fixtures::passed_run;
 use sno_harness::report::html::colors;
-use sno_harness::report::matrix::write_reports;
+use sno_harness::report::run_dir::write_reports;
 use sno_harness::result::{phase_names, PhaseResult, PhaseStatus, RunResult, Signal, Verdict};
 
 mod report_fixtures;

@@ -18,11 +18,25 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::mounts::BackingStore;
 use super::stats::{min_samples_per_group, throughput_mib_s, Summary};
 use crate::result::{phase_names, PhaseStatus, RunResult, Verdict};
 use crate::scenario::Scenario;
 use crate::vm::{AioMode, CacheMode, Throttle};
+
+/// The filesystem a run's disk images live on (`run::backing` reads it from
+/// `/proc/self/mountinfo`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BackingStore {
+    /// The filesystem type: `ext4`, `xfs`, `btrfs`, `tmpfs`, `overlay`, `nfs4`, ...
+    pub fstype: String,
+    /// What is mounted: a block device (`/dev/nvme0n1p2`), a server export, `tmpfs`.
+    pub source: String,
+    /// Where it is mounted.
+    pub mount_point: String,
+    /// The per-mount options (`rw,relatime`).
+    pub options: String,
+}
 
 /// The schema tag of `perf.json`.
 pub const SCHEMA: &str = "sno-harness/perf/v1";

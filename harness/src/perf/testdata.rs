@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use super::compare::{Rules, DEFAULT_MIN_EFFECT_PCT};
 use super::model::{
-    DiskWriteStat, HostInfo, InstallDisk, PerfInput, PerfReport, PerfRun, PermutationPerf,
-    PermutationRuns, PhaseStat, RunCounts, RunEntry, RunKind, Stat, SCHEMA,
+    BackingStore, DiskWriteStat, HostInfo, InstallDisk, PerfInput, PerfReport, PerfRun,
+    PermutationPerf, PermutationRuns, PhaseStat, RunCounts, RunEntry, RunKind, Stat, SCHEMA,
 };
-use super::mounts::BackingStore;
 use super::stats::Summary;
+use super::thresholds::Thresholds;
 use crate::result::tests::{sample_fail, sample_pass};
 use crate::result::{RunResult, Verdict};
 use crate::vm::{AioMode, CacheMode};
@@ -223,4 +224,19 @@ pub fn input(runs: Vec<PerfRun>, repeat: u32, warmup: u32) -> PerfInput {
 
 pub fn phase<'a>(p: &'a PermutationPerf, name: &str) -> Option<&'a PhaseStat> {
     p.phases.iter().find(|s| s.phase == name)
+}
+
+// --- for the tests of the comparison
+
+pub fn rules() -> Rules {
+    Rules::new(0.05, DEFAULT_MIN_EFFECT_PCT, Thresholds::default()).unwrap()
+}
+
+/// Seven runs around `centre` (their median) with a spread of a few percent, in an
+/// order unrelated to size.
+pub fn noisy(centre: f64) -> Vec<f64> {
+    [0.97, 1.02, 0.99, 1.03, 1.0, 0.98, 1.01]
+        .iter()
+        .map(|f| centre * f)
+        .collect()
 }

@@ -3,9 +3,12 @@
 
 pub mod admission;
 mod api_poller;
+pub mod backing;
 pub mod board;
-pub mod matrix;
+pub mod job;
+pub mod matrix_runner;
 mod outcome;
+pub mod perf_runner;
 pub mod preflight;
 pub mod progress;
 pub mod registry;

@@ -2,7 +2,6 @@
 //! and one run directory per permutation. Runs share nothing mutable: each has its own
 //! directory, VM name, disks, sockets and ports (see `free_port`).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -11,21 +10,11 @@ use tokio::task::JoinSet;
 
 use super::admission::{self, Admission, Decision, Need};
 use super::board::Board;
-use super::progress::{Display, Mode};
-use super::{run_scenario, RunOptions};
-use crate::result::{RunResult, Verdict};
+use super::job::{Job, RunSettings};
+use super::progress::Display;
+use super::run_scenario;
+use crate::result::RunResult;
 use crate::scenario::Scenario;
-
-/// One permutation to run.
-#[derive(Debug, Clone)]
-pub struct Job {
-    pub id: String,
-    /// Axis key -> value label, for result.json's `params`.
-    pub params: BTreeMap<String, String>,
-    pub scenario: Scenario,
-    /// The command that runs this permutation alone.
-    pub replay: String,
-}
 
 pub struct MatrixOptions {
     /// The matrix's name, on its status line.
@@ -33,13 +22,8 @@ pub struct MatrixOptions {
     /// The matrix's run directory; each permutation writes `<out>/<id>/`.
     pub out: PathBuf,
     pub jobs: u32,
-    pub keep: bool,
-    pub timeout_scale: f64,
-    pub cache_dir: PathBuf,
-    pub backend: crate::vm::running::Backend,
-    pub interrupt: tokio::sync::watch::Receiver<bool>,
-    /// One live board for all runs on a terminal, or plain lines with counts.
-    pub progress: Mode,
+    /// Its progress: one live board for all runs on a terminal, or plain lines with counts.
+    pub settings: RunSettings,
 }
 
 /// What the matrix did, besides the results.
@@ -78,9 +62,9 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
     let mut running: JoinSet<(usize, Need, RunResult)> = JoinSet::new();
     let mut schedule = Schedule::default();
     let mut free_since = Instant::now();
-    let mut interrupt = opts.interrupt.clone();
+    let mut interrupt = opts.settings.interrupt.clone();
     let jobs_limit = opts.jobs.max(1);
-    let board = Arc::new(Board::new(&opts.name, total, opts.progress));
+    let board = Arc::new(Board::new(&opts.name, total, opts.settings.progress));
 
     while !queue.is_empty() || !running.is_empty() {
         // Every pass, so at least every 5 s (the waits below).
@@ -114,25 +98,18 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
                     admission.reserve(need);
                     schedule.peak_parallel = schedule.peak_parallel.max(admission.running());
                     board.started(&job.id);
-                    let run_opts = RunOptions {
-                        dir: opts.out.join(&job.id),
-                        id: job.id.clone(),
-                        params: job.params.clone(),
-                        keep: opts.keep,
-                        timeout_scale: opts.timeout_scale,
-                        cache_dir: opts.cache_dir.clone(),
-                        replay: job.replay.clone(),
-                        interrupt: opts.interrupt.clone(),
-                        backend: opts.backend.clone(),
-                        progress: Display::InMatrix(board.clone()),
-                        state: Default::default(),
-                    };
+                    let run_opts = opts.settings.run_options(
+                        &job,
+                        opts.out.join(&job.id),
+                        Display::InMatrix(board.clone()),
+                        Default::default(),
+                    );
                     running.spawn(async move {
                         let r = match std::fs::create_dir_all(&run_opts.dir) {
                             Ok(()) => run_scenario(&job.scenario, run_opts).await,
                             Err(e) => {
                                 let why = format!("creating {}: {e}", run_opts.dir.display());
-                                error_result(&job, &why)
+                                job.not_started(&why)
                             }
                         };
                         (index, need, r)
@@ -199,21 +176,10 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
 
 /// The result of a permutation that never started.
 fn not_run(job: &Job, opts: &MatrixOptions, why: &str) -> RunResult {
-    let r = error_result(job, why);
+    let r = job.not_started(why);
     let dir = opts.out.join(&job.id);
     if std::fs::create_dir_all(&dir).is_ok() {
         let _ = r.write(&dir);
     }
-    r
-}
-
-fn error_result(job: &Job, why: &str) -> RunResult {
-    let mut r = RunResult::unreached_error(&job.id, why);
-    r.scenario = job.scenario.path.display().to_string();
-    r.params = job.params.clone();
-    r.profile = job.scenario.profile.name().to_string();
-    r.replay = job.replay.clone();
-    r.started_at = crate::result::rfc3339(SystemTime::now());
-    debug_assert_eq!(r.verdict, Verdict::Error);
     r
 }

@@ -2,26 +2,14 @@
 //! at a time (two VMs at once would measure each other), into `OUT/<id>/warmup-<k>/` and
 //! `OUT/<id>/run-<i>/`.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::SystemTime;
 
-use super::model::{InstallDisk, PerfRun, PermutationRuns, RunKind};
-use crate::result::{rfc3339, RunResult, Verdict};
-use crate::run::progress::{Display, Mode};
-use crate::run::state::StateMode;
-use crate::run::{check_expectation, run_scenario, RunOptions};
-use crate::scenario::Scenario;
-
-/// One permutation to measure (a single scenario is one, named after it).
-#[derive(Debug, Clone)]
-pub struct PerfJob {
-    pub id: String,
-    pub params: BTreeMap<String, String>,
-    pub scenario: Scenario,
-    /// The command that runs this permutation once.
-    pub replay: String,
-}
+use super::job::{Job, RunSettings};
+use super::progress::Display;
+use super::state::StateMode;
+use super::{check_expectation, run_scenario};
+use crate::perf::model::{InstallDisk, PerfRun, PermutationRuns, RunKind};
+use crate::result::Verdict;
 
 pub struct PerfOptions {
     pub out: PathBuf,
@@ -29,12 +17,7 @@ pub struct PerfOptions {
     pub repeat: u32,
     /// Warmup runs per permutation, before the measured ones.
     pub warmup: u32,
-    pub keep: bool,
-    pub timeout_scale: f64,
-    pub cache_dir: PathBuf,
-    pub backend: crate::vm::running::Backend,
-    pub interrupt: tokio::sync::watch::Receiver<bool>,
-    pub progress: Mode,
+    pub settings: RunSettings,
     /// Bootstrap each permutation once, save the VM when bootkube is done, and make every
     /// warmup and measured run resume it for install-to-disk alone (see run/state.rs).
     pub disk_write_only: bool,
@@ -60,7 +43,7 @@ pub fn schedule(warmup: u32, repeat: u32) -> Vec<(RunKind, u32)> {
 /// Runs every job's warmups and measured runs, one run at a time; `after_each` sees the
 /// results so far after every run (to keep perf.json current should the harness be killed).
 pub async fn run_perf(
-    jobs: &[PerfJob],
+    jobs: &[Job],
     opts: PerfOptions,
     mut after_each: impl FnMut(&[PermutationRuns]),
 ) -> PerfRuns {
@@ -76,11 +59,11 @@ pub async fn run_perf(
         // every way out, unless --keep.
         let state = SavedState {
             dir: opts.out.join(&job.id).join(STATE_DIR),
-            keep: opts.keep,
+            keep: opts.settings.keep,
         };
         let mut unsaved: Option<String> = None;
         for &(kind, index) in &plan {
-            if *opts.interrupt.borrow() {
+            if *opts.settings.interrupt.borrow() {
                 break 'jobs;
             }
             if done.last().is_none_or(|p| p.id != job.id) {
@@ -104,7 +87,7 @@ pub async fn run_perf(
                         kind,
                         index,
                         dir: rel,
-                        result: not_run(job, &format!("not run: {why}")),
+                        result: job.not_started(&format!("not run: {why}")),
                         as_expected: false,
                         load_1m: None,
                         other_vms: Vec::new(),
@@ -122,7 +105,7 @@ pub async fn run_perf(
             after_each(&done);
         }
     }
-    let interrupted = *opts.interrupt.borrow();
+    let interrupted = *opts.settings.interrupt.borrow();
     PerfRuns {
         permutations: done,
         interrupted,
@@ -148,7 +131,7 @@ impl Drop for SavedState {
 
 /// Runs one of a permutation's runs into `OUT/<id>/<kind>-<index>`.
 async fn one_run(
-    job: &PerfJob,
+    job: &Job,
     opts: &PerfOptions,
     kind: RunKind,
     index: u32,
@@ -173,25 +156,14 @@ async fn one_run(
     );
     let result = match std::fs::create_dir_all(&dir) {
         Ok(()) => {
+            let progress = Display::from(opts.settings.progress);
             run_scenario(
                 &job.scenario,
-                RunOptions {
-                    dir: dir.clone(),
-                    id: job.id.clone(),
-                    params: job.params.clone(),
-                    keep: opts.keep,
-                    timeout_scale: opts.timeout_scale,
-                    cache_dir: opts.cache_dir.clone(),
-                    replay: job.replay.clone(),
-                    backend: opts.backend.clone(),
-                    interrupt: opts.interrupt.clone(),
-                    progress: Display::from(opts.progress),
-                    state,
-                },
+                opts.settings.run_options(job, dir.clone(), progress, state),
             )
             .await
         }
-        Err(e) => not_run(job, &format!("creating {}: {e}", dir.display())),
+        Err(e) => job.not_started(&format!("creating {}: {e}", dir.display())),
     };
     let as_expected = check_expectation(&job.scenario, &result);
     eprintln!(
@@ -213,17 +185,6 @@ async fn one_run(
         load_1m,
         other_vms,
     }
-}
-
-/// The result of a run that could not start (its directory could not be made).
-fn not_run(job: &PerfJob, why: &str) -> RunResult {
-    let mut r = RunResult::unreached_error(&job.id, why);
-    r.scenario = job.scenario.path.display().to_string();
-    r.params = job.params.clone();
-    r.profile = job.scenario.profile.name().to_string();
-    r.replay = job.replay.clone();
-    r.started_at = rfc3339(SystemTime::now());
-    r
 }
 
 /// The 1-minute load average.

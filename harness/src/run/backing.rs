@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use crate::perf::model::BackingStore;
 
 /// Where a perf run's disk images live: under `out` on this host, or in the run's storage
 /// pool on a remote libvirt host, whose filesystem this host cannot see.
@@ -19,20 +19,6 @@ pub fn backing_for(backend: &crate::vm::running::Backend, out: &Path) -> Option<
         }
     }
     backing_store(out)
-}
-
-/// The mount a path is on, from `/proc/self/mountinfo`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct BackingStore {
-    /// The filesystem type: `ext4`, `xfs`, `btrfs`, `tmpfs`, `overlay`, `nfs4`, ...
-    pub fstype: String,
-    /// What is mounted: a block device (`/dev/nvme0n1p2`), a server export, `tmpfs`.
-    pub source: String,
-    /// Where it is mounted.
-    pub mount_point: String,
-    /// The per-mount options (`rw,relatime`).
-    pub options: String,
 }
 
 /// The mount `path` (absolute and canonical: symbolic links resolved, no `..`) is on, given

@@ -1,0 +1,74 @@
+//! What the matrix runner and the perf runner share: the job (one permutation, or a single
+//! scenario named after itself) and the settings every run of theirs gets.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use super::progress::{Display, Mode};
+use super::state::StateMode;
+use super::RunOptions;
+use crate::result::RunResult;
+use crate::scenario::Scenario;
+use crate::vm::running::Backend;
+
+/// One permutation to run.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: String,
+    /// Axis key -> value label, for result.json's `params`.
+    pub params: BTreeMap<String, String>,
+    pub scenario: Scenario,
+    /// The command that runs this permutation alone.
+    pub replay: String,
+}
+
+/// How every run of a matrix or a perf run goes.
+#[derive(Clone)]
+pub struct RunSettings {
+    pub keep: bool,
+    pub timeout_scale: f64,
+    pub cache_dir: PathBuf,
+    pub backend: Backend,
+    pub interrupt: tokio::sync::watch::Receiver<bool>,
+    /// On a terminal: one live display; elsewhere plain lines.
+    pub progress: Mode,
+}
+
+impl RunSettings {
+    /// The options of one run of `job` into `dir`.
+    pub fn run_options(
+        &self,
+        job: &Job,
+        dir: PathBuf,
+        progress: Display,
+        state: StateMode,
+    ) -> RunOptions {
+        RunOptions {
+            dir,
+            id: job.id.clone(),
+            params: job.params.clone(),
+            keep: self.keep,
+            timeout_scale: self.timeout_scale,
+            cache_dir: self.cache_dir.clone(),
+            replay: job.replay.clone(),
+            backend: self.backend.clone(),
+            interrupt: self.interrupt.clone(),
+            progress,
+            state,
+        }
+    }
+}
+
+impl Job {
+    /// The result of a run of this job that never started: verdict error, saying why.
+    pub fn not_started(&self, why: &str) -> RunResult {
+        let mut r = RunResult::unreached_error(&self.id, why);
+        r.scenario = self.scenario.path.display().to_string();
+        r.params = self.params.clone();
+        r.profile = self.scenario.profile.name().to_string();
+        r.replay = self.replay.clone();
+        r.started_at = crate::result::rfc3339(SystemTime::now());
+        r
+    }
+}
