@@ -18,9 +18,9 @@ use sno_harness::flow::badness::{self, AllowList, Findings};
 use sno_harness::flow::event::{ApiCheck, Event, EventLog, GuestStatus, Signal, Source};
 use sno_harness::flow::machine::{AdaptiveDeadline, Config, Machine, Verdict};
 use sno_harness::flow::phase::Phase;
+use sno_harness::hw::Accel;
 use sno_harness::run::phase_timeouts;
 use sno_harness::scenario;
-use sno_harness::vm::Accel;
 
 /// How many events the long streams hold, at least.
 const STREAM: usize = 100_000;

@@ -504,7 +504,7 @@ pub fn plan(path: &Path, json: bool, backend: &str) -> i32 {
     let accel = sno_harness::vm::accel::decide(s.vm.accel);
     let (accel, accel_reason) = match &accel {
         Ok(d) => (d.accel, d.reason.clone()),
-        Err(e) => (sno_harness::vm::Accel::Kvm, e.to_string()),
+        Err(e) => (sno_harness::hw::Accel::Kvm, e.to_string()),
     };
     let spec = sno_harness::run::vm_spec(
         &s,
@@ -624,23 +624,23 @@ pub fn doctor() -> i32 {
     );
     // Runs the KVM trial guest when the cheap checks pass. Falling back to TCG is a warning,
     // not a blocker: scenarios run, slowly, and the reason says what failed.
-    match sno_harness::vm::accel::decide(sno_harness::vm::AccelChoice::Auto) {
+    match sno_harness::vm::accel::decide(sno_harness::hw::AccelChoice::Auto) {
         Ok(d) => line(
-            d.accel == sno_harness::vm::Accel::Kvm,
+            d.accel == sno_harness::hw::Accel::Kvm,
             false,
             "accelerator",
             format!("{:?}: {}", d.accel, d.reason),
         ),
         Err(e) => line(false, true, "accelerator", e.to_string()),
     }
-    let ovmf = Path::new(sno_harness::vm::OVMF_CODE).is_file()
-        && Path::new(sno_harness::vm::OVMF_VARS).is_file();
+    let ovmf = Path::new(sno_harness::hw::OVMF_CODE).is_file()
+        && Path::new(sno_harness::hw::OVMF_VARS).is_file();
     line(
         ovmf,
         false,
         "OVMF (UEFI)",
         if ovmf {
-            sno_harness::vm::OVMF_CODE.into()
+            sno_harness::hw::OVMF_CODE.into()
         } else {
             "not found: firmware = \"uefi\" scenarios cannot run (apt-get install ovmf)".into()
         },

@@ -9,6 +9,7 @@ pub mod flow;
 pub mod gc;
 pub mod guest;
 pub mod health;
+pub mod hw;
 pub mod matrix;
 pub mod perf;
 pub mod report;

@@ -4,8 +4,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use sno_harness::hw::{Accel, Bus, Firmware, Sector};
 use sno_harness::vm::qemu::{QemuProcess, Qmp, QmpEvent};
-use sno_harness::vm::{disk, Accel, Bus, DiskSpec, Firmware, Sector, VmSpec};
+use sno_harness::vm::{disk, DiskSpec, VmSpec};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// Generous for a loaded two-core CI machine; each step normally takes milliseconds.

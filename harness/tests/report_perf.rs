@@ -8,10 +8,10 @@ use std::process::{Command, Output};
 
 use report_fixtures::passed_run;
 use serde_json::Value;
+use sno_harness::hw::{AioMode, CacheMode};
 use sno_harness::perf::model::BackingStore;
 use sno_harness::perf::model::{build, InstallDisk, PerfInput, PerfRun, PermutationRuns, RunKind};
 use sno_harness::result::{HostContext, RunResult};
-use sno_harness::vm::{AioMode, CacheMode};
 
 mod report_fixtures;
 

@@ -12,12 +12,10 @@ use std::time::{Duration, Instant};
 use sno_harness::fixture::{self, BuildOptions, FixtureArtifacts};
 use sno_harness::guest::console::Console;
 use sno_harness::guest::ssh::{SshKeyPair, SshSession, SshTarget};
-use sno_harness::scenario::naming;
+use sno_harness::hw::naming;
+use sno_harness::hw::{AccelChoice, Bus, Firmware, Sector, OVMF_VARS};
 use sno_harness::vm::qemu::QemuProcess;
-use sno_harness::vm::{
-    accel, disk, AccelChoice, Bus, CdromSpec, DiskSpec, Firmware, PortForward, Sector, VmSpec,
-    OVMF_VARS,
-};
+use sno_harness::vm::{accel, disk, CdromSpec, DiskSpec, PortForward, VmSpec};
 
 /// Under TCG on two cores a boot takes 15-30 s; leave room for a loaded CI machine.
 pub const BOOT_TIMEOUT: Duration = Duration::from_secs(240);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use sno_e2e::*;
 use sno_harness::guest::ssh::SshKeyPair;
 use sno_harness::health::{judge, ApiEndpoint, ClusterApi};
-use sno_harness::vm::{Bus, Firmware, Sector};
+use sno_harness::hw::{Bus, Firmware, Sector};
 
 const GIB: u64 = 1024 * 1024 * 1024;
 

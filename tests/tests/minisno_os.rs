@@ -9,7 +9,7 @@ use base64::Engine as _;
 use serde_json::json;
 use sno_e2e::*;
 use sno_harness::guest::ssh::SshKeyPair;
-use sno_harness::vm::{Bus, Firmware, Sector};
+use sno_harness::hw::{Bus, Firmware, Sector};
 
 const GIB: u64 = 1024 * 1024 * 1024;
 

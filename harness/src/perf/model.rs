@@ -19,9 +19,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::stats::{min_samples_per_group, throughput_mib_s, Summary};
+use crate::hw::{AioMode, CacheMode, Throttle};
 use crate::result::{phase_names, PhaseStatus, RunResult, Verdict};
 use crate::scenario::Scenario;
-use crate::vm::{AioMode, CacheMode, Throttle};
 
 /// The filesystem a run's disk images live on (`run::backing` reads it from
 /// `/proc/self/mountinfo`).

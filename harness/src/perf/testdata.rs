@@ -10,9 +10,9 @@ use super::model::{
 };
 use super::stats::Summary;
 use super::thresholds::Thresholds;
+use crate::hw::{AioMode, CacheMode};
 use crate::result::tests::{sample_fail, sample_pass};
 use crate::result::{RunResult, Verdict};
-use crate::vm::{AioMode, CacheMode};
 
 /// The bytes every synthetic disk write writes: 256 MiB.
 pub const WRITE_BYTES: f64 = 268_435_456.0;

@@ -162,10 +162,10 @@ fn counts(r: &Row) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hw::CacheMode;
     use crate::perf::compare::{compare_reports, DecidedBy, RowVerdict, Rules};
     use crate::perf::testdata::{noisy, perm, report, rules, with_disk_write};
     use crate::perf::thresholds::Thresholds;
-    use crate::vm::CacheMode;
 
     fn find<'a>(cmp: &'a PerfComparison, id: &str, metric: &str) -> &'a Row {
         cmp.rows
@@ -479,7 +479,7 @@ mod tests {
         assert!(!render_text(&compare_reports(&b, &b, rules()).unwrap()).contains("WARNING"));
         let mut other = report(vec![perm("z", &[])]);
         other.host.backing_store = None;
-        other.host.install_disk.as_mut().unwrap().throttle = Some(crate::vm::Throttle {
+        other.host.install_disk.as_mut().unwrap().throttle = Some(crate::hw::Throttle {
             bytes_per_s: Some(8 << 20),
             iops: None,
         });

@@ -292,11 +292,11 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
+    use crate::hw::{AioMode, CacheMode, Throttle};
     use crate::perf::model::{build, InstallDisk, RunEntry, RunKind};
     use crate::perf::testdata::{failed, input, passed, phase, run};
     use crate::result::RunResult;
     use crate::result::{phase_names, InstallDeadline};
-    use crate::vm::{AioMode, CacheMode, Throttle};
 
     #[test]
     fn failed_runs_are_counted_and_listed_but_not_in_the_statistics() {

@@ -33,6 +33,7 @@ use crate::flow::phase::{fixture_default_timeout, openshift_default_timeout, Pha
 use crate::guest::follow::Followers;
 use crate::guest::ssh::{SshKeyPair, SshTarget};
 use crate::health::ApiEndpoint;
+use crate::hw::{Firmware, OVMF_VARS};
 use crate::result::RunResult;
 use crate::scenario::{BootOrder, GuestNetwork, Profile, Scenario};
 use crate::vm::accel::{self, Accel};
@@ -40,7 +41,7 @@ use crate::vm::libvirt::network::{bridge_name, from_machine_network};
 use crate::vm::libvirt::runtime::StartOptions;
 use crate::vm::libvirt::{nat_network_xml, RunMeta};
 use crate::vm::running::{Backend, RunningVm};
-use crate::vm::{disk, CdromSpec, DiskSpec, Firmware, Nic, PortForward, VmSpec, OVMF_VARS};
+use crate::vm::{disk, CdromSpec, DiskSpec, Nic, PortForward, VmSpec};
 use state::{guest_command_task, save_vm_state, Manifest, SaveInputs, StateMode};
 
 pub use outcome::build_result;

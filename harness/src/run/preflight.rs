@@ -3,10 +3,10 @@
 //! CLI contract), said with what to install, and nothing is created. A tool that goes missing
 //! after this check still fails the run itself, as a harness error with the same advice.
 
+use crate::hw::{Firmware, OVMF_CODE, OVMF_VARS};
 use crate::scenario::{GuestNetwork, Scenario};
 use crate::vm::qemu::QEMU_BINARY;
 use crate::vm::running::Backend;
-use crate::vm::{Firmware, OVMF_CODE, OVMF_VARS};
 use std::path::Path;
 
 /// What the host lacks, one entry per missing thing, each saying how to get it.

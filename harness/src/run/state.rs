@@ -177,7 +177,7 @@ pub fn can_save(
         ));
     }
     for s in scenarios {
-        if let Some(d) = s.disks.iter().find(|d| d.bus == crate::vm::Bus::Nvme) {
+        if let Some(d) = s.disks.iter().find(|d| d.bus == crate::hw::Bus::Nvme) {
             return Err(format!(
                 "{}: disk {:?} is on NVMe, which QEMU cannot save (its NVMe controller is not migratable); use bus virtio, scsi or sata",
                 s.path.display(),

@@ -2,7 +2,6 @@
 //! guest will name the scenario's disks.
 
 pub mod model;
-pub mod naming;
 mod parse;
 pub mod units;
 

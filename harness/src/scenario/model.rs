@@ -10,7 +10,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use crate::flow::phase::Phase;
-use crate::vm::{AccelChoice, AioMode, Bus, CacheMode, DiskIo, Firmware, Sector};
+pub use crate::hw::Disk;
+use crate::hw::{AccelChoice, AioMode, Bus, CacheMode, Firmware, Sector};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -586,17 +587,6 @@ pub struct ExpectSection {
 }
 
 // ---- the validated scenario ----------------------------------------------------------------
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Disk {
-    pub id: String,
-    pub size_bytes: u64,
-    pub bus: Bus,
-    pub sector: Sector,
-    pub serial: String,
-    /// Cache mode, AIO and throttling on the host (`cache`, `aio`, `throttle`).
-    pub io: DiskIo,
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct VmConfig {

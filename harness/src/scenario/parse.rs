@@ -10,11 +10,10 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::model::*;
-use super::naming;
 use super::units::{parse_duration, parse_size};
 use crate::flow::phase::Phase;
-use crate::vm::qemu::argv::plan::disk_place;
-use crate::vm::{AioMode, Bus, DiskIo, Firmware, Sector, Throttle};
+use crate::hw::slots::disk_place;
+use crate::hw::{naming, AioMode, Bus, Disk, DiskIo, Firmware, Sector, Throttle};
 
 /// Names become directory names (and parts of permutation ids): well under the 255 bytes a
 /// file name may have.
@@ -546,15 +545,7 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
     if *f.vm.network.get_ref() == GuestNetwork::Nat {
         // The network's layout comes from the machine network: refuse one it cannot use now,
         // not when the run creates the network.
-        let probe =
-            crate::vm::libvirt::RunMeta::for_this_process(String::new(), Default::default());
-        if let Err(why) = crate::vm::libvirt::network::from_machine_network(
-            &inst.machine_network,
-            &inst.cluster,
-            &inst.base_domain,
-            probe,
-            "probe".into(),
-        ) {
+        if let Err(why) = crate::hw::nat::layout(&inst.machine_network) {
             return Err(cx.at(
                 &f.vm.network,
                 format!("vm.network = \"nat\": {why} (set install.machine_network, e.g. [\"192.168.126.0/24\"])"),
@@ -648,7 +639,7 @@ fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vm::CacheMode;
+    use crate::hw::CacheMode;
     use std::time::Duration;
 
     fn parse(text: &str) -> Result<Scenario, ScenarioError> {
@@ -1020,5 +1011,50 @@ bootkube = "5m"
     fn openshift_needs_a_pull_secret() {
         let e = err(&SMOKE.replace("profile = \"fixture\"", "profile = \"openshift\""));
         assert!(e.message.contains("pull_secret"), "{e}");
+    }
+
+    /// A scenario with `disks` (id, bus) naming the disk `install` with `by`.
+    fn scenario(disks: &[(&str, &str)], by: &str) -> String {
+        let mut s = format!(
+            "name = \"p\"\nprofile = \"fixture\"\n\n[install]\ninstallation_disk = {{ by = \"{by}\", disk = \"install\" }}\n"
+        );
+        for (id, bus) in disks {
+            s.push_str(&format!(
+                "\n[[disks]]\nid = \"{id}\"\nsize = \"1GiB\"\nbus = \"{bus}\"\n"
+            ));
+        }
+        s
+    }
+
+    #[test]
+    fn scenarios_name_the_installation_disk_by_path() {
+        let parse = |text: &str| crate::scenario::parse_str(std::path::Path::new("s.toml"), text);
+        let s = parse(&scenario(
+            &[("data", "virtio"), ("log", "scsi"), ("install", "nvme")],
+            "path",
+        ))
+        .unwrap();
+        assert_eq!(
+            s.install.installation_disk,
+            "/dev/disk/by-path/pci-0000:00:09.0-nvme-1"
+        );
+        assert_eq!(s.install.install_disk_id.as_deref(), Some("install"));
+
+        let mut five: Vec<(String, &str)> = (0..5).map(|i| (format!("d{i}"), "sata")).collect();
+        five.push(("install".into(), "sata"));
+        let five: Vec<(&str, &str)> = five.iter().map(|(i, b)| (i.as_str(), *b)).collect();
+        let e = parse(&scenario(&five, "path")).unwrap_err();
+        assert_eq!(e.line, Some(5), "{e}");
+        assert!(
+            e.message.contains("\"install\" has no by-path link") && e.message.contains("CD-ROM"),
+            "{e}"
+        );
+        assert_eq!(
+            parse(&scenario(&five[1..], "path"))
+                .unwrap()
+                .install
+                .installation_disk,
+            "/dev/disk/by-path/pci-0000:00:1f.2-ata-5.0"
+        );
     }
 }

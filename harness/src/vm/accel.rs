@@ -7,24 +7,7 @@ use std::fs::OpenOptions;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Accel {
-    Kvm,
-    Tcg,
-}
-
-/// What a scenario asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum AccelChoice {
-    #[default]
-    Auto,
-    Kvm,
-    Tcg,
-}
+pub use crate::hw::accel::{Accel, AccelChoice};
 
 /// The accelerator to use and why, in words for the log.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -34,11 +34,10 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::vm::qemu::argv::plan::{self, DiskPlace};
+use crate::hw::slots::{self as plan, DiskPlace};
+use crate::hw::{Accel, Bus, CacheMode, Firmware, Throttle, OVMF_CODE, OVMF_VARS};
 use crate::vm::qemu::argv::TCG_TB_SIZE_MIB;
-use crate::vm::{
-    Accel, Bus, CacheMode, DiskSpec, Firmware, Nic, Throttle, VmSpec, OVMF_CODE, OVMF_VARS,
-};
+use crate::vm::{DiskSpec, Nic, VmSpec};
 
 /// Namespace of the harness's own metadata element, `<sno:run id=... dir=.../>`. `gc` asks
 /// libvirt for the metadata under this URI (`virDomainGetMetadata`) on every domain: the ones
@@ -1067,25 +1066,11 @@ struct TargetNames {
 impl TargetNames {
     fn next_vd(&mut self) -> String {
         self.vd += 1;
-        format!("vd{}", letters(self.vd - 1))
+        format!("vd{}", crate::hw::naming::letters(self.vd - 1))
     }
 
     fn next_sd(&mut self) -> String {
         self.sd += 1;
-        format!("sd{}", letters(self.sd - 1))
+        format!("sd{}", crate::hw::naming::letters(self.sd - 1))
     }
-}
-
-/// 0 → `a`, 25 → `z`, 26 → `aa`: the suffixes of Linux disk names, which libvirt parses.
-fn letters(mut n: usize) -> String {
-    let mut out = Vec::new();
-    loop {
-        out.push(b'a' + (n % 26) as u8);
-        if n < 26 {
-            break;
-        }
-        n = n / 26 - 1;
-    }
-    out.reverse();
-    String::from_utf8(out).expect("ASCII letters")
 }

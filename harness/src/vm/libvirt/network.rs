@@ -16,6 +16,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::domain::{Metadata, RunMeta};
+pub use crate::hw::nat::{Ipv4Subnet, Ipv6Subnet};
 
 /// Namespace of libvirt's dnsmasq passthrough options.
 pub const DNSMASQ_XMLNS: &str = "http://libvirt.org/schemas/network/dnsmasq/1.0";
@@ -39,24 +40,6 @@ pub struct NatNetwork {
     /// Dual stack when set.
     pub ipv6: Option<Ipv6Subnet>,
     pub node: NodeReservation,
-}
-
-/// The host's address on the bridge (the guests' gateway and DNS server), the prefix, and the
-/// DHCP pool for anything other than the node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ipv4Subnet {
-    pub host: Ipv4Addr,
-    pub prefix: u8,
-    pub dhcp_start: Ipv4Addr,
-    pub dhcp_end: Ipv4Addr,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ipv6Subnet {
-    pub host: Ipv6Addr,
-    pub prefix: u8,
-    pub dhcp_start: Ipv6Addr,
-    pub dhcp_end: Ipv6Addr,
 }
 
 /// The node's fixed addresses: given by DHCP (by MAC for IPv4, by host name for DHCPv6, which
@@ -306,10 +289,7 @@ impl Network {
     }
 }
 
-/// A NAT network laid out in the scenario's machine network: the host (gateway, DNS) at the
-/// first address, the node at the tenth, a DHCP pool for anything else from the hundredth to
-/// the two-hundredth. IPv4 needs a prefix of /24 or wider; an IPv6 CIDR (dual stack) gets the
-/// same layout.
+/// The run's NAT network, laid out in the scenario's machine network (`hw::nat`).
 pub fn from_machine_network(
     machine_network: &[String],
     cluster_name: &str,
@@ -317,74 +297,19 @@ pub fn from_machine_network(
     run: RunMeta,
     name: String,
 ) -> Result<NatNetwork, String> {
-    let parse = |c: &String| -> Result<(std::net::IpAddr, u8), String> {
-        let (addr, prefix) = c
-            .split_once('/')
-            .ok_or_else(|| format!("machine network {c:?} is not a CIDR"))?;
-        let addr = addr
-            .parse()
-            .map_err(|_| format!("machine network {c:?}: bad address"))?;
-        let prefix = prefix
-            .parse()
-            .map_err(|_| format!("machine network {c:?}: bad prefix"))?;
-        Ok((addr, prefix))
-    };
-    let nets: Vec<(std::net::IpAddr, u8)> = machine_network
-        .iter()
-        .map(parse)
-        .collect::<Result<_, _>>()?;
-    let (v4, p4) = nets
-        .iter()
-        .find_map(|(a, p)| match a {
-            std::net::IpAddr::V4(a) => Some((*a, *p)),
-            _ => None,
-        })
-        .ok_or("a NAT network needs an IPv4 machine network")?;
-    if p4 > 24 {
-        return Err(format!(
-            "machine network {v4}/{p4}: a NAT network needs /24 or wider (the node is at .10, DHCP at .100-.200)"
-        ));
-    }
-    let base4 = u32::from(v4) & (u32::MAX << (32 - p4));
-    let at4 = |n: u32| Ipv4Addr::from(base4 + n);
-    let v6 = nets.iter().find_map(|(a, p)| match a {
-        std::net::IpAddr::V6(a) => Some((*a, *p)),
-        _ => None,
-    });
-    let ipv6 = match v6 {
-        Some((a, p)) if p <= 120 => {
-            let base = u128::from(a) & (u128::MAX << (128 - p));
-            let at = |n: u128| Ipv6Addr::from(base + n);
-            Some((
-                Ipv6Subnet {
-                    host: at(1),
-                    prefix: p,
-                    dhcp_start: at(0x100),
-                    dhcp_end: at(0x200),
-                },
-                at(0x10),
-            ))
-        }
-        Some((a, p)) => return Err(format!("machine network {a}/{p}: needs /120 or wider")),
-        None => None,
-    };
+    let layout = crate::hw::nat::layout(machine_network)?;
     Ok(NatNetwork {
         name,
         run,
         cluster_name: cluster_name.into(),
         base_domain: base_domain.into(),
-        ipv4: Ipv4Subnet {
-            host: at4(1),
-            prefix: p4,
-            dhcp_start: at4(100),
-            dhcp_end: at4(200),
-        },
-        ipv6: ipv6.map(|(s, _)| s),
+        ipv4: layout.ipv4,
+        ipv6: layout.ipv6,
         node: NodeReservation {
             mac: super::domain::GUEST_MAC.into(),
             hostname: format!("{cluster_name}-master-0"),
-            ipv4: at4(10),
-            ipv6: ipv6.map(|(_, n)| n),
+            ipv4: layout.node_ipv4,
+            ipv6: layout.node_ipv6,
         },
     })
 }

@@ -29,8 +29,9 @@ use super::remote_run::RemoteRun;
 use crate::flow::event::{Signal, Source};
 use crate::guest::console::Console;
 use crate::guest::follow::SignalTx;
+use crate::hw::Bus;
 use crate::vm::qemu::qmp::{parse_block_stats, BlockStats};
-use crate::vm::{Bus, VmSpec};
+use crate::vm::VmSpec;
 
 /// Where libvirtd listens when no URI is given: the system instance, as dev-scripts and
 /// assisted-test-infra use it.

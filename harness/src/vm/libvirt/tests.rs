@@ -15,13 +15,13 @@ use super::network::{
     bridge_name, nat_network_xml, Ipv4Subnet, Ipv6Subnet, NatNetwork, NodeReservation,
     DNSMASQ_XMLNS, MAX_BRIDGE_NAME,
 };
-use crate::vm::qemu::argv::plan::{self, DiskPlace};
+use crate::hw::slots::{self as plan, DiskPlace};
+use crate::hw::{
+    Accel, AioMode, Bus, CacheMode, DiskIo, Firmware, Sector, Throttle, OVMF_CODE, OVMF_VARS,
+};
 use crate::vm::qemu::argv::tests::{disks_on, spec};
 use crate::vm::qemu::argv::TCG_TB_SIZE_MIB;
-use crate::vm::{
-    Accel, AioMode, Bus, CacheMode, CdromSpec, DiskIo, DiskSpec, Firmware, Sector, Throttle,
-    VmSpec, OVMF_CODE, OVMF_VARS,
-};
+use crate::vm::{CdromSpec, DiskSpec, VmSpec};
 
 // ----- A small tree of the parsed document: enough to walk and assert on.
 

@@ -1,10 +1,8 @@
 //! How the guest names a scenario's disks: the kernel's device names and udev's by-id and
 //! by-path links.
 
-use crate::vm::qemu::argv::plan::{self, DiskPlace};
-use crate::vm::Bus;
-
-use super::model::Disk;
+use super::disk::{Bus, Disk};
+use super::slots::{self as plan, DiskPlace};
 
 /// `/dev/disk/by-id/...` of a disk, from its bus and serial (udev's persistent-storage rules).
 pub fn by_id(disk: &Disk) -> String {
@@ -19,7 +17,7 @@ pub fn by_id(disk: &Disk) -> String {
 
 /// `/dev/disk/by-path/...` of disk `index` of a VM whose disks are on `buses`, in the order of
 /// the VmSpec's (and the scenario's) disks: where the command line places the disk
-/// (`vm::qemu::argv::plan`) as udev's `path_id` names it (systemd 252, seen in the guest):
+/// (`hw::slots`) as udev's `path_id` names it (systemd 252, seen in the guest):
 ///
 /// | bus | link |
 /// |---|---|
@@ -84,7 +82,7 @@ fn same_namespace(a: Bus, b: Bus) -> bool {
 }
 
 /// a, b, ..., z, aa, ab, ... as the kernel suffixes disks.
-fn letters(mut n: usize) -> String {
+pub fn letters(mut n: usize) -> String {
     let mut s = Vec::new();
     loop {
         s.push(b'a' + (n % 26) as u8);
@@ -100,7 +98,7 @@ fn letters(mut n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vm::Sector;
+    use crate::hw::Sector;
 
     fn d(id: &str, bus: Bus) -> Disk {
         Disk {
@@ -189,51 +187,6 @@ mod tests {
         );
         let e = by_path(&sata, 5).unwrap_err();
         assert!(e.contains("CD-ROM"), "{e}");
-    }
-
-    /// A scenario with `disks` (id, bus) naming the disk `install` with `by`.
-    fn scenario(disks: &[(&str, &str)], by: &str) -> String {
-        let mut s = format!(
-            "name = \"p\"\nprofile = \"fixture\"\n\n[install]\ninstallation_disk = {{ by = \"{by}\", disk = \"install\" }}\n"
-        );
-        for (id, bus) in disks {
-            s.push_str(&format!(
-                "\n[[disks]]\nid = \"{id}\"\nsize = \"1GiB\"\nbus = \"{bus}\"\n"
-            ));
-        }
-        s
-    }
-
-    #[test]
-    fn scenarios_name_the_installation_disk_by_path() {
-        let parse = |text: &str| crate::scenario::parse_str(std::path::Path::new("s.toml"), text);
-        let s = parse(&scenario(
-            &[("data", "virtio"), ("log", "scsi"), ("install", "nvme")],
-            "path",
-        ))
-        .unwrap();
-        assert_eq!(
-            s.install.installation_disk,
-            "/dev/disk/by-path/pci-0000:00:09.0-nvme-1"
-        );
-        assert_eq!(s.install.install_disk_id.as_deref(), Some("install"));
-
-        let mut five: Vec<(String, &str)> = (0..5).map(|i| (format!("d{i}"), "sata")).collect();
-        five.push(("install".into(), "sata"));
-        let five: Vec<(&str, &str)> = five.iter().map(|(i, b)| (i.as_str(), *b)).collect();
-        let e = parse(&scenario(&five, "path")).unwrap_err();
-        assert_eq!(e.line, Some(5), "{e}");
-        assert!(
-            e.message.contains("\"install\" has no by-path link") && e.message.contains("CD-ROM"),
-            "{e}"
-        );
-        assert_eq!(
-            parse(&scenario(&five[1..], "path"))
-                .unwrap()
-                .install
-                .installation_disk,
-            "/dev/disk/by-path/pci-0000:00:1f.2-ata-5.0"
-        );
     }
 
     #[test]

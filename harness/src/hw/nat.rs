@@ -1,0 +1,104 @@
+//! The address layout of a run's NAT network, laid out in the scenario's machine network: the
+//! host (gateway and DNS) at the first address, the node at the tenth, a DHCP pool for
+//! anything else from the hundredth to the two-hundredth. IPv4 needs a prefix of /24 or wider;
+//! an IPv6 CIDR (dual stack) gets the same layout in hex (::1, ::10, ::100 to ::200) and needs
+//! /120 or wider. Validating a scenario and creating the libvirt network read the same layout.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The host's address on the bridge (the guests' gateway and DNS server), the prefix, and the
+/// DHCP pool for anything other than the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv4Subnet {
+    pub host: Ipv4Addr,
+    pub prefix: u8,
+    pub dhcp_start: Ipv4Addr,
+    pub dhcp_end: Ipv4Addr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv6Subnet {
+    pub host: Ipv6Addr,
+    pub prefix: u8,
+    pub dhcp_start: Ipv6Addr,
+    pub dhcp_end: Ipv6Addr,
+}
+
+/// Where everything sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NatLayout {
+    pub ipv4: Ipv4Subnet,
+    /// Dual stack when set.
+    pub ipv6: Option<Ipv6Subnet>,
+    /// The node's reserved addresses.
+    pub node_ipv4: Ipv4Addr,
+    pub node_ipv6: Option<Ipv6Addr>,
+}
+
+fn parse_cidr(c: &str) -> Result<(IpAddr, u8), String> {
+    let (addr, prefix) = c
+        .split_once('/')
+        .ok_or_else(|| format!("machine network {c:?} is not a CIDR"))?;
+    let addr = addr
+        .parse()
+        .map_err(|_| format!("machine network {c:?}: bad address"))?;
+    let prefix = prefix
+        .parse()
+        .map_err(|_| format!("machine network {c:?}: bad prefix"))?;
+    Ok((addr, prefix))
+}
+
+/// The layout in `machine_network` (the install-config's CIDRs), or why it cannot hold one.
+pub fn layout(machine_network: &[String]) -> Result<NatLayout, String> {
+    let nets: Vec<(IpAddr, u8)> = machine_network
+        .iter()
+        .map(|c| parse_cidr(c))
+        .collect::<Result<_, _>>()?;
+    let (v4, p4) = nets
+        .iter()
+        .find_map(|(a, p)| match a {
+            IpAddr::V4(a) => Some((*a, *p)),
+            _ => None,
+        })
+        .ok_or("a NAT network needs an IPv4 machine network")?;
+    if p4 > 24 {
+        return Err(format!(
+            "machine network {v4}/{p4}: a NAT network needs /24 or wider (the node is at .10, DHCP at .100-.200)"
+        ));
+    }
+    // A /0 keeps no bit of the address (a shift by 32 would overflow).
+    let base4 = u32::from(v4) & u32::MAX.checked_shl(32 - u32::from(p4)).unwrap_or(0);
+    let at4 = |n: u32| Ipv4Addr::from(base4 + n);
+    let v6 = nets.iter().find_map(|(a, p)| match a {
+        IpAddr::V6(a) => Some((*a, *p)),
+        _ => None,
+    });
+    let ipv6 = match v6 {
+        Some((a, p)) if p <= 120 => {
+            let base = u128::from(a) & u128::MAX.checked_shl(128 - u32::from(p)).unwrap_or(0);
+            let at = |n: u128| Ipv6Addr::from(base + n);
+            Some((
+                Ipv6Subnet {
+                    host: at(1),
+                    prefix: p,
+                    dhcp_start: at(0x100),
+                    dhcp_end: at(0x200),
+                },
+                at(0x10),
+            ))
+        }
+        Some((a, p)) => return Err(format!("machine network {a}/{p}: needs /120 or wider")),
+        None => None,
+    };
+    Ok(NatLayout {
+        ipv4: Ipv4Subnet {
+            host: at4(1),
+            prefix: p4,
+            dhcp_start: at4(100),
+            dhcp_end: at4(200),
+        },
+        ipv6: ipv6.map(|(s, _)| s),
+        node_ipv4: at4(10),
+        node_ipv6: ipv6.map(|(_, n)| n),
+    })
+}

@@ -1,0 +1,102 @@
+//! Where every device sits, so the guest's `/dev/disk/by-path/...` links follow from the VmSpec
+//! alone (`hw::naming::by_path` turns a [`DiskPlace`] into the link). All PCI devices are
+//! on q35's root bus `pcie.0` at a fixed slot, function 0, given as `bus=pcie.0,addr=0xSS`:
+//!
+//! | PCI address | device |
+//! |---|---|
+//! | 00:00.0 | q35 host bridge (built in) |
+//! | 00:01.0 | `VGA` |
+//! | 00:02.0 | `virtio-net-pci` |
+//! | 00:03.0 | `virtio-rng-pci` |
+//! | 00:04.0 | `virtio-scsi-pci`, when a disk is on SCSI; its `scsi-hd` disks are channel 0, target 0, 1, ... in the order of the disks, LUN 0 |
+//! | 00:08.0 to 00:1e.0 | `virtio-blk-pci` and `nvme` disks, one slot each, in the order of the disks (23 at most) |
+//! | 00:1f.0 | ICH9 LPC bridge (built in); `pvpanic` is an ISA device behind it (no PCI address) |
+//! | 00:1f.2 | ICH9 AHCI (built in): SATA disks (`ide-hd`) on ports 0 to 4 in the order of the disks, the CD-ROM on port 5 |
+//! | 00:1f.3 | ICH9 SMBus (built in) |
+
+use super::disk::Bus;
+
+pub const VGA_SLOT: u8 = 0x01;
+pub const NET_SLOT: u8 = 0x02;
+pub const RNG_SLOT: u8 = 0x03;
+/// The virtio-scsi controller, present only when a disk is on SCSI.
+pub const SCSI_CONTROLLER_SLOT: u8 = 0x04;
+/// virtio-blk and NVMe disks take slots from here up, in the order of the disks.
+pub const FIRST_DISK_SLOT: u8 = 0x08;
+/// The last free slot: 0x1f holds q35's built-in ICH9 functions.
+pub const LAST_DISK_SLOT: u8 = 0x1e;
+/// q35's built-in AHCI controller, 00:1f.2.
+pub const AHCI_SLOT: u8 = 0x1f;
+pub const AHCI_FUNCTION: u8 = 2;
+/// AHCI port of the CD-ROM; SATA disks take ports from 0 up to the one before it.
+pub const CDROM_AHCI_PORT: u8 = 5;
+/// virtio-scsi's highest target (QEMU's `VIRTIO_SCSI_MAX_TARGET`).
+pub const LAST_SCSI_TARGET: u8 = 255;
+
+/// Where a disk sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskPlace {
+    /// A PCI slot of its own on pcie.0, function 0 (virtio-blk, NVMe).
+    Pci { slot: u8 },
+    /// Channel 0, this target, LUN 0 of the virtio-scsi controller at [`SCSI_CONTROLLER_SLOT`].
+    Scsi { target: u8 },
+    /// This port of q35's AHCI controller.
+    Sata { port: u8 },
+}
+
+/// Where disk `index` of a VM whose disks are on `buses` (in order) sits, or why it does not
+/// fit the plan. The command line places every disk with `place`; one that does not fit
+/// gets an address QEMU refuses to start with (slot 0x1f is taken, so is the CD-ROM's port).
+pub fn disk_place(buses: &[Bus], index: usize) -> Result<DiskPlace, String> {
+    let rank = rank(buses, index);
+    let (room, what) = match buses[index] {
+        Bus::Virtio | Bus::Nvme => (
+            usize::from(LAST_DISK_SLOT - FIRST_DISK_SLOT) + 1,
+            format!("PCI slots for virtio and NVMe disks (00:{FIRST_DISK_SLOT:02x}.0 to 00:{LAST_DISK_SLOT:02x}.0)"),
+        ),
+        Bus::Scsi => (
+            usize::from(LAST_SCSI_TARGET) + 1,
+            "virtio-scsi targets".to_string(),
+        ),
+        Bus::Sata => (
+            usize::from(CDROM_AHCI_PORT),
+            format!("AHCI ports for SATA disks (the CD-ROM is on port {CDROM_AHCI_PORT})"),
+        ),
+    };
+    if rank >= room {
+        return Err(format!(
+            "the VM has {room} {what}; this {} disk would be number {}",
+            buses[index].name(),
+            rank + 1
+        ));
+    }
+    Ok(place(buses, index))
+}
+
+/// [`disk_place`] without the check that the disk fits.
+pub fn place(buses: &[Bus], index: usize) -> DiskPlace {
+    let rank = rank(buses, index);
+    let small = |n: usize| u8::try_from(n).unwrap_or(u8::MAX);
+    match buses[index] {
+        Bus::Virtio | Bus::Nvme => DiskPlace::Pci {
+            slot: small(usize::from(FIRST_DISK_SLOT) + rank),
+        },
+        Bus::Scsi => DiskPlace::Scsi {
+            target: small(rank),
+        },
+        Bus::Sata => DiskPlace::Sata { port: small(rank) },
+    }
+}
+
+/// How many disks before `index` take from the same pool (PCI slots, SCSI targets, ports).
+fn rank(buses: &[Bus], index: usize) -> usize {
+    let pool = |b: Bus| match b {
+        Bus::Virtio | Bus::Nvme => 0,
+        Bus::Scsi => 1,
+        Bus::Sata => 2,
+    };
+    buses[..index]
+        .iter()
+        .filter(|b| pool(**b) == pool(buses[index]))
+        .count()
+}
