@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode};
-use sno_harness::matrix::pairwise::covering_array;
-use sno_harness::matrix::space::Space;
-use sno_harness::matrix::{self, Strategy};
+use sno_harness::scenario::matrix::pairwise::covering_array;
+use sno_harness::scenario::matrix::space::Space;
+use sno_harness::scenario::matrix::{self, Strategy};
 
 fn scenarios() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")

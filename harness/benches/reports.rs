@@ -14,7 +14,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use sno_harness::matrix::{self, Strategy};
 use sno_harness::report::coverage::Axis;
 use sno_harness::report::html::render_html;
 use sno_harness::report::junit_for_runs;
@@ -23,6 +22,7 @@ use sno_harness::report::run_dir::{summarise, write_reports};
 use sno_harness::report::summary::matrix_summary_markdown;
 use sno_harness::result::BadnessLine;
 use sno_harness::result::{PhaseResult, PhaseStatus, RunResult, Signal, Verdict};
+use sno_harness::scenario::matrix::{self, Strategy};
 
 const PERMUTATIONS: usize = 100;
 

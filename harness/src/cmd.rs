@@ -272,9 +272,9 @@ pub struct MatrixArgs {
 /// `matrix`: every permutation (filtered), in parallel under admission control, then the
 /// merged reports.
 pub fn matrix(a: &MatrixArgs) -> i32 {
-    use sno_harness::matrix::{self, Strategy};
     use sno_harness::run::job::Job;
     use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions};
+    use sno_harness::scenario::matrix::{self, Strategy};
 
     let mut m = match matrix::load(&a.path) {
         Ok(m) => m,
@@ -433,10 +433,10 @@ pub fn matrix(a: &MatrixArgs) -> i32 {
 
 /// `plan`: what a run would do, without doing any of it. For a matrix: its permutations.
 pub fn plan(path: &Path, json: bool, backend: &str) -> i32 {
-    if sno_harness::matrix::is_matrix_file(path) {
-        return match sno_harness::matrix::load(path) {
+    if sno_harness::scenario::matrix::is_matrix_file(path) {
+        return match sno_harness::scenario::matrix::load(path) {
             Ok(m) if json => {
-                let v = sno_harness::matrix::plan_json(&m);
+                let v = sno_harness::scenario::matrix::plan_json(&m);
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&v).expect("serialisable")
@@ -444,7 +444,7 @@ pub fn plan(path: &Path, json: bool, backend: &str) -> i32 {
                 exit::OK
             }
             Ok(m) => {
-                print!("{}", sno_harness::matrix::plan_text(&m));
+                print!("{}", sno_harness::scenario::matrix::plan_text(&m));
                 exit::OK
             }
             Err(e) => {
@@ -1060,7 +1060,7 @@ pub fn perf(a: &PerfArgs) -> i32 {
         eprintln!("sno-harness: {why}");
         return exit::BAD_INPUT;
     }
-    let (jobs, strategy) = if sno_harness::matrix::is_matrix_file(&a.path) {
+    let (jobs, strategy) = if sno_harness::scenario::matrix::is_matrix_file(&a.path) {
         match perf_matrix_jobs(a) {
             Ok(j) => j,
             Err(code) => return code,
@@ -1244,7 +1244,7 @@ pub fn perf(a: &PerfArgs) -> i32 {
 fn perf_matrix_jobs(
     a: &PerfArgs,
 ) -> Result<(Vec<sno_harness::run::job::Job>, Option<String>), i32> {
-    use sno_harness::matrix::{self, Strategy};
+    use sno_harness::scenario::matrix::{self, Strategy};
 
     let mut m = matrix::load(&a.path).map_err(|e| {
         eprintln!("sno-harness: {e}");

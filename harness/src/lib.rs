@@ -10,7 +10,7 @@ pub mod gc;
 pub mod guest;
 pub mod health;
 pub mod hw;
-pub mod matrix;
+
 pub mod perf;
 pub mod report;
 pub mod result;

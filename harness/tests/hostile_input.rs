@@ -154,7 +154,7 @@ fn check(kind: Kind, c: &Case) -> Vec<String> {
     let mut problems = Vec::new();
     // A case the parser accepts would make `run` or `matrix` boot VMs: never hand it over.
     let loads = match kind {
-        Kind::Matrix => sno_harness::matrix::load(&c.path).is_ok(),
+        Kind::Matrix => sno_harness::scenario::matrix::load(&c.path).is_ok(),
         Kind::Scenario | Kind::Other => sno_harness::scenario::load(&c.path).is_ok(),
     };
     if loads {
@@ -290,8 +290,8 @@ fn the_base_the_malformed_matrices_name_is_valid() {
 fn the_shipped_scenarios_and_matrices_still_load() {
     let mut refused = Vec::new();
     for (path, text) in shipped() {
-        let loaded = if sno_harness::matrix::looks_like_matrix(text) {
-            sno_harness::matrix::load(path)
+        let loaded = if sno_harness::scenario::matrix::looks_like_matrix(text) {
+            sno_harness::scenario::matrix::load(path)
                 .map(drop)
                 .map_err(|e| e.to_string())
         } else {
@@ -317,8 +317,8 @@ fn fuzz_path() -> PathBuf {
 fn parse_both(text: &str) {
     let path = fuzz_path();
     let _ = sno_harness::scenario::parse_str(&path, text);
-    let _ = sno_harness::matrix::parse_str(&path, text);
-    let _ = sno_harness::matrix::looks_like_matrix(text);
+    let _ = sno_harness::scenario::matrix::parse_str(&path, text);
+    let _ = sno_harness::scenario::matrix::looks_like_matrix(text);
 }
 
 fn config() -> ProptestConfig {
@@ -731,7 +731,7 @@ proptest! {
         let mut f = tempfile::NamedTempFile::new().unwrap();
         std::io::Write::write_all(&mut f, &bytes).unwrap();
         let _ = sno_harness::scenario::load(f.path());
-        let _ = sno_harness::matrix::load(f.path());
+        let _ = sno_harness::scenario::matrix::load(f.path());
     }
 
     #[test]
@@ -761,6 +761,6 @@ proptest! {
         }
         // As the file itself, so the base and trust bundle paths resolve as they do for it.
         let _ = sno_harness::scenario::parse_str(path, &text);
-        let _ = sno_harness::matrix::parse_str(path, &text);
+        let _ = sno_harness::scenario::matrix::parse_str(path, &text);
     }
 }

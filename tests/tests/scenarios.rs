@@ -109,9 +109,9 @@ fn matrix_trials(root: &Path) -> Vec<Trial> {
     let mut trials = Vec::new();
     for path in files
         .into_iter()
-        .filter(|p| sno_harness::matrix::is_matrix_file(p))
+        .filter(|p| sno_harness::scenario::matrix::is_matrix_file(p))
     {
-        let m = match sno_harness::matrix::load(&path) {
+        let m = match sno_harness::scenario::matrix::load(&path) {
             Ok(m) => m,
             Err(e) => {
                 // A broken shipped matrix is a failing test, not a silently missing one.

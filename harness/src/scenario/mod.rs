@@ -1,6 +1,7 @@
 //! Scenario files: their model, parsing with file-and-line errors, validation, and how the
 //! guest will name the scenario's disks.
 
+pub mod matrix;
 pub mod model;
 mod parse;
 pub mod units;
