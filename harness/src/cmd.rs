@@ -1012,7 +1012,7 @@ pub fn gc(dry_run: bool, mut uris: Vec<String>) -> i32 {
         uris.push(sno_harness::vm::libvirt::DEFAULT_URI.to_string());
     }
     let registry = sno_harness::run::registry::dir();
-    let c = sno_harness::gc::collect(&registry, &uris, dry_run);
+    let c = sno_harness::run::gc::collect(&registry, &uris, dry_run);
     let verb = if dry_run { "would" } else { "did" };
     for a in &c.actions {
         println!("gc {verb}: {a}");

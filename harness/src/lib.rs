@@ -6,7 +6,6 @@
 pub mod assets;
 pub mod fixture;
 pub mod flow;
-pub mod gc;
 pub mod guest;
 pub mod health;
 pub mod hw;

@@ -5,6 +5,7 @@ pub mod admission;
 mod api_poller;
 pub mod backing;
 pub mod board;
+pub mod gc;
 pub mod job;
 pub mod matrix_runner;
 mod outcome;

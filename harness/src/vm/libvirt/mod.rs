@@ -4,6 +4,7 @@
 
 pub mod console_stream;
 pub mod domain;
+pub mod gc;
 pub mod host_facts;
 pub mod network;
 mod ppm;

@@ -1,21 +1,11 @@
-//! `sno-harness gc`: collects what runs that did not end cleanly left behind (the harness
-//! killed with SIGKILL, a second Ctrl-C, a crash, the host rebooted).
-//!
-//! A run registers itself (`run::registry`) before it makes anything; a registration whose
-//! process is gone marks a run to collect. For each: the VM (a QEMU process still holding the run
-//! directory, a libvirt domain still carrying the run's id), the disks, the copy of the live ISO,
-//! the sockets; the run directory keeps its logs and gets a `result.json` saying what happened
-//! if it has none. Then every libvirt domain and NAT network with the harness's metadata whose
-//! run is not alive is destroyed too, so objects of runs that never registered (or whose
-//! registry was lost) go.
+//! The libvirt half of `sno-harness gc`: the harness's domains, NAT networks and (remote)
+//! storage pools whose run is over. Each carries the run's `<sno:run>` metadata element (id,
+//! directory, owner host, pid and start time); an object whose owner process on this host is
+//! gone is destroyed, one owned from another host is never touched.
 
 use std::collections::BTreeSet;
-use std::fs;
-use std::path::Path;
 
-use crate::result::RunResult;
-use crate::run::registry::{self, Entry};
-use crate::vm::libvirt::domain::RUN_XMLNS;
+use super::domain::RUN_XMLNS;
 
 /// What gc did (or, with `dry_run`, would do), one line per action; and what it could not.
 #[derive(Debug, Default)]
@@ -24,52 +14,6 @@ pub struct Collected {
     pub errors: Vec<String>,
     /// Runs still in progress, left alone.
     pub alive: Vec<String>,
-}
-
-/// QEMU processes whose command line names `dir` (the run's disks and sockets are in it).
-fn qemu_processes_of(dir: &Path) -> Vec<u32> {
-    let needle = dir.display().to_string();
-    let Ok(procs) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    procs
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let Ok(cmd) = fs::read(format!("/proc/{pid}/cmdline")) else {
-                return false;
-            };
-            let args: Vec<String> = cmd
-                .split(|b| *b == 0)
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            args.first().is_some_and(|a| a.contains("qemu-system"))
-                && args.iter().any(|a| a.contains(&needle))
-        })
-        .collect()
-}
-
-/// The files a run makes that are not evidence: disks (GiBs), the ISO copy, sockets.
-fn disposable_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    [
-        "disks",
-        "live.iso",
-        "serial.sock",
-        "qmp.sock",
-        "OVMF_VARS.fd",
-    ]
-    .iter()
-    .map(|n| dir.join(n))
-    .filter(|p| p.symlink_metadata().is_ok())
-    .collect()
-}
-
-fn remove(path: &Path) -> std::io::Result<()> {
-    if path.symlink_metadata()?.is_dir() {
-        fs::remove_dir_all(path)
-    } else {
-        fs::remove_file(path)
-    }
 }
 
 /// An attribute of a domain's `<sno:run .../>` metadata element.
@@ -90,7 +34,7 @@ fn attr_of(metadata: &str, name: &str) -> Option<String> {
 /// host cannot be judged from here and counts as alive: gc never takes another machine's run.
 fn owner_alive(metadata: &str) -> bool {
     let host = attr_of(metadata, "host").unwrap_or_default();
-    if host != crate::vm::libvirt::domain::host_name() {
+    if host != super::domain::host_name() {
         return true;
     }
     let pid = attr_of(metadata, "pid").and_then(|p| p.parse::<u32>().ok());
@@ -103,7 +47,7 @@ fn owner_alive(metadata: &str) -> bool {
 
 /// Destroys the harness's domains on `uri` whose run is not in `alive`; `only` limits it to
 /// one domain name. Returns what it did.
-fn collect_domains(
+pub fn collect_domains(
     uri: &str,
     only: Option<&str>,
     alive: &BTreeSet<String>,
@@ -155,7 +99,7 @@ fn collect_domains(
         note_removal(what, [(destroyed, ""), (undefined, "undefine: ")], out);
         // libvirt keeps a transient domain's QEMU log; it belongs with the run's evidence.
         if let Some(dir) = &run_dir {
-            if crate::vm::libvirt::runtime::take_qemu_log(&name, dir) {
+            if super::runtime::take_qemu_log(&name, dir) {
                 out.actions.push(format!(
                     "libvirt {uri}: move the QEMU log of {name} into {}",
                     dir.display()
@@ -169,7 +113,7 @@ fn collect_domains(
 /// the domains, and the domain's name) whose run is not in `alive`; `only` limits it to one
 /// name. Transient networks outlive the connection that made them, so a killed run's network
 /// stays until this.
-fn collect_networks(
+pub fn collect_networks(
     uri: &str,
     only: Option<&str>,
     alive: &BTreeSet<String>,
@@ -217,7 +161,7 @@ fn collect_networks(
 /// Removes the harness's storage pools on `uri` (a remote libvirt host's copies of a run's
 /// disks and ISO, named like the run's domain) whose run is not in `alive` and whose domain
 /// no longer runs; `only` limits it to one name.
-fn collect_pools(
+pub fn collect_pools(
     uri: &str,
     only: Option<&str>,
     alive: &BTreeSet<String>,
@@ -227,7 +171,7 @@ fn collect_pools(
     let Some(conn) = connect_noting(uri, out) else {
         return;
     };
-    for name in crate::vm::libvirt::storage::leftover_pools(&conn) {
+    for name in super::storage::leftover_pools(&conn) {
         if only.is_some_and(|o| o != name) || alive.contains(&name) {
             continue;
         }
@@ -242,7 +186,7 @@ fn collect_pools(
             out.actions.push(what);
             continue;
         }
-        match crate::vm::libvirt::storage::RunPool::adopt(&conn, &name).and_then(|p| p.remove()) {
+        match super::storage::RunPool::adopt(&conn, &name).and_then(|p| p.remove()) {
             Ok(()) => out.actions.push(what),
             Err(e) => out.errors.push(format!("{what}: {e}")),
         }
@@ -251,7 +195,7 @@ fn collect_pools(
 
 /// A connection to `uri`, or the reason there is none noted in `out`.
 fn connect_noting(uri: &str, out: &mut Collected) -> Option<virt::connect::Connect> {
-    match crate::vm::libvirt::runtime::connect(uri) {
+    match super::runtime::connect(uri) {
         Ok(c) => Some(c),
         Err(e) => {
             out.errors.push(format!("libvirt {uri}: {e}"));
@@ -298,98 +242,18 @@ fn run_element(xml: &str) -> Option<&str> {
     Some(&xml[start..=end])
 }
 
-/// Collects one dead run.
-fn collect_run(e: &Entry, dry_run: bool, out: &mut Collected) {
-    for pid in qemu_processes_of(&e.dir) {
-        let what = format!("{}: kill QEMU process {pid}", e.id);
-        if !dry_run {
-            // SAFETY: plain kill(2) on a pid we just read.
-            if unsafe { libc::kill(pid as i32, libc::SIGKILL) } != 0 {
-                out.errors
-                    .push(format!("{what}: {}", std::io::Error::last_os_error()));
-                continue;
-            }
-        }
-        out.actions.push(what);
-    }
-    if let (Some(uri), Some(domain)) = (&e.uri, &e.domain) {
-        collect_domains(uri, Some(domain), &BTreeSet::new(), dry_run, out);
-        // The domain may have died with the harness (auto-destroy): its log is still there.
-        if !dry_run && crate::vm::libvirt::runtime::take_qemu_log(domain, &e.dir) {
-            out.actions.push(format!(
-                "{}: move the QEMU log of {domain} into the run",
-                e.id
-            ));
-        }
-        // A run's NAT network and (on a remote host) storage pool have its domain's name.
-        collect_networks(uri, Some(domain), &BTreeSet::new(), dry_run, out);
-        collect_pools(uri, Some(domain), &BTreeSet::new(), dry_run, out);
-    }
-    if !e.keep {
-        for f in disposable_files(&e.dir) {
-            let what = format!("{}: remove {}", e.id, f.display());
-            if dry_run {
-                out.actions.push(what);
-            } else {
-                match remove(&f) {
-                    Ok(()) => out.actions.push(what),
-                    Err(err) => out.errors.push(format!("{what}: {err}")),
-                }
-            }
-        }
-    }
-    let result = e.dir.join("result.json");
-    if e.dir.is_dir() && !result.exists() {
-        let what = format!("{}: write {} (verdict error)", e.id, result.display());
-        if !dry_run {
-            let mut r = RunResult::unreached_error(
-                &e.id,
-                "the harness stopped before the run ended (killed or crashed); `sno-harness gc` collected what it left",
-            );
-            r.backend = e.backend.clone();
-            if let Err(err) = r.write(&e.dir) {
-                out.errors.push(format!("{what}: {err}"));
-                return;
-            }
-        }
-        out.actions.push(what);
-    }
-}
-
-/// Collects every dead run in `registry_dir`, then the harness's domains on `uris` that no live
-/// run owns.
-pub fn collect(registry_dir: &Path, uris: &[String], dry_run: bool) -> Collected {
-    let mut out = Collected::default();
-    let mut alive_domains = BTreeSet::new();
-    for (file, entry) in registry::entries(registry_dir) {
-        let e = match entry {
-            Ok(e) => e,
-            Err(err) => {
-                out.errors.push(format!(
-                    "{}: unreadable registration ({err}); remove it by hand",
-                    file.display()
-                ));
-                continue;
-            }
-        };
-        if e.owner_alive() {
-            out.alive.push(format!("{} (pid {})", e.id, e.pid));
-            alive_domains.extend(e.domain.clone());
-            continue;
-        }
-        collect_run(&e, dry_run, &mut out);
-        if !dry_run {
-            if let Err(err) = fs::remove_file(&file) {
-                out.errors.push(format!("{}: {err}", file.display()));
-            }
-        }
-    }
-    for uri in uris {
-        collect_domains(uri, None, &alive_domains, dry_run, &mut out);
-        collect_networks(uri, None, &alive_domains, dry_run, &mut out);
-        collect_pools(uri, None, &alive_domains, dry_run, &mut out);
-    }
-    out
+/// Sweeps `uri` for what no live run owns: domains, then networks, then pools (a pool's domain
+/// must be gone before its disks can go); `only` limits it to one object name.
+pub fn sweep(
+    uri: &str,
+    only: Option<&str>,
+    alive: &BTreeSet<String>,
+    dry_run: bool,
+    out: &mut Collected,
+) {
+    collect_domains(uri, only, alive, dry_run, out);
+    collect_networks(uri, only, alive, dry_run, out);
+    collect_pools(uri, only, alive, dry_run, out);
 }
 
 #[cfg(test)]
@@ -440,80 +304,5 @@ mod tests {
         assert_eq!(attr_of(run, "id").as_deref(), Some("smoke"));
         assert_eq!(attr_of(run, "pid").as_deref(), Some("7"));
         assert_eq!(run_element("<network><name>default</name></network>"), None);
-    }
-
-    #[test]
-    fn a_dead_runs_leftovers_go_and_its_evidence_stays() {
-        let reg = tempfile::tempdir().unwrap();
-        let run = tempfile::tempdir().unwrap();
-        fs::create_dir_all(run.path().join("disks")).unwrap();
-        fs::write(run.path().join("disks/install.qcow2"), b"x").unwrap();
-        fs::write(run.path().join("live.iso"), b"x").unwrap();
-        fs::write(run.path().join("serial.log"), b"evidence").unwrap();
-        fs::write(run.path().join("events.jsonl"), b"{}").unwrap();
-        // A registration of a process that no longer runs.
-        let e = Entry {
-            id: "smoke".into(),
-            pid: u32::MAX - 1,
-            pid_start: 1,
-            dir: run.path().to_path_buf(),
-            backend: "qemu".into(),
-            uri: None,
-            domain: None,
-            keep: false,
-        };
-        fs::write(
-            reg.path().join("1-smoke.json"),
-            serde_json::to_vec(&e).unwrap(),
-        )
-        .unwrap();
-
-        let dry = collect(reg.path(), &[], true);
-        assert!(dry
-            .actions
-            .iter()
-            .any(|a| a.contains("remove") && a.contains("disks")));
-        assert!(
-            run.path().join("disks").exists(),
-            "a dry run changes nothing"
-        );
-
-        let done = collect(reg.path(), &[], false);
-        assert!(done.errors.is_empty(), "{:?}", done.errors);
-        assert!(!run.path().join("disks").exists());
-        assert!(!run.path().join("live.iso").exists());
-        assert!(run.path().join("serial.log").exists());
-        let r: serde_json::Value =
-            serde_json::from_slice(&fs::read(run.path().join("result.json")).unwrap()).unwrap();
-        assert_eq!(r["verdict"], "error");
-        assert!(r["reason"].as_str().unwrap().contains("gc"));
-        assert!(registry::entries(reg.path()).is_empty());
-        // Nothing left to do.
-        assert!(collect(reg.path(), &[], false).actions.is_empty());
-    }
-
-    #[test]
-    fn a_live_run_is_left_alone() {
-        let reg = tempfile::tempdir().unwrap();
-        let run = tempfile::tempdir().unwrap();
-        fs::create_dir_all(run.path().join("disks")).unwrap();
-        let _guard = registry::register(
-            reg.path(),
-            Entry {
-                id: "live".into(),
-                pid: 0,
-                pid_start: 0,
-                dir: run.path().to_path_buf(),
-                backend: "qemu".into(),
-                uri: None,
-                domain: None,
-                keep: false,
-            },
-        )
-        .unwrap();
-        let c = collect(reg.path(), &[], false);
-        assert!(c.actions.is_empty(), "{:?}", c.actions);
-        assert_eq!(c.alive.len(), 1);
-        assert!(run.path().join("disks").exists());
     }
 }
