@@ -23,6 +23,9 @@ pub enum Source {
     Disk,
 }
 
+/// Where every observer sends what it sees: one channel into the run's state machine.
+pub type SignalTx = tokio::sync::mpsc::UnboundedSender<(Source, Signal)>;
+
 /// What was observed, typed where the state machine reads it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]

@@ -8,12 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc::UnboundedSender;
-
 use super::ssh::{SshSession, SshTarget};
-use crate::flow::event::{GuestStatus, Signal, Source};
-
-pub type SignalTx = UnboundedSender<(Source, Signal)>;
+use crate::flow::event::{GuestStatus, Signal, SignalTx, Source};
 
 /// The units whose journal the follower streams (SNO-CONTRACT.md §5, §6).
 pub const BIP_UNITS: &[&str] = &[

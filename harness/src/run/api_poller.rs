@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
+use crate::flow::event::SignalTx;
 use crate::flow::event::{ApiCheck, Signal, Source};
-use crate::guest::follow::SignalTx;
 use crate::health::{applied, judge, ApiEndpoint, ClusterApi, HealthError};
 
 /// How long ClusterOperators must stay settled (`wait-for install-complete` uses 30 s).

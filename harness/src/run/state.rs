@@ -20,9 +20,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::assets::Assets;
+use crate::flow::event::SignalTx;
 use crate::flow::event::{Signal, Source};
 use crate::flow::machine::Machine;
-use crate::guest::follow::SignalTx;
 use crate::guest::ssh::{SshKeyPair, SshTarget};
 use crate::scenario::Scenario;
 use crate::vm::accel::Accel;

@@ -11,9 +11,9 @@ use super::libvirt::{LibvirtVm, RunMeta};
 use super::qemu::qmp::Qmp;
 use super::qemu::QemuProcess;
 use super::{Nic, VmSpec};
+use crate::flow::event::SignalTx;
 use crate::flow::event::{Signal, Source};
 use crate::guest::console::Console;
-use crate::guest::follow::SignalTx;
 
 /// Which backend runs the VM (`--backend`).
 #[derive(Debug, Clone, PartialEq, Eq)]
