@@ -52,8 +52,12 @@ fn accel_trial_kills_a_guest_that_never_signals() {
 }
 
 /// What KVM does here, measured directly (the cheap checks may stop `decide` before its trial).
-/// A host whose CPU flags lack vmx/svm cannot run KVM guests, whatever /dev/kvm says: the trial
-/// must fail and say why. On the host of HOST-NOTES.md it aborts ("failed to set MSR").
+/// A host whose CPU flags lack vmx/svm cannot run KVM guests, whatever /dev/kvm says. On some
+/// such hosts the trial aborts ("failed to set MSR"); on others a paravirtual KVM (PVM: the
+/// kernel logs `kvm-pvm: loaded`) runs the trial's real-mode ROM and then hangs a Linux kernel
+/// right after "Probing EDD", both measured on this kind of machine. So the trial alone never
+/// decides: a failed trial must say why, and a passed one must still not make `decide` take
+/// KVM without vmx/svm.
 #[test]
 fn accel_trial_under_kvm_fails_with_evidence_on_a_host_without_vmx_or_svm() {
     let started = Instant::now();
@@ -63,12 +67,21 @@ fn accel_trial_under_kvm_fails_with_evidence_on_a_host_without_vmx_or_svm() {
         eprintln!("this host has vmx/svm: nothing to assert about a broken KVM");
         return;
     }
-    let err = outcome.expect_err("KVM cannot work without vmx/svm");
-    let text = err.to_string();
-    assert!(!text.is_empty());
-    if std::path::Path::new("/dev/kvm").exists() {
-        // QEMU got as far as starting; its first stderr line must be in the reason.
-        assert!(text.contains("; stderr: \""), "{text}");
+    match outcome {
+        Err(err) => {
+            let text = err.to_string();
+            assert!(!text.is_empty());
+            if std::path::Path::new("/dev/kvm").exists() {
+                // QEMU got as far as starting; its first stderr line must be in the reason.
+                assert!(text.contains("; stderr: \""), "{text}");
+            }
+        }
+        Ok(_) => {
+            let d = decide(AccelChoice::Auto).expect("auto always decides");
+            assert_eq!(d.accel, Accel::Tcg, "{}", d.reason);
+            assert!(d.reason.contains("neither vmx nor svm"), "{}", d.reason);
+            assert!(decide(AccelChoice::Kvm).is_err());
+        }
     }
 }
 

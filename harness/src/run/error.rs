@@ -1,0 +1,38 @@
+//! Why a run's steps stopped before the state machine reached a verdict of its own.
+
+use crate::flow::machine::Machine;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunError {
+    /// The system under test refused the input (the installer rejected the install-config):
+    /// the current phase fails, verdict `fail`.
+    Rejected(String),
+    /// Ctrl-C or SIGTERM: verdict `error`, reason `interrupted`.
+    Interrupted,
+    /// The harness or the host failed: verdict `error`.
+    Harness(String),
+}
+
+impl RunError {
+    /// Ends the run in `machine` with this error. Before the first phase started (the events
+    /// file or a saved state could not be read), the first phase carries it.
+    pub fn record(self, machine: &mut Machine, now_ms: u64) {
+        let now_ms = if machine.current().is_none() && machine.outcome().is_none() {
+            machine.start(0);
+            0
+        } else {
+            now_ms
+        };
+        match self {
+            RunError::Rejected(reason) => machine.fail_now(now_ms, reason),
+            RunError::Interrupted => machine.error(now_ms, "interrupted".into()),
+            RunError::Harness(reason) => machine.error(now_ms, reason),
+        };
+    }
+}
+
+impl From<String> for RunError {
+    fn from(reason: String) -> RunError {
+        RunError::Harness(reason)
+    }
+}

@@ -1,0 +1,141 @@
+//! The observers of a running VM, each turning what it sees into signals on the run's one
+//! channel: the serial console, the install disk's write counter (block stats), the guest's
+//! status and journal over SSH, and, from api-ready on, the cluster's API. Also the files
+//! that keep the BiP units' journal lines of each system.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use super::api_poller;
+use crate::flow::event::{Signal, SignalTx, Source};
+use crate::flow::phase::Phase;
+use crate::guest::console::Console;
+use crate::guest::follow::Followers;
+use crate::guest::ssh::SshTarget;
+use crate::health::ApiEndpoint;
+use crate::vm::running::RunningVm;
+
+/// The observers' tasks and threads; `stop` (or drop) ends them.
+pub struct Observers {
+    blockstats: Option<tokio::task::JoinHandle<()>>,
+    followers: Followers,
+    api: Option<tokio::task::JoinHandle<()>>,
+    endpoint: ApiEndpoint,
+    install_config: serde_json::Value,
+    tx: SignalTx,
+}
+
+impl Observers {
+    /// Starts the console, block-stats and SSH observers (the API waits for its phase).
+    pub fn start(
+        vm: &RunningVm,
+        console: &Console,
+        install_drive: Option<String>,
+        target: &SshTarget,
+        endpoint: ApiEndpoint,
+        install_config: serde_json::Value,
+        tx: &SignalTx,
+    ) -> Observers {
+        forward_console(console, tx);
+        Observers {
+            blockstats: install_drive.map(|drive| poll_blockstats(vm, drive, tx)),
+            followers: Followers::start(target.clone(), tx.clone(), Duration::from_secs(2)),
+            api: None,
+            endpoint,
+            install_config,
+            tx: tx.clone(),
+        }
+    }
+
+    /// A phase started: api-ready starts the API poller.
+    pub fn on_phase_started(&mut self, p: Phase) {
+        if p == Phase::ApiReady && self.api.is_none() {
+            self.api = Some(tokio::spawn(api_poller::poll(
+                self.endpoint.clone(),
+                self.install_config.clone(),
+                self.tx.clone(),
+                Duration::from_secs(2),
+            )));
+        }
+    }
+
+    /// Stops every observer.
+    pub fn stop(&mut self) {
+        if let Some(t) = self.api.take() {
+            t.abort();
+        }
+        if let Some(t) = self.blockstats.take() {
+            t.abort();
+        }
+        self.followers.stop();
+    }
+}
+
+fn forward_console(console: &Console, tx: &SignalTx) {
+    let tx = tx.clone();
+    console.on_line(move |l| {
+        let _ = tx.send((
+            Source::Serial,
+            Signal::Console {
+                line: l.to_string(),
+            },
+        ));
+    });
+}
+
+/// The install disk's write counter, from QEMU's block stats, each time it grows.
+fn poll_blockstats(vm: &RunningVm, drive: String, tx: &SignalTx) -> tokio::task::JoinHandle<()> {
+    let (tx, vm) = (tx.clone(), vm.handle());
+    tokio::spawn(async move {
+        let mut last = None;
+        loop {
+            if let Ok(Some(bytes)) = vm.disk_written_bytes(&drive).await {
+                if last != Some(bytes) {
+                    last = Some(bytes);
+                    let _ = tx.send((Source::Disk, Signal::DiskWrite { bytes }));
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    })
+}
+
+/// journal-live.txt and journal-disk.txt: the BiP units' entries of each system, as they come.
+pub struct JournalFiles {
+    live: Option<fs::File>,
+    disk: Option<fs::File>,
+}
+
+impl JournalFiles {
+    pub fn new(dir: &Path) -> JournalFiles {
+        JournalFiles {
+            live: fs::File::create(dir.join("journal-live.txt")).ok(),
+            disk: fs::File::create(dir.join("journal-disk.txt")).ok(),
+        }
+    }
+
+    pub fn write(&mut self, signal: &Signal, live_boot: Option<&str>) {
+        if let Signal::Journal {
+            unit,
+            identifier,
+            message,
+            guest_usec,
+            boot_id,
+        } = signal
+        {
+            let f = if Some(boot_id.as_str()) == live_boot {
+                &mut self.live
+            } else {
+                &mut self.disk
+            };
+            if let Some(f) = f {
+                let t = humantime::format_rfc3339_micros(
+                    std::time::UNIX_EPOCH + Duration::from_micros(*guest_usec),
+                );
+                let _ = writeln!(f, "{t} {unit} {identifier}: {message}");
+            }
+        }
+    }
+}

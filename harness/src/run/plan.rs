@@ -1,0 +1,174 @@
+//! What a run will be, decided before anything is made: the phase timeouts, the state
+//! machine's configuration, the VM's hardware and name, and its network. `run` and `plan`
+//! build the same plan; `plan` shows it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use super::state::StateMode;
+use crate::flow::badness::AllowList;
+use crate::flow::machine::{AdaptiveDeadline, Config as MachineConfig, Machine};
+use crate::flow::phase::{fixture_default_timeout, openshift_default_timeout, Phase};
+use crate::hw::{Accel, Firmware};
+use crate::scenario::{BootOrder, GuestNetwork, Profile, Scenario};
+use crate::vm::libvirt::network::{from_machine_network, NatNetwork};
+use crate::vm::libvirt::RunMeta;
+use crate::vm::{CdromSpec, DiskSpec, Nic, PortForward, VmSpec};
+
+/// The phase timeouts of a scenario: the profile's defaults, the scenario's overrides, times
+/// the TCG factor (real OpenShift defaults assume KVM) and `--timeout-scale`.
+pub fn phase_timeouts(s: &Scenario, accel: Accel, scale: f64) -> BTreeMap<Phase, Duration> {
+    let tcg = match (s.profile, accel) {
+        (Profile::Openshift, Accel::Tcg) => 4.0,
+        _ => 1.0,
+    };
+    Phase::ALL
+        .iter()
+        .map(|p| {
+            let base = s
+                .timeouts
+                .get(p)
+                .copied()
+                .unwrap_or_else(|| match s.profile {
+                    Profile::Fixture => fixture_default_timeout(*p),
+                    Profile::Openshift => openshift_default_timeout(*p),
+                });
+            (*p, base.mul_f64(tcg * scale))
+        })
+        .collect()
+}
+
+/// The state machine of a run of `s` under `accel`: its timeouts (scaled by `scale`), the
+/// write-stall limit, the adaptive install-to-disk deadline, the badness allow-list, and where
+/// a saving or resuming run stops.
+pub fn machine_for(s: &Scenario, accel: Accel, scale: f64, state: &StateMode) -> Machine {
+    let timeouts = phase_timeouts(s, accel, scale);
+    let adaptive_install = timeouts
+        .get(&Phase::InstallToDisk)
+        .map(|nominal| AdaptiveDeadline::around(*nominal));
+    let mut m = Machine::new(MachineConfig {
+        timeouts,
+        write_stall: s
+            .disk_write_stall
+            .unwrap_or(crate::scenario::DEFAULT_DISK_WRITE_STALL)
+            .mul_f64(scale),
+        bootkube_max_restarts: 3,
+        adaptive_install,
+    });
+    // Validated when the scenario was read.
+    m.allow_badness(AllowList::new(&s.badness_allow).unwrap_or_default());
+    if let Some(p) = state.stops_after() {
+        m.stop_after(p);
+    }
+    m
+}
+
+/// A VM name made of the run id (characters any backend accepts) and a number unique on the
+/// host while the VM runs.
+pub fn vm_name(run_id: &str, unique: u16) -> String {
+    let id: String = run_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(48)
+        .collect();
+    format!("sno-{id}-{unique}")
+}
+
+/// The VM of a scenario: disks (qemu-img, in `dir/disks`), boot order, firmware, forwards.
+pub fn vm_spec(
+    s: &Scenario,
+    dir: &Path,
+    iso: &Path,
+    accel: Accel,
+    ssh_port: u16,
+    api_port: u16,
+) -> VmSpec {
+    let install = s.install.install_disk_id.clone();
+    let (disk_index, cd_index) = match s.vm.boot_order {
+        BootOrder::DiskFirst => (1, 2),
+        BootOrder::CdromFirst => (2, 1),
+    };
+    let disks = s
+        .disks
+        .iter()
+        .map(|d| DiskSpec {
+            id: d.id.clone(),
+            path: dir.join("disks").join(format!("{}.qcow2", d.id)),
+            format: "qcow2".into(),
+            bus: d.bus,
+            sector: d.sector,
+            serial: Some(d.serial.clone()),
+            bootindex: (Some(&d.id) == install.as_ref()
+                || (install.is_none() && d.id == s.disks[0].id))
+                .then_some(disk_index),
+            io: d.io,
+        })
+        .collect();
+    VmSpec {
+        name: format!("sno-{}", s.name),
+        vcpus: s.vm.vcpus,
+        memory_mib: s.vm.memory_mib,
+        firmware: s.vm.firmware,
+        accel,
+        disks,
+        cdrom: Some(CdromSpec {
+            path: iso.to_path_buf(),
+            bootindex: Some(cd_index),
+        }),
+        uefi_vars: (s.vm.firmware == Firmware::Uefi).then(|| dir.join("OVMF_VARS.fd")),
+        serial_socket: dir.join("serial.sock"),
+        qmp_socket: Some(dir.join("qmp.sock")),
+        forwards: vec![
+            PortForward {
+                host_port: ssh_port,
+                guest_port: 22,
+            },
+            PortForward {
+                host_port: api_port,
+                guest_port: 6443,
+            },
+        ],
+        nic: Nic::User,
+    }
+}
+
+/// The run's VM as a backend will define it: the hardware of `vm_spec` named for the run
+/// (unique on the host while it runs: the run id and its SSH port), and for `network = "nat"`
+/// the run's own libvirt network with the NIC on it.
+pub fn vm_plan(
+    s: &Scenario,
+    dir: &Path,
+    iso: &Path,
+    accel: Accel,
+    (ssh_port, api_port): (u16, u16),
+    run: (&str, &RunMeta),
+) -> Result<(VmSpec, Option<NatNetwork>), String> {
+    let mut spec = vm_spec(s, dir, iso, accel, ssh_port, api_port);
+    spec.name = vm_name(run.0, ssh_port);
+    let network = match s.vm.network {
+        GuestNetwork::User => None,
+        GuestNetwork::Nat => Some(
+            from_machine_network(
+                &s.install.machine_network,
+                &s.install.cluster,
+                &s.install.base_domain,
+                run.1.clone(),
+                spec.name.clone(),
+            )
+            .map_err(|e| format!("vm.network = \"nat\": {e}"))?,
+        ),
+    };
+    if let Some(n) = &network {
+        spec.nic = Nic::LibvirtNetwork {
+            network: n.name.clone(),
+        };
+    }
+    Ok((spec, network))
+}

@@ -1,0 +1,388 @@
+//! The VM's session: started with its disks and network, watched by its observers until the
+//! state machine has a verdict, then torn down (observers first, then the evidence, then the
+//! VM).
+
+use std::fs;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::sync::mpsc::{self, UnboundedReceiver};
+
+use super::artifacts::{keep_instructions, RunFiles};
+use super::drive::Run;
+use super::error::RunError;
+use super::lifecycle::Lifecycle;
+use super::observers::{JournalFiles, Observers};
+use super::plan::vm_plan;
+use super::ports::free_port;
+use super::registry;
+use super::state::SaveInputs;
+use crate::assets::Assets;
+use crate::flow::event::{Signal, SignalTx, Source};
+use crate::flow::machine::{Action, Outcome, Verdict};
+use crate::guest::ssh::{SshKeyPair, SshTarget};
+use crate::health::ApiEndpoint;
+use crate::vm::libvirt::network::{bridge_name, NatNetwork};
+use crate::vm::libvirt::runtime::StartOptions;
+use crate::vm::libvirt::{nat_network_xml, RunMeta};
+use crate::vm::running::{Backend, RunningVm};
+use crate::vm::VmSpec;
+
+pub struct Session {
+    vm: RunningVm,
+    spec: VmSpec,
+    ssh_port: u16,
+    target: SshTarget,
+    observers: Observers,
+    signals: UnboundedReceiver<(Source, Signal)>,
+    /// What background work of the run's own (not an observer) found fatal.
+    harness_failures: UnboundedReceiver<String>,
+    journal: JournalFiles,
+    /// The live system's boot id, once seen: its journal lines go to journal-live.txt.
+    live_boot: Option<String>,
+}
+
+/// Where the harness reaches the guest's SSH and API.
+struct Reach {
+    ssh: SocketAddr,
+    api: SocketAddr,
+}
+
+impl Session {
+    /// Makes the VM's files, starts it on the run's backend and its observers.
+    pub async fn start(
+        run: &mut Run<'_>,
+        life: &Lifecycle,
+        (key, assets): (&SshKeyPair, &Assets),
+        files: &mut RunFiles,
+    ) -> Result<Session, RunError> {
+        let (Ok(ssh_port), Ok(api_port)) = (free_port(), free_port()) else {
+            return Err(RunError::Harness("no free port on 127.0.0.1".into()));
+        };
+        let dir = run.opts.dir.as_path();
+        let meta = RunMeta::for_this_process(run.opts.id.clone(), absolute(dir));
+        let (spec, network) = vm_plan(
+            run.s,
+            dir,
+            &assets.live_iso,
+            run.accel,
+            (ssh_port, api_port),
+            (&run.opts.id, &meta),
+        )?;
+        files.registration = register(run, &spec);
+        make_vm_files(run, life, &spec, network.as_ref())?;
+        let reach = match &network {
+            Some(n) => Reach {
+                ssh: (n.node.ipv4, 22).into(),
+                api: (n.node.ipv4, 6443).into(),
+            },
+            None => Reach {
+                ssh: ([127, 0, 0, 1], ssh_port).into(),
+                api: ([127, 0, 0, 1], api_port).into(),
+            },
+        };
+        let (tx, signals) = mpsc::unbounded_channel::<(Source, Signal)>();
+        let (vm, console, reach) =
+            start_vm(run, life, &spec, network.as_ref(), &meta, reach, &tx).await?;
+        run.handle(
+            Source::Harness,
+            Signal::VmStarted {
+                pid: vm.pid().unwrap_or(0),
+            },
+        );
+        run.ui.line(&format!(
+            "VM started ({}): SSH on {}, API on {}{}",
+            run.opts.backend.name(),
+            reach.ssh,
+            reach.api,
+            network
+                .as_ref()
+                .map(|n| format!(" (network {}, bridge {})", n.name, bridge_name(&n.name)))
+                .unwrap_or_default()
+        ));
+        let target = SshTarget {
+            addr: reach.ssh,
+            user: "core".into(),
+            key: key.clone(),
+        };
+        let endpoint = ApiEndpoint {
+            kubeconfig: assets.kubeconfig.clone(),
+            server: Some(format!("https://{}", reach.api)),
+        };
+        let observers = Observers::start(
+            &vm,
+            &console,
+            run.s.install.install_disk_id.clone(),
+            &target,
+            endpoint,
+            assets.install_config.clone(),
+            &tx,
+        );
+        let (failure_tx, harness_failures) = mpsc::unbounded_channel::<String>();
+        life.on_guest(&target, &tx, failure_tx);
+        run.artifacts
+            .insert("journal-live".into(), "journal-live.txt".into());
+        run.artifacts
+            .insert("journal-disk".into(), "journal-disk.txt".into());
+        Ok(Session {
+            vm,
+            spec,
+            ssh_port,
+            target,
+            observers,
+            signals,
+            harness_failures,
+            journal: JournalFiles::new(dir),
+            live_boot: None,
+        })
+    }
+
+    /// Feeds every signal, tick, failure and interrupt to the state machine until it has an
+    /// outcome.
+    pub async fn watch(&mut self, run: &mut Run<'_>) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut interrupt = run.opts.interrupt.clone();
+        loop {
+            self.show(run);
+            if run.machine.outcome().is_some() {
+                return;
+            }
+            tokio::select! {
+                Some((source, signal)) = self.signals.recv() => self.on_signal(run, source, signal),
+                _ = tick.tick() => {
+                    if !self.vm.is_running() {
+                        let status = format!("the {} VM is gone", run.opts.backend.name());
+                        run.handle(Source::Harness, Signal::VmExited { status });
+                    }
+                    let now = run.now();
+                    let actions = run.machine.tick(now);
+                    run.pending.extend(actions);
+                    run.ui.status(&run.machine, now);
+                }
+                Some(reason) = self.harness_failures.recv() => {
+                    let now = run.now();
+                    let actions = run.machine.error(now, reason);
+                    run.pending.extend(actions);
+                }
+                _ = interrupt.changed() => {
+                    let _ = run.log.record(Source::Harness, Signal::Note { text: "interrupted".into() });
+                    let now = run.now();
+                    let actions = run.machine.error(now, "interrupted".into());
+                    run.pending.extend(actions);
+                }
+            }
+        }
+    }
+
+    /// Prints what the machine did and starts what its phases need.
+    fn show(&mut self, run: &mut Run<'_>) {
+        for a in std::mem::take(&mut run.pending) {
+            match a {
+                Action::PhaseStarted(p) => {
+                    run.ui.line(&format!("phase {p} started"));
+                    self.observers.on_phase_started(p);
+                }
+                Action::PhaseEnded(p, st) => run.ui.line(&format!("phase {p} ended: {st:?}")),
+                Action::Finished(o) => {
+                    run.ui
+                        .line(&format!("verdict {:?}{}", o.verdict, reason_suffix(&o)))
+                }
+            }
+        }
+    }
+
+    fn on_signal(&mut self, run: &mut Run<'_>, source: Source, signal: Signal) {
+        if let Signal::GuestStatus(st) = &signal {
+            if st.live && self.live_boot.is_none() {
+                self.live_boot = Some(st.boot_id.clone());
+            }
+        }
+        if let Signal::Journal { .. } = &signal {
+            self.journal.write(&signal, self.live_boot.as_deref());
+        }
+        run.handle(source, signal);
+    }
+
+    /// Observers first, then the evidence (a failed run's screenshot, a saving run's state),
+    /// then the VM; `--keep` prints how to boot the disks again.
+    pub async fn tear_down(
+        mut self,
+        run: &mut Run<'_>,
+        life: &Lifecycle,
+        key: &SshKeyPair,
+        assets: &Assets,
+    ) {
+        self.observers.stop();
+        let passed = run
+            .machine
+            .outcome()
+            .is_some_and(|o| o.verdict == Verdict::Pass);
+        if !passed {
+            self.screenshot(run).await;
+        } else {
+            let saved = life
+                .after_pass(
+                    SaveInputs {
+                        vm: &mut self.vm,
+                        machine: &run.machine,
+                        guest: &self.target,
+                        spec: &self.spec,
+                        key,
+                        assets,
+                        run_id: &run.opts.id,
+                        scenario: run.s,
+                        accel: run.accel,
+                    },
+                    run.ui,
+                    &mut run.log,
+                )
+                .await;
+            if let Err(e) = saved {
+                run.machine.error_after_pass(e);
+            }
+        }
+        self.vm.stop();
+        if life.keeps_disks(run.opts.keep) {
+            run.ui.finish();
+            run.ui.print(&keep_instructions(
+                &run.opts.dir,
+                &self.spec,
+                key,
+                self.ssh_port,
+            ));
+        }
+    }
+
+    async fn screenshot(&self, run: &mut Run<'_>) {
+        let png = run.opts.dir.join("screenshot-final.png");
+        if tokio::time::timeout(Duration::from_secs(5), self.vm.screenshot(&png))
+            .await
+            .map(|r| r.is_ok())
+            .unwrap_or(false)
+        {
+            run.artifacts
+                .insert("screenshot".into(), "screenshot-final.png".into());
+        }
+    }
+}
+
+fn absolute(dir: &Path) -> std::path::PathBuf {
+    std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+fn reason_suffix(o: &Outcome) -> String {
+    if o.reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", o.reason)
+    }
+}
+
+/// Registers the run, so that `gc` finds what a killed harness leaves. A failure is a warning:
+/// the run goes on, but a kill would leave what gc cannot find.
+fn register(run: &Run<'_>, spec: &VmSpec) -> Option<registry::Registration> {
+    let registry_dir = registry::dir();
+    let dir = run.opts.dir.as_path();
+    let entry = registry::Entry {
+        id: run.opts.id.clone(),
+        pid: 0,
+        pid_start: 0,
+        dir: absolute(dir),
+        backend: run.opts.backend.name().into(),
+        uri: match &run.opts.backend {
+            Backend::Libvirt { uri } => Some(uri.clone()),
+            Backend::Qemu => None,
+        },
+        domain: matches!(run.opts.backend, Backend::Libvirt { .. }).then(|| spec.name.clone()),
+        keep: run.opts.keep,
+    };
+    match registry::register(&registry_dir, entry) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            run.ui.line(&format!(
+                "warning: cannot register the run in {} ({e}): if the harness is killed, `sno-harness gc` will not find its leftovers",
+                registry_dir.display()
+            ));
+            None
+        }
+    }
+}
+
+/// The VM's disks (empty, or overlays on a saved state's), its UEFI variables, and the NAT
+/// network's XML for the record.
+fn make_vm_files(
+    run: &mut Run<'_>,
+    life: &Lifecycle,
+    spec: &VmSpec,
+    network: Option<&NatNetwork>,
+) -> Result<(), RunError> {
+    let dir = run.opts.dir.as_path();
+    fs::create_dir_all(dir.join("disks")).map_err(|e| format!("creating disks/: {e}"))?;
+    for (d, sd) in spec.disks.iter().zip(&run.s.disks) {
+        life.make_disk(d, sd.size_bytes)?;
+    }
+    if let Some(vars) = &spec.uefi_vars {
+        let from = life.uefi_vars_template();
+        fs::copy(&from, vars).map_err(|e| format!("copying {}: {e}", from.display()))?;
+    }
+    if let Some(n) = network {
+        let _ = fs::write(dir.join("network.xml"), nat_network_xml(n));
+        run.artifacts.insert("network".into(), "network.xml".into());
+    }
+    Ok(())
+}
+
+/// Starts the VM on the run's backend (on this thread, not a blocking-pool thread: QEMU's
+/// parent-death signal fires when the thread that forked it exits, and pool threads exit when
+/// idle), records what it is, and lets the strategy load a saved state into it.
+async fn start_vm(
+    run: &mut Run<'_>,
+    life: &Lifecycle,
+    spec: &VmSpec,
+    network: Option<&NatNetwork>,
+    meta: &RunMeta,
+    reach: Reach,
+    tx: &SignalTx,
+) -> Result<(RunningVm, crate::guest::console::Console, Reach), RunError> {
+    let dir = run.opts.dir.as_path();
+    let (mut vm, console) = RunningVm::start(
+        &run.opts.backend,
+        spec,
+        StartOptions {
+            network,
+            reach: &[reach.ssh, reach.api],
+            keep_disks: run.opts.keep,
+            incoming: life.incoming(),
+        },
+        meta,
+        dir,
+        tx,
+    )
+    .await
+    .map_err(RunError::Harness)?;
+    // On a remote libvirt host, the guest is reached through SSH forwards, and the numbers
+    // are that host's.
+    let reach = Reach {
+        ssh: vm.local_addr(reach.ssh),
+        api: vm.local_addr(reach.api),
+    };
+    run.vm_host = vm.remote_host_context();
+    let _ = fs::write(dir.join("vm.txt"), vm.describe() + "\n");
+    run.artifacts.insert("vm".into(), "vm.txt".into());
+    run.artifacts.insert("serial".into(), "serial.log".into());
+    match &run.opts.backend {
+        Backend::Qemu => {
+            run.artifacts
+                .insert("qemu-stderr".into(), "qemu.stderr".into());
+        }
+        // libvirt's log of the domain's QEMU, taken into the run directory when the domain
+        // ends (a local libvirtd only).
+        Backend::Libvirt { uri } if !uri.contains("+ssh") => {
+            run.artifacts.insert("qemu-log".into(), "qemu.log".into());
+        }
+        Backend::Libvirt { .. } => {}
+    }
+    life.after_start(&mut vm, run.ui, &mut run.log).await?;
+    Ok((vm, console, reach))
+}
