@@ -5,6 +5,7 @@ pub mod matrix;
 pub mod model;
 mod parse;
 pub mod units;
+mod validate;
 
 pub use model::{
     BootOrder, Disk, GuestNetwork, Profile, Scenario, DEFAULT_DISK_WRITE_STALL,

@@ -1,0 +1,184 @@
+//! What `run`, `matrix` and `perf` share: their flags, the output directory, the interrupt
+//! handling, the runtime, and the replay commands they print.
+
+use std::path::{Path, PathBuf};
+
+use sno_harness::run::job::RunSettings;
+use sno_harness::vm::running::Backend;
+
+use super::error::{bad, harness, CliError};
+
+/// `--out`, else `$ARTIFACT_DIR` (OpenShift CI), else `runs/<timestamp>`.
+pub fn out_dir(out: Option<PathBuf>) -> PathBuf {
+    out.or_else(|| {
+        std::env::var_os("ARTIFACT_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
+    .unwrap_or_else(|| {
+        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            .to_string()
+            .replace(':', "");
+        PathBuf::from("runs").join(stamp)
+    })
+}
+
+/// The flags `run`, `matrix` and `perf` share.
+#[derive(clap::Args)]
+pub struct RunFlags {
+    /// Output directory [default: $ARTIFACT_DIR, else runs/<timestamp>]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Keep the VMs' disks and the live ISO, and print how to boot them.
+    #[arg(long)]
+    pub keep: bool,
+    /// Multiply every phase timeout.
+    #[arg(long, default_value_t = 1.0)]
+    pub timeout_scale: f64,
+    /// Who starts the VMs: `qemu` (the harness itself) or `libvirt` (transient domains).
+    #[arg(long, default_value = "qemu", value_parser = ["qemu", "libvirt"])]
+    pub backend: String,
+    /// The libvirt URI for `--backend libvirt`.
+    #[arg(long, default_value = sno_harness::vm::libvirt::DEFAULT_URI)]
+    pub connect: String,
+}
+
+impl RunFlags {
+    pub fn backend(&self) -> Backend {
+        match self.backend.as_str() {
+            "libvirt" => Backend::Libvirt {
+                uri: self.connect.clone(),
+            },
+            _ => Backend::Qemu,
+        }
+    }
+
+    /// The settings of every run of a matrix or perf run.
+    pub fn settings(&self, interrupt: tokio::sync::watch::Receiver<bool>) -> RunSettings {
+        RunSettings {
+            keep: self.keep,
+            timeout_scale: self.timeout_scale,
+            cache_dir: sno_harness::fixture::default_cache_dir(),
+            backend: self.backend(),
+            interrupt,
+            progress: sno_harness::run::progress::Mode::detect(),
+        }
+    }
+
+    /// The flags a replay command must repeat to run the same way.
+    pub fn replay_suffix(&self) -> String {
+        match self.backend() {
+            Backend::Qemu => String::new(),
+            Backend::Libvirt { uri } => format!(" --backend libvirt --connect {uri}"),
+        }
+    }
+
+    /// Refuses flag values that cannot be used.
+    pub fn check(&self) -> Result<(), CliError> {
+        if self.timeout_scale.is_finite() && self.timeout_scale > 0.0 {
+            Ok(())
+        } else {
+            Err(bad("--timeout-scale must be a positive number"))
+        }
+    }
+
+    /// The output directory, created.
+    pub fn created_out(&self) -> Result<PathBuf, CliError> {
+        let out = out_dir(self.out.clone());
+        std::fs::create_dir_all(&out)
+            .map_err(|e| harness(format!("creating {}: {e}", out.display())))?;
+        Ok(out)
+    }
+}
+
+/// The runtime the runs go on.
+pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Runtime::new().map_err(harness)
+}
+
+/// SIGINT or SIGTERM sets the channel (runs stop and write `interrupted`); a second one exits
+/// at once, and QEMU dies with us through its parent-death signal. Call inside the runtime.
+pub fn interrupt_channel() -> tokio::sync::watch::Receiver<bool> {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+        eprintln!("sno-harness: interrupted; stopping (press Ctrl-C again to force)");
+        // First the flag, so that a run whose helper dies next knows why; then the helpers (a
+        // fixture build, the installer, coreos-installer) stop, off the async threads: stopping
+        // them may wait out their grace period.
+        let _ = tx.send(true);
+        let _ = tokio::task::spawn_blocking(sno_harness::util::children::kill_all).await;
+        tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+        sno_harness::util::children::kill_all();
+        std::process::exit(130);
+    });
+    rx
+}
+
+/// The command that replays one permutation of a matrix, kept for inspection (`--keep`).
+pub fn matrix_replay(path: &Path, strategy: &str, id: &str, flags: &RunFlags) -> String {
+    format!(
+        "sno-harness matrix {} --strategy {strategy} --filter {id} --keep{}",
+        path.display(),
+        flags.replay_suffix()
+    )
+}
+
+/// Writes `path` through a temporary file in the same directory and a rename, so that a reader
+/// never sees half a document.
+pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// How many runs ended as their scenario expects, and how the others count: a harness error
+/// of a scenario that expects nothing is an error; everything else is unexpected.
+#[derive(Default)]
+pub struct Tally {
+    pub unexpected: usize,
+    pub errors: usize,
+}
+
+impl Tally {
+    /// Counts one run; `Err` when it did not end as expected, with why.
+    pub fn count(
+        &mut self,
+        s: &sno_harness::scenario::Scenario,
+        r: &sno_harness::result::RunResult,
+    ) -> Result<(), String> {
+        let checked = sno_harness::run::check_expectation(s, r).map(drop);
+        if checked.is_err() {
+            if r.verdict == sno_harness::result::Verdict::Error && s.expect.is_none() {
+                self.errors += 1;
+            } else {
+                self.unexpected += 1;
+            }
+        }
+        checked
+    }
+
+    /// The exit code: 1 when one ended unexpectedly, 4 for errors (or `also_error`), else 0.
+    pub fn code(&self, also_error: bool) -> i32 {
+        if self.unexpected > 0 {
+            sno_harness::exit::SCENARIO_FAILED
+        } else if self.errors > 0 || also_error {
+            sno_harness::exit::HARNESS_ERROR
+        } else {
+            sno_harness::exit::OK
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! `sno-harness gc`: collect what runs that did not end cleanly left behind.
+
+use std::path::Path;
+
+use sno_harness::exit;
+
+use super::error::Outcome;
+
+/// Collect what runs that did not end cleanly left behind (harness killed, host rebooted):
+/// their VMs (QEMU processes, libvirt domains), disks, ISO copies and sockets; their logs
+/// stay and get a result.json (verdict error) if they have none. Also destroys the
+/// harness's libvirt domains that no live run owns. Exit 0, or 4 when something could not
+/// be removed.
+#[derive(clap::Args)]
+pub struct GcArgs {
+    /// Print what would be done, do nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// libvirt URIs to search for the harness's domains, networks and storage pools
+    /// [default: qemu:///system when libvirtd runs here]. Repeatable.
+    #[arg(long = "connect", value_name = "URI")]
+    connect: Vec<String>,
+}
+
+pub fn gc(a: GcArgs) -> Outcome {
+    let mut uris = a.connect;
+    if uris.is_empty() && Path::new("/run/libvirt/libvirt-sock").exists() {
+        uris.push(sno_harness::vm::libvirt::DEFAULT_URI.to_string());
+    }
+    let registry = sno_harness::run::registry::dir();
+    let c = sno_harness::run::gc::collect(&registry, &uris, a.dry_run);
+    let verb = if a.dry_run { "would" } else { "did" };
+    for action in &c.actions {
+        println!("gc {verb}: {action}");
+    }
+    for alive in &c.alive {
+        println!("gc: left alone, still running: {alive}");
+    }
+    for e in &c.errors {
+        eprintln!("sno-harness gc: {e}");
+    }
+    if c.actions.is_empty() && c.errors.is_empty() {
+        println!("gc: nothing to collect ({})", registry.display());
+    }
+    Ok(if c.errors.is_empty() {
+        exit::OK
+    } else {
+        exit::HARNESS_ERROR
+    })
+}

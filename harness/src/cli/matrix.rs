@@ -1,0 +1,159 @@
+//! `sno-harness matrix`: every permutation of a matrix file (filtered), in parallel under
+//! admission control, then the merged reports.
+
+use std::path::PathBuf;
+
+use sno_harness::run::job::Job;
+use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions, Schedule};
+use sno_harness::scenario::matrix::{self, Matrix, Permutation, Strategy};
+use sno_harness::scenario::Scenario;
+
+use super::error::{bad, CliError, Outcome};
+use super::flags::{interrupt_channel, matrix_replay, runtime, RunFlags, Tally};
+use super::preflight::preflight;
+
+/// Run every permutation of a matrix file, in parallel as far as the host has memory,
+/// CPUs and disk for; write one directory per permutation and the merged reports
+/// (summary.json, summary.md, junit.xml, report.html). Exit 0 when every permutation
+/// ended as expected, 1 when one did not, 2 bad input, 4 harness error.
+#[derive(clap::Args)]
+pub struct MatrixArgs {
+    matrix: PathBuf,
+    /// Permutations at once [default: the host's CPUs]; admission control still applies.
+    #[arg(long)]
+    jobs: Option<u32>,
+    /// Override the matrix file's strategy: full | pairwise.
+    #[arg(long)]
+    strategy: Option<String>,
+    /// Only the permutations whose id matches this glob (`*`, `?`; `a,b` for either).
+    #[arg(long)]
+    filter: Option<String>,
+    #[command(flatten)]
+    flags: RunFlags,
+}
+
+/// A matrix file with `--strategy` applied.
+pub fn load_with_strategy(
+    path: &std::path::Path,
+    strategy: Option<&str>,
+) -> Result<Matrix, CliError> {
+    let m = matrix::load(path).map_err(bad)?;
+    let Some(st) = strategy else {
+        return Ok(m);
+    };
+    let st: Strategy = st
+        .parse()
+        .map_err(|e| bad(format!("--strategy {st:?}: {e}")))?;
+    m.with_strategy(st).map_err(bad)
+}
+
+/// The permutations `--filter` selects (all without one); none is bad input.
+pub fn filtered<'m>(
+    m: &'m Matrix,
+    path: &std::path::Path,
+    filter: Option<&'m str>,
+) -> Result<Vec<&'m Permutation>, CliError> {
+    let perms: Vec<&Permutation> = match filter {
+        Some(glob) => m.filter(glob).collect(),
+        None => m.permutations.iter().collect(),
+    };
+    if perms.is_empty() {
+        return Err(bad(format!(
+            "no permutation of {} matches --filter {:?}; `sno-harness plan {}` lists them",
+            path.display(),
+            filter.unwrap_or(""),
+            path.display()
+        )));
+    }
+    Ok(perms)
+}
+
+pub fn matrix(a: MatrixArgs) -> Outcome {
+    let m = load_with_strategy(&a.matrix, a.strategy.as_deref())?;
+    a.flags.check()?;
+    if a.jobs == Some(0) {
+        return Err(bad("--jobs must be at least 1"));
+    }
+    let perms = filtered(&m, &a.matrix, a.filter.as_deref())?;
+    let needs: Vec<&Scenario> = perms.iter().map(|p| &p.scenario).collect();
+    preflight(&needs, &a.flags.backend(), || Ok(()))?;
+    let out = a.flags.created_out()?;
+    let jobs: Vec<Job> = perms
+        .iter()
+        .map(|p| Job {
+            id: p.id.clone(),
+            params: p.values.clone(),
+            scenario: p.scenario.clone(),
+            replay: matrix_replay(&a.matrix, m.strategy.name(), &p.id, &a.flags),
+        })
+        .collect();
+    let jobs_n = a
+        .jobs
+        .unwrap_or_else(sno_harness::run::admission::default_jobs);
+    eprintln!(
+        "sno-harness: matrix {}: {} permutations ({} strategy; {} in the full product), {jobs_n} at once, into {}",
+        m.name,
+        jobs.len(),
+        m.strategy.name(),
+        m.full_count,
+        out.display()
+    );
+    let (results, schedule) = runtime()?.block_on(async {
+        let opts = MatrixOptions {
+            name: m.name.clone(),
+            out: out.clone(),
+            jobs: jobs_n,
+            settings: a.flags.settings(interrupt_channel()),
+        };
+        run_matrix(jobs, opts).await
+    });
+    let axes: Vec<(String, Vec<String>)> = m
+        .axes
+        .iter()
+        .map(|ax| (ax.key.clone(), ax.labels.clone()))
+        .collect();
+    let written = sno_harness::report::run_dir::write_reports(&out, &results, &axes);
+    if let Err(e) = &written {
+        eprintln!("sno-harness: writing the reports: {e}");
+    }
+    let mut tally = Tally::default();
+    for (p, r) in perms.iter().zip(&results) {
+        if let Err(why) = tally.count(&p.scenario, r) {
+            eprintln!("  {}: {why}", p.id);
+        }
+    }
+    summarise(&m, &results, &schedule, &tally, &out);
+    if written.is_err() {
+        return Ok(sno_harness::exit::HARNESS_ERROR);
+    }
+    Ok(tally.code(false))
+}
+
+/// The matrix's closing line: counts, wall time against the runs' sum, parallelism, dispatch.
+fn summarise(
+    m: &Matrix,
+    results: &[sno_harness::result::RunResult],
+    schedule: &Schedule,
+    tally: &Tally,
+    out: &std::path::Path,
+) {
+    let delays = &schedule.dispatch_delays;
+    let mean_delay = if delays.is_empty() {
+        0.0
+    } else {
+        delays.iter().map(|d| d.as_secs_f64()).sum::<f64>() / delays.len() as f64
+    };
+    let summed: f64 = results.iter().map(|r| r.duration_ms as f64 / 1000.0).sum();
+    let wall = schedule.wall.as_secs_f64();
+    eprintln!(
+        "sno-harness: matrix {}: {} as expected, {} not, {} errors; wall {:.0} s against {summed:.0} s of runs (x{:.2}); at most {} at once; dispatch {mean_delay:.3} s per permutation; {}",
+        m.name,
+        results.len() - tally.unexpected - tally.errors,
+        tally.unexpected,
+        tally.errors,
+        wall,
+        if wall > 0.0 { summed / wall } else { 0.0 },
+        schedule.peak_parallel,
+        out.join("summary.md").display()
+    );
+}

@@ -1,0 +1,176 @@
+//! `sno-harness plan`: what a run would do, without doing any of it; for a matrix, its
+//! permutations. The VM is planned by the same code a run uses (`run::plan`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sno_harness::exit;
+use sno_harness::hw::Accel;
+use sno_harness::run::plan::{phase_timeouts, vm_plan};
+use sno_harness::scenario::{self, matrix, Profile, Scenario};
+use sno_harness::vm::libvirt::{domain_xml, nat_network_xml, RunMeta};
+use sno_harness::vm::qemu::argv::shell_command_line;
+use sno_harness::vm::qemu::qemu_argv;
+
+use super::error::{bad, Outcome};
+
+/// Print what a run would do (install-config, commands, QEMU command line, timeouts);
+/// run nothing.
+#[derive(clap::Args)]
+pub struct PlanArgs {
+    scenario: PathBuf,
+    #[arg(long)]
+    json: bool,
+    /// Show the VM as this backend defines it: the QEMU command line, or the libvirt
+    /// domain XML.
+    #[arg(long, default_value = "qemu", value_parser = ["qemu", "libvirt"])]
+    backend: String,
+}
+
+/// Placeholder ports: a run picks free ones when it starts.
+const PLAN_PORTS: (u16, u16) = (40022, 46443);
+
+pub fn plan(a: PlanArgs) -> Outcome {
+    if matrix::is_matrix_file(&a.scenario) {
+        let m = matrix::load(&a.scenario).map_err(bad)?;
+        if a.json {
+            print_json(&matrix::plan_json(&m));
+        } else {
+            print!("{}", matrix::plan_text(&m));
+        }
+        return Ok(exit::OK);
+    }
+    let s = scenario::load(&a.scenario).map_err(bad)?;
+    let p = ScenarioPlan::of(&s, a.backend == "libvirt")?;
+    if a.json {
+        print_json(&p.json(&s));
+    } else {
+        p.print(&s, &a.scenario);
+    }
+    Ok(exit::OK)
+}
+
+fn print_json(v: &serde_json::Value) {
+    println!("{}", serde_json::to_string_pretty(v).expect("serialisable"));
+}
+
+/// Everything `plan` shows of one scenario.
+struct ScenarioPlan {
+    install_config: String,
+    commands: Vec<String>,
+    accel: Accel,
+    accel_reason: String,
+    qemu_argv: Vec<String>,
+    domain_xml: Option<String>,
+    network_xml: Option<String>,
+    timeouts: BTreeMap<sno_harness::flow::phase::Phase, std::time::Duration>,
+}
+
+impl ScenarioPlan {
+    fn of(s: &Scenario, libvirt: bool) -> Result<ScenarioPlan, super::error::CliError> {
+        // The plan shows the install-config redacted, so it neither needs nor reads the secret.
+        let mut unsecret = s.clone();
+        unsecret.install.pull_secret = None;
+        let placeholder_key = "ssh-ed25519 <a key generated for the run>";
+        let (_, install_config) =
+            sno_harness::assets::render_install_config(&unsecret, placeholder_key).map_err(bad)?;
+        let (accel, accel_reason) = match sno_harness::vm::accel::decide(s.vm.accel) {
+            Ok(d) => (d.accel, d.reason),
+            Err(e) => (Accel::Kvm, e.to_string()),
+        };
+        let meta = RunMeta::for_this_process(s.name.clone(), "RUN".into());
+        let (spec, network) = vm_plan(
+            s,
+            Path::new("RUN"),
+            Path::new("RUN/live.iso"),
+            accel,
+            PLAN_PORTS,
+            (&s.name, &meta),
+        )
+        .map_err(bad)?;
+        Ok(ScenarioPlan {
+            install_config,
+            commands: commands(s),
+            accel,
+            accel_reason,
+            qemu_argv: qemu_argv(&spec),
+            domain_xml: libvirt.then(|| domain_xml(&spec, &meta)),
+            // A real cluster on libvirt gets a NAT network of its own (the node on a virtual
+            // LAN, its names in the network's DNS); the fixture uses loopback forwards.
+            network_xml: network.filter(|_| libvirt).map(|n| nat_network_xml(&n)),
+            timeouts: phase_timeouts(s, accel, 1.0),
+        })
+    }
+
+    fn json(&self, s: &Scenario) -> serde_json::Value {
+        serde_json::json!({
+            "scenario": s,
+            "install_config": self.install_config,
+            "commands": self.commands,
+            "accel": {"accel": format!("{:?}", self.accel).to_lowercase(), "reason": self.accel_reason},
+            "qemu_argv": self.qemu_argv,
+            "libvirt_domain_xml": self.domain_xml,
+            "libvirt_network_xml": self.network_xml,
+            "timeouts_s": self.timeouts.iter().map(|(p, d)| (p.name().to_string(), d.as_secs())).collect::<BTreeMap<_, _>>(),
+        })
+    }
+
+    fn print(&self, s: &Scenario, path: &Path) {
+        println!(
+            "scenario {} ({}), profile {}",
+            s.name,
+            path.display(),
+            s.profile.name()
+        );
+        println!(
+            "\n# install-config.yaml (pull secret redacted)\n{}",
+            self.install_config
+        );
+        println!("# commands (RUN is the run directory)");
+        for c in &self.commands {
+            println!("  {c}");
+        }
+        println!(
+            "\n# VM: accelerator {:?} ({}); ports are picked at run time",
+            self.accel, self.accel_reason
+        );
+        match &self.domain_xml {
+            Some(xml) => println!(
+                "# libvirt domain (transient, auto-destroyed with the harness's connection)\n{xml}"
+            ),
+            None => println!("{}", shell_command_line(&self.qemu_argv)),
+        }
+        if let Some(xml) = &self.network_xml {
+            println!(
+                "\n# libvirt NAT network for the cluster (created and removed with the run)\n{xml}"
+            );
+        }
+        println!("\n# phase timeouts (after TCG scaling)");
+        for (p, d) in &self.timeouts {
+            println!("  {:<20} {}", p.name(), humantime::format_duration(*d));
+        }
+    }
+}
+
+/// The commands of the assets phase, as a run gives them (RUN is the run directory).
+fn commands(s: &Scenario) -> Vec<String> {
+    let installer = match s.profile {
+        Profile::Fixture => "<minisno-install from `sno-harness fixture build`>".to_string(),
+        Profile::Openshift => s
+            .openshift
+            .as_ref()
+            .and_then(|o| o.installer.as_ref())
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "openshift-install".into()),
+    };
+    let env: Vec<String> = sno_harness::run::installer_env(s)
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    vec![
+        format!("{} {installer} --dir RUN/assets create single-node-ignition-config", env.join(" ")).trim().to_string(),
+        format!("{installer} coreos print-stream-json   # .architectures.x86_64.artifacts.metal.formats.iso.disk.{{location,sha256}}"),
+        "coreos-installer iso ignition embed -f -i RUN/assets/bootstrap-in-place-for-live-iso.ign -o RUN/live.iso ISO".into(),
+        "coreos-installer iso kargs modify -a console=ttyS0,115200n8 RUN/live.iso".into(),
+    ]
+}

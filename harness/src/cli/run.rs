@@ -1,0 +1,146 @@
+//! `sno-harness run`: one scenario in, its run directory and an exit code out.
+
+use std::path::{Path, PathBuf};
+
+use sno_harness::exit;
+use sno_harness::result::Verdict;
+use sno_harness::run::state::{can_save, Manifest, StateMode};
+use sno_harness::run::{run_scenario, RunOptions};
+use sno_harness::scenario::{self, Scenario};
+
+use super::error::{bad, harness, Outcome};
+use super::flags::{interrupt_channel, out_dir, runtime, RunFlags};
+use super::preflight::preflight;
+
+/// Run one scenario: assets, VM, bootstrap, install, reboot, API checks; write the run
+/// directory and exit 0 (passed, or failed as the scenario's [expect] says), 1 (failed),
+/// 2 (bad input), 3 (host not ready) or 4 (harness error).
+#[derive(clap::Args)]
+pub struct RunArgs {
+    scenario: PathBuf,
+    /// Stop once bootkube is done and save the VM into DIR (a new directory): its RAM and
+    /// devices (QEMU migration to a file), disks, live ISO and SSH key. Install-to-disk is
+    /// held (its unit frozen) from the live boot on, so the state has it not begun. QEMU
+    /// backend, disks not on NVMe.
+    #[arg(long, value_name = "DIR", conflicts_with = "resume_state")]
+    save_state: Option<PathBuf>,
+    /// Start from the VM saved in DIR by --save-state (of the same scenario), release
+    /// install-to-disk, and end once it is done: repeat the disk write without repeating
+    /// the bootstrap. DIR is left as it was (the run writes into overlays).
+    #[arg(long, value_name = "DIR")]
+    resume_state: Option<PathBuf>,
+    #[command(flatten)]
+    flags: RunFlags,
+}
+
+pub fn run(a: RunArgs) -> Outcome {
+    let s = scenario::load(&a.scenario).map_err(bad)?;
+    a.flags.check()?;
+    let backend = a.flags.backend();
+    let state = preflight(&[&s], &backend, || {
+        state_mode(&s, &a.flags, a.save_state.clone(), a.resume_state.clone()).map_err(bad)
+    })?;
+    let dir = out_dir(a.flags.out.clone()).join(&s.name);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| harness(format!("creating {}: {e}", dir.display())))?;
+    let replay = format!(
+        "sno-harness run {} --keep{}",
+        a.scenario.display(),
+        a.flags.replay_suffix()
+    );
+    runtime()?.block_on(async {
+        let result = run_scenario(
+            &s,
+            RunOptions {
+                dir: dir.clone(),
+                id: s.name.clone(),
+                params: Default::default(),
+                keep: a.flags.keep,
+                timeout_scale: a.flags.timeout_scale,
+                cache_dir: sno_harness::fixture::default_cache_dir(),
+                backend,
+                replay,
+                interrupt: interrupt_channel(),
+                progress: sno_harness::run::progress::Display::detect(),
+                state,
+            },
+        )
+        .await;
+        Ok(verdict_code(&s, &result, &dir))
+    })
+}
+
+/// Says how the run ended and returns its exit code.
+fn verdict_code(s: &Scenario, result: &sno_harness::result::RunResult, dir: &Path) -> i32 {
+    eprintln!(
+        "sno-harness: {} {} in {:.0} s; {}",
+        result.id,
+        result.verdict.as_str(),
+        result.duration_ms as f64 / 1000.0,
+        dir.join("result.json").display()
+    );
+    if !result.reason.is_empty() {
+        eprintln!("  reason: {}", result.reason);
+    }
+    if s.expect.is_some() {
+        return match sno_harness::run::check_expectation(s, result) {
+            Ok(m) => {
+                eprintln!("  {m}");
+                exit::OK
+            }
+            Err(m) => {
+                eprintln!("  NOT as the scenario expects: {m}");
+                exit::SCENARIO_FAILED
+            }
+        };
+    }
+    match result.verdict {
+        Verdict::Pass => exit::OK,
+        Verdict::Fail => exit::SCENARIO_FAILED,
+        Verdict::Error => exit::HARNESS_ERROR,
+    }
+}
+
+/// `--save-state` / `--resume-state`, checked before anything starts: the backend and disks
+/// can be saved; a state is saved into a new directory; a resumed one is a complete state of
+/// this scenario's disks.
+fn state_mode(
+    s: &Scenario,
+    flags: &RunFlags,
+    save: Option<PathBuf>,
+    resume: Option<PathBuf>,
+) -> Result<StateMode, String> {
+    let mode = match (save, resume) {
+        (None, None) => return Ok(StateMode::Fresh),
+        (Some(d), None) => {
+            if d.exists() {
+                return Err(format!(
+                    "--save-state {}: it exists; a VM state is saved into a new directory",
+                    d.display()
+                ));
+            }
+            // Made absolute now: QEMU writes the state through a shell command.
+            StateMode::SaveAfterBootkube(std::path::absolute(&d).map_err(|e| e.to_string())?)
+        }
+        (None, Some(d)) => {
+            let m = Manifest::read(&d).map_err(|e| format!("--resume-state: {e}"))?;
+            for disk in &s.disks {
+                if m.disk(&d, &disk.id).is_none() {
+                    return Err(format!(
+                        "--resume-state {}: the saved VM has no disk {:?} of {}; it was saved from {}",
+                        d.display(),
+                        disk.id,
+                        s.path.display(),
+                        m.scenario
+                    ));
+                }
+            }
+            StateMode::ResumeInstall(std::path::absolute(&d).map_err(|e| e.to_string())?)
+        }
+        (Some(_), Some(_)) => {
+            return Err("--save-state and --resume-state cannot be given together".into())
+        }
+    };
+    can_save(&[s], &flags.backend()).map_err(|e| format!("saving or resuming the VM: {e}"))?;
+    Ok(mode)
+}

@@ -1,0 +1,422 @@
+//! Tests of scenario parsing and validation.
+
+use super::*;
+use crate::flow::phase::Phase;
+use crate::hw::CacheMode;
+use crate::hw::{AioMode, DiskIo, Throttle};
+use std::time::Duration;
+
+fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+    parse_str(Path::new("s.toml"), text)
+}
+
+const SMOKE: &str = r#"
+name = "smoke"
+profile = "fixture"
+
+[vm]
+firmware = "bios"
+
+[[disks]]
+id = "install"
+size = "8GiB"
+bus = "virtio"
+
+[install]
+installation_disk = { by = "id", disk = "install" }
+
+[timeouts]
+bootkube = "5m"
+"#;
+
+#[test]
+fn a_small_scenario_resolves_its_defaults() {
+    let s = parse(SMOKE).unwrap();
+    assert_eq!(s.vm.vcpus, 2);
+    assert_eq!(s.vm.memory_mib, 3072);
+    assert_eq!(
+        s.install.installation_disk,
+        "/dev/disk/by-id/virtio-sno-install"
+    );
+    assert_eq!(s.install.install_disk_id.as_deref(), Some("install"));
+    assert_eq!(s.timeouts[&Phase::Bootkube].as_secs(), 300);
+    assert_eq!(s.fixture.unwrap().schedule, "fast");
+    assert_eq!(s.disk_write_stall, None);
+}
+
+#[test]
+fn an_empty_proxy_or_bundle_means_none_and_a_bundle_is_relative_to_the_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    std::fs::write(dir.path().join("data/ca.pem"), "").unwrap();
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    let with = |extra: &str| {
+        parse_str(
+            &dir.path().join("s.toml"),
+            &SMOKE.replace("[timeouts]", &format!("{extra}\n[timeouts]")),
+        )
+    };
+    // The extra lines land in [install], the section before [timeouts].
+    let s = with("proxy = {}\nadditional_trust_bundle = \"\"").unwrap();
+    assert_eq!(s.install.proxy, None);
+    assert_eq!(s.install.additional_trust_bundle, None);
+    let s = with(
+        "proxy = { http_proxy = \"http://p:3128\" }\nadditional_trust_bundle = \"data/ca.pem\"",
+    )
+    .unwrap();
+    assert_eq!(
+        s.install.proxy.unwrap().http_proxy.as_deref(),
+        Some("http://p:3128")
+    );
+    assert_eq!(
+        s.install.additional_trust_bundle,
+        Some(dir.path().join("data/ca.pem"))
+    );
+    let s = with(&format!(
+        "additional_trust_bundle = {:?}",
+        outside.path().display().to_string()
+    ))
+    .unwrap();
+    assert_eq!(
+        s.install.additional_trust_bundle.as_deref(),
+        Some(outside.path())
+    );
+    let e = with("additional_trust_bundle = \"data/none.pem\"").unwrap_err();
+    assert_eq!(e.line, Some(16), "{e}");
+    assert!(e.message.contains("data/none.pem is not a file"), "{e}");
+}
+
+#[test]
+fn the_disk_write_stall_is_set_under_timeouts() {
+    let s = parse(&SMOKE.replace("bootkube = \"5m\"", "disk-write-stall = \"45s\"")).unwrap();
+    assert_eq!(s.disk_write_stall, Some(Duration::from_secs(45)));
+    assert!(s.timeouts.is_empty());
+    let e = err(&SMOKE.replace("bootkube = \"5m\"", "disk-write-stall = \"soon\""));
+    assert_eq!(e.line, Some(17), "{e}");
+    assert!(e.message.contains("disk-write-stall"), "{e}");
+}
+
+fn err(text: &str) -> ScenarioError {
+    parse(text).unwrap_err()
+}
+
+#[test]
+fn errors_name_the_line_and_what_is_valid() {
+    let e = err(&SMOKE.replace("bus = \"virtio\"", "bus = \"floppy\""));
+    assert_eq!(e.line, Some(11), "{e}");
+    assert!(e.message.contains("virtio"), "{e}");
+
+    let e = err(&SMOKE.replace("bootkube = \"5m\"", "bootcamp = \"5m\""));
+    assert_eq!(e.line, Some(17), "{e}");
+    assert!(e.message.contains("live-boot"), "{e}");
+    assert!(e.message.contains("disk-write-stall"), "{e}");
+
+    let e = err(&SMOKE.replace("disk = \"install\"", "disk = \"other\""));
+    assert_eq!(e.line, Some(14), "{e}");
+    assert!(e.message.contains("(install)"), "{e}");
+
+    let e = err(&SMOKE.replace("[vm]", "[vm]\ncolour = \"red\""));
+    assert_eq!(e.line, Some(6), "{e}");
+    assert!(e.to_string().starts_with("s.toml:6:"), "{e}");
+}
+
+#[test]
+fn a_nat_network_needs_a_machine_network_it_can_lay_out() {
+    let s = parse(SMOKE).unwrap();
+    assert_eq!(s.vm.network, GuestNetwork::User, "user-mode by default");
+    let nat = SMOKE.replace("[vm]", "[vm]\nnetwork = \"nat\"");
+    assert_eq!(parse(&nat).unwrap().vm.network, GuestNetwork::Nat);
+
+    let narrow = nat.replace(
+        "[install]",
+        "[install]\nmachine_network = [\"192.168.126.0/25\"]",
+    );
+    let e = err(&narrow);
+    assert_eq!(e.line, Some(6), "the network line: {e}");
+    assert!(e.message.contains("/24 or wider"), "{e}");
+    assert!(e.message.contains("install.machine_network"), "{e}");
+    let v6 = nat.replace("[install]", "[install]\nmachine_network = [\"fd00::/64\"]");
+    assert!(err(&v6).message.contains("needs an IPv4"));
+
+    let e = err(&SMOKE.replace("[vm]", "[vm]\nnetwork = \"bridge\""));
+    assert_eq!(e.line, Some(6), "{e}");
+    assert!(
+        e.message.contains("user") && e.message.contains("nat"),
+        "{e}"
+    );
+}
+
+#[test]
+fn long_words_in_messages_are_cut_on_character_boundaries() {
+    let word = "é".repeat(100);
+    let m = shorten_long_words(&format!("unknown field `{word}`, expected `a`"));
+    assert!(m.starts_with("unknown field `"), "{m}");
+    assert!(m.contains("...(203 bytes)..."), "{m}");
+    assert!(m.ends_with("`, expected `a`"), "{m}");
+    assert_eq!(shorten_long_words("short words"), "short words");
+}
+
+#[test]
+fn files_that_are_not_utf8_text_are_refused_at_the_first_bad_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    std::fs::write(&path, b"name = \"x\"\nprofile = \"caf\xe9\"\n").unwrap();
+    let e = load(&path).unwrap_err();
+    assert_eq!((e.line, e.column), (Some(2), Some(15)), "{e}");
+    assert!(e.message.contains("byte 0xe9 is not UTF-8"), "{e}");
+    let e = load(dir.path()).unwrap_err();
+    assert!(e.message.contains("not a regular file"), "{e}");
+    let e = parse(&format!("{SMOKE}\0")).unwrap_err();
+    assert_eq!(e.line, Some(18), "{e}");
+    assert!(e.message.contains("NUL"), "{e}");
+}
+
+#[test]
+fn impossible_hardware_is_refused() {
+    let e = err(&SMOKE.replace("bus = \"virtio\"", "bus = \"sata\"\nsector = \"4k\""));
+    assert!(e.message.contains("SATA"), "{e}");
+    let e = err(&SMOKE.replace("bus = \"virtio\"", "sector = \"4k\""));
+    assert!(e.message.contains("4Kn"), "{e}");
+    assert!(parse(
+        &SMOKE
+            .replace("bus = \"virtio\"", "sector = \"4k\"")
+            .replace("firmware = \"bios\"", "firmware = \"uefi\"")
+    )
+    .is_ok());
+}
+
+#[test]
+fn faults_are_checked_against_the_fixture() {
+    let e = err(&format!(
+        "{SMOKE}\n[fixture]\nfaults = [\"bootkube-explode\"]\n"
+    ));
+    assert_eq!(e.line, Some(20), "{e}");
+    assert!(e.message.contains("bootkube-fail"), "{e}");
+    assert!(parse(&format!(
+        "{SMOKE}\n[fixture]\nfaults = [\"operator-degraded:ingress\"]\n"
+    ))
+    .is_ok());
+}
+
+#[test]
+fn literal_installation_disks_are_kept_as_written() {
+    let s = parse(&SMOKE.replace("{ by = \"id\", disk = \"install\" }", "\"/dev/vdz\"")).unwrap();
+    assert_eq!(s.install.installation_disk, "/dev/vdz");
+    assert_eq!(s.install.install_disk_id, None);
+}
+
+#[test]
+fn disk_io_defaults_to_the_fast_ci_settings() {
+    let s = parse(SMOKE).unwrap();
+    assert_eq!(s.disks[0].io, DiskIo::default());
+    assert_eq!(s.disks[0].io.cache, CacheMode::Unsafe);
+    assert_eq!(s.disks[0].io.aio, AioMode::Threads);
+    assert_eq!(s.disks[0].io.throttle, None);
+}
+
+/// SMOKE with these lines added to its disk (after `bus`, line 11).
+fn with_disk_lines(lines: &str) -> String {
+    SMOKE.replace("bus = \"virtio\"", &format!("bus = \"virtio\"\n{lines}"))
+}
+
+#[test]
+fn cache_aio_and_throttle_are_read_per_disk() {
+    let s = parse(&with_disk_lines(
+        "cache = \"none\"\naio = \"native\"\nthrottle = { bytes_per_s = \"20MiB\", iops = 500 }",
+    ))
+    .unwrap();
+    assert_eq!(
+        s.disks[0].io,
+        DiskIo {
+            cache: CacheMode::None,
+            aio: AioMode::Native,
+            throttle: Some(Throttle {
+                bytes_per_s: Some(20 << 20),
+                iops: Some(500),
+            }),
+        }
+    );
+    for (cache, want) in [
+        ("unsafe", CacheMode::Unsafe),
+        ("writeback", CacheMode::Writeback),
+        ("none", CacheMode::None),
+        ("directsync", CacheMode::Directsync),
+    ] {
+        let s = parse(&with_disk_lines(&format!("cache = \"{cache}\""))).unwrap();
+        assert_eq!(s.disks[0].io.cache, want);
+        assert_eq!(s.disks[0].io.aio, AioMode::Threads);
+    }
+    let s = parse(&with_disk_lines("aio = \"io_uring\"")).unwrap();
+    assert_eq!(s.disks[0].io.aio, AioMode::IoUring);
+    assert_eq!(s.disks[0].io.cache, CacheMode::Unsafe);
+    let s = parse(&with_disk_lines("cache = \"directsync\"\naio = \"native\"")).unwrap();
+    assert_eq!(s.disks[0].io.aio, AioMode::Native);
+    // Either limit alone; decimal units too; a sub-table as well as an inline one.
+    let s = parse(&with_disk_lines("throttle = { iops = 1 }")).unwrap();
+    assert_eq!(
+        s.disks[0].io.throttle,
+        Some(Throttle {
+            bytes_per_s: None,
+            iops: Some(1),
+        })
+    );
+    let s = parse(&with_disk_lines("throttle = { bytes_per_s = \"8M\" }")).unwrap();
+    assert_eq!(s.disks[0].io.throttle.unwrap().bytes_per_s, Some(8_000_000));
+    let s = parse(&with_disk_lines("[disks.throttle]\nbytes_per_s = \"8MiB\"")).unwrap();
+    assert_eq!(s.disks[0].io.throttle.unwrap().bytes_per_s, Some(8 << 20));
+}
+
+#[test]
+fn bad_disk_io_options_name_the_line_and_what_is_valid() {
+    let e = err(&with_disk_lines("cache = \"fast\""));
+    assert_eq!(e.line, Some(12), "{e}");
+    for word in ["unsafe", "writeback", "none", "directsync"] {
+        assert!(e.message.contains(word), "{word} missing: {e}");
+    }
+    let e = err(&with_disk_lines("aio = \"posix\""));
+    assert_eq!(e.line, Some(12), "{e}");
+    for word in ["threads", "native", "io_uring"] {
+        assert!(e.message.contains(word), "{word} missing: {e}");
+    }
+    let e = err(&with_disk_lines("aio = 1"));
+    assert_eq!(e.line, Some(12), "{e}");
+    assert!(e.message.contains("io_uring"), "{e}");
+
+    // Native AIO needs O_DIRECT: the aio line is wrong, whether cache is written or not.
+    let e = err(&with_disk_lines("aio = \"native\""));
+    assert_eq!(e.line, Some(12), "{e}");
+    assert!(
+        e.message
+            .contains("needs cache = \"none\" or \"directsync\"")
+            && e.message.contains("O_DIRECT")
+            && e.message.contains("\"unsafe\" (the default)"),
+        "{e}"
+    );
+    for cache in ["unsafe", "writeback"] {
+        let e = err(&with_disk_lines(&format!(
+            "cache = \"{cache}\"\naio = \"native\""
+        )));
+        assert_eq!(e.line, Some(13), "{e}");
+        assert!(e.message.contains(&format!("cache is \"{cache}\";")), "{e}");
+        assert!(e.message.contains("\"io_uring\""), "{e}");
+    }
+
+    let e = err(&with_disk_lines("throttle = {}"));
+    assert_eq!(e.line, Some(12), "{e}");
+    assert!(
+        e.message.contains("bytes_per_s, iops or both") && e.message.contains("\"20MiB\""),
+        "{e}"
+    );
+    for zero in ["bytes_per_s = \"0\"", "bytes_per_s = \"0MiB\"", "iops = 0"] {
+        let e = err(&with_disk_lines(&format!("throttle = {{ {zero} }}")));
+        assert_eq!(e.line, Some(12), "{e}");
+        assert!(
+            e.message.contains("= 0: a limit is more than 0"),
+            "{zero}: {e}"
+        );
+    }
+    let e = err(&with_disk_lines("throttle = { bytes_per_s = \"fast\" }"));
+    assert!(e.message.contains("disks.throttle.bytes_per_s"), "{e}");
+    assert!(e.message.contains("8GiB"), "{e}");
+    let e = err(&with_disk_lines("throttle = { bytes_per_s = 100 }"));
+    assert_eq!(e.line, Some(12), "{e}");
+    assert!(e.message.contains("a size such as"), "{e}");
+    for bad in ["-1", "1.5", "\"500\""] {
+        let e = err(&with_disk_lines(&format!("throttle = {{ iops = {bad} }}")));
+        assert_eq!(e.line, Some(12), "{e}");
+        assert!(
+            e.message.contains("I/O requests per second, such as 500"),
+            "{e}"
+        );
+    }
+    let e = err(&with_disk_lines("throttle = \"8MiB\""));
+    assert_eq!(e.line, Some(12), "{e}");
+    assert!(
+        e.message
+            .contains("{ bytes_per_s = \"20MiB\", iops = 500 }"),
+        "{e}"
+    );
+    let e = err(&with_disk_lines("throttle = { iops = 2000000000000000 }"));
+    assert!(e.message.contains("QEMU's largest limit"), "{e}");
+    let e = err(&with_disk_lines("throttle = { bps = 1 }"));
+    assert_eq!(e.line, Some(12), "{e}");
+    assert!(
+        e.message.contains("bytes_per_s") && e.message.contains("iops"),
+        "{e}"
+    );
+    let e = err(&with_disk_lines("[disks.throttle]\n"));
+    assert!(e.message.contains("throttle sets no limit"), "{e}");
+}
+
+/// The shipped slow-disk scenario: what `sno-harness plan scenarios/slow-disk.toml` reads.
+#[test]
+fn the_shipped_slow_disk_scenario_throttles_its_install_disk() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/slow-disk.toml");
+    let s = load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.name, "slow-disk");
+    assert_eq!(s.install.install_disk_id.as_deref(), Some("install"));
+    let install = &s.disks[0];
+    assert_eq!(install.id, "install");
+    assert_eq!(
+        install.io.throttle,
+        Some(Throttle {
+            bytes_per_s: Some(8 << 20),
+            iops: None,
+        })
+    );
+    // Only the limit differs from the CI default.
+    assert_eq!(install.io.cache, CacheMode::Unsafe);
+    assert_eq!(install.io.aio, AioMode::Threads);
+    assert!(!s.description.is_empty());
+}
+
+#[test]
+fn openshift_needs_a_pull_secret() {
+    let e = err(&SMOKE.replace("profile = \"fixture\"", "profile = \"openshift\""));
+    assert!(e.message.contains("pull_secret"), "{e}");
+}
+
+/// A scenario with `disks` (id, bus) naming the disk `install` with `by`.
+fn scenario(disks: &[(&str, &str)], by: &str) -> String {
+    let mut s = format!(
+        "name = \"p\"\nprofile = \"fixture\"\n\n[install]\ninstallation_disk = {{ by = \"{by}\", disk = \"install\" }}\n"
+    );
+    for (id, bus) in disks {
+        s.push_str(&format!(
+            "\n[[disks]]\nid = \"{id}\"\nsize = \"1GiB\"\nbus = \"{bus}\"\n"
+        ));
+    }
+    s
+}
+
+#[test]
+fn scenarios_name_the_installation_disk_by_path() {
+    let parse = |text: &str| crate::scenario::parse_str(std::path::Path::new("s.toml"), text);
+    let s = parse(&scenario(
+        &[("data", "virtio"), ("log", "scsi"), ("install", "nvme")],
+        "path",
+    ))
+    .unwrap();
+    assert_eq!(
+        s.install.installation_disk,
+        "/dev/disk/by-path/pci-0000:00:09.0-nvme-1"
+    );
+    assert_eq!(s.install.install_disk_id.as_deref(), Some("install"));
+
+    let mut five: Vec<(String, &str)> = (0..5).map(|i| (format!("d{i}"), "sata")).collect();
+    five.push(("install".into(), "sata"));
+    let five: Vec<(&str, &str)> = five.iter().map(|(i, b)| (i.as_str(), *b)).collect();
+    let e = parse(&scenario(&five, "path")).unwrap_err();
+    assert_eq!(e.line, Some(5), "{e}");
+    assert!(
+        e.message.contains("\"install\" has no by-path link") && e.message.contains("CD-ROM"),
+        "{e}"
+    );
+    assert_eq!(
+        parse(&scenario(&five[1..], "path"))
+            .unwrap()
+            .install
+            .installation_disk,
+        "/dev/disk/by-path/pci-0000:00:1f.2-ata-5.0"
+    );
+}

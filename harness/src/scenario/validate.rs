@@ -1,0 +1,562 @@
+//! Validation of a scenario file's sections into a [`Scenario`], section by section, each
+//! error naming the file, the line and what would be valid. Needs no backend: the hardware
+//! facts (slots, disk names, the NAT layout) come from `hw`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::model::*;
+use super::parse::{check_name, Ctx, ScenarioError};
+use super::units::{parse_duration, parse_size};
+use crate::flow::phase::Phase;
+use crate::hw::slots::disk_place;
+use crate::hw::{naming, AioMode, Bus, Disk, DiskIo, Firmware, Sector, Throttle};
+
+/// More memory than any host this runs on has is a typo; admission control would refuse it
+/// only after the run directory exists.
+const MAX_MEMORY: u64 = 16 << 40;
+/// The largest image `qemu-img create -f qcow2` makes with its default 64 KiB clusters
+/// (2 PiB); beyond it the disk would fail to be created, after the run started.
+const MAX_DISK_SIZE: u64 = 2048 << 40;
+/// A phase timeout of zero fails the phase before it starts; more than a week is a typo, and
+/// scaling a huge one by --timeout-scale overflows.
+const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+/// QEMU's largest I/O throttling limit (`THROTTLE_VALUE_MAX`): it refuses to start with a
+/// larger one.
+const MAX_THROTTLE: u64 = 1_000_000_000_000_000;
+
+/// The scenario of a parsed file, or its first error.
+pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioError> {
+    check_name(cx, "name", &f.name)?;
+    let (vcpus, memory_mib) = vm_size(cx, &f.vm)?;
+    let firmware = *f.vm.firmware.get_ref();
+    let disks = disks(cx, &f.disks)?;
+    let (installation_disk, install_disk_id) = installation_disk(cx, &f, &disks)?;
+    check_bootable(cx, &f, &disks, install_disk_id.as_ref(), firmware)?;
+    check_slots(cx, &f, &disks)?;
+    let profile = *f.profile.get_ref();
+    let pull_secret = pull_secret(cx, &f, profile)?;
+    let (timeouts, disk_write_stall) = timeouts(cx, &f.timeouts)?;
+    let fixture = fixture_section(cx, &f, profile)?;
+    let openshift = openshift_section(cx, &f, profile)?;
+    check_expect(cx, &f.expect)?;
+    check_nat(cx, &f)?;
+    let badness_allow = badness_allow(cx, &f.badness)?;
+    let additional_trust_bundle = trust_bundle(cx, &f.install)?;
+    let inst = &f.install;
+    Ok(Scenario {
+        name: f.name.into_inner(),
+        path: cx.file.to_path_buf(),
+        profile,
+        description: f.description,
+        vm: VmConfig {
+            vcpus,
+            memory_mib,
+            firmware,
+            accel: f.vm.accel,
+            boot_order: f.vm.boot_order,
+            network: *f.vm.network.get_ref(),
+        },
+        disks,
+        install: InstallSpec {
+            cluster: inst.cluster.clone(),
+            base_domain: inst.base_domain.clone(),
+            installation_disk,
+            install_disk_id,
+            network_type: inst.network_type.clone(),
+            machine_network: inst.machine_network.clone(),
+            cluster_network: inst.cluster_network.clone(),
+            service_network: inst.service_network.clone(),
+            control_plane_replicas: inst.control_plane_replicas,
+            bootstrap_in_place: inst.bootstrap_in_place,
+            pull_secret,
+            // An empty section means none: how a matrix value says "without".
+            proxy: inst.proxy.clone().filter(|p| {
+                p.http_proxy.is_some() || p.https_proxy.is_some() || p.no_proxy.is_some()
+            }),
+            additional_trust_bundle,
+            fips: inst.fips,
+            capabilities: inst.capabilities.clone(),
+        },
+        timeouts,
+        disk_write_stall,
+        fixture,
+        openshift,
+        expect: f.expect.map(Spanned::into_inner),
+        badness_allow,
+    })
+}
+
+fn vm_size(cx: &Ctx, vm: &VmSection) -> Result<(u32, u64), ScenarioError> {
+    let vcpus = *vm.vcpus.get_ref();
+    if !(1..=64).contains(&vcpus) {
+        return Err(cx.at(&vm.vcpus, format!("vm.vcpus = {vcpus}: must be 1 to 64")));
+    }
+    let memory = parse_size(vm.memory.get_ref())
+        .map_err(|m| cx.at(&vm.memory, format!("vm.memory: {m}")))?;
+    let memory_mib = memory / (1 << 20);
+    if memory_mib < 512 {
+        return Err(cx.at(&vm.memory, "vm.memory: at least 512MiB"));
+    }
+    if memory > MAX_MEMORY {
+        return Err(cx.at(&vm.memory, "vm.memory: at most 16TiB"));
+    }
+    Ok((vcpus, memory_mib))
+}
+
+fn disks(cx: &Ctx, sections: &[Spanned<DiskSection>]) -> Result<Vec<Disk>, ScenarioError> {
+    if sections.is_empty() {
+        return Err(cx.err(None, "no [[disks]]: a scenario needs at least the installation disk, e.g.\n[[disks]]\nid = \"install\"\nsize = \"8GiB\""));
+    }
+    let mut disks = Vec::new();
+    let mut seen = HashSet::new();
+    let mut serials = HashSet::new();
+    for sd in sections {
+        let d = sd.get_ref();
+        let id_ok = !d.id.is_empty()
+            && d.id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !id_ok {
+            return Err(cx.at(
+                sd,
+                format!("disk id {:?}: use lowercase letters, digits and '-'", d.id),
+            ));
+        }
+        if !seen.insert(d.id.clone()) {
+            return Err(cx.at(sd, format!("disk id {:?} is used twice", d.id)));
+        }
+        let size_bytes =
+            parse_size(d.size.get_ref()).map_err(|m| cx.at(&d.size, format!("disks.size: {m}")))?;
+        if size_bytes < (64 << 20) {
+            return Err(cx.at(&d.size, "disks.size: at least 64MiB"));
+        }
+        if size_bytes > MAX_DISK_SIZE {
+            return Err(cx.at(
+                &d.size,
+                "disks.size: at most 2048TiB (the largest qcow2 image qemu-img creates)",
+            ));
+        }
+        let serial = d.serial.clone().unwrap_or_else(|| format!("sno-{}", d.id));
+        if serial.is_empty()
+            || serial.len() > 20
+            || !serial
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            // Without a serial the message must still point at something the file says.
+            let whose = if d.serial.is_none() {
+                format!(
+                    " (the default for disk id {:?}: give it a shorter id or a serial)",
+                    d.id
+                )
+            } else {
+                String::new()
+            };
+            return Err(cx.at(sd, format!("disk serial {serial:?}{whose}: 1 to 20 characters of letters, digits, '-' or '_' (the limit of virtio, NVMe and ATA serials)")));
+        }
+        if !serials.insert(serial.clone()) {
+            return Err(cx.at(sd, format!("disk serial {serial:?} is used twice: the guest's /dev/disk/by-id links would clash; give each disk its own serial")));
+        }
+        if d.bus == Bus::Sata && d.sector == Sector::S4k {
+            return Err(cx.at(sd, format!("disk {:?}: SATA disks cannot have 4096-byte logical sectors in QEMU; use sector = \"512\" or \"512e\", or another bus", d.id)));
+        }
+        let io = disk_io(cx, d)?;
+        disks.push(Disk {
+            id: d.id.clone(),
+            size_bytes,
+            bus: d.bus,
+            sector: d.sector,
+            serial,
+            io,
+        });
+    }
+    Ok(disks)
+}
+
+/// `install.installation_disk` as the installer gets it (a by-id link of the first disk by
+/// default), and the disk it names when it names one of the scenario's.
+fn installation_disk(
+    cx: &Ctx,
+    f: &ScenarioFile,
+    disks: &[Disk],
+) -> Result<(String, Option<String>), ScenarioError> {
+    Ok(match &f.install.installation_disk {
+        None => {
+            let first = &disks[0];
+            (naming::by_id(first), Some(first.id.clone()))
+        }
+        Some(spec) => match spec.get_ref() {
+            InstallationDiskSpec::Literal(s) => (s.clone(), None),
+            InstallationDiskSpec::Ref { by, disk } => {
+                let Some(i) = disks.iter().position(|d| &d.id == disk) else {
+                    let ids: Vec<&str> = disks.iter().map(|d| d.id.as_str()).collect();
+                    return Err(cx.at(spec, format!("install.installation_disk names disk {disk:?}, which is not among the [[disks]] ({})", ids.join(", "))));
+                };
+                let value = match by {
+                    DiskNaming::Id => naming::by_id(&disks[i]),
+                    DiskNaming::Name => naming::kernel_name(disks, i)
+                        .map_err(|m| cx.at(spec, format!("install.installation_disk: {m}")))?,
+                    DiskNaming::Path => {
+                        let buses: Vec<Bus> = disks.iter().map(|d| d.bus).collect();
+                        naming::by_path(&buses, i).map_err(|m| {
+                            cx.at(spec, format!("install.installation_disk: disk {disk:?} has no by-path link: {m}; use fewer disks of its kind"))
+                        })?
+                    }
+                };
+                (value, Some(disk.clone()))
+            }
+        },
+    })
+}
+
+/// SeaBIOS cannot boot a 4Kn installation disk.
+fn check_bootable(
+    cx: &Ctx,
+    f: &ScenarioFile,
+    disks: &[Disk],
+    install_disk_id: Option<&String>,
+    firmware: Firmware,
+) -> Result<(), ScenarioError> {
+    if let Some(id) = install_disk_id {
+        let d = disks.iter().find(|d| &d.id == id).expect("resolved above");
+        if firmware == Firmware::Bios && d.sector == Sector::S4k {
+            let span = f
+                .install
+                .installation_disk
+                .as_ref()
+                .map(|s| s.span())
+                .unwrap_or(f.vm.firmware.span());
+            return Err(cx.err(Some(span), format!("disk {id:?} is 4K-native and vm.firmware is \"bios\": SeaBIOS and GRUB's BIOS boot code cannot boot 4Kn disks (neither can RHCOS); use firmware = \"uefi\" or sector = \"512e\"")));
+        }
+    }
+    Ok(())
+}
+
+fn check_slots(cx: &Ctx, f: &ScenarioFile, disks: &[Disk]) -> Result<(), ScenarioError> {
+    // A disk that does not fit the VM's slots gets an address QEMU refuses, after the run
+    // directory and the disk images exist. Checked after the installation disk, whose by-path
+    // error says more.
+    let buses: Vec<Bus> = disks.iter().map(|d| d.bus).collect();
+    for (i, sd) in f.disks.iter().enumerate() {
+        disk_place(&buses, i).map_err(|m| {
+            cx.at(
+                sd,
+                format!(
+                    "disk {:?}: {m}; use fewer disks of its kind, or another bus",
+                    disks[i].id
+                ),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+fn pull_secret(
+    cx: &Ctx,
+    f: &ScenarioFile,
+    profile: Profile,
+) -> Result<Option<SecretSource>, ScenarioError> {
+    let inst = &f.install;
+    let pull_secret = inst.pull_secret.as_ref().map(|s| s.get_ref().clone());
+    if profile == Profile::Openshift && pull_secret.is_none() {
+        return Err(cx.at(&f.profile, "install.pull_secret is required for profile \"openshift\": { file = \"PATH\" } or { env = \"VARIABLE\" }"));
+    }
+    if let Some(s) = &inst.pull_secret {
+        if let SecretSource::Env(v) = s.get_ref() {
+            if v.is_empty() {
+                return Err(cx.at(s, "install.pull_secret: env needs a variable name"));
+            }
+        }
+    }
+    Ok(pull_secret)
+}
+
+type Timeouts = (BTreeMap<Phase, Duration>, Option<Duration>);
+
+fn timeouts(
+    cx: &Ctx,
+    entries: &BTreeMap<Spanned<String>, Spanned<String>>,
+) -> Result<Timeouts, ScenarioError> {
+    let mut timeouts = BTreeMap::new();
+    let mut disk_write_stall = None;
+    for (k, v) in entries {
+        let phase = Phase::from_name(k.get_ref());
+        if phase.is_none() && k.get_ref() != DISK_WRITE_STALL_KEY {
+            return Err(cx.at(
+                k,
+                format!(
+                    "timeouts.{}: unknown key; the keys are the phases ({}) and {DISK_WRITE_STALL_KEY}",
+                    k.get_ref(),
+                    Phase::names().join(", ")
+                ),
+            ));
+        }
+        let d = parse_duration(v.get_ref())
+            .map_err(|m| cx.at(v, format!("timeouts.{}: {m}", k.get_ref())))?;
+        if !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(&d) {
+            return Err(cx.at(
+                v,
+                format!(
+                    "timeouts.{} = {:?}: out of range; use 1s to 7d",
+                    k.get_ref(),
+                    v.get_ref()
+                ),
+            ));
+        }
+        let Some(phase) = phase else {
+            disk_write_stall = Some(d);
+            continue;
+        };
+        timeouts.insert(phase, d);
+    }
+    Ok((timeouts, disk_write_stall))
+}
+
+fn fixture_section(
+    cx: &Ctx,
+    f: &ScenarioFile,
+    profile: Profile,
+) -> Result<Option<FixtureSpec>, ScenarioError> {
+    Ok(match (&f.fixture, profile) {
+        (Some(s), Profile::Openshift) => {
+            return Err(cx.at(
+                s,
+                "a [fixture] section only applies to profile = \"fixture\"",
+            ))
+        }
+        (Some(s), Profile::Fixture) => {
+            let sec = s.get_ref();
+            for fault in &sec.faults {
+                if let Err(e) = sno_fixture_faults::parse(fault.get_ref()) {
+                    return Err(cx.at(fault, format!("fixture.faults: {e}")));
+                }
+            }
+            if !["fast", "normal"].contains(&sec.schedule.as_str()) {
+                return Err(cx.at(
+                    s,
+                    format!(
+                        "fixture.schedule = {:?}: use \"fast\" or \"normal\"",
+                        sec.schedule
+                    ),
+                ));
+            }
+            Some(FixtureSpec {
+                faults: sec.faults.iter().map(|f| f.get_ref().clone()).collect(),
+                schedule: sec.schedule.clone(),
+            })
+        }
+        (None, Profile::Fixture) => Some(FixtureSpec {
+            faults: vec![],
+            schedule: "fast".into(),
+        }),
+        (None, Profile::Openshift) => None,
+    })
+}
+
+fn openshift_section(
+    cx: &Ctx,
+    f: &ScenarioFile,
+    profile: Profile,
+) -> Result<Option<OpenshiftSpec>, ScenarioError> {
+    Ok(match (&f.openshift, profile) {
+        (Some(s), Profile::Fixture) => {
+            return Err(cx.at(
+                s,
+                "an [openshift] section only applies to profile = \"openshift\"",
+            ))
+        }
+        (Some(s), Profile::Openshift) => Some(OpenshiftSpec {
+            installer: s.get_ref().installer.clone(),
+            release_image: s.get_ref().release_image.clone(),
+        }),
+        (None, Profile::Openshift) => Some(OpenshiftSpec {
+            installer: None,
+            release_image: None,
+        }),
+        (None, Profile::Fixture) => None,
+    })
+}
+
+fn check_expect(cx: &Ctx, expect: &Option<Spanned<ExpectSection>>) -> Result<(), ScenarioError> {
+    if let Some(spanned) = expect {
+        let e = spanned.get_ref();
+        if !["pass", "fail", "error"].contains(&e.verdict.as_str()) {
+            return Err(cx.at(
+                spanned,
+                format!(
+                    "expect.verdict = {:?}: use \"pass\", \"fail\" or \"error\"",
+                    e.verdict
+                ),
+            ));
+        }
+        if let Some(p) = &e.failed_phase {
+            if Phase::from_name(p).is_none() {
+                return Err(cx.at(
+                    spanned,
+                    format!(
+                        "expect.failed_phase = {p:?}: phases are {}",
+                        Phase::names().join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A NAT network's layout comes from the machine network: refuse one it cannot use now, not
+/// when the run creates the network.
+fn check_nat(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
+    let inst = &f.install;
+    if *f.vm.network.get_ref() == GuestNetwork::Nat {
+        if let Err(why) = crate::hw::nat::layout(&inst.machine_network) {
+            return Err(cx.at(
+                &f.vm.network,
+                format!("vm.network = \"nat\": {why} (set install.machine_network, e.g. [\"192.168.126.0/24\"])"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn badness_allow(cx: &Ctx, badness: &BadnessSection) -> Result<Vec<String>, ScenarioError> {
+    let mut badness_allow = Vec::new();
+    for pattern in &badness.allow {
+        if let Err(e) =
+            crate::flow::badness::AllowList::new(std::slice::from_ref(pattern.get_ref()))
+        {
+            return Err(cx.at(
+                pattern,
+                format!(
+                    "badness.allow: {:?} is not a valid regular expression: {}",
+                    pattern.get_ref(),
+                    e.to_string().lines().last().unwrap_or_default().trim()
+                ),
+            ));
+        }
+        badness_allow.push(pattern.get_ref().clone());
+    }
+    Ok(badness_allow)
+}
+
+fn trust_bundle(cx: &Ctx, inst: &InstallSection) -> Result<Option<PathBuf>, ScenarioError> {
+    // Relative to the scenario file, like every path a scenario names. Checked now: reading it
+    // is the first thing a run does, after making its directory.
+    Ok(match &inst.additional_trust_bundle {
+        Some(p) if !p.get_ref().as_os_str().is_empty() => {
+            let path = match cx.file.parent() {
+                Some(dir) if p.get_ref().is_relative() => dir.join(p.get_ref()),
+                _ => p.get_ref().clone(),
+            };
+            if !path.is_file() {
+                return Err(cx.at(
+                    p,
+                    format!(
+                        "install.additional_trust_bundle: {} is not a file; name a PEM file, relative to the scenario file or absolute (\"\" for none)",
+                        path.display()
+                    ),
+                ));
+            }
+            Some(path)
+        }
+        // An empty path means none: how a matrix value says "without".
+        _ => None,
+    })
+}
+
+/// A disk's `cache`, `aio` and `throttle`, checked: QEMU refuses native AIO without O_DIRECT,
+/// and a throttle of nothing or of zero is a mistake, not a limit.
+fn disk_io(cx: &Ctx, d: &DiskSection) -> Result<DiskIo, ScenarioError> {
+    let cache = d.cache.as_ref().map(|c| *c.get_ref()).unwrap_or_default();
+    let aio = d.aio.as_ref().map(|a| *a.get_ref()).unwrap_or_default();
+    if let Some(a) = d.aio.as_ref().filter(|_| aio == AioMode::Native) {
+        if !cache.direct() {
+            let default = if d.cache.is_none() {
+                " (the default)"
+            } else {
+                ""
+            };
+            return Err(cx.at(
+                a,
+                format!(
+                    "disk {:?}: aio = \"native\" needs cache = \"none\" or \"directsync\" (QEMU refuses native AIO without O_DIRECT), and cache is {:?}{default}; set one of those, or use aio = \"threads\" or \"io_uring\"",
+                    d.id,
+                    cache.name()
+                ),
+            ));
+        }
+    }
+    let throttle = match &d.throttle {
+        None => None,
+        Some(t) => {
+            let sec = t.get_ref();
+            if sec.bytes_per_s.is_none() && sec.iops.is_none() {
+                return Err(cx.at(
+                    t,
+                    format!(
+                        "disk {:?}: throttle sets no limit; give bytes_per_s, iops or both, e.g. throttle = {{ bytes_per_s = \"20MiB\", iops = 500 }} (leave throttle out for a disk without limits)",
+                        d.id
+                    ),
+                ));
+            }
+            let bytes_per_s = match &sec.bytes_per_s {
+                None => None,
+                Some(b) => {
+                    let zero = b
+                        .get_ref()
+                        .trim()
+                        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                        .trim()
+                        .parse::<f64>()
+                        == Ok(0.0);
+                    let v = if zero {
+                        0
+                    } else {
+                        parse_size(b.get_ref())
+                            .map_err(|m| cx.at(b, format!("disks.throttle.bytes_per_s: {m}")))?
+                    };
+                    Some(throttle_limit(cx, b, "bytes_per_s", v)?)
+                }
+            };
+            let iops = match &sec.iops {
+                None => None,
+                Some(i) => Some(throttle_limit(cx, i, "iops", *i.get_ref())?),
+            };
+            Some(Throttle { bytes_per_s, iops })
+        }
+    };
+    Ok(DiskIo {
+        cache,
+        aio,
+        throttle,
+    })
+}
+
+/// A throttling limit QEMU takes: more than 0, at most its maximum.
+fn throttle_limit<T>(
+    cx: &Ctx,
+    at: &Spanned<T>,
+    key: &str,
+    value: u64,
+) -> Result<u64, ScenarioError> {
+    if value == 0 {
+        return Err(cx.at(
+            at,
+            format!("disks.throttle.{key} = 0: a limit is more than 0; leave {key} out for none"),
+        ));
+    }
+    if value > MAX_THROTTLE {
+        return Err(cx.at(
+            at,
+            format!(
+                "disks.throttle.{key}: {value} is more than QEMU's largest limit, {MAX_THROTTLE}"
+            ),
+        ));
+    }
+    Ok(value)
+}
