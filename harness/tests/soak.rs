@@ -111,6 +111,134 @@ fn forwarded_ports(stderr: &str) -> Vec<u16> {
         .collect()
 }
 
+/// What every round shares: the run directories, the registry, the TMPDIR, the scenario, and
+/// the files outside them before the first round.
+struct Soak {
+    out: tempfile::TempDir,
+    state: tempfile::TempDir,
+    tmp: std::path::PathBuf,
+    smoke: std::path::PathBuf,
+    before: std::collections::BTreeSet<String>,
+}
+
+/// One round's run of the smoke scenario, killed at `kill_at` when given; its exit status, or
+/// None when it was killed.
+fn run_round(
+    soak: &Soak,
+    round: usize,
+    backend: &str,
+    kill_at: Option<Duration>,
+) -> Option<std::process::ExitStatus> {
+    let (smoke, state, tmp) = (&soak.smoke, &soak.state, &soak.tmp);
+    let dir = soak.out.path().join(format!("round-{round:02}"));
+    let stderr_path = soak.out.path().join(format!("round-{round:02}.stderr"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("run")
+        .arg(smoke)
+        .args(["--backend", backend, "--out"])
+        .arg(&dir)
+        .env("SNO_HARNESS_STATE_DIR", state.path())
+        .env("SNO_HARNESS_PROGRESS", "plain")
+        .env("TMPDIR", tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if kill_at.is_some_and(|k| started.elapsed() >= k) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break None;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(900),
+            "round {round} hangs"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// After a round and gc: no VM, registration, bound port or disposable file of the run is
+/// left; returns the run's directory.
+fn assert_round_collected(soak: &Soak, round: usize, stderr_path: &Path) -> std::path::PathBuf {
+    let (state, tmp, out) = (&soak.state, &soak.tmp, &soak.out);
+    let dir = soak.out.path().join(format!("round-{round:02}"));
+    let gc = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("gc")
+        .env("SNO_HARNESS_STATE_DIR", state.path())
+        .env("TMPDIR", tmp)
+        .output()
+        .unwrap();
+    assert!(
+        gc.status.success(),
+        "round {round}: gc failed: {}",
+        String::from_utf8_lossy(&gc.stderr)
+    );
+    // The VM dies with the harness; give the kernel (or libvirtd) a moment to reap it.
+    let settle = Instant::now();
+    while !qemu_processes(out.path()).is_empty() || !libvirt_sno_domains().is_empty() {
+        assert!(
+            settle.elapsed() < Duration::from_secs(15),
+            "round {round}: a VM remains: {:?} {:?}",
+            qemu_processes(out.path()),
+            libvirt_sno_domains()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let registrations = std::fs::read_dir(state.path().join("runs"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(registrations, 0, "round {round}: a registration remains");
+    let stderr = std::fs::read_to_string(stderr_path).unwrap_or_default();
+    for port in forwarded_ports(&stderr) {
+        assert!(
+            TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "round {round}: port {port} still bound"
+        );
+    }
+    let run = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    for gone in ["disks", "live.iso", "serial.sock", "qmp.sock"] {
+        assert!(!run.join(gone).exists(), "round {round}: {gone} remains");
+    }
+    run
+}
+
+/// Nothing of the round outside the run directories and the registry, nor in its TMPDIR.
+fn assert_nothing_outside(soak: &Soak, round: usize) {
+    let (before, out, state, tmp) = (&soak.before, &soak.out, &soak.state, &soak.tmp);
+    let new: Vec<String> = outside_files()
+        .difference(before)
+        .filter(|p| {
+            !p.starts_with(&out.path().display().to_string())
+                && !p.starts_with(&state.path().display().to_string())
+        })
+        .cloned()
+        .collect();
+    assert!(
+        new.is_empty(),
+        "round {round}: files outside the run directories: {new:?}"
+    );
+    let in_tmp: Vec<_> = std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(
+        in_tmp.is_empty(),
+        "round {round}: left in the run's TMPDIR: {in_tmp:?}"
+    );
+}
+
 #[test]
 #[ignore = "a 30-minute soak; run it on purpose"]
 fn twenty_runs_half_killed_leave_nothing_behind() {
@@ -150,47 +278,25 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
         .replace("name = \"smoke\"", "name = \"soak\""),
     )
     .unwrap();
+    let soak = Soak {
+        out,
+        state,
+        tmp,
+        smoke,
+        before,
+    };
     let (mut passed, mut killed) = (0, 0);
     for round in 0..rounds {
-        let dir = out.path().join(format!("round-{round:02}"));
-        let stderr_path = out.path().join(format!("round-{round:02}.stderr"));
+        let stderr_path = soak.out.path().join(format!("round-{round:02}.stderr"));
         let backend = match backends.as_str() {
             "both" if round / 2 % 2 == 0 => "qemu",
             "both" => "libvirt",
             one => one,
         };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
-            .arg("run")
-            .arg(&smoke)
-            .args(["--backend", backend, "--out"])
-            .arg(&dir)
-            .env("SNO_HARNESS_STATE_DIR", state.path())
-            .env("SNO_HARNESS_PROGRESS", "plain")
-            .env("TMPDIR", &tmp)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr_path).unwrap())
-            .spawn()
-            .unwrap();
         // A smoke run takes about 105 s here: the kill lands anywhere from QEMU's start to the
         // cluster checks.
         let kill_at = (round % 2 == 1).then(|| Duration::from_millis(2_000 + rng.next() % 95_000));
-        let started = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break Some(s);
-            }
-            if kill_at.is_some_and(|k| started.elapsed() >= k) {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                break None;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(900),
-                "round {round} hangs"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        };
+        let status = run_round(&soak, round, backend, kill_at);
         let was_killed = status.is_none();
         match status {
             Some(s) => {
@@ -203,48 +309,7 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
             }
             None => killed += 1,
         }
-        let gc = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
-            .arg("gc")
-            .env("SNO_HARNESS_STATE_DIR", state.path())
-            .env("TMPDIR", &tmp)
-            .output()
-            .unwrap();
-        assert!(
-            gc.status.success(),
-            "round {round}: gc failed: {}",
-            String::from_utf8_lossy(&gc.stderr)
-        );
-        // The VM dies with the harness; give the kernel (or libvirtd) a moment to reap it.
-        let settle = Instant::now();
-        while !qemu_processes(out.path()).is_empty() || !libvirt_sno_domains().is_empty() {
-            assert!(
-                settle.elapsed() < Duration::from_secs(15),
-                "round {round}: a VM remains: {:?} {:?}",
-                qemu_processes(out.path()),
-                libvirt_sno_domains()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        let registrations = std::fs::read_dir(state.path().join("runs"))
-            .map(|d| d.count())
-            .unwrap_or(0);
-        assert_eq!(registrations, 0, "round {round}: a registration remains");
-        let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-        for port in forwarded_ports(&stderr) {
-            assert!(
-                TcpStream::connect(("127.0.0.1", port)).is_err(),
-                "round {round}: port {port} still bound"
-            );
-        }
-        let run = std::fs::read_dir(&dir)
-            .unwrap()
-            .flatten()
-            .next()
-            .unwrap()
-            .path();
-        for gone in ["disks", "live.iso", "serial.sock", "qmp.sock"] {
-            assert!(!run.join(gone).exists(), "round {round}: {gone} remains");
-        }
+        let run = assert_round_collected(&soak, round, &stderr_path);
         let result: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(run.join("result.json")).unwrap())
                 .unwrap();
@@ -259,27 +324,7 @@ fn twenty_runs_half_killed_leave_nothing_behind() {
             },
             result["reason"].as_str().unwrap_or("")
         );
-        let new: Vec<String> = outside_files()
-            .difference(&before)
-            .filter(|p| {
-                !p.starts_with(&out.path().display().to_string())
-                    && !p.starts_with(&state.path().display().to_string())
-            })
-            .cloned()
-            .collect();
-        assert!(
-            new.is_empty(),
-            "round {round}: files outside the run directories: {new:?}"
-        );
-        let in_tmp: Vec<_> = std::fs::read_dir(&tmp)
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        assert!(
-            in_tmp.is_empty(),
-            "round {round}: left in the run's TMPDIR: {in_tmp:?}"
-        );
+        assert_nothing_outside(&soak, round);
     }
     eprintln!("{rounds} rounds: {passed} passed, {killed} killed and collected by gc");
 }

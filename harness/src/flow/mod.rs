@@ -2,6 +2,7 @@
 //! turns them into phases with timeouts, and the phase list of the contract.
 
 pub mod badness;
+pub mod disk_write;
 pub mod event;
 pub mod machine;
 pub mod phase;

@@ -130,6 +130,22 @@ pub fn state_reuse_line(sr: &StateReuse) -> String {
 pub fn render_markdown(r: &PerfReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# sno-harness perf: {}\n", r.source);
+    let _ = writeln!(out, "{}.\n", how_it_ran(r));
+    let _ = writeln!(out, "Host: {}.\n", host_line(&r.host));
+    out.push_str(&phase_table(r));
+    out.push_str(&disk_write_section(r));
+    out.push_str(&runs_section(r));
+    if !r.warnings.is_empty() {
+        let _ = writeln!(out, "\nWarnings:\n");
+        for w in &r.warnings {
+            let _ = writeln!(out, "- {w}");
+        }
+    }
+    out
+}
+
+/// How many runs, warmups, when, which strategy and filter.
+fn how_it_ran(r: &PerfReport) -> String {
     let mut how = format!(
         "{} measured run{} per permutation",
         r.repeat,
@@ -154,9 +170,11 @@ pub fn render_markdown(r: &PerfReport) -> String {
     if let Some(f) = &r.filter {
         let _ = write!(how, "; filter `{f}`");
     }
-    let _ = writeln!(out, "{how}.\n");
-    let _ = writeln!(out, "Host: {}.\n", host_line(&r.host));
+    how
+}
 
+/// One row per permutation and phase, and its total.
+fn phase_table(r: &PerfReport) -> String {
     let mut rows = Vec::new();
     for p in &r.permutations {
         for ph in &p.phases {
@@ -176,7 +194,7 @@ pub fn render_markdown(r: &PerfReport) -> String {
             ]),
         }
     }
-    out.push_str(&table(
+    table(
         &[
             "permutation",
             "phase",
@@ -189,8 +207,12 @@ pub fn render_markdown(r: &PerfReport) -> String {
         ],
         &[false, false, true, true, true, true, true, true],
         &rows,
-    ));
+    )
+}
 
+/// The disk write of each permutation, and its install-to-disk deadline.
+fn disk_write_section(r: &PerfReport) -> String {
+    let mut out = String::new();
     let mut disk_lines = Vec::new();
     for p in &r.permutations {
         let Some(d) = &p.disk_write else { continue };
@@ -226,7 +248,12 @@ pub fn render_markdown(r: &PerfReport) -> String {
             let _ = writeln!(out, "{l}");
         }
     }
+    out
+}
 
+/// Each permutation's runs: counts, and every run that did not pass as expected.
+fn runs_section(r: &PerfReport) -> String {
+    let mut out = String::new();
     let _ = writeln!(out, "\nRuns:\n");
     for p in &r.permutations {
         let c = &p.counts;
@@ -276,12 +303,6 @@ pub fn render_markdown(r: &PerfReport) -> String {
         }
         for w in &p.warnings {
             let _ = writeln!(out, "  - warning: {w}");
-        }
-    }
-    if !r.warnings.is_empty() {
-        let _ = writeln!(out, "\nWarnings:\n");
-        for w in &r.warnings {
-            let _ = writeln!(out, "- {w}");
         }
     }
     out

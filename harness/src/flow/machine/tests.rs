@@ -1,0 +1,807 @@
+//! Tests of `machine`.
+
+use super::*;
+use crate::flow::event::Source;
+
+fn machine() -> Machine {
+    let timeouts = Phase::ALL
+        .iter()
+        .map(|p| (*p, Duration::from_secs(100)))
+        .collect();
+    let mut m = Machine::new(Config {
+        timeouts,
+        write_stall: Duration::from_secs(20),
+        bootkube_max_restarts: 3,
+        adaptive_install: None,
+    });
+    m.start(0);
+    m
+}
+
+fn ev(t_ms: u64, signal: Signal) -> Event {
+    Event {
+        time: String::new(),
+        t_ms,
+        source: Source::Harness,
+        signal,
+    }
+}
+
+fn journal(unit: &str, msg: &str) -> Signal {
+    Signal::Journal {
+        unit: unit.into(),
+        identifier: String::new(),
+        message: msg.into(),
+        guest_usec: 0,
+        boot_id: String::new(),
+    }
+}
+
+fn guest(boot: &str, live: bool) -> GuestStatus {
+    GuestStatus {
+        boot_id: boot.into(),
+        live,
+        bootkube_enabled: "enabled".into(),
+        bootstrap_files: vec!["/opt/openshift".into()],
+        ..Default::default()
+    }
+}
+
+fn api(check: ApiCheck, ok: bool, detail: &str) -> Signal {
+    Signal::Api {
+        check,
+        ok,
+        detail: detail.into(),
+    }
+}
+
+fn feed(m: &mut Machine, events: Vec<(u64, Signal)>) -> Vec<Action> {
+    events
+        .into_iter()
+        .flat_map(|(t, s)| m.on_event(&ev(t, s)))
+        .collect()
+}
+
+#[test]
+fn a_saving_run_passes_once_bootkube_is_done_and_goes_no_further() {
+    let mut m = machine();
+    m.stop_after(Phase::Bootkube);
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            (20_000, Signal::GuestStatus(guest("live", true))),
+            (
+                30_000,
+                journal("bootkube.service", "bootkube.service complete"),
+            ),
+        ],
+    );
+    assert_eq!(m.current(), None);
+    let o = m.outcome().expect("finished");
+    assert_eq!(o.verdict, Verdict::Pass);
+    assert_eq!(m.phase(Phase::Bootkube).status, Status::Pass);
+    assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pending);
+    // The harness then fails to save: a harness error, the phases as they were.
+    m.error_after_pass("saving the VM state: disk full".into());
+    let o = m.outcome().unwrap();
+    assert_eq!(o.verdict, Verdict::Error);
+    assert_eq!(o.reason, "saving the VM state: disk full");
+    assert_eq!(m.phase(Phase::Bootkube).status, Status::Pass);
+}
+
+#[test]
+fn error_after_pass_leaves_a_failure_alone() {
+    let mut m = machine();
+    m.fail_now(10, "the installer said no".into());
+    m.error_after_pass("saving".into());
+    assert_eq!(m.outcome().unwrap().verdict, Verdict::Fail);
+}
+
+#[test]
+fn a_resumed_run_starts_at_install_to_disk_and_ends_after_it() {
+    let timeouts = Phase::ALL
+        .iter()
+        .map(|p| (*p, Duration::from_secs(100)))
+        .collect();
+    let mut m = Machine::new(Config {
+        timeouts,
+        write_stall: Duration::from_secs(20),
+        bootkube_max_restarts: 3,
+        adaptive_install: None,
+    });
+    m.stop_after(Phase::InstallToDisk);
+    let started = m.start_at(Phase::InstallToDisk, 0, "ran in the run that saved /s");
+    assert_eq!(started, [Action::PhaseStarted(Phase::InstallToDisk)]);
+    for p in [Phase::Assets, Phase::LiveBoot, Phase::Bootkube] {
+        assert_eq!(m.phase(p).status, Status::Skipped, "{p}");
+        assert_eq!(m.phase(p).detail, "ran in the run that saved /s");
+    }
+    // The VM starting does not begin live-boot again; the guest answering changes nothing.
+    let actions = feed(
+        &mut m,
+        vec![
+            (1000, Signal::VmStarted { pid: 1 }),
+            (2000, Signal::GuestStatus(guest("live", true))),
+            (3000, Signal::DiskWrite { bytes: 0 }),
+        ],
+    );
+    assert!(actions.is_empty(), "{actions:?}");
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    let actions = feed(
+        &mut m,
+        vec![
+            (
+                9000,
+                journal(
+                    "install-to-disk.service",
+                    "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vda",
+                ),
+            ),
+            (20_000, Signal::DiskWrite { bytes: 300 << 20 }),
+            (35_000, journal("install-to-disk.service", "Install complete.")),
+        ],
+    );
+    assert!(actions.contains(&Action::Finished(Outcome {
+        verdict: Verdict::Pass,
+        failed_phase: None,
+        reason: String::new(),
+    })));
+    // Measured from coreos-installer's start, as in a full run.
+    assert_eq!(m.phase(Phase::InstallToDisk).start_ms, Some(9000));
+    assert_eq!(m.disk.duration_ms(), Some(26_000));
+    assert_eq!(m.disk.written(), 300 << 20);
+    assert_eq!(m.phase(Phase::Reboot).status, Status::Pending);
+}
+
+/// A run up to the end of bootkube.
+fn through_bootkube(m: &mut Machine) {
+    feed(
+        m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            (20_000, Signal::GuestStatus(guest("live", true))),
+            (
+                25_000,
+                journal("bootkube.service", "Rendering MCO manifests..."),
+            ),
+            (
+                30_000,
+                journal("bootkube.service", "bootkube.service complete"),
+            ),
+        ],
+    );
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+}
+
+#[test]
+fn coreos_installer_progress_lines_give_the_percent_of_the_image() {
+    assert_eq!(
+        installer_progress_percent("Read disk 43.0 MiB/86.8 MiB (49%)"),
+        Some(49.0)
+    );
+    assert_eq!(
+        installer_progress_percent("> Read disk 3.4 GiB/3.5 GiB (97%)\r"),
+        Some(97.0)
+    );
+    assert_eq!(
+        installer_progress_percent("Read disk 86.8 MiB/86.8 MiB (100%)"),
+        Some(100.0)
+    );
+    for not_progress in [
+        "Copying image from /run/media/iso/images/metal-512.raw.zst",
+        "Read disk 1 MiB (140%)",
+        "Reading signature from x (5%)",
+        "Read disk (abc%)",
+    ] {
+        assert_eq!(
+            installer_progress_percent(not_progress),
+            None,
+            "{not_progress}"
+        );
+    }
+}
+
+#[test]
+fn the_disk_write_is_described_while_it_runs() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    assert_eq!(
+        m.disk.describe(31_000),
+        None,
+        "nothing before the write starts"
+    );
+    feed(&mut m, vec![
+        (31_000, Signal::DiskWrite { bytes: 5 * 1048576 }),
+        (32_000, journal("install-to-disk.service", "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vda")),
+        (33_000, journal("install-to-disk.service", "Read disk 12.0 MiB/86.8 MiB (13%)")),
+        (36_000, Signal::DiskWrite { bytes: 5 * 1048576 + 80 * 1048576 }),
+        (36_500, journal("install-to-disk.service", "Read disk 43.0 MiB/86.8 MiB (49%)")),
+    ]);
+    assert_eq!(m.disk.image_percent, Some(49.0));
+    assert_eq!(
+        m.disk.describe(37_000).unwrap(),
+        "49% of the image, 80 MiB written, 16.0 MiB/s"
+    );
+}
+
+/// A machine whose install-to-disk deadline follows the write (nominal timeout 100 s).
+fn adaptive_machine() -> Machine {
+    let mut m = machine();
+    m.cfg.adaptive_install = Some(AdaptiveDeadline::around(Duration::from_secs(100)));
+    m
+}
+
+fn progress_line(t: u64, percent: u32) -> (u64, Signal) {
+    (
+        t,
+        journal(
+            "install-to-disk.service",
+            &format!("Read disk {percent}.0 MiB/100.0 MiB ({percent}%)"),
+        ),
+    )
+}
+
+fn installer_started(m: &mut Machine) {
+    through_bootkube(m);
+    feed(m, vec![
+        (31_000, Signal::DiskWrite { bytes: 0 }),
+        (32_000, journal("install-to-disk.service", "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vda")),
+    ]);
+}
+
+#[test]
+fn a_slow_write_gets_past_the_nominal_timeout_up_to_six_times_it() {
+    let mut m = adaptive_machine();
+    installer_started(&mut m);
+    // 5 % in 50 s: a 1000 s write, far past the nominal 100 s.
+    feed(&mut m, vec![progress_line(82_000, 5)]);
+    let p = m.install_projection().expect("a projection");
+    assert_eq!(p.write_end_ms, 32_000 + 1_000_000);
+    assert_eq!(p.nominal_deadline_ms, 132_000);
+    assert_eq!(p.deadline_ms, 32_000 + 600_000, "capped at 6 x 100 s");
+    for t in (90_000..632_000).step_by(10_000) {
+        // The write goes on: the stall detector stays quiet.
+        feed(&mut m, vec![(t, Signal::DiskWrite { bytes: t * 100 })]);
+        assert!(m.tick(t).is_empty(), "no timeout at {t} ms");
+    }
+    let actions = m.tick(632_001);
+    assert!(
+        actions.contains(&Action::PhaseEnded(Phase::InstallToDisk, Status::Timeout)),
+        "{actions:?}"
+    );
+    let reason = &m.outcome().unwrap().reason;
+    assert!(reason.contains("within 10m"), "{reason}");
+    assert!(reason.contains("followed the disk write"), "{reason}");
+    assert!(
+        reason.contains("the scenario's timeout is 1m 40s"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_fast_write_that_then_hangs_fails_before_the_nominal_timeout() {
+    let mut m = adaptive_machine();
+    m.cfg.adaptive_install = Some(AdaptiveDeadline::around(Duration::from_secs(1000)));
+    m.phases.get_mut(&Phase::InstallToDisk).unwrap().timeout = Duration::from_secs(1000);
+    installer_started(&mut m);
+    // Done in 10 s: deadline = 10 s x 1.5 + 120 s = 135 s after the write started.
+    feed(
+        &mut m,
+        vec![
+            progress_line(37_000, 50),
+            progress_line(42_000, 100),
+            (42_000, Signal::DiskWrite { bytes: 100 << 20 }),
+        ],
+    );
+    let p = m.install_projection().unwrap();
+    assert_eq!(p.write_end_ms, 42_000);
+    assert_eq!(p.deadline_ms, 32_000 + 135_000);
+    // The write counter stays put after the write: only the deadline can end this.
+    m.cfg.write_stall = Duration::from_secs(3600);
+    assert!(m.tick(167_000).is_empty());
+    let actions = m.tick(167_001);
+    assert!(
+        actions.contains(&Action::PhaseEnded(Phase::InstallToDisk, Status::Timeout)),
+        "{actions:?}"
+    );
+    assert!(m.outcome().unwrap().reason.contains("within 2m 15s"));
+}
+
+/// What a throttled disk looked like: coreos-installer read all of the image in 10 s (100 %
+/// at 42 s), the disk went on taking it until 390 s, without a timeout meanwhile.
+fn page_cache_write() -> Machine {
+    let mut m = adaptive_machine();
+    installer_started(&mut m);
+    feed(
+        &mut m,
+        vec![progress_line(37_000, 50), progress_line(42_000, 100)],
+    );
+    for t in (50_000..400_000).step_by(10_000) {
+        feed(&mut m, vec![(t, Signal::DiskWrite { bytes: t * 1000 })]);
+        assert!(
+            m.tick(t).is_empty(),
+            "no timeout at {t} ms while the disk writes"
+        );
+    }
+    m
+}
+
+#[test]
+fn a_disk_still_taking_the_page_cache_after_the_image_is_read_keeps_its_deadline() {
+    let mut m = page_cache_write();
+    // Then the writes stop: the deadline is 2 minutes after the last one (the stall
+    // detector, which would fire first, is set aside here).
+    m.cfg.write_stall = Duration::from_secs(3600);
+    let p = m.install_projection().unwrap();
+    assert_eq!(p.deadline_ms, 390_000 + 120_000);
+    assert!(m.tick(510_000).is_empty());
+    assert!(!m.tick(510_001).is_empty());
+}
+
+#[test]
+fn the_reported_deadline_of_a_write_that_outlived_its_projection_is_the_one_in_force() {
+    // A write that ends long after coreos-installer's 100 %: what result.json reports is
+    // the deadline at the end, past the end, not the projection from the percent alone.
+    let mut m = page_cache_write();
+    feed(
+        &mut m,
+        vec![(
+            400_500,
+            journal("install-to-disk.service", "Install complete."),
+        )],
+    );
+    assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pass);
+    let p = m.install_projection().unwrap();
+    assert_eq!(p.deadline_ms, 390_000 + 120_000);
+    assert!(p.deadline_ms > 400_500 && p.deadline_ms > p.nominal_deadline_ms);
+}
+
+#[test]
+fn without_progress_lines_or_with_too_little_the_nominal_timeout_holds() {
+    let mut m = adaptive_machine();
+    installer_started(&mut m);
+    assert_eq!(m.install_projection(), None, "no progress yet");
+    // 1 % is too little to project from, and so is progress within 5 s of the start.
+    feed(&mut m, vec![progress_line(60_000, 1)]);
+    assert_eq!(m.install_projection(), None);
+    let mut early = adaptive_machine();
+    installer_started(&mut early);
+    feed(&mut early, vec![progress_line(35_000, 40)]);
+    assert_eq!(early.install_projection(), None);
+    // Without the option, never.
+    let mut fixed = machine();
+    installer_started(&mut fixed);
+    feed(&mut fixed, vec![progress_line(82_000, 5)]);
+    assert_eq!(fixed.install_projection(), None);
+    assert!(!fixed.tick(132_001).is_empty(), "the nominal 100 s");
+}
+
+#[test]
+fn a_clean_run_passes_every_phase_in_order() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let mut done = guest("disk", false);
+    feed(&mut m, vec![
+        (31_000, Signal::DiskWrite { bytes: 1000 }),
+        (32_000, journal("install-to-disk.service", "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vda")),
+        (33_000, Signal::DiskWrite { bytes: 1000 + 100 * 1048576 }),
+        (36_000, Signal::DiskWrite { bytes: 1000 + 300 * 1048576 }),
+        (37_000, journal("install-to-disk.service", "Install complete.")),
+        (38_000, Signal::Qmp { name: "RESET".into(), data: serde_json::json!({"guest": true}) }),
+        // The old live system may still answer before the reset takes effect: ignored.
+        (38_100, Signal::GuestStatus(guest("live", true))),
+        (55_000, Signal::GuestStatus(guest("disk", false))),
+        (57_000, api(ApiCheck::Readyz, true, "ok")),
+        (58_000, api(ApiCheck::BootstrapConfigmap, true, "complete")),
+        (58_500, api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True")),
+        (59_000, api(ApiCheck::NodeReady, true, "Ready")),
+        (60_000, api(ApiCheck::ClusterVersion, true, "Available")),
+        (60_500, api(ApiCheck::InstallConfigApplied, true, "install-config applied")),
+        (90_000, api(ApiCheck::ClusterOperators, true, "settled")),
+    ]);
+    assert_eq!(m.current(), Some(Phase::BootstrapCleanup));
+    done.bootkube_enabled = "disabled".into();
+    done.bootstrap_files.clear();
+    let actions = feed(&mut m, vec![(95_000, Signal::GuestStatus(done))]);
+    assert!(matches!(
+        actions.last(),
+        Some(Action::Finished(Outcome {
+            verdict: Verdict::Pass,
+            ..
+        }))
+    ));
+    for p in Phase::ALL {
+        assert_eq!(m.phase(p).status, Status::Pass, "{p}");
+    }
+    assert_eq!(m.phase(Phase::InstallToDisk).start_ms, Some(32_000));
+    assert_eq!(m.resets, 1);
+    assert_eq!(m.disk.written(), 300 * 1048576);
+    assert_eq!(m.disk.duration_ms(), Some(5000));
+    assert!((m.disk.mib_per_s().unwrap() - 60.0).abs() < 1e-9);
+}
+
+#[test]
+fn a_coreos_installer_error_fails_install_to_disk_at_once() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let a = feed(&mut m, vec![
+        (32_000, journal("install-to-disk.service", "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vdz")),
+        (32_500, journal("install-to-disk.service", "Error: opening /dev/vdz")),
+    ]);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+    assert!(o.reason.contains("Error: opening /dev/vdz"), "{}", o.reason);
+    assert_eq!(m.phase(Phase::Reboot).status, Status::Pending);
+}
+
+#[test]
+fn the_live_iso_booting_again_fails_disk_boot() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    feed(
+        &mut m,
+        vec![
+            (
+                32_000,
+                journal("install-to-disk.service", "Install complete."),
+            ),
+            (
+                38_000,
+                Signal::Qmp {
+                    name: "RESET".into(),
+                    data: serde_json::json!({}),
+                },
+            ),
+        ],
+    );
+    let a = feed(
+        &mut m,
+        vec![(60_000, Signal::GuestStatus(guest("live-again", true)))],
+    );
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::DiskBoot));
+    assert!(o.reason.contains("live ISO booted again"), "{}", o.reason);
+}
+
+#[test]
+fn a_panic_fails_the_current_phase() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let a = feed(
+        &mut m,
+        vec![(
+            31_000,
+            Signal::Qmp {
+                name: "GUEST_PANICKED".into(),
+                data: serde_json::json!({"action": "pause"}),
+            },
+        )],
+    );
+    assert!(matches!(
+        a.last(),
+        Some(Action::Finished(Outcome {
+            failed_phase: Some(Phase::InstallToDisk),
+            ..
+        }))
+    ));
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let a = feed(
+        &mut m,
+        vec![(
+            31_000,
+            Signal::Console {
+                line: "[ 3.1] Kernel panic - not syncing: sysrq triggered crash".into(),
+            },
+        )],
+    );
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!()
+    };
+    assert!(o.reason.contains("sysrq triggered crash"), "{}", o.reason);
+}
+
+#[test]
+fn a_timeout_quotes_the_last_signal_and_what_was_missing() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    feed(
+        &mut m,
+        through_reboot_signals()
+            .into_iter()
+            .chain(vec![(
+                60_000,
+                api(ApiCheck::Readyz, false, "readyz answered 503"),
+            )])
+            .collect(),
+    );
+    assert!(m.tick(100_000).is_empty());
+    let a = m.tick(155_001);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::ApiReady));
+    assert_eq!(m.phase(Phase::ApiReady).status, Status::Timeout);
+    assert!(o.reason.contains("within 1m 40s"), "{}", o.reason);
+    assert!(o.reason.contains("readyz answered 503"), "{}", o.reason);
+    assert!(o.reason.contains("s ago"), "{}", o.reason);
+}
+
+#[test]
+fn a_write_stall_is_a_failure() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    feed(
+        &mut m,
+        vec![
+            (
+                32_000,
+                journal(
+                    "install-to-disk.service",
+                    "Executing coreos-installer with the following options: install -i x /dev/vda",
+                ),
+            ),
+            (33_000, Signal::DiskWrite { bytes: 5 << 20 }),
+            (40_000, Signal::DiskWrite { bytes: 5 << 20 }),
+        ],
+    );
+    assert!(m.tick(50_000).is_empty());
+    let a = m.tick(53_500);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert!(
+        o.reason.contains("no write to the install disk for 20 s"),
+        "{}",
+        o.reason
+    );
+}
+
+#[test]
+fn bootkube_failing_repeatedly_fails_fast_with_its_error() {
+    let mut m = machine();
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            (20_000, Signal::GuestStatus(guest("live", true))),
+            (
+                21_000,
+                journal(
+                    "bootkube.service",
+                    "Error: error while checking pod status: timed out waiting for the condition",
+                ),
+            ),
+        ],
+    );
+    let mut s = guest("live", true);
+    s.bootkube_restarts = 3;
+    s.bootkube_state = "activating/exit-code".into();
+    let a = feed(&mut m, vec![(40_000, Signal::GuestStatus(s))]);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::Bootkube));
+    assert!(
+        o.reason.contains("timed out waiting for the condition"),
+        "{}",
+        o.reason
+    );
+}
+
+#[test]
+fn a_failed_post_reboot_unit_fails_bootstrap_cleanup() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let mut failed = guest("disk", false);
+    failed.bootkube_state = "failed/exit-code".into();
+    let a = feed(
+        &mut m,
+        through_reboot_signals()
+            .into_iter()
+            .chain(vec![
+                (56_000, Signal::GuestStatus(failed)),
+                (57_000, api(ApiCheck::Readyz, true, "ok")),
+                (58_000, api(ApiCheck::BootstrapConfigmap, true, "complete")),
+                (
+                    58_500,
+                    api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True"),
+                ),
+                (59_000, api(ApiCheck::NodeReady, true, "Ready")),
+                (60_000, api(ApiCheck::ClusterVersion, true, "Available")),
+                (60_500, api(ApiCheck::InstallConfigApplied, true, "applied")),
+                (61_000, api(ApiCheck::ClusterOperators, true, "settled")),
+            ])
+            .collect(),
+    );
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::BootstrapCleanup));
+    assert!(
+        o.reason.contains("post-reboot bootkube.service failed"),
+        "{}",
+        o.reason
+    );
+}
+
+/// The install finishes, the VM resets, the installed system answers.
+fn through_reboot_signals() -> Vec<(u64, Signal)> {
+    vec![
+        (
+            32_000,
+            journal("install-to-disk.service", "Install complete."),
+        ),
+        (
+            38_000,
+            Signal::Qmp {
+                name: "RESET".into(),
+                data: serde_json::json!({}),
+            },
+        ),
+        (55_000, Signal::GuestStatus(guest("disk", false))),
+    ]
+}
+
+/// Up to cluster-ready with every check but the install-config one passing.
+fn to_a_settled_cluster(m: &mut Machine) {
+    through_bootkube(m);
+    feed(
+        m,
+        through_reboot_signals()
+            .into_iter()
+            .chain(vec![
+                (57_000, api(ApiCheck::Readyz, true, "ok")),
+                (58_000, api(ApiCheck::BootstrapConfigmap, true, "complete")),
+                (
+                    58_500,
+                    api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True"),
+                ),
+                (59_000, api(ApiCheck::NodeReady, true, "Ready")),
+            ])
+            .collect(),
+    );
+    assert_eq!(m.current(), Some(Phase::ClusterReady));
+}
+
+#[test]
+fn cluster_ready_waits_for_the_install_config_check() {
+    let mut m = machine();
+    to_a_settled_cluster(&mut m);
+    feed(
+        &mut m,
+        vec![
+            (60_000, api(ApiCheck::ClusterVersion, true, "Available")),
+            (61_000, api(ApiCheck::ClusterOperators, true, "settled")),
+        ],
+    );
+    assert_eq!(
+        m.current(),
+        Some(Phase::ClusterReady),
+        "no config answer yet"
+    );
+    feed(
+        &mut m,
+        vec![(62_000, api(ApiCheck::InstallConfigApplied, true, "applied"))],
+    );
+    assert_eq!(m.current(), Some(Phase::BootstrapCleanup));
+}
+
+#[test]
+fn a_config_difference_waits_while_operators_progress_and_fails_once_they_settle() {
+    let mut m = machine();
+    to_a_settled_cluster(&mut m);
+    let differs = "the cluster does not report the install-config: networks.config.openshift.io/cluster status.networkType: asked \"OVNKubernetes\", cluster reports \"OpenShiftSDN\"";
+    feed(
+        &mut m,
+        vec![
+            (60_000, api(ApiCheck::InstallConfigApplied, false, differs)),
+            (61_000, api(ApiCheck::ClusterVersion, true, "Available")),
+        ],
+    );
+    assert!(
+        m.outcome().is_none(),
+        "operators are still progressing: keep waiting"
+    );
+    let a = feed(
+        &mut m,
+        vec![(62_000, api(ApiCheck::ClusterOperators, true, "settled"))],
+    );
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.verdict, Verdict::Fail);
+    assert_eq!(o.failed_phase, Some(Phase::ClusterReady));
+    assert_eq!(o.reason, format!("cluster-ready: {differs}"));
+}
+
+#[test]
+fn a_cluster_ready_timeout_quotes_the_config_difference() {
+    let mut m = machine();
+    to_a_settled_cluster(&mut m);
+    feed(
+        &mut m,
+        vec![
+            (
+                60_000,
+                api(
+                    ApiCheck::ClusterVersion,
+                    false,
+                    "ClusterVersion 4.17.0: Available=False",
+                ),
+            ),
+            (
+                60_500,
+                api(
+                    ApiCheck::InstallConfigApplied,
+                    false,
+                    "the cluster does not report the install-config: fips",
+                ),
+            ),
+        ],
+    );
+    let a = m.tick(59_000 + 3_600_000);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert!(
+        o.reason
+            .contains("Available=False; the cluster does not report the install-config: fips"),
+        "{}",
+        o.reason
+    );
+}
+
+#[test]
+fn badness_in_a_journal_fails_the_current_phase_quoting_the_line() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let a = feed(
+        &mut m,
+        vec![(
+            31_500,
+            journal(
+                "crio.service",
+                "crio.service: A process of this unit has been killed by the OOM killer.",
+            ),
+        )],
+    );
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.verdict, Verdict::Fail);
+    assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+    assert_eq!(
+        o.reason,
+        "install-to-disk: OOM kill in the journal of crio.service at 31.5 s: \"crio.service: A process of this unit has been killed by the OOM killer.\""
+    );
+    assert_eq!(m.badness().hits.len(), 1);
+}
+
+#[test]
+fn allowed_badness_is_kept_as_a_warning_and_the_run_goes_on() {
+    let mut m = machine();
+    m.allow_badness(AllowList::new(&[r"Killed process \d+ \(tail\)".into()]).unwrap());
+    through_bootkube(&mut m);
+    let a = feed(&mut m, vec![(
+        31_500,
+        Signal::Console { line: "[ 40.2] Memory cgroup out of memory: Killed process 812 (tail) total-vm:40000kB".into() },
+    )]);
+    assert!(a.is_empty(), "{a:?}");
+    assert!(m.outcome().is_none());
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    let w: Vec<_> = m.badness().warnings().collect();
+    assert_eq!(w.len(), 1);
+    assert_eq!(
+        w[0].allowed_by.as_deref(),
+        Some(r"Killed process \d+ \(tail\)")
+    );
+}

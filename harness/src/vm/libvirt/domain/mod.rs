@@ -1,0 +1,570 @@
+//! The libvirt domain XML of a `VmSpec`: the same machine `qemu::argv` starts, described to
+//! libvirt 9.0 with typed structs that quick-xml serialises. `vm.txt` holds this XML when the
+//! libvirt backend runs.
+//!
+//! Same machine means: q35, the same firmware and variable store, every PCI device at the slot
+//! of `argv::plan` (so the guest's `/dev/disk/by-path` links are the same on both backends),
+//! SATA disks and the CD-ROM on the same AHCI ports, SCSI disks at the same targets, the same
+//! serials, sector sizes, boot order, cache mode, AIO, I/O limits, CPU model and TCG translation
+//! cache, and the guest reachable only through loopback port forwards.
+//!
+//! What libvirt would add on its own is switched off or pinned, because anything it places
+//! itself takes the first free PCI slot and shifts the plan: no USB controller (libvirt adds a
+//! qemu-xhci on q35), no memory balloon (a virtio device), the root complex and the built-in
+//! AHCI controller written out with their addresses. No device is left for libvirt to place, so
+//! it adds no pcie-root-port either. The slots NVMe disks take through `<qemu:commandline>` are
+//! invisible to libvirt's allocator, which is one more reason nothing may be left unplaced.
+//!
+//! Differences that remain, all from libvirt itself:
+//! - libvirt always passes `-boot strict=on`: the firmware boots only devices that have a boot
+//!   order, where `qemu_argv` (QEMU's default, strict=off) lets it fall back to the others.
+//! - libvirt opens the serial socket with `server=on,wait=off`; `qemu_argv` waits for the
+//!   harness to connect. Start the domain paused, connect, then resume, to lose no output.
+//! - libvirt owns the QMP monitor, so `VmSpec::qmp_socket` is not used: query QEMU through
+//!   libvirt's monitor passthrough (`qemu-monitor-command`).
+//! - Disks are `-blockdev`s: `query-blockstats` has an empty `device`, and `qdev` names the
+//!   disk through its alias (see [`disk_id_from_qdev`]).
+//! - The NIC is QEMU's own user-mode network (slirp) with loopback `hostfwd`s, given through
+//!   `<qemu:commandline>` as for NVMe: libvirt 9.0 as Debian ships it rejects
+//!   `<backend type='passt'/>` ("Invalid value for attribute 'type' in element 'backend'"),
+//!   and its `<interface type='user'>` without passt has no port forwards. The passthrough gives
+//!   the guest exactly the QEMU backend's network: 10.0.2.15/24 via 10.0.2.2, the same MAC.
+
+use std::path::PathBuf;
+
+mod document;
+
+pub(super) use document::Metadata;
+use document::*;
+use serde::Serialize;
+
+use crate::hw::slots::{self as plan, DiskPlace};
+use crate::hw::{Accel, Bus, Firmware, OVMF_CODE, OVMF_VARS};
+use crate::vm::qemu::argv::TCG_TB_SIZE_MIB;
+use crate::vm::{DiskSpec, Nic, VmSpec};
+
+/// Namespace of the harness's own metadata element, `<sno:run id=... dir=.../>`. `gc` asks
+/// libvirt for the metadata under this URI (`virDomainGetMetadata`) on every domain: the ones
+/// that have it were made by the harness, and the run id says whether their run is still alive.
+pub const RUN_XMLNS: &str = "https://github.com/sno-harness/xmlns/run/1";
+/// libvirt's namespace for QEMU command-line passthrough.
+pub const QEMU_XMLNS: &str = "http://libvirt.org/schemas/domain/qemu/1.0";
+/// The NIC's MAC: QEMU's default for the first NIC, which is what the QEMU backend's guest
+/// gets. The same MAC makes the guest's network setup (DHCP client id, interface naming by
+/// MAC) the same on both backends; libvirt would otherwise pick a random one.
+pub const GUEST_MAC: &str = "52:54:00:12:34:56";
+/// libvirt's prefix for user-chosen device aliases; QEMU gets the alias as the device id.
+pub const USER_ALIAS_PREFIX: &str = "ua-";
+/// Alias of the CD-ROM. Disk ids are lowercase letters, digits and '-', so the underscore
+/// keeps it from clashing with a disk's alias.
+pub const CDROM_ALIAS: &str = "ua-live_cdrom";
+
+/// The run a domain belongs to, written into its metadata so that `gc` can find what a killed
+/// run left behind and where that run kept its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunMeta {
+    pub run_id: String,
+    pub run_dir: PathBuf,
+    /// The harness process that owns the domain: its host name, pid and start time (clock ticks
+    /// since boot), so that `gc` can tell a live run's domain from a dead one's without any
+    /// other record.
+    pub owner_host: String,
+    pub owner_pid: u32,
+    pub owner_start: u64,
+}
+
+impl RunMeta {
+    /// Metadata naming this process as the owner.
+    pub fn for_this_process(run_id: String, run_dir: PathBuf) -> RunMeta {
+        let pid = std::process::id();
+        RunMeta {
+            run_id,
+            run_dir,
+            owner_host: host_name(),
+            owner_pid: pid,
+            owner_start: crate::util::process::process_start(pid).unwrap_or(0),
+        }
+    }
+}
+
+/// This machine's name (the kernel's), for the owner of a domain.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The libvirt alias of a disk, `ua-ID`. libvirt hands it to QEMU as the device id, so under
+/// libvirt a disk's guest device is `-device ...,id=ua-ID`; its drive has no `-drive` id
+/// (libvirt attaches disks with `-blockdev`, node names `libvirt-N-format`/`-storage`). In
+/// `query-blockstats` the entry of the disk has an empty `device` and `qdev` = `ua-ID` for SCSI,
+/// SATA and NVMe disks, `/machine/peripheral/ua-ID/virtio-backend` for virtio-blk (measured on
+/// QEMU 7.2 with the same `-blockdev`/`-device id=` pairs).
+pub fn disk_alias(id: &str) -> String {
+    format!("{USER_ALIAS_PREFIX}{id}")
+}
+
+/// The `DiskSpec::id` a `query-blockstats` `qdev` belongs to under this backend, or `None` for
+/// a device that is not one of the spec's disks (the CD-ROM) or not aliased by us.
+pub fn disk_id_from_qdev(qdev: &str) -> Option<&str> {
+    let dev = match qdev.strip_prefix("/machine/peripheral/") {
+        Some(path) => path.strip_suffix("/virtio-backend").unwrap_or(path),
+        None => qdev,
+    };
+    if dev == CDROM_ALIAS {
+        return None;
+    }
+    dev.strip_prefix(USER_ALIAS_PREFIX)
+        .filter(|id| !id.is_empty() && !id.contains('/'))
+}
+
+/// The domain XML for `spec`, indented, without an XML declaration (libvirt needs none).
+///
+/// A disk that does not fit the plan (`plan::disk_place` says why) is still written, at the
+/// place `plan::place` gives it, exactly as `qemu_argv` does; libvirt then refuses the domain
+/// (duplicate address, slot 0x1f taken), as QEMU refuses that command line.
+pub fn domain_xml(spec: &VmSpec, meta: &RunMeta) -> String {
+    domain_xml_for(spec, meta, SerialAt::Socket)
+}
+
+/// Where the serial console goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SerialAt {
+    /// `spec.serial_socket`, a Unix socket QEMU listens on: libvirtd on this host.
+    Socket,
+    /// A pty on the libvirt host, read through `virDomainOpenConsole`: a remote libvirtd,
+    /// whose sockets this host cannot open.
+    Pty,
+}
+
+/// `domain_xml`, with the serial console at `serial`.
+pub fn domain_xml_for(spec: &VmSpec, meta: &RunMeta, serial: SerialAt) -> String {
+    let domain = Domain::new(spec, meta, serial);
+    let mut out = String::new();
+    let mut ser = quick_xml::se::Serializer::new(&mut out);
+    ser.indent(' ', 2);
+    domain
+        .serialize(ser)
+        .expect("the domain structs serialise: every element and attribute name is valid XML");
+    out.push('\n');
+    out
+}
+
+// ----- Building the document.
+
+impl Domain {
+    fn new(spec: &VmSpec, meta: &RunMeta, serial: SerialAt) -> Self {
+        let buses: Vec<Bus> = spec.disks.iter().map(|d| d.bus).collect();
+        let mut disks = Vec::new();
+        let mut passthrough = Vec::new();
+        let mut names = TargetNames::default();
+        for (i, d) in spec.disks.iter().enumerate() {
+            match (d.bus, plan::place(&buses, i)) {
+                (Bus::Nvme, DiskPlace::Pci { slot }) => passthrough.extend(nvme_args(i, d, slot)),
+                (bus, place) => disks.push(disk(d, bus, place, &mut names)),
+            }
+        }
+        if let Some(cd) = &spec.cdrom {
+            disks.push(cdrom(cd, &mut names));
+        }
+        let controllers = controllers(spec);
+        let (kind, cpu_mode, tcg) = match spec.accel {
+            Accel::Kvm => ("kvm", "host-passthrough", None),
+            // libvirt passes `-accel tcg,tb-size=N`; QEMU 7.2 already runs x86_64 guests on
+            // x86_64 hosts with one thread per vCPU (`thread=multi`, as `qemu_argv` asks).
+            Accel::Tcg => (
+                "qemu",
+                "maximum",
+                Some(TcgFeatures {
+                    tb_cache: Scaled {
+                        unit: "MiB",
+                        value: TCG_TB_SIZE_MIB,
+                    },
+                }),
+            ),
+        };
+
+        let os = os(spec);
+        // The user-mode NIC (and its loopback forwards) only exists as passthrough.
+        if spec.nic == Nic::User {
+            passthrough.extend(net_args(spec));
+        }
+        Domain {
+            kind,
+            xmlns_qemu: (!passthrough.is_empty()).then_some(QEMU_XMLNS),
+            name: spec.name.clone(),
+            metadata: Metadata::of(meta),
+            memory: Memory {
+                unit: "MiB",
+                value: spec.memory_mib,
+            },
+            vcpu: spec.vcpus,
+            os,
+            features: Features { acpi: (), tcg },
+            cpu: Cpu { mode: cpu_mode },
+            clock: Clock { offset: "utc" },
+            on_poweroff: "destroy",
+            on_reboot: "restart",
+            on_crash: "destroy",
+            devices: devices(spec, controllers, disks, serial),
+            qemu_commandline: (!passthrough.is_empty())
+                .then_some(QemuCommandline { args: passthrough }),
+        }
+    }
+}
+
+/// The live ISO on q35's AHCI at the CD-ROM's port.
+fn cdrom(cd: &crate::vm::CdromSpec, names: &mut TargetNames) -> Disk {
+    Disk {
+        kind: "file",
+        device: "cdrom",
+        driver: DiskDriver {
+            name: "qemu",
+            format: "raw".into(),
+            cache: None,
+            io: None,
+            discard: None,
+        },
+        source: DiskSource {
+            file: cd.path.display().to_string(),
+        },
+        target: DiskTarget {
+            dev: names.next_sd(),
+            bus: "sata",
+        },
+        readonly: Some(()),
+        serial: None,
+        boot: cd.bootindex.map(|order| Boot { order }),
+        blockio: None,
+        iotune: None,
+        alias: Alias {
+            name: CDROM_ALIAS.into(),
+        },
+        address: Address::drive(0, u32::from(plan::CDROM_AHCI_PORT)),
+    }
+}
+
+/// The root PCIe bus, q35's AHCI, no USB, and the virtio-scsi controller when a disk needs it.
+fn controllers(spec: &VmSpec) -> Vec<Controller> {
+    let mut controllers = vec![
+        Controller {
+            kind: "pci",
+            index: 0,
+            model: Some("pcie-root"),
+            address: None,
+        },
+        // q35's built-in AHCI, written out so that nothing can move it or add another.
+        Controller {
+            kind: "sata",
+            index: 0,
+            model: None,
+            address: Some(Address::pci(plan::AHCI_SLOT, plan::AHCI_FUNCTION)),
+        },
+        // No USB: libvirt adds a qemu-xhci controller on q35 unless told `none`.
+        Controller {
+            kind: "usb",
+            index: 0,
+            model: Some("none"),
+            address: None,
+        },
+    ];
+    if spec.disks.iter().any(|d| d.bus == Bus::Scsi) {
+        // libvirt names it scsi0, so its disks are on bus scsi0.0 as in `qemu_argv`.
+        controllers.push(Controller {
+            kind: "scsi",
+            index: 0,
+            model: Some("virtio-scsi"),
+            address: Some(Address::pci(plan::SCSI_CONTROLLER_SLOT, 0)),
+        });
+    }
+    controllers
+}
+
+/// q35 with SeaBIOS, or OVMF with the run's copy of the variable store.
+fn os(spec: &VmSpec) -> Os {
+    let uefi = spec.firmware == Firmware::Uefi;
+    Os {
+        os_type: OsType {
+            arch: "x86_64",
+            machine: "q35",
+            value: "hvm",
+        },
+        loader: uefi.then_some(Loader {
+            readonly: "yes",
+            kind: "pflash",
+            path: OVMF_CODE,
+        }),
+        nvram: uefi.then(|| Nvram {
+            template: OVMF_VARS,
+            path: spec
+                .uefi_vars
+                .as_ref()
+                .expect("a UEFI VmSpec carries its variable store")
+                .display()
+                .to_string(),
+        }),
+    }
+}
+
+/// Console, video, RNG, panic device, no balloon, and the NIC when it is on a libvirt network.
+fn devices(
+    spec: &VmSpec,
+    controllers: Vec<Controller>,
+    disks: Vec<Disk>,
+    serial: SerialAt,
+) -> Devices {
+    let (serial_kind, serial_source) = match serial {
+        SerialAt::Socket => (
+            "unix",
+            Some(CharSource {
+                mode: "bind",
+                path: spec.serial_socket.display().to_string(),
+            }),
+        ),
+        SerialAt::Pty => ("pty", None),
+    };
+    Devices {
+        controller: controllers,
+        disk: disks,
+        serial: CharDev {
+            kind: serial_kind,
+            source: serial_source.clone(),
+            target: CharTarget {
+                kind: None,
+                port: 0,
+            },
+        },
+        console: CharDev {
+            kind: serial_kind,
+            source: serial_source,
+            target: CharTarget {
+                kind: Some("serial"),
+                port: 0,
+            },
+        },
+        video: Video {
+            model: VideoModel {
+                kind: "vga",
+                primary: "yes",
+            },
+            address: Address::pci(plan::VGA_SLOT, 0),
+        },
+        rng: Rng {
+            model: "virtio",
+            backend: RngBackend {
+                model: "random",
+                path: "/dev/urandom",
+            },
+            address: Address::pci(plan::RNG_SLOT, 0),
+        },
+        panic: Panic { model: "isa" },
+        memballoon: Memballoon { model: "none" },
+        interface: match &spec.nic {
+            Nic::User => None,
+            Nic::LibvirtNetwork { network } => Some(Interface {
+                kind: "network",
+                mac: MacAddress { address: GUEST_MAC },
+                source: NetworkSource {
+                    network: network.clone(),
+                },
+                model: NicModel { kind: "virtio" },
+                alias: Alias {
+                    name: "ua-net0".into(),
+                },
+                address: Address::pci(plan::NET_SLOT, 0),
+            }),
+        },
+    }
+}
+
+/// A virtio, SCSI or SATA disk as a libvirt `<disk>`.
+fn disk(d: &DiskSpec, bus: Bus, place: DiskPlace, names: &mut TargetNames) -> Disk {
+    let (target_bus, dev, address) = match (bus, place) {
+        (Bus::Virtio, DiskPlace::Pci { slot }) => {
+            ("virtio", names.next_vd(), Address::pci(slot, 0))
+        }
+        // Channel 0, this target, LUN 0: `scsi-hd,bus=scsi0.0,channel=0,scsi-id=T,lun=0`.
+        (Bus::Scsi, DiskPlace::Scsi { target }) => (
+            "scsi",
+            names.next_sd(),
+            Address::drive(u32::from(target), 0),
+        ),
+        // AHCI port = unit: libvirt makes it `ide-hd,bus=ide.PORT`.
+        (Bus::Sata, DiskPlace::Sata { port }) => {
+            ("sata", names.next_sd(), Address::drive(0, u32::from(port)))
+        }
+        (bus, place) => unreachable!("{bus:?} disk placed at {place:?}"),
+    };
+    Disk {
+        kind: "file",
+        device: "disk",
+        driver: DiskDriver {
+            name: "qemu",
+            format: d.format.clone(),
+            cache: Some(d.io.cache.name()),
+            io: Some(d.io.aio.name()),
+            discard: Some("unmap"),
+        },
+        source: DiskSource {
+            file: d.path.display().to_string(),
+        },
+        target: DiskTarget {
+            dev,
+            bus: target_bus,
+        },
+        readonly: None,
+        serial: d.serial.clone(),
+        boot: d.bootindex.map(|order| Boot { order }),
+        blockio: Some(BlockIo {
+            logical: d.sector.logical(),
+            physical: d.sector.physical(),
+        }),
+        iotune: d.io.throttle.as_ref().map(IoTune::of),
+        alias: Alias {
+            name: disk_alias(&d.id),
+        },
+        address,
+    }
+}
+
+/// The `<qemu:arg>`s of NVMe disk number `index` at PCI `slot`.
+///
+/// libvirt 9.0 has no emulated NVMe disk: no `bus='nvme'` for `<disk>` and no NVMe controller
+/// (`<disk type='nvme'>` is a host NVMe device as the *source*, not an NVMe device in the
+/// guest). So the disk is given to QEMU directly, as `qemu_argv` does: two `-blockdev` nodes
+/// and an `nvme` device at the planned slot with the same serial (the drive id when the spec
+/// has none: NVMe needs one), sector sizes and boot index. Its device id is the disk's alias,
+/// so `query-blockstats` names it like the other disks. The node names are by index: QEMU
+/// limits node names to 31 characters, and disk ids are not limited.
+///
+/// The disk's cache mode is split as `-drive cache=` splits it (see [`BlockdevCache`]), its
+/// AIO goes on the file node, and a throttle is a `throttle-group` object with a `throttle`
+/// filter node on top of the format node, which the device then uses (the QEMU backend's
+/// `-drive ...,throttling.*` set the same limits on the drive). The device id stays the alias
+/// either way, so block stats still find the disk.
+///
+/// What this costs: libvirt does not know the disk. It neither grants QEMU access to the image
+/// (no DAC/AppArmor relabelling: the file must already be readable and writable by the user
+/// QEMU runs as) nor reserves the slot (nothing else may be left for libvirt to place), and it
+/// marks the domain tainted (`custom-argv`).
+fn nvme_args(index: usize, d: &DiskSpec, slot: u8) -> Vec<QemuArg> {
+    let file_node = format!("sno-nvme{index}-file");
+    let format_node = format!("sno-nvme{index}");
+    let file = BlockdevFile {
+        driver: "file",
+        filename: d.path.display().to_string(),
+        node_name: file_node.clone(),
+        discard: "unmap",
+        cache: BlockdevCache::of(d.io.cache),
+        aio: d.io.aio.name(),
+    };
+    let format = BlockdevFormat {
+        driver: d.format.clone(),
+        file: file_node,
+        node_name: format_node.clone(),
+        discard: "unmap",
+        cache: BlockdevCache::of(d.io.cache),
+    };
+    let mut args = vec![
+        "-blockdev".to_string(),
+        json(&file),
+        "-blockdev".to_string(),
+        json(&format),
+    ];
+    let mut top = format_node;
+    if let Some(t) = &d.io.throttle {
+        let group = format!("sno-nvme{index}-tg");
+        let mut object = format!("throttle-group,id={group}");
+        if let Some(b) = t.bytes_per_s {
+            object.push_str(&format!(",x-bps-total={b}"));
+        }
+        if let Some(i) = t.iops {
+            object.push_str(&format!(",x-iops-total={i}"));
+        }
+        let throttle = BlockdevThrottle {
+            driver: "throttle",
+            group,
+            file: top,
+            node_name: format!("sno-nvme{index}-throttle"),
+            discard: "unmap",
+            cache: BlockdevCache::of(d.io.cache),
+        };
+        top = throttle.node_name.clone();
+        args.extend(["-object".to_string(), object]);
+        args.extend(["-blockdev".to_string(), json(&throttle)]);
+    }
+    let device = NvmeDevice {
+        driver: "nvme",
+        bus: "pcie.0",
+        addr: format!("{slot:#04x}"),
+        drive: top,
+        id: disk_alias(&d.id),
+        serial: d.serial.clone().unwrap_or_else(|| d.id.clone()),
+        logical_block_size: d.sector.logical(),
+        physical_block_size: d.sector.physical(),
+        write_cache: if d.io.cache.guest_write_cache() {
+            "on"
+        } else {
+            "off"
+        },
+        bootindex: d.bootindex,
+    };
+    args.extend(["-device".to_string(), json(&device)]);
+    args.into_iter().map(|value| QemuArg { value }).collect()
+}
+
+/// The NIC as `<qemu:arg>`s: the QEMU backend's `-netdev user` (loopback forwards) and its
+/// virtio-net device at the planned slot, with the MAC QEMU gives the first NIC.
+fn net_args(spec: &VmSpec) -> Vec<QemuArg> {
+    let device = NetDevice {
+        driver: "virtio-net-pci",
+        bus: "pcie.0",
+        addr: format!("{:#04x}", plan::NET_SLOT),
+        netdev: "net0",
+        mac: GUEST_MAC,
+        id: "ua-net0",
+    };
+    [
+        "-netdev".to_string(),
+        crate::vm::qemu::argv::user_netdev(&spec.forwards),
+        "-device".to_string(),
+        json(&device),
+    ]
+    .into_iter()
+    .map(|value| QemuArg { value })
+    .collect()
+}
+
+#[derive(Serialize)]
+struct NetDevice {
+    driver: &'static str,
+    bus: &'static str,
+    addr: String,
+    netdev: &'static str,
+    mac: &'static str,
+    id: &'static str,
+}
+
+fn json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("plain structs of strings and numbers serialise")
+}
+
+/// `<target dev=...>` names: `vda`, `vdb`, ... for virtio; `sda`, `sdb`, ... shared by SCSI,
+/// SATA and the CD-ROM, in the order of the disks.
+#[derive(Default)]
+struct TargetNames {
+    vd: usize,
+    sd: usize,
+}
+
+impl TargetNames {
+    fn next_vd(&mut self) -> String {
+        self.vd += 1;
+        format!("vd{}", crate::hw::naming::letters(self.vd - 1))
+    }
+
+    fn next_sd(&mut self) -> String {
+        self.sd += 1;
+        format!("sd{}", crate::hw::naming::letters(self.sd - 1))
+    }
+}
