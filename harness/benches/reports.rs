@@ -21,7 +21,7 @@ use sno_harness::report::load::LocatedRun;
 use sno_harness::report::run_dir::{summarise, write_reports};
 use sno_harness::report::summary::matrix_summary_markdown;
 use sno_harness::result::BadnessLine;
-use sno_harness::result::{PhaseResult, PhaseStatus, RunResult, Signal, Verdict};
+use sno_harness::result::{LastSignal, PhaseResult, PhaseStatus, RunResult, Verdict};
 use sno_harness::scenario::matrix::{self, Strategy};
 
 const PERMUTATIONS: usize = 100;
@@ -127,7 +127,7 @@ fn end_at(r: &mut RunResult, phase: &str, status: PhaseStatus, reason: &str) {
     r.reason = format!("{phase}: {reason}");
     r.duration_ms = end;
     r.last_signals.retain(|s| s.t_ms <= end);
-    r.last_signals.push(Signal {
+    r.last_signals.push(LastSignal {
         t_ms: end,
         source: String::new(),
         summary: reason.into(),

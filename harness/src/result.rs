@@ -23,30 +23,7 @@ pub fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
-/// The outcome of a run: the system under test passed or failed, or the harness/host failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Pass,
-    Fail,
-    Error,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::Error => "error",
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::flow::machine::Verdict;
 
 /// The outcome of one phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,7 +114,7 @@ pub struct InstallDeadline {
 
 /// One event of the timeline, condensed for a failure report.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Signal {
+pub struct LastSignal {
     pub t_ms: u64,
     pub source: String,
     pub summary: String,
@@ -169,6 +146,18 @@ pub struct HostContext {
     pub kernel: String,
 }
 
+impl HostContext {
+    /// The context of a VM host (this one, or a remote libvirt host) measured by this harness.
+    pub fn of(qemu_version: String, cpu_model: String, kernel: String) -> HostContext {
+        HostContext {
+            qemu_version,
+            cpu_model,
+            harness_version: env!("CARGO_PKG_VERSION").to_string(),
+            kernel,
+        }
+    }
+}
+
 /// `result.json`, schema `sno-harness/result/v1`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
@@ -198,7 +187,7 @@ pub struct RunResult {
     pub phases: Vec<PhaseResult>,
     pub disk_write: Option<DiskWrite>,
     #[serde(default)]
-    pub last_signals: Vec<Signal>,
+    pub last_signals: Vec<LastSignal>,
     /// Artifact name -> path relative to the run directory.
     #[serde(default)]
     pub artifacts: BTreeMap<String, String>,
@@ -395,7 +384,7 @@ pub(crate) mod tests {
         for p in &mut r.phases[3..] {
             *p = PhaseResult::not_reached(p.name.clone());
         }
-        r.last_signals = vec![Signal {
+        r.last_signals = vec![LastSignal {
             t_ms: 2500,
             source: "serial".into(),
             summary: "bootkube.sh: waiting for etcd".into(),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use report_fixtures::passed_run;
 use sno_harness::report::html::colors;
 use sno_harness::report::run_dir::write_reports;
-use sno_harness::result::{phase_names, PhaseResult, PhaseStatus, RunResult, Signal, Verdict};
+use sno_harness::result::{phase_names, LastSignal, PhaseResult, PhaseStatus, RunResult, Verdict};
 
 mod report_fixtures;
 
@@ -40,7 +40,7 @@ fn results() -> Vec<RunResult> {
     fail.disk_write.as_mut().unwrap().mib_per_s = 31.4;
     fail.artifacts
         .insert("screenshot".into(), "screenshot-final.png".into());
-    fail.last_signals = vec![Signal {
+    fail.last_signals = vec![LastSignal {
         t_ms: 20_000,
         source: "serial".into(),
         summary: "coreos-installer: Error: <disk> & friends".into(),

@@ -197,7 +197,7 @@ fn report_run_dir(
     html: Option<&Path>,
     t: Thresholds,
 ) -> Outcome {
-    use sno_harness::report::compare::{compare, render_text};
+    use sno_harness::report::dir_compare::{compare, render_text};
     use sno_harness::report::load::load_run_dir;
     use sno_harness::report::run_dir::{write_html, write_reports_for};
     use sno_harness::report::summary_json::{Summary, SUMMARY_JSON_FILE};

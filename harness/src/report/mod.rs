@@ -5,8 +5,8 @@
 //!
 //! This module takes plain strings for phase names so it does not depend on `flow`.
 
-pub mod compare;
 pub mod coverage;
+pub mod dir_compare;
 pub mod html;
 pub mod junit;
 pub mod load;

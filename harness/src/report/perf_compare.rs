@@ -2,7 +2,7 @@
 //! hosts differ, one aligned row per permutation and metric, and a closing count.
 
 use crate::perf::compare::{HostDifference, MibS, PerfComparison, Row, Side};
-use crate::report::compare::{aligned_columns, signed};
+use crate::report::dir_compare::{aligned_columns, signed};
 
 /// The comparison as plain text: the rules, a host warning, the aligned table, what was only
 /// on one side, and a closing count.

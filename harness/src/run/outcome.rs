@@ -1,9 +1,9 @@
 //! The run's record turned into result.json's document.
 
-use crate::flow::machine::{Status, Verdict as MVerdict};
+use crate::flow::machine::Status;
 use crate::flow::phase::Phase;
 use crate::result::{
-    self, DiskWrite, HostContext, InstallDeadline, PhaseResult, PhaseStatus, RunResult, Signal,
+    self, DiskWrite, HostContext, InstallDeadline, LastSignal, PhaseResult, PhaseStatus, RunResult,
     Verdict,
 };
 use crate::scenario::Scenario;
@@ -39,12 +39,7 @@ pub fn host_context() -> HostContext {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
-    HostContext {
-        qemu_version,
-        cpu_model,
-        harness_version: env!("CARGO_PKG_VERSION").to_string(),
-        kernel,
-    }
+    HostContext::of(qemu_version, cpu_model, kernel)
 }
 
 pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResult {
@@ -71,11 +66,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         .collect();
     let (verdict, failed_phase, reason) = match m.outcome() {
         Some(o) => (
-            match o.verdict {
-                MVerdict::Pass => Verdict::Pass,
-                MVerdict::Fail => Verdict::Fail,
-                MVerdict::Error => Verdict::Error,
-            },
+            o.verdict,
             o.failed_phase.map(|p| p.name().to_string()),
             o.reason.clone(),
         ),
@@ -124,7 +115,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         disk_write,
         last_signals: m
             .last_signals()
-            .map(|(t, sum)| Signal {
+            .map(|(t, sum)| LastSignal {
                 t_ms: *t,
                 source: String::new(),
                 summary: sum.clone(),

@@ -43,18 +43,17 @@ pub fn remote_host_context(
     capabilities_xml: Option<&str>,
 ) -> HostContext {
     let host = hostname.unwrap_or("the remote libvirt host");
-    HostContext {
-        qemu_version: match hypervisor_version {
+    HostContext::of(
+        match hypervisor_version {
             Some(v) => format!("QEMU {} (libvirt on {host})", version_text(v)),
             None => format!("unknown (libvirt on {host} did not say)"),
         },
-        cpu_model: match capabilities_xml.and_then(cpu_model) {
+        match capabilities_xml.and_then(cpu_model) {
             Some(m) => format!("{m} (libvirt's model of {host}'s CPU)"),
             None => format!("unknown (libvirt on {host} did not say)"),
         },
-        harness_version: env!("CARGO_PKG_VERSION").to_string(),
-        kernel: format!("unknown ({host}: libvirt does not tell)"),
-    }
+        format!("unknown ({host}: libvirt does not tell)"),
+    )
 }
 
 #[cfg(test)]
