@@ -90,7 +90,7 @@ if ! cargo nextest --version >/dev/null 2>&1; then
 fi
 # libvirtd for the libvirt backend's tests, started by hand (no systemd here). /dev/kvm first
 # goes to group kvm, mode 0660: until then libvirt re-probes QEMU on every domain start and each
-# start takes 60 s (HOST-NOTES.md).
+# start takes 60 s (docs/host-facts.md).
 if [ "${SNO_HOST_DEPS_NO_DAEMONS:-}" = 1 ]; then
     echo "host packages ready (daemons not started: SNO_HOST_DEPS_NO_DAEMONS=1)"
     exit 0

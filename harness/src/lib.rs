@@ -1,7 +1,13 @@
 //! sno-harness: an end-to-end test harness for OpenShift single-node bootstrap-in-place.
 //!
-//! Layers: `fixture` builds minisno (the appliance in images/); `vm` models and starts virtual
-//! machines; `guest` talks to them (serial console, SSH); `util` holds shared helpers.
+//! The modules, bottom first (each imports only modules below it; tests/layering.rs checks):
+//! `util` (helpers), `hw` (the hardware vocabulary), `flow` (signals, phases, the state
+//! machine), `result` (result.json), `scenario` (scenario and matrix files), `guest` (serial
+//! console, SSH, followers), `fixture` (building minisno), `vm` (QEMU and libvirt), `assets`
+//! (install-config, installer, live ISO), `health` (the API checks), `perf` (the model and
+//! statistics of repeated runs), `report` (JUnit, Markdown, HTML, comparisons), `run` (one run
+//! as named steps, the runners of many, gc). The command line (`cli/`, in the binary) sits on
+//! top. docs/architecture.md tells the way of one run through them.
 
 pub mod assets;
 pub mod fixture;
@@ -18,7 +24,7 @@ pub mod scenario;
 pub mod util;
 pub mod vm;
 
-/// Exit codes of the command-line contract (ARCHITECTURE.md).
+/// Exit codes of the command-line contract (docs/architecture.md).
 pub mod exit {
     pub const OK: i32 = 0;
     pub const SCENARIO_FAILED: i32 = 1;

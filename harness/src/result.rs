@@ -453,7 +453,7 @@ pub(crate) mod tests {
     fn reads_minimal_document_and_rejects_other_schema() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join(RESULT_FILE);
-        // The example of ARCHITECTURE.md, verbatim apart from a missing field or two.
+        // The example of docs/architecture.md, verbatim apart from a missing field or two.
         let doc = r#"{ "schema": "sno-harness/result/v1", "id": "virtio.512.bios.by-id",
           "scenario": "scenarios/disks.toml", "params": {"disks.install.bus": "virtio"},
           "profile": "fixture", "backend": "qemu", "accel": "tcg",

@@ -109,7 +109,7 @@ pub struct GuestStatus {
     pub bootkube_restarts: u32,
     /// install-to-disk.service's restart count.
     pub install_restarts: u32,
-    /// Bootstrap files still present after the reboot (SNO-CONTRACT.md §6).
+    /// Bootstrap files still present after the reboot (docs/bip-contract.md §6).
     pub bootstrap_files: Vec<String>,
     /// The guest's clock when it answered, nanoseconds since the epoch: with the event's host
     /// time it gives the clock offset, so guest timestamps (journal) map onto the host's.

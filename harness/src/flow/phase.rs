@@ -1,4 +1,4 @@
-//! The phases of a bootstrap-in-place run, in order (ARCHITECTURE.md "Phases").
+//! The phases of a bootstrap-in-place run, in order (docs/architecture.md "Phases").
 
 use std::fmt;
 use std::time::Duration;
@@ -73,7 +73,7 @@ impl fmt::Display for Phase {
 }
 
 /// Default phase timeouts of a real OpenShift install on KVM, from `openshift-install
-/// wait-for` and CI practice (SNO-CONTRACT.md §7, §9). The profile may override them; they are
+/// wait-for` and CI practice (docs/bip-contract.md §7, §9). The profile may override them; they are
 /// scaled for TCG and by `--timeout-scale`.
 pub fn openshift_default_timeout(p: Phase) -> Duration {
     let m = |n: u64| Duration::from_secs(n * 60);

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::ssh::{SshSession, SshTarget};
 use crate::flow::event::{GuestStatus, Signal, SignalTx, Source};
 
-/// The units whose journal the follower streams (SNO-CONTRACT.md §5, §6).
+/// The units whose journal the follower streams (docs/bip-contract.md §5, §6).
 pub const BIP_UNITS: &[&str] = &[
     "release-image.service",
     "kubelet.service",

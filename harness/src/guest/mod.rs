@@ -1,4 +1,5 @@
-//! Talking to the guest: its serial console and SSH.
+//! Talking to the guest: its serial console, SSH sessions, and the followers that watch its
+//! status and journal over SSH across reboots.
 
 pub mod console;
 pub mod follow;

@@ -3,7 +3,7 @@
 //! An install can converge and still have ignored part of its install-config (a proxy that did
 //! not reach the Proxy object, a dual-stack request that came up single-stack, a capability left
 //! out). This compares what the harness asked for with what the cluster says about itself, in the
-//! objects a real cluster keeps it in (SNO-CONTRACT.md §7):
+//! objects a real cluster keeps it in (docs/bip-contract.md §7):
 //!
 //! - configmap `kube-system/cluster-config-v1`, key `install-config`: the installer's stored copy
 //!   (pull secret redacted; the installer also fills in defaults, so only the fields asked for are

@@ -1,6 +1,6 @@
 //! Control-plane health through the Kubernetes API after the pivot: the checks that
 //! `openshift-install wait-for bootstrap-complete` and `install-complete` make
-//! (SNO-CONTRACT.md §7), on the admin kubeconfig pointed at a forwarded port.
+//! (docs/bip-contract.md §7), on the admin kubeconfig pointed at a forwarded port.
 
 pub mod applied;
 pub mod judge;

@@ -1,9 +1,8 @@
-//! The result of one run and its renderings: `result.json` (schema `sno-harness/result/v1`),
-//! JUnit XML and a Markdown summary (ARCHITECTURE.md, "Run directory contract"); the reports
-//! of a run directory with many permutations (`summary.json`, merged `junit.xml`,
-//! `summary.md`, `report.html`); and the comparison of two run directories.
-//!
-//! This module takes plain strings for phase names so it does not depend on `flow`.
+//! The renderings of results (docs/architecture.md, "Run directory"): JUnit XML and a Markdown
+//! summary of runs; the reports of a run directory with many permutations (`summary.json`,
+//! merged `junit.xml`, `summary.md`, `report.html`, in `run_dir`); the comparison of two run
+//! directories (`dir_compare`); and the texts of perf runs (`perf_md`, `perf_compare`). The
+//! documents they render are `result` and `perf::model`.
 
 pub mod coverage;
 pub mod dir_compare;

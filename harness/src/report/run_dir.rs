@@ -1,4 +1,4 @@
-//! The reports of a run directory (ARCHITECTURE.md, "Run directory contract"): `summary.json`,
+//! The reports of a run directory (docs/architecture.md, "Run directory contract"): `summary.json`,
 //! `junit.xml`, `summary.md` and `report.html` next to the permutations' directories.
 
 use std::io::{self, Write};

@@ -1,5 +1,6 @@
-//! Scenario files: their model, parsing with file-and-line errors, validation, and how the
-//! guest will name the scenario's disks.
+//! Scenario and matrix files: their model, parsing with file-and-line errors, validation
+//! (`validate`: every section, with the hardware facts from `hw`), and matrices expanded into
+//! permutations, each a validated scenario (`matrix`).
 
 pub mod matrix;
 pub mod model;

@@ -1,5 +1,7 @@
-//! The virtual machine: one model of the hardware (this module), turned into a QEMU command
-//! line by `qemu::argv` (and, later, into libvirt domain XML), plus disks and accelerators.
+//! The virtual machine: one definition of it (`VmSpec`, built from the `hw` vocabulary), turned
+//! into a QEMU command line by `qemu::argv` or a libvirt domain by `libvirt::domain`, started
+//! and watched as a `running::RunningVm` on either backend; disk images and the accelerator
+//! decision.
 
 pub mod accel;
 pub mod disk;

@@ -1,4 +1,4 @@
-//! `create single-node-ignition-config`: the real file set of SNO-CONTRACT.md §2.
+//! `create single-node-ignition-config`: the real file set of docs/bip-contract.md §2.
 //!
 //! Everything is generated in memory first, then written (files 0600, `auth/` 0750), then the
 //! consumed `install-config.yaml` is deleted, as the real tool does. A directory that already

@@ -1,5 +1,5 @@
 //! The bootstrap-in-place payload: the live Ignition config (`bootstrap-in-place-for-live-iso.ign`)
-//! with the units and scripts of SNO-CONTRACT.md §5, and inside it the installed system's
+//! with the units and scripts of docs/bip-contract.md §5, and inside it the installed system's
 //! config that bootkube turns into `/opt/openshift/master.ign` (§6, the API server).
 //!
 //! The scripts live in `bip/` next to this crate's sources and are embedded at compile time.

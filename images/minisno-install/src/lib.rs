@@ -1,6 +1,6 @@
 //! `minisno-install`: minisno's stand-in for the subset of `openshift-install` that
 //! bootstrap-in-place uses (`create single-node-ignition-config`, `coreos print-stream-json`,
-//! `version`). A test fixture, not OpenShift: see SNO-CONTRACT.md §2 and §3 for what it imitates.
+//! `version`). A test fixture, not OpenShift: see docs/bip-contract.md §2 and §3 for what it imitates.
 
 pub mod assets;
 pub mod bip;

@@ -1,5 +1,5 @@
 //! Validation of an install-config for single-node bootstrap-in-place, with the real tool's
-//! texts (SNO-CONTRACT.md §3) in its `field.path: Invalid value: ...: reason` shape. The first
+//! texts (docs/bip-contract.md §3) in its `field.path: Invalid value: ...: reason` shape. The first
 //! error is reported (the real tool aggregates them).
 
 use std::net::IpAddr;
@@ -231,7 +231,7 @@ fn validate_bootstrap_in_place(config: &InstallConfig) -> Result<(), String> {
             "installationDisk must be set the target disk drive for the installation",
         ));
     }
-    // No format check on installationDisk: the real tool has none (SNO-CONTRACT.md §3).
+    // No format check on installationDisk: the real tool has none (docs/bip-contract.md §3).
     Ok(())
 }
 

@@ -3,10 +3,12 @@
 //! status derived from that byte.
 //!
 //! Why a trial and not only checks: a nested host can have a /dev/kvm that opens read-write and
-//! still cannot run guests. On the host this was written on (HOST-NOTES.md), `-accel kvm -cpu
+//! still cannot run guests. On the host this was written on (docs/host-facts.md), `-accel kvm -cpu
 //! host` aborts at start ("failed to set MSR 0x10a"), while with QEMU's default CPU model this
 //! very ROM runs, with only a CPUID warning, and real guests later hang. So the trial uses the
 //! same `-machine`/`-accel`/`-cpu` as `qemu::argv` and treats a CPUID warning as failure too.
+//! It is necessary, not sufficient: a paravirtual KVM runs the ROM and still hangs a Linux
+//! kernel (docs/host-facts.md), which is why `decide` also wants vmx or svm.
 
 use std::fmt;
 use std::fs::File;

@@ -1,6 +1,8 @@
-//! libvirt: the domain XML of a `VmSpec` (`domain`) and, for real clusters on real hosts, a
-//! NAT network (`network`). Both are typed structs serialised by quick-xml, checked against
-//! libvirt 9.0's schemas by the tests (`virt-xml-validate`).
+//! The libvirt backend: the domain XML of a `VmSpec` (`domain`) and the run's NAT network
+//! (`network`), typed structs serialised by quick-xml and checked against libvirt 9.0's schemas
+//! by the tests (`virt-xml-validate`); the running domain with its events, block stats and
+//! console (`runtime`, `console_stream`); remote hosts over `qemu+ssh` (`remote`,
+//! `remote_run`, `storage`, `tunnel`, `host_facts`); and its half of `gc`.
 
 pub mod console_stream;
 pub mod domain;

@@ -1,11 +1,13 @@
 //! A libvirt NAT network for a real single-node cluster on a real host: a bridge with dnsmasq
 //! handing the node its reserved address and answering the names OpenShift needs.
 //!
-//! Not used by the tests on the harness's own machines: a NAT network puts its guests on a
-//! bridge in the host's network namespace (HOST-NOTES), which those hosts do not allow; there
-//! the domain uses user-mode networking with loopback forwards (`domain.rs`). This is for a
-//! host where the cluster should be a real machine on a real (virtual) LAN: the API and the
-//! routes reachable by name from the host, the node getting its address from DHCP as on metal.
+//! A NAT network puts its guests on a bridge in libvirtd's network namespace; on the harness's
+//! own machines that may only be a namespace a test made (docs/host-facts.md), so the tests
+//! run a private libvirtd in one (tests/libvirt_nat.rs), and the fixture's usual runs use
+//! user-mode networking with loopback forwards (`domain.rs`). This is for a host where the
+//! cluster should be a real machine on a real (virtual) LAN: the API and the routes reachable
+//! by name from the host, the node getting its address from DHCP as on metal. The addresses
+//! are laid out by `hw::nat`.
 //!
 //! The network carries the run id in its name, its bridge's name and its metadata (the same
 //! `<sno:run>` element as the domain), so `gc` can find and remove what a killed run left.

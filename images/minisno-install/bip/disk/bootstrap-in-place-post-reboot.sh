@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The installed system's one-shot bootstrap finish (bootkube.service after the reboot), as
-# bootstrap-in-place-post-reboot.sh does it (SNO-CONTRACT.md §6): bootstrap configmap, CSRs,
+# bootstrap-in-place-post-reboot.sh does it (docs/bip-contract.md §6): bootstrap configmap, CSRs,
 # node, kube-apiserver, CVO, then removal of the bootstrap files and of this unit.
 set -euoE pipefail
 

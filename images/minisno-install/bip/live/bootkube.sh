@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bootkube.sh of minisno's live phase. The stages, their echo lines, markers and service-record
-# stages follow the real bootkube.sh of bootstrap-in-place (SNO-CONTRACT.md §5); the work of
+# stages follow the real bootkube.sh of bootstrap-in-place (docs/bip-contract.md §5); the work of
 # each stage is simulated. A restart (Restart=on-failure) resumes after the last finished stage.
 set -euoE pipefail
 . /usr/local/bin/bootstrap-service-record.sh

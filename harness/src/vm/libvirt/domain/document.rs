@@ -130,7 +130,7 @@ pub(super) struct Nvram {
 
 #[derive(Serialize)]
 pub(super) struct Features {
-    /// Always: without ACPI a guest's poweroff never ends the domain (measured, HOST-NOTES).
+    /// Always: without ACPI a guest's poweroff never ends the domain (measured, docs/host-facts.md).
     pub(super) acpi: (),
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) tcg: Option<TcgFeatures>,
