@@ -234,11 +234,32 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
     fs::write(req.run_dir.join("install-config.yaml"), &redacted)
         .map_err(|e| AssetsError::io("writing install-config.yaml", e))?;
     write_private(&dir.join("install-config.yaml"), ic.to_yaml().as_bytes())?;
+    create_ignition_config(req, &dir, &log)?;
+    let ignition = dir.join("bootstrap-in-place-for-live-iso.ign");
+    let kubeconfig = dir.join("auth/kubeconfig");
+    let (location, sha256) = iso_of_stream(req)?;
+    let source_iso = fetch_iso(&location, &sha256, &req.cache_dir.join("iso"))?;
+    let live_iso = req.run_dir.join("live.iso");
+    build_live_iso(req, &dir, &log, (&ignition, &source_iso, &live_iso))?;
+    Ok(Assets {
+        dir,
+        kubeconfig,
+        ignition,
+        live_iso,
+        iso_source: location,
+        iso_sha256: sha256,
+        install_config: ic.redacted_json(),
+    })
+}
 
+/// `openshift-install --dir assets create single-node-ignition-config`, logged; a rejection
+/// of the install-config is told apart from an installer that failed.
+fn create_ignition_config(req: &AssetsRequest, dir: &Path, log: &Path) -> Result<(), AssetsError> {
+    let log = log.to_path_buf();
     // The installer consumes install-config.yaml, so it runs in its own directory.
     let mut cmd = Command::new(req.installer);
     cmd.arg("--dir")
-        .arg(&dir)
+        .arg(dir)
         .args(["create", "single-node-ignition-config"])
         .envs(req.installer_env.iter().map(|(k, v)| (k, v)));
     if let Err(e) = Command::new(req.installer).arg("version").output() {
@@ -279,10 +300,12 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
             })
         }
     }
-    let ignition = dir.join("bootstrap-in-place-for-live-iso.ign");
-    let kubeconfig = dir.join("auth/kubeconfig");
+    Ok(())
+}
 
-    // Where the live ISO comes from, by the installer's own stream metadata.
+/// Where the live ISO comes from, by the installer's own stream metadata: its location and
+/// SHA-256.
+fn iso_of_stream(req: &AssetsRequest) -> Result<(String, String), AssetsError> {
     let out = Command::new(req.installer)
         .args(["coreos", "print-stream-json"])
         .output()
@@ -311,12 +334,18 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
             stream_err("no .architectures.x86_64.artifacts.metal.formats.iso.disk.sha256".into())
         })?
         .to_string();
-    let source_iso = fetch_iso(&location, &sha256, &req.cache_dir.join("iso"))?;
+    Ok((location, sha256))
+}
 
-    let live_iso = req.run_dir.join("live.iso");
-    let iso_mib = fs::metadata(&source_iso)
-        .map(|m| m.len() >> 20)
-        .unwrap_or(0);
+/// The run's copy of the live ISO: the installer's Ignition (or its held copy) embedded, and
+/// the serial console added to the kernel arguments, both by coreos-installer.
+fn build_live_iso(
+    req: &AssetsRequest,
+    dir: &Path,
+    log: &Path,
+    (ignition, source_iso, live_iso): (&Path, &Path, &Path),
+) -> Result<(), AssetsError> {
+    let iso_mib = fs::metadata(source_iso).map(|m| m.len() >> 20).unwrap_or(0);
     let ci = |args: &[&str], extra: &[&Path]| -> Result<(), AssetsError> {
         let mut cmd = Command::new("coreos-installer");
         cmd.args(args).args(extra);
@@ -329,7 +358,7 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
                 .collect::<Vec<_>>()
                 .join(" ")
         );
-        let (code, output) = run_logged(&mut cmd, &log, &what)?;
+        let (code, output) = run_logged(&mut cmd, log, &what)?;
         if code == 0 {
             return Ok(());
         }
@@ -345,35 +374,26 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
             command: what,
             code,
             message,
-            log: log.clone(),
+            log: log.to_path_buf(),
         })
     };
     // The installer's Ignition stays as it made it; a held one is a copy next to it.
     let embedded = if req.hold_install {
         let held = dir.join(hold::HELD_IGNITION_FILE);
-        hold::write_held_ignition(&ignition, &held)?;
+        hold::write_held_ignition(ignition, &held)?;
         held
     } else {
-        ignition.clone()
+        ignition.to_path_buf()
     };
     ci(
         &["iso", "ignition", "embed", "-f", "-i"],
-        &[&embedded, Path::new("-o"), &live_iso, &source_iso],
+        &[&embedded, Path::new("-o"), live_iso, source_iso],
     )?;
     ci(
         &["iso", "kargs", "modify", "-a", "console=ttyS0,115200n8"],
-        &[&live_iso],
+        &[live_iso],
     )?;
-
-    Ok(Assets {
-        dir,
-        kubeconfig,
-        ignition,
-        live_iso,
-        iso_source: location,
-        iso_sha256: sha256,
-        install_config: ic.redacted_json(),
-    })
+    Ok(())
 }
 
 #[cfg(test)]
