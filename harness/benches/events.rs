@@ -79,6 +79,7 @@ fn event(line: &str) -> Option<Event> {
             live: v["live"].as_bool()?,
             host_key: s("host_key"),
             bootkube_done: v["bootkube_done"].as_bool()?,
+            coreos_installer_done: v["coreos_installer_done"].as_bool().unwrap_or(false),
             install_to_disk_done: v["install_to_disk_done"].as_bool()?,
             bootkube_enabled: s("bootkube_enabled"),
             bootkube_state: s("bootkube_state"),
@@ -152,7 +153,7 @@ fn machine() -> Machine {
         write_stall: s
             .disk_write_stall
             .unwrap_or(scenario::DEFAULT_DISK_WRITE_STALL),
-        bootkube_max_restarts: 3,
+        bootkube_max_restarts: None,
         adaptive_install,
     });
     m.allow_badness(AllowList::new(&s.badness_allow).unwrap());

@@ -197,6 +197,27 @@ pub struct RunResult {
     /// Badness found in the serial console and the journals, failing or allowed.
     #[serde(default)]
     pub badness: Vec<BadnessLine>,
+    /// Whether bootstrap-complete waited for etcd's bootstrap member to be removed, and why
+    /// (by the cluster's release, or the scenario's `[checks]`); absent when the run did not
+    /// get that far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd_rule: Option<EtcdRuleApplied>,
+    /// The live system's bootkube.service restarts, when it restarted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootkube_restarts: Option<Restarts>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EtcdRuleApplied {
+    pub required: bool,
+    pub why: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Restarts {
+    pub count: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 /// Reading a `result.json` failed.
@@ -239,6 +260,8 @@ impl RunResult {
             replay: String::new(),
             host: HostContext::default(),
             badness: vec![],
+            etcd_rule: None,
+            bootkube_restarts: None,
         }
     }
 
@@ -368,6 +391,8 @@ pub(crate) mod tests {
                 ..Default::default()
             },
             badness: vec![],
+            etcd_rule: None,
+            bootkube_restarts: None,
         }
     }
 

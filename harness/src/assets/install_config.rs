@@ -22,6 +22,9 @@ pub struct InstallConfig {
     pub proxy: Option<Proxy>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub additional_trust_bundle: Option<String>,
+    /// `Proxyonly` or `Always`; left out, the installer's default (`Proxyonly`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub additional_trust_bundle_policy: Option<&'static str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub fips: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -147,6 +150,7 @@ impl InstallConfig {
                 no_proxy: p.no_proxy.clone(),
             }),
             additional_trust_bundle: trust_bundle,
+            additional_trust_bundle_policy: spec.trust_bundle_policy.map(|p| p.name()),
             fips: spec.fips,
             capabilities: spec
                 .capabilities

@@ -77,6 +77,13 @@ pub enum Signal {
         ok: bool,
         detail: String,
     },
+    /// Whether bootstrap-complete waits for etcd's `EtcdBootstrapMemberRemoved`, and why
+    /// (the cluster's release, or the scenario's `[checks]`): decided once the release is
+    /// known.
+    EtcdRule {
+        required: bool,
+        why: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -100,6 +107,8 @@ pub struct GuestStatus {
     pub live: bool,
     pub host_key: String,
     pub bootkube_done: bool,
+    /// `/opt/openshift/coreos-installer.done`: install-to-disk.sh wrote the disk.
+    pub coreos_installer_done: bool,
     pub install_to_disk_done: bool,
     /// `systemctl is-enabled bootkube.service` (empty when the unit does not exist).
     pub bootkube_enabled: String,
@@ -155,6 +164,14 @@ impl Signal {
                 *bytes as f64 / 1048576.0
             ),
             Signal::Api { check, ok, detail } => format!("API {check:?} ok={ok}: {detail}"),
+            Signal::EtcdRule { required, why } => format!(
+                "EtcdBootstrapMemberRemoved {}: {why}",
+                if *required {
+                    "required"
+                } else {
+                    "not required"
+                }
+            ),
         }
     }
 }

@@ -76,8 +76,9 @@ pub struct Config {
     /// No growth of the install disk's write counter for this long while coreos-installer runs
     /// is a failure.
     pub write_stall: Duration,
-    /// bootkube.service restarts that count as a failed bootstrap, not a transient error.
-    pub bootkube_max_restarts: u32,
+    /// bootkube.service restarts that count as a failed bootstrap (`[timeouts]
+    /// bootkube-restarts`); `None`: as the real unit, restarts never end it, its deadline does.
+    pub bootkube_max_restarts: Option<u32>,
     /// `None`: install-to-disk keeps its nominal timeout.
     pub adaptive_install: Option<AdaptiveDeadline>,
 }
@@ -96,7 +97,14 @@ pub struct Machine {
     /// Evidence that the post-reboot bootkube.service failed, kept for bootstrap-cleanup.
     post_reboot_failure: Option<String>,
     last_bootkube_error: Option<String>,
+    /// The most restarts of the live system's bootkube.service seen.
+    pub bootkube_restarts: u32,
     last_install_error: Option<String>,
+    /// How often the post-reboot script said `Approving csrs ...`: it loops on it while the
+    /// node has not registered.
+    csr_approvals: u32,
+    /// Whether bootstrap-complete waits for etcd's condition, and why.
+    pub etcd_rule: Option<(bool, String)>,
     badness: Findings,
     badness_allow: AllowList,
     /// The run ends, passed, once this phase passes (a run that saves its state there).
@@ -143,7 +151,10 @@ impl Machine {
             api: BTreeMap::new(),
             post_reboot_failure: None,
             last_bootkube_error: None,
+            bootkube_restarts: 0,
             last_install_error: None,
+            csr_approvals: 0,
+            etcd_rule: None,
             badness: Findings::default(),
             badness_allow: AllowList::default(),
             stop_after: None,
@@ -192,6 +203,11 @@ impl Machine {
 
     pub fn outcome(&self) -> Option<&Outcome> {
         self.outcome.as_ref()
+    }
+
+    /// The last error line bootkube.service wrote, if any.
+    pub fn last_bootkube_error(&self) -> Option<&str> {
+        self.last_bootkube_error.as_deref()
     }
 
     /// The last signals seen, oldest first, as (ms since start, summary).
@@ -360,6 +376,9 @@ impl Machine {
                 self.api.insert(key(*check), (*ok, detail.clone()));
                 self.advance_api(now, &mut out);
             }
+            Signal::EtcdRule { required, why } => {
+                self.etcd_rule = Some((*required, why.clone()));
+            }
             Signal::Ssh { .. } | Signal::Note { .. } | Signal::AssetsReady => {}
         }
         out
@@ -369,6 +388,9 @@ impl Machine {
         match name {
             "RESET" => {
                 self.resets += 1;
+                if self.current == Some(Phase::InstallToDisk) {
+                    self.reset_during_install(now, out);
+                }
                 if self.current == Some(Phase::Reboot) {
                     self.end(
                         Phase::Reboot,
@@ -409,6 +431,9 @@ impl Machine {
         let unit = unit.trim_end_matches(".service");
         if unit == "bootkube" && (message.starts_with("Error") || message.contains("error")) {
             self.last_bootkube_error = Some(message.to_string());
+        }
+        if message.starts_with("Approving csrs") {
+            self.csr_approvals += 1;
         }
         if unit == "bootkube"
             && message.contains("bootkube.service complete")
@@ -456,16 +481,8 @@ impl Machine {
                 self.fail(now, reason, out);
             }
         } else if message.contains("Install complete.") && cur == Some(Phase::InstallToDisk) {
-            self.disk.end_ms = Some(now);
-            self.end(Phase::InstallToDisk, Status::Pass, now, message.into(), out);
+            self.install_done(now, message.into(), out);
         }
-    }
-
-    fn on_disk_write(&mut self, bytes: u64, now: u64) {
-        if bytes > self.disk.last_bytes {
-            self.disk.last_growth_ms = now;
-        }
-        self.disk.last_bytes = bytes;
     }
 
     fn on_guest(&mut self, s: &GuestStatus, now: u64, out: &mut Vec<Action>) {
@@ -483,7 +500,20 @@ impl Machine {
             Some(Phase::LiveBoot) => {
                 self.fail(now, "the system that answered SSH is not the live ISO (/run/ostree-live is absent): the disk booted before the install".into(), out);
             }
+            Some(Phase::InstallToDisk)
+                if s.live && (s.coreos_installer_done || s.install_to_disk_done) =>
+            {
+                let marker = if s.coreos_installer_done {
+                    "/opt/openshift/coreos-installer.done"
+                } else {
+                    "/opt/openshift/.install-to-disk.done"
+                };
+                self.install_done(now, marker.into(), out);
+            }
             Some(Phase::Bootkube) => {
+                if s.live {
+                    self.bootkube_restarts = self.bootkube_restarts.max(s.bootkube_restarts);
+                }
                 if s.bootkube_done {
                     self.end(
                         Phase::Bootkube,
@@ -492,19 +522,18 @@ impl Machine {
                         "/opt/openshift/.bootkube.done".into(),
                         out,
                     );
-                } else if s.bootkube_restarts >= self.cfg.bootkube_max_restarts {
-                    let last = self
-                        .last_bootkube_error
-                        .clone()
-                        .unwrap_or_else(|| format!("state {}", s.bootkube_state));
-                    self.fail(
-                        now,
-                        format!(
-                            "bootkube.service failed and restarted {} times; last error: {last:?}",
-                            s.bootkube_restarts
-                        ),
-                        out,
+                } else if self
+                    .cfg
+                    .bootkube_max_restarts
+                    .is_some_and(|limit| s.bootkube_restarts >= limit)
+                {
+                    let why = format!(
+                        "bootkube.service restarted {} times, the scenario's limit ([timeouts] bootkube-restarts = {}){}",
+                        s.bootkube_restarts,
+                        self.cfg.bootkube_max_restarts.unwrap_or_default(),
+                        self.restart_evidence()
                     );
+                    self.fail(now, why, out);
                 }
             }
             Some(Phase::DiskBoot) if Some(&s.boot_id) != self.live_boot_id.as_ref() => {
@@ -578,51 +607,6 @@ impl Machine {
         &self.badness
     }
 
-    fn api_ok(&self, c: ApiCheck) -> bool {
-        self.api.get(&key(c)).map(|(ok, _)| *ok).unwrap_or(false)
-    }
-
-    fn advance_api(&mut self, now: u64, out: &mut Vec<Action>) {
-        // Several phases may complete on the same evidence; walk forward while they do.
-        loop {
-            let Some(cur) = self.current else { return };
-            let done = match cur {
-                Phase::ApiReady => self.api_ok(ApiCheck::Readyz),
-                Phase::BootstrapComplete => {
-                    self.api_ok(ApiCheck::BootstrapConfigmap)
-                        && self.api_ok(ApiCheck::EtcdBootstrapMemberRemoved)
-                }
-                Phase::NodeReady => self.api_ok(ApiCheck::NodeReady),
-                Phase::ClusterReady => {
-                    let settled = self.api_ok(ApiCheck::ClusterVersion)
-                        && self.api_ok(ApiCheck::ClusterOperators);
-                    if settled {
-                        // Every operator has settled, so what the cluster reports now is what
-                        // it was installed with: a difference will not go away by waiting.
-                        if let Some((false, detail)) =
-                            self.api.get(&key(ApiCheck::InstallConfigApplied)).cloned()
-                        {
-                            self.fail(now, detail, out);
-                            return;
-                        }
-                    }
-                    settled && self.api_ok(ApiCheck::InstallConfigApplied)
-                }
-                _ => false,
-            };
-            if !done {
-                return;
-            }
-            self.end(cur, Status::Pass, now, "condition met".into(), out);
-            if cur == Phase::ClusterReady {
-                if let Some(reason) = self.post_reboot_failure.clone() {
-                    self.fail(now, reason, out);
-                }
-                return;
-            }
-        }
-    }
-
     /// Checks deadlines and the write-stall detector.
     pub fn tick(&mut self, now_ms: u64) -> Vec<Action> {
         let mut out = Vec::new();
@@ -662,7 +646,7 @@ impl Machine {
                     )
                 })
                 .unwrap_or_default();
-            let evidence = self.pending_evidence(cur);
+            let evidence = self.pending_evidence(cur, now_ms);
             let within = Duration::from_secs(deadline.saturating_sub(start).div_ceil(1000));
             let adapted = projection
                 .map(|p| {
@@ -687,78 +671,6 @@ impl Machine {
         out
     }
 
-    /// Where the disk write is heading, once coreos-installer has reported enough progress
-    /// (2 %, 5 s into the write) for a projection: its end, and the install-to-disk deadline
-    /// that follows from it (`Config::adaptive_install`).
-    pub fn install_projection(&self) -> Option<Projection> {
-        let bounds = self.cfg.adaptive_install?;
-        let st = &self.phases[&Phase::InstallToDisk];
-        let phase_start = st.start_ms?;
-        let write_start = self.disk.start_ms?;
-        let percent = self.disk.image_percent?;
-        let at = self.disk.image_percent_ms?;
-        let so_far = at.saturating_sub(write_start);
-        if percent < 2.0 || so_far < 5_000 {
-            return None;
-        }
-        let write_ms = (so_far as f64 * 100.0 / percent) as u64;
-        let write_end_ms = write_start + write_ms;
-        let slack = bounds.slack.as_millis() as u64;
-        let mut wanted =
-            write_end_ms + (write_ms as f64 * (bounds.margin - 1.0).max(0.0)) as u64 + slack;
-        // coreos-installer's percent counts the image it has read; a slow (or throttled) disk
-        // is still taking what the guest's page cache holds after 100 %. While the write
-        // counter grows, the deadline stays at least `slack` past its last growth. Once the
-        // write ended, this is the deadline that was in force at its end (what result.json
-        // reports): a write that outlived its projection was allowed to by this rule.
-        wanted = wanted.max(self.disk.last_growth_ms + slack);
-        let deadline_ms = wanted.clamp(
-            phase_start + bounds.min.as_millis() as u64,
-            phase_start + bounds.max.as_millis() as u64,
-        );
-        Some(Projection {
-            write_end_ms,
-            deadline_ms,
-            nominal_deadline_ms: phase_start + st.timeout.as_millis() as u64,
-        })
-    }
-
-    /// What the phase is still waiting for, from the latest API answers.
-    fn pending_evidence(&self, p: Phase) -> String {
-        let checks: &[ApiCheck] = match p {
-            Phase::ApiReady => &[ApiCheck::Readyz],
-            Phase::BootstrapComplete => &[
-                ApiCheck::BootstrapConfigmap,
-                ApiCheck::EtcdBootstrapMemberRemoved,
-            ],
-            Phase::NodeReady => &[ApiCheck::NodeReady],
-            Phase::ClusterReady => &[
-                ApiCheck::ClusterVersion,
-                ApiCheck::ClusterOperators,
-                ApiCheck::InstallConfigApplied,
-            ],
-            Phase::InstallToDisk => {
-                return self
-                    .last_install_error
-                    .as_ref()
-                    .map(|e| format!("; last coreos-installer error: {e:?}"))
-                    .unwrap_or_default()
-            }
-            _ => return String::new(),
-        };
-        let parts: Vec<String> = checks
-            .iter()
-            .filter_map(|c| self.api.get(&key(*c)))
-            .filter(|(ok, _)| !ok)
-            .map(|(_, d)| d.clone())
-            .collect();
-        if parts.is_empty() {
-            String::new()
-        } else {
-            format!("; {}", parts.join("; "))
-        }
-    }
-
     /// For heartbeats: the current phase and how long it has run.
     pub fn progress(&self, now_ms: u64) -> Option<(Phase, Duration)> {
         let p = self.current?;
@@ -767,5 +679,7 @@ impl Machine {
     }
 }
 
+mod api;
+mod install;
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,7 @@
-//! The phases of a bootstrap-in-place run, in order (docs/architecture.md "Phases").
+//! The phases of a bootstrap-in-place run, in order (docs/architecture.md "Phases"). After the
+//! API is up they follow the real install's causality (docs/bip-contract.md §7): the node
+//! becomes Ready, then the etcd operator removes the bootstrap member (it waits for the node),
+//! then the cluster converges, then the post-reboot script cleans up.
 
 use std::fmt;
 use std::time::Duration;
@@ -15,8 +18,8 @@ pub enum Phase {
     Reboot,
     DiskBoot,
     ApiReady,
-    BootstrapComplete,
     NodeReady,
+    BootstrapComplete,
     ClusterReady,
     BootstrapCleanup,
 }
@@ -30,8 +33,8 @@ impl Phase {
         Phase::Reboot,
         Phase::DiskBoot,
         Phase::ApiReady,
-        Phase::BootstrapComplete,
         Phase::NodeReady,
+        Phase::BootstrapComplete,
         Phase::ClusterReady,
         Phase::BootstrapCleanup,
     ];
@@ -127,8 +130,8 @@ mod tests {
                 "reboot",
                 "disk-boot",
                 "api-ready",
-                "bootstrap-complete",
                 "node-ready",
+                "bootstrap-complete",
                 "cluster-ready",
                 "bootstrap-cleanup"
             ]

@@ -24,16 +24,17 @@ pub const BIP_UNITS: &[&str] = &[
 /// One shell command that reports everything the state machine needs, `|`-separated.
 const STATUS_SCRIPT: &str = r#"b=$(cat /proc/sys/kernel/random/boot_id); l=0; [ -e /run/ostree-live ] && l=1
 bd=0; [ -e /opt/openshift/.bootkube.done ] && bd=1; id=0; [ -e /opt/openshift/.install-to-disk.done ] && id=1
+cd=0; [ -e /opt/openshift/coreos-installer.done ] && cd=1
 en=$(systemctl is-enabled bootkube.service 2>/dev/null)
 st=$(systemctl show -p ActiveState --value bootkube.service)/$(systemctl show -p Result --value bootkube.service)
 nr=$(systemctl show -p NRestarts --value bootkube.service); ir=$(systemctl show -p NRestarts --value install-to-disk.service)
 files=$(ls -d /etc/kubernetes/bootstrap-secrets /etc/kubernetes/bootstrap-configs /usr/local/bin/installer-gather.sh /usr/local/bin/installer-masters-gather.sh /var/log/log-bundle-bootstrap.tar.gz /opt/openshift 2>/dev/null | tr '\n' ' ')
-echo "$b|$l|$bd|$id|$en|$st|$nr|$ir|$files|$(date +%s%N)""#;
+echo "$b|$l|$bd|$id|$en|$st|$nr|$ir|$files|$cd|$(date +%s%N)""#;
 
 /// Parses the status line (and the session's host key) into a `GuestStatus`.
 pub fn parse_status(line: &str, host_key: &str) -> Option<GuestStatus> {
     let f: Vec<&str> = line.trim().split('|').collect();
-    if f.len() != 10 || f[0].is_empty() {
+    if f.len() != 11 || f[0].is_empty() {
         return None;
     }
     Some(GuestStatus {
@@ -47,7 +48,8 @@ pub fn parse_status(line: &str, host_key: &str) -> Option<GuestStatus> {
         bootkube_restarts: f[6].parse().unwrap_or(0),
         install_restarts: f[7].parse().unwrap_or(0),
         bootstrap_files: f[8].split_whitespace().map(str::to_string).collect(),
-        guest_time_ns: f[9].trim().parse().unwrap_or(0),
+        coreos_installer_done: f[9] == "1",
+        guest_time_ns: f[10].trim().parse().unwrap_or(0),
     })
 }
 
@@ -252,7 +254,9 @@ fn journal_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool) {
         };
         // The whole journal: the bootstrap units' entries are the flow's evidence, and any
         // other entry is read for badness (an OOM kill, a segfault, an ordering cycle).
-        let cmd = format!("sudo -n journalctl -b -f -o json --no-pager{after}");
+        // `--no-tail`: from the boot's first entry (or the cursor), not the last ten lines
+        // `-f` alone would show, so a follower that joins late loses nothing.
+        let cmd = format!("sudo -n journalctl -b -f --no-tail -o json --no-pager{after}");
         let Ok(mut ch) = session.stream(&cmd) else {
             sleep_unless_stopped(stop, Duration::from_secs(1));
             continue;
@@ -293,8 +297,9 @@ mod tests {
 
     #[test]
     fn status_lines_parse() {
-        let s = parse_status("abc|1|1|0|enabled|active/success|0|2|/opt/openshift /etc/kubernetes/bootstrap-secrets |1700000000123456789\n", "hk").unwrap();
+        let s = parse_status("abc|1|1|0|enabled|active/success|0|2|/opt/openshift /etc/kubernetes/bootstrap-secrets |1|1700000000123456789\n", "hk").unwrap();
         assert!(s.live && s.bootkube_done && !s.install_to_disk_done);
+        assert!(s.coreos_installer_done);
         assert_eq!(s.install_restarts, 2);
         assert_eq!(s.guest_time_ns, 1_700_000_000_123_456_789);
         assert_eq!(

@@ -201,7 +201,7 @@ fn proxy(asked: &Value, seen: &Observed, diffs: &mut Vec<String>) {
             differ(diffs, &format!("{WHERE} status.{key}"), a, s);
         }
     }
-    let want_ca = if asked["additionalTrustBundle"].is_string() {
+    let want_ca = if trusts_bundle(asked) {
         "user-ca-bundle"
     } else {
         ""
@@ -210,6 +210,17 @@ fn proxy(asked: &Value, seen: &Observed, diffs: &mut Vec<String>) {
     if want_ca != ca {
         differ(diffs, &format!("{WHERE} spec.trustedCA.name"), want_ca, ca);
     }
+}
+
+/// Whether the Proxy trusts the additional bundle (`spec.trustedCA`): only with a proxy, or
+/// with `additionalTrustBundlePolicy: Always` (docs/bip-contract.md §8). Without either the
+/// bundle still reaches configmap openshift-config/user-ca-bundle.
+fn trusts_bundle(asked: &Value) -> bool {
+    let has_proxy = ["httpProxy", "httpsProxy"]
+        .iter()
+        .any(|k| !str_at(&asked["proxy"], k).is_empty());
+    asked["additionalTrustBundle"].is_string()
+        && (has_proxy || asked["additionalTrustBundlePolicy"].as_str() == Some("Always"))
 }
 
 /// PEM blocks, whitespace-normalised, so a bundle is found inside a larger one.
@@ -505,5 +516,31 @@ mod tests {
             "{}",
             j.detail
         );
+    }
+
+    #[test]
+    fn a_bundle_without_a_proxy_is_trusted_by_the_proxy_only_with_policy_always() {
+        let mut a = asked();
+        a.as_object_mut().unwrap().remove("proxy");
+        let mut seen = cluster_for(&a);
+        // The default policy (Proxyonly), no proxy: trustedCA stays empty, as the real
+        // installer leaves it; the bundle is still in user-ca-bundle.
+        seen.proxy = Some(json!({"spec": {"trustedCA": {"name": ""}}, "status": {}}));
+        let j = install_config_applied(&a, &seen);
+        assert!(j.ok, "{}", j.detail);
+        // A cluster that trusts it anyway reports something else than was asked.
+        seen.proxy = Some(json!({"spec": {"trustedCA": {"name": "user-ca-bundle"}}, "status": {}}));
+        let j = install_config_applied(&a, &seen);
+        assert!(!j.ok);
+        assert!(
+            j.detail
+                .contains("spec.trustedCA.name: asked \"\", cluster reports \"user-ca-bundle\""),
+            "{}",
+            j.detail
+        );
+        // Always: trusted without a proxy.
+        a["additionalTrustBundlePolicy"] = json!("Always");
+        let j = install_config_applied(&a, &seen);
+        assert!(j.ok, "{}", j.detail);
     }
 }

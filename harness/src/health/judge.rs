@@ -65,22 +65,38 @@ impl Judgement {
     }
 }
 
-/// etcds/cluster: `EtcdBootstrapMemberRemoved=True`.
+/// The etcd operator's condition, as spelled since February 2024, and as releases of early
+/// 2023 to then spelled it (docs/bip-contract.md §7).
+pub const ETCD_CONDITION: &str = "EtcdBootstrapMemberRemoved";
+pub const ETCD_CONDITION_OLD: &str = "EtcdBoostrapMemberRemoved";
+
+/// etcds/cluster: the bootstrap member removed (`EtcdBootstrapMemberRemoved=True`, or the
+/// older spelling). The operator sets the condition only once it is True: absent means not
+/// yet.
 pub fn etcd_bootstrap_member_removed(etcd: &Value) -> Judgement {
     let cs = conditions(etcd);
-    match condition(&cs, "EtcdBootstrapMemberRemoved") {
-        Some(c) if c.status == "True" => Judgement::ok("EtcdBootstrapMemberRemoved=True"),
+    let found = condition(&cs, ETCD_CONDITION).or_else(|| condition(&cs, ETCD_CONDITION_OLD));
+    match found {
+        Some(c) if c.status == "True" => Judgement::ok(format!("{}=True", c.type_)),
         Some(c) => Judgement::not(format!(
-            "EtcdBootstrapMemberRemoved={} ({}: {})",
-            c.status, c.reason, c.message
+            "{}={} ({}: {})",
+            c.type_, c.status, c.reason, c.message
         )),
-        None => Judgement::not("etcds/cluster has no EtcdBootstrapMemberRemoved condition yet"),
+        None => Judgement::not(format!(
+            "{ETCD_CONDITION} is still absent from etcds/cluster (the etcd operator has not removed the bootstrap member)"
+        )),
     }
 }
+
+/// How a node list without a node is said (the caller may add why).
+pub const NO_NODE: &str = "no node has registered yet";
 
 /// The node list: exactly one node, and it is Ready.
 pub fn single_node_ready(nodes: &Value) -> Judgement {
     let items = nodes["items"].as_array().cloned().unwrap_or_default();
+    if items.is_empty() {
+        return Judgement::not(NO_NODE);
+    }
     if items.len() != 1 {
         let names: Vec<&str> = items
             .iter()

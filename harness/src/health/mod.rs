@@ -3,6 +3,7 @@
 //! (docs/bip-contract.md §7), on the admin kubeconfig pointed at a forwarded port.
 
 pub mod applied;
+pub mod checks;
 pub mod judge;
 
 use std::path::Path;

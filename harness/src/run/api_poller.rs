@@ -1,23 +1,15 @@
-//! Polls the cluster's API after the pivot and sends each check's outcome when it changes.
+//! Polls the cluster's API after the pivot (`health::checks`, the same pass `sno-harness
+//! check` makes) and sends each check's outcome when it changes, and the etcd rule once the
+//! cluster's release decides it.
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use crate::flow::event::SignalTx;
-use crate::flow::event::{ApiCheck, Signal, Source};
-use crate::health::{applied, judge, ApiEndpoint, ClusterApi, HealthError};
+use crate::flow::event::{ApiCheck, Signal, SignalTx, Source};
+use crate::health::checks::{evaluate, EtcdRule, Inputs};
+use crate::health::{ApiEndpoint, ClusterApi};
 
-/// How long ClusterOperators must stay settled (`wait-for install-complete` uses 30 s).
-pub const OPERATORS_SETTLE: Duration = Duration::from_secs(30);
-
-/// `install_config` is the install-config the harness generated, as JSON: the cluster's
-/// reported state is compared with it.
-pub async fn poll(
-    endpoint: ApiEndpoint,
-    install_config: serde_json::Value,
-    tx: SignalTx,
-    every: Duration,
-) {
+pub async fn poll(endpoint: ApiEndpoint, inputs: Inputs, tx: SignalTx, every: Duration) {
     let mut last: HashMap<u8, (bool, String)> = HashMap::new();
     let mut send = |check: ApiCheck, ok: bool, detail: String| {
         let k = check as u8;
@@ -26,6 +18,7 @@ pub async fn poll(
             let _ = tx.send((Source::Api, Signal::Api { check, ok, detail }));
         }
     };
+    let mut rule: Option<EtcdRule> = None;
     let mut api: Option<ClusterApi> = None;
     loop {
         if api.is_none() {
@@ -35,58 +28,21 @@ pub async fn poll(
             }
         }
         if let Some(a) = &api {
-            match a.readyz().await {
-                Ok(ok) => send(
-                    ApiCheck::Readyz,
-                    ok,
-                    format!("/readyz {}", if ok { "ok" } else { "not ready (503)" }),
-                ),
-                Err(e) => send(ApiCheck::Readyz, false, e.to_string()),
+            let pass = evaluate(a, &inputs).await;
+            // The rule first: the machine records it before the check it explains.
+            if pass.etcd_rule.is_some() && pass.etcd_rule != rule {
+                rule = pass.etcd_rule.clone();
+                let r = pass.etcd_rule.clone().expect("checked above");
+                let _ = tx.send((
+                    Source::Api,
+                    Signal::EtcdRule {
+                        required: r.required,
+                        why: r.why,
+                    },
+                ));
             }
-            match a.bootstrap_status().await {
-                Ok(s) => send(
-                    ApiCheck::BootstrapConfigmap,
-                    s.as_deref() == Some("complete"),
-                    format!(
-                        "configmap kube-system/bootstrap status {}",
-                        s.as_deref().unwrap_or("absent")
-                    ),
-                ),
-                Err(e) => send(ApiCheck::BootstrapConfigmap, false, e.to_string()),
-            }
-            let j = |r: Result<serde_json::Value, crate::health::HealthError>,
-                     f: fn(&serde_json::Value) -> judge::Judgement| match r {
-                Ok(v) => f(&v),
-                Err(e) => judge::Judgement {
-                    ok: false,
-                    detail: e.to_string(),
-                },
-            };
-            let e = j(a.etcd().await, judge::etcd_bootstrap_member_removed);
-            send(ApiCheck::EtcdBootstrapMemberRemoved, e.ok, e.detail);
-            let n = j(a.nodes().await, judge::single_node_ready);
-            send(ApiCheck::NodeReady, n.ok, n.detail);
-            let cv = j(a.cluster_version().await, judge::cluster_version);
-            send(ApiCheck::ClusterVersion, cv.ok, cv.detail);
-            let co = match a.cluster_operators().await {
-                Ok(v) => judge::cluster_operators(&v, SystemTime::now(), OPERATORS_SETTLE),
-                Err(e) => judge::Judgement {
-                    ok: false,
-                    detail: e.to_string(),
-                },
-            };
-            send(ApiCheck::ClusterOperators, co.ok, co.detail);
-            // Only an answer is evidence here: a dropped connection says nothing about the
-            // config (and /readyz reports it), while a refusal such as 403 is kept.
-            match a.applied_config().await {
-                Ok(seen) => {
-                    let j = applied::install_config_applied(&install_config, &seen);
-                    send(ApiCheck::InstallConfigApplied, j.ok, j.detail);
-                }
-                Err(e @ HealthError::Api { .. }) => {
-                    send(ApiCheck::InstallConfigApplied, false, e.to_string())
-                }
-                Err(_) => {}
+            for (check, j) in pass.results {
+                send(check, j.ok, j.detail);
             }
         }
         tokio::time::sleep(every).await;

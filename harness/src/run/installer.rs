@@ -6,8 +6,20 @@ use std::path::PathBuf;
 use crate::fixture::{self, BuildOptions};
 use crate::scenario::{Profile, Scenario};
 
-/// The installer's environment: the fixture's options, or the release image override.
+/// The installer's environment: the fixture's options, or the release image override; and
+/// the FIPS host check skipped when the scenario asks.
 pub fn installer_env(s: &Scenario) -> Vec<(String, String)> {
+    let mut env = profile_env(s);
+    if s.install.skip_hostcrypt_validation {
+        env.push((
+            "OPENSHIFT_INSTALL_SKIP_HOSTCRYPT_VALIDATION".to_string(),
+            "1".to_string(),
+        ));
+    }
+    env
+}
+
+fn profile_env(s: &Scenario) -> Vec<(String, String)> {
     match (&s.fixture, &s.openshift) {
         (Some(f), _) => vec![
             ("MINISNO_SCHEDULE".to_string(), f.schedule.clone()),

@@ -14,6 +14,7 @@ use crate::flow::phase::Phase;
 use crate::guest::console::Console;
 use crate::guest::follow::Followers;
 use crate::guest::ssh::SshTarget;
+use crate::health::checks::Inputs;
 use crate::health::ApiEndpoint;
 use crate::vm::running::RunningVm;
 
@@ -23,7 +24,7 @@ pub struct Observers {
     followers: Followers,
     api: Option<tokio::task::JoinHandle<()>>,
     endpoint: ApiEndpoint,
-    install_config: serde_json::Value,
+    checks: Inputs,
     tx: SignalTx,
 }
 
@@ -35,7 +36,7 @@ impl Observers {
         install_drive: Option<String>,
         target: &SshTarget,
         endpoint: ApiEndpoint,
-        install_config: serde_json::Value,
+        checks: Inputs,
         tx: &SignalTx,
     ) -> Observers {
         forward_console(console, tx);
@@ -44,7 +45,7 @@ impl Observers {
             followers: Followers::start(target.clone(), tx.clone(), Duration::from_secs(2)),
             api: None,
             endpoint,
-            install_config,
+            checks,
             tx: tx.clone(),
         }
     }
@@ -54,7 +55,7 @@ impl Observers {
         if p == Phase::ApiReady && self.api.is_none() {
             self.api = Some(tokio::spawn(api_poller::poll(
                 self.endpoint.clone(),
-                self.install_config.clone(),
+                self.checks.clone(),
                 self.tx.clone(),
                 Duration::from_secs(2),
             )));

@@ -139,5 +139,16 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
                 allowed_by: h.allowed_by.clone(),
             })
             .collect(),
+        etcd_rule: m
+            .etcd_rule
+            .as_ref()
+            .map(|(required, why)| result::EtcdRuleApplied {
+                required: *required,
+                why: why.clone(),
+            }),
+        bootkube_restarts: (m.bootkube_restarts > 0).then(|| result::Restarts {
+            count: m.bootkube_restarts,
+            last_error: m.last_bootkube_error().map(str::to_string),
+        }),
     }
 }

@@ -53,7 +53,7 @@ pub fn machine_for(s: &Scenario, accel: Accel, scale: f64, state: &StateMode) ->
             .disk_write_stall
             .unwrap_or(crate::scenario::DEFAULT_DISK_WRITE_STALL)
             .mul_f64(scale),
-        bootkube_max_restarts: 3,
+        bootkube_max_restarts: s.bootkube_max_restarts,
         adaptive_install,
     });
     // Validated when the scenario was read.

@@ -203,7 +203,16 @@ pub fn status_text(m: &Machine, now_ms: u64) -> String {
             )
         })
         .unwrap_or_default();
-    let disk = disk + &projection;
+    let restarts = match (m.current(), m.bootkube_restarts) {
+        (Some(Phase::Bootkube), n) if n > 0 => format!(
+            "; bootkube.service restarted {n} times{}",
+            m.last_bootkube_error()
+                .map(|e| format!(" (last error: {e})"))
+                .unwrap_or_default()
+        ),
+        _ => String::new(),
+    };
+    let disk = disk + &projection + &restarts;
     let last = m
         .last_signals()
         .last()
@@ -229,7 +238,7 @@ mod tests {
         let mut m = Machine::new(Config {
             timeouts: BTreeMap::new(),
             write_stall: Duration::from_secs(120),
-            bootkube_max_restarts: 3,
+            bootkube_max_restarts: None,
             adaptive_install: None,
         });
         m.start(1_000);
@@ -244,7 +253,7 @@ mod tests {
         let m = Machine::new(Config {
             timeouts: BTreeMap::new(),
             write_stall: Duration::from_secs(120),
-            bootkube_max_restarts: 3,
+            bootkube_max_restarts: None,
             adaptive_install: None,
         });
         let mut p = Progress::new(Instant::now(), &Display::Plain, "");
@@ -261,7 +270,7 @@ mod tests {
         let mut m = Machine::new(Config {
             timeouts: BTreeMap::new(),
             write_stall: Duration::from_secs(120),
-            bootkube_max_restarts: 3,
+            bootkube_max_restarts: None,
             adaptive_install: None,
         });
         m.start(1_000);

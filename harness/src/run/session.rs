@@ -22,6 +22,7 @@ use crate::assets::Assets;
 use crate::flow::event::{Signal, SignalTx, Source};
 use crate::flow::machine::{Action, Outcome, Verdict};
 use crate::guest::ssh::{SshKeyPair, SshTarget};
+use crate::health::checks::Inputs;
 use crate::health::ApiEndpoint;
 use crate::vm::libvirt::network::{bridge_name, NatNetwork};
 use crate::vm::libvirt::runtime::StartOptions;
@@ -116,7 +117,14 @@ impl Session {
             run.s.install.install_disk_id.clone(),
             &target,
             endpoint,
-            assets.install_config.clone(),
+            Inputs {
+                install_config: Some(assets.install_config.clone()),
+                etcd: run.s.etcd_check,
+                api_int: Some(format!(
+                    "api-int.{}.{}",
+                    run.s.install.cluster, run.s.install.base_domain
+                )),
+            },
             &tx,
         );
         let (failure_tx, harness_failures) = mpsc::unbounded_channel::<String>();

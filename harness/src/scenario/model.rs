@@ -141,9 +141,8 @@ fn option_size_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Spanned<St
 
 fn duration_texts<'de, D: Deserializer<'de>>(
     d: D,
-) -> Result<BTreeMap<Spanned<String>, Spanned<String>>, D::Error> {
-    let m = BTreeMap::<Spanned<String>, Spanned<Text<false>>>::deserialize(d)?;
-    Ok(m.into_iter().map(|(k, v)| (k, unwrap_text(v))).collect())
+) -> Result<BTreeMap<Spanned<String>, Spanned<TimeoutValue>>, D::Error> {
+    BTreeMap::<Spanned<String>, Spanned<TimeoutValue>>::deserialize(d)
 }
 
 /// A list of `[[NAME]]` tables, whose error for a single `[NAME]` table says which to write;
@@ -192,12 +191,14 @@ pub struct ScenarioFile {
     #[serde(default)]
     pub install: InstallSection,
     #[serde(default, deserialize_with = "duration_texts")]
-    pub timeouts: BTreeMap<Spanned<String>, Spanned<String>>,
+    pub timeouts: BTreeMap<Spanned<String>, Spanned<TimeoutValue>>,
     pub fixture: Option<Spanned<FixtureSection>>,
     pub openshift: Option<Spanned<OpenshiftSection>>,
     pub expect: Option<Spanned<ExpectSection>>,
     #[serde(default)]
     pub badness: BadnessSection,
+    #[serde(default)]
+    pub checks: ChecksSection,
 }
 
 /// `[badness]`: lines of the guest's logs that look like trouble but are expected in this
@@ -443,9 +444,48 @@ pub struct InstallSection {
     pub proxy: Option<ProxySection>,
     /// A file with PEM certificates for `additionalTrustBundle`.
     pub additional_trust_bundle: Option<Spanned<PathBuf>>,
+    /// `additionalTrustBundlePolicy`; left out, the installer's default (`Proxyonly`).
+    #[serde(default, deserialize_with = "option_choice")]
+    pub trust_bundle_policy: Option<TrustBundlePolicy>,
     #[serde(default)]
     pub fips: bool,
+    /// Run the installer with `OPENSHIFT_INSTALL_SKIP_HOSTCRYPT_VALIDATION` set: it then
+    /// accepts `fips: true` on a host without FIPS (docs/bip-contract.md §3).
+    #[serde(default)]
+    pub skip_hostcrypt_validation: bool,
     pub capabilities: Option<CapabilitiesSection>,
+}
+
+/// `additionalTrustBundlePolicy`: when the cluster's Proxy trusts the bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TrustBundlePolicy {
+    /// Only with a proxy (the installer's default).
+    Proxyonly,
+    /// Always.
+    Always,
+}
+
+impl TrustBundlePolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            TrustBundlePolicy::Proxyonly => "Proxyonly",
+            TrustBundlePolicy::Always => "Always",
+        }
+    }
+}
+
+fn option_choice<'de, D: Deserializer<'de>, T: DeserializeOwned>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    choice(d).map(Some)
+}
+
+/// `[checks]`: how the checks after the pivot judge this scenario's cluster.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChecksSection {
+    #[serde(default, deserialize_with = "choice")]
+    pub etcd_bootstrap_member_removed: EtcdCheck,
 }
 
 impl Default for InstallSection {
@@ -463,7 +503,9 @@ impl Default for InstallSection {
             pull_secret: None,
             proxy: None,
             additional_trust_bundle: None,
+            trust_bundle_policy: None,
             fips: false,
+            skip_hostcrypt_validation: false,
             capabilities: None,
         }
     }
@@ -616,7 +658,9 @@ pub struct InstallSpec {
     pub pull_secret: Option<SecretSource>,
     pub proxy: Option<ProxySection>,
     pub additional_trust_bundle: Option<PathBuf>,
+    pub trust_bundle_policy: Option<TrustBundlePolicy>,
     pub fips: bool,
+    pub skip_hostcrypt_validation: bool,
     pub capabilities: Option<CapabilitiesSection>,
 }
 
@@ -647,15 +691,69 @@ pub struct Scenario {
     /// `[timeouts] disk-write-stall`: no write to the install disk for this long while
     /// coreos-installer runs fails the run (default 2 minutes; scaled like the timeouts).
     pub disk_write_stall: Option<Duration>,
+    /// `[timeouts] bootkube-restarts`: bootkube fails once its unit restarted this often
+    /// (default: no limit, as the real unit; the phase's deadline ends it).
+    pub bootkube_max_restarts: Option<u32>,
     pub fixture: Option<FixtureSpec>,
     pub openshift: Option<OpenshiftSpec>,
     pub expect: Option<ExpectSection>,
+    /// `[checks] etcd_bootstrap_member_removed`.
+    pub etcd_check: EtcdCheck,
     /// `[badness] allow`: patterns of log lines that are warnings, not failures.
     pub badness_allow: Vec<String>,
 }
 
 /// The `[timeouts]` key of the disk-write no-progress detector.
 pub const DISK_WRITE_STALL_KEY: &str = "disk-write-stall";
+/// `[checks] etcd_bootstrap_member_removed`: whether bootstrap-complete waits for etcd's
+/// `EtcdBootstrapMemberRemoved`. `auto` (the default) follows the cluster's release, as the
+/// installer of that release does (docs/bip-contract.md §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EtcdCheck {
+    #[default]
+    Auto,
+    Required,
+    Skipped,
+}
+
+/// The `[timeouts]` key of a limit on bootkube.service's restarts (a count, not a duration).
+pub const BOOTKUBE_RESTARTS_KEY: &str = "bootkube-restarts";
+
+/// A `[timeouts]` value: a duration (`"20m"`), or a count for `bootkube-restarts`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TimeoutValue {
+    Text(String),
+    Count(i64),
+}
+
+impl<'de> Deserialize<'de> for TimeoutValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = TimeoutValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a duration such as \"90s\", \"20m\" or \"1h30m\" (bootkube-restarts: a whole number)")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<TimeoutValue, E> {
+                Ok(TimeoutValue::Text(s.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<TimeoutValue, E> {
+                Ok(TimeoutValue::Count(n))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl std::fmt::Display for TimeoutValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TimeoutValue::Text(t) => write!(f, "{t:?}"),
+            TimeoutValue::Count(n) => write!(f, "{n}"),
+        }
+    }
+}
 
 /// Its default: a write stalled this long is stuck, not slow, even on slow hardware.
 pub const DEFAULT_DISK_WRITE_STALL: Duration = Duration::from_secs(120);

@@ -40,7 +40,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
     check_slots(cx, &f, &disks)?;
     let profile = *f.profile.get_ref();
     let pull_secret = pull_secret(cx, &f, profile)?;
-    let (timeouts, disk_write_stall) = timeouts(cx, &f.timeouts)?;
+    let limits = timeouts(cx, &f.timeouts)?;
     let fixture = fixture_section(cx, &f, profile)?;
     let openshift = openshift_section(cx, &f, profile)?;
     check_expect(cx, &f.expect)?;
@@ -79,14 +79,18 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
                 p.http_proxy.is_some() || p.https_proxy.is_some() || p.no_proxy.is_some()
             }),
             additional_trust_bundle,
+            trust_bundle_policy: inst.trust_bundle_policy,
             fips: inst.fips,
+            skip_hostcrypt_validation: inst.skip_hostcrypt_validation,
             capabilities: inst.capabilities.clone(),
         },
-        timeouts,
-        disk_write_stall,
+        timeouts: limits.phases,
+        disk_write_stall: limits.disk_write_stall,
+        bootkube_max_restarts: limits.bootkube_restarts,
         fixture,
         openshift,
         expect: f.expect.map(Spanned::into_inner),
+        etcd_check: f.checks.etcd_bootstrap_member_removed,
         badness_allow,
     })
 }
@@ -276,45 +280,83 @@ fn pull_secret(
     Ok(pull_secret)
 }
 
-type Timeouts = (BTreeMap<Phase, Duration>, Option<Duration>);
+/// The phase timeouts, the write-stall limit and the bootkube restart limit.
+struct Timeouts {
+    phases: BTreeMap<Phase, Duration>,
+    disk_write_stall: Option<Duration>,
+    bootkube_restarts: Option<u32>,
+}
 
 fn timeouts(
     cx: &Ctx,
-    entries: &BTreeMap<Spanned<String>, Spanned<String>>,
+    entries: &BTreeMap<Spanned<String>, Spanned<TimeoutValue>>,
 ) -> Result<Timeouts, ScenarioError> {
-    let mut timeouts = BTreeMap::new();
-    let mut disk_write_stall = None;
+    let mut t = Timeouts {
+        phases: BTreeMap::new(),
+        disk_write_stall: None,
+        bootkube_restarts: None,
+    };
     for (k, v) in entries {
-        let phase = Phase::from_name(k.get_ref());
-        if phase.is_none() && k.get_ref() != DISK_WRITE_STALL_KEY {
+        let key = k.get_ref().as_str();
+        if key == BOOTKUBE_RESTARTS_KEY {
+            t.bootkube_restarts = Some(restart_limit(cx, v)?);
+            continue;
+        }
+        let phase = Phase::from_name(key);
+        if phase.is_none() && key != DISK_WRITE_STALL_KEY {
             return Err(cx.at(
                 k,
                 format!(
-                    "timeouts.{}: unknown key; the keys are the phases ({}) and {DISK_WRITE_STALL_KEY}",
-                    k.get_ref(),
+                    "timeouts.{key}: unknown key; the keys are the phases ({}), {DISK_WRITE_STALL_KEY} and {BOOTKUBE_RESTARTS_KEY}",
                     Phase::names().join(", ")
                 ),
             ));
         }
-        let d = parse_duration(v.get_ref())
-            .map_err(|m| cx.at(v, format!("timeouts.{}: {m}", k.get_ref())))?;
-        if !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(&d) {
-            return Err(cx.at(
-                v,
-                format!(
-                    "timeouts.{} = {:?}: out of range; use 1s to 7d",
-                    k.get_ref(),
-                    v.get_ref()
-                ),
-            ));
+        let d = duration_value(cx, key, v)?;
+        match phase {
+            Some(p) => {
+                t.phases.insert(p, d);
+            }
+            None => t.disk_write_stall = Some(d),
         }
-        let Some(phase) = phase else {
-            disk_write_stall = Some(d);
-            continue;
-        };
-        timeouts.insert(phase, d);
     }
-    Ok((timeouts, disk_write_stall))
+    Ok(t)
+}
+
+/// A timeout: a duration of 1 s to 7 days.
+fn duration_value(
+    cx: &Ctx,
+    key: &str,
+    v: &Spanned<TimeoutValue>,
+) -> Result<Duration, ScenarioError> {
+    let TimeoutValue::Text(text) = v.get_ref() else {
+        return Err(cx.at(
+            v,
+            format!(
+                "timeouts.{key} = {}: a duration is a string, e.g. \"90s\", \"20m\", \"1h30m\"",
+                v.get_ref()
+            ),
+        ));
+    };
+    let d = parse_duration(text).map_err(|m| cx.at(v, format!("timeouts.{key}: {m}")))?;
+    if !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(&d) {
+        return Err(cx.at(
+            v,
+            format!("timeouts.{key} = {text:?}: out of range; use 1s to 7d"),
+        ));
+    }
+    Ok(d)
+}
+
+/// `bootkube-restarts`: a whole number of restarts, 1 to 1000.
+fn restart_limit(cx: &Ctx, v: &Spanned<TimeoutValue>) -> Result<u32, ScenarioError> {
+    match v.get_ref() {
+        TimeoutValue::Count(n) if (1..=1000).contains(n) => Ok(*n as u32),
+        other => Err(cx.at(
+            v,
+            format!("timeouts.{BOOTKUBE_RESTARTS_KEY} = {other}: a whole number of restarts from 1 to 1000, e.g. {BOOTKUBE_RESTARTS_KEY} = 5 (leave it out for no limit)"),
+        )),
+    }
 }
 
 fn fixture_section(

@@ -64,5 +64,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         replay: format!("sno-harness matrix scenarios/disks.toml --filter {id} --keep"),
         host: Default::default(),
         badness: vec![],
+        etcd_rule: None,
+        bootkube_restarts: None,
     }
 }

@@ -4,6 +4,10 @@ use super::*;
 use crate::flow::event::Source;
 
 fn machine() -> Machine {
+    machine_with_restart_limit(None)
+}
+
+fn machine_with_restart_limit(limit: Option<u32>) -> Machine {
     let timeouts = Phase::ALL
         .iter()
         .map(|p| (*p, Duration::from_secs(100)))
@@ -11,7 +15,7 @@ fn machine() -> Machine {
     let mut m = Machine::new(Config {
         timeouts,
         write_stall: Duration::from_secs(20),
-        bootkube_max_restarts: 3,
+        bootkube_max_restarts: limit,
         adaptive_install: None,
     });
     m.start(0);
@@ -108,7 +112,7 @@ fn a_resumed_run_starts_at_install_to_disk_and_ends_after_it() {
     let mut m = Machine::new(Config {
         timeouts,
         write_stall: Duration::from_secs(20),
-        bootkube_max_restarts: 3,
+        bootkube_max_restarts: None,
         adaptive_install: None,
     });
     m.stop_after(Phase::InstallToDisk);
@@ -566,7 +570,8 @@ fn a_write_stall_is_a_failure() {
 
 #[test]
 fn bootkube_failing_repeatedly_fails_fast_with_its_error() {
-    let mut m = machine();
+    // With the scenario's limit ([timeouts] bootkube-restarts = 3).
+    let mut m = machine_with_restart_limit(Some(3));
     feed(
         &mut m,
         vec![
@@ -803,5 +808,54 @@ fn allowed_badness_is_kept_as_a_warning_and_the_run_goes_on() {
     assert_eq!(
         w[0].allowed_by.as_deref(),
         Some(r"Killed process \d+ \(tail\)")
+    );
+}
+
+#[test]
+fn bootkube_restarts_without_a_limit_recover_or_end_at_the_deadline_quoting_them() {
+    let start = vec![
+        (1000, Signal::AssetsReady),
+        (1100, Signal::VmStarted { pid: 1 }),
+        (20_000, Signal::GuestStatus(guest("live", true))),
+        (
+            21_000,
+            journal(
+                "bootkube.service",
+                "Error: error while checking pod status: timed out waiting for the condition",
+            ),
+        ),
+    ];
+    // Two failures, then the stages resume from their markers and bootkube is done.
+    let mut m = machine();
+    feed(&mut m, start.clone());
+    let mut s = guest("live", true);
+    s.bootkube_restarts = 2;
+    feed(&mut m, vec![(40_000, Signal::GuestStatus(s.clone()))]);
+    assert_eq!(m.phase(Phase::Bootkube).status, Status::Running);
+    s.bootkube_done = true;
+    feed(&mut m, vec![(50_000, Signal::GuestStatus(s))]);
+    assert_eq!(m.phase(Phase::Bootkube).status, Status::Pass);
+    assert_eq!(m.bootkube_restarts, 2);
+    // Failing for ever: the phase ends at its deadline, quoting the restarts.
+    let mut m = machine();
+    feed(&mut m, start);
+    let mut s = guest("live", true);
+    s.bootkube_restarts = 40;
+    feed(&mut m, vec![(60_000, Signal::GuestStatus(s))]);
+    assert!(m.outcome().is_none());
+    let a = m.tick(200_000);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::Bootkube));
+    assert!(
+        o.reason.contains("bootkube.service restarted 40 times"),
+        "{}",
+        o.reason
+    );
+    assert!(
+        o.reason.contains("timed out waiting for the condition"),
+        "{}",
+        o.reason
     );
 }

@@ -1,0 +1,253 @@
+//! The post-pivot checks in one pass over the API, made the same way by `run` (its API poller
+//! feeds them to the state machine) and by `sno-harness check` (against any cluster): /readyz,
+//! the bootstrap configmap, the node, etcd's bootstrap member by the rule the cluster's release
+//! calls for, ClusterVersion, the ClusterOperators settled, and the install-config applied.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use super::{applied, judge, ClusterApi, HealthError};
+use crate::flow::event::ApiCheck;
+use crate::scenario::model::EtcdCheck;
+
+/// How long ClusterOperators must stay settled (`wait-for install-complete` uses 30 s).
+pub const OPERATORS_SETTLE: Duration = Duration::from_secs(30);
+
+/// The first release whose `openshift-install wait-for bootstrap-complete` waits for
+/// `EtcdBootstrapMemberRemoved` (docs/bip-contract.md §7).
+pub const ETCD_RULE_SINCE: (u64, u64) = (4, 16);
+
+/// What a pass compares with.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    /// The install-config the cluster was installed with (pull secret redacted), as JSON;
+    /// without one, the applied check is not made.
+    pub install_config: Option<Value>,
+    pub etcd: EtcdCheck,
+    /// `api-int.<cluster>.<baseDomain>`, named when no node has registered.
+    pub api_int: Option<String>,
+}
+
+/// Whether bootstrap-complete waits for the etcd condition, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdRule {
+    pub required: bool,
+    pub why: String,
+}
+
+/// One pass: each check's judgement, in the order of the phases that read them.
+#[derive(Debug, Clone)]
+pub struct Pass {
+    pub results: Vec<(ApiCheck, judge::Judgement)>,
+    /// None while the release is unknown and the rule depends on it.
+    pub etcd_rule: Option<EtcdRule>,
+    /// The cluster's release, from ClusterVersion.
+    pub version: Option<String>,
+    /// The API could not be reached at all (not an answer, not even a 503).
+    pub unreachable: Option<String>,
+}
+
+/// The rule for the etcd condition: the scenario's, or (automatic) by the cluster's release.
+pub fn etcd_rule(setting: EtcdCheck, version: Option<&str>) -> Option<EtcdRule> {
+    let rule = |required, why: String| Some(EtcdRule { required, why });
+    match setting {
+        EtcdCheck::Required => rule(
+            true,
+            "the scenario requires it ([checks] etcd_bootstrap_member_removed = \"required\")"
+                .into(),
+        ),
+        EtcdCheck::Skipped => rule(
+            false,
+            "the scenario skips it ([checks] etcd_bootstrap_member_removed = \"skipped\")".into(),
+        ),
+        EtcdCheck::Auto => {
+            let v = version?;
+            let (major, minor) = ETCD_RULE_SINCE;
+            match release(v) {
+                Some(r) if r >= ETCD_RULE_SINCE => rule(
+                    true,
+                    format!("the cluster's release {v} is {major}.{minor} or later, whose wait-for bootstrap-complete checks it"),
+                ),
+                Some(_) => rule(
+                    false,
+                    format!("the cluster's release {v} is older than {major}.{minor}, whose wait-for bootstrap-complete does not check it"),
+                ),
+                None => rule(
+                    true,
+                    format!("the cluster's release {v:?} is no version the harness can read, so the current rule applies"),
+                ),
+            }
+        }
+    }
+}
+
+/// `4.16.0-0.nightly-...` as (4, 16).
+fn release(v: &str) -> Option<(u64, u64)> {
+    let mut parts = v.split(['.', '-']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// The release ClusterVersion names: the desired one, else the newest in its history.
+pub fn cluster_release(cv: &Value) -> Option<String> {
+    cv["status"]["desired"]["version"]
+        .as_str()
+        .or_else(|| cv["status"]["history"][0]["version"].as_str())
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+}
+
+fn judged(
+    r: Result<Value, HealthError>,
+    f: impl Fn(&Value) -> judge::Judgement,
+) -> judge::Judgement {
+    match r {
+        Ok(v) => f(&v),
+        Err(e) => judge::Judgement {
+            ok: false,
+            detail: e.to_string(),
+        },
+    }
+}
+
+/// Every check once.
+pub async fn evaluate(api: &ClusterApi, inputs: &Inputs) -> Pass {
+    let mut results = Vec::new();
+    let mut unreachable = None;
+    let readyz = match api.readyz().await {
+        Ok(ok) => judge::Judgement {
+            ok,
+            detail: format!("/readyz {}", if ok { "ok" } else { "not ready (503)" }),
+        },
+        Err(e) => {
+            if matches!(e, HealthError::Transport(..)) {
+                unreachable = Some(e.to_string());
+            }
+            judge::Judgement {
+                ok: false,
+                detail: e.to_string(),
+            }
+        }
+    };
+    results.push((ApiCheck::Readyz, readyz));
+    results.push((ApiCheck::NodeReady, node_check(api, inputs).await));
+    results.push((ApiCheck::BootstrapConfigmap, configmap_check(api).await));
+    let cv = api.cluster_version().await;
+    let version = cv.as_ref().ok().and_then(cluster_release);
+    let etcd_rule = etcd_rule(inputs.etcd, version.as_deref());
+    results.push((
+        ApiCheck::EtcdBootstrapMemberRemoved,
+        etcd_check(api, etcd_rule.as_ref()).await,
+    ));
+    results.push((ApiCheck::ClusterVersion, judged(cv, judge::cluster_version)));
+    let co = judged(api.cluster_operators().await, |v| {
+        judge::cluster_operators(v, SystemTime::now(), OPERATORS_SETTLE)
+    });
+    results.push((ApiCheck::ClusterOperators, co));
+    if let Some(j) = applied_check(api, inputs).await {
+        results.push((ApiCheck::InstallConfigApplied, j));
+    }
+    Pass {
+        results,
+        etcd_rule,
+        version,
+        unreachable,
+    }
+}
+
+async fn node_check(api: &ClusterApi, inputs: &Inputs) -> judge::Judgement {
+    let mut j = judged(api.nodes().await, judge::single_node_ready);
+    if !j.ok && j.detail.starts_with(judge::NO_NODE) {
+        let name = inputs
+            .api_int
+            .as_deref()
+            .unwrap_or("api-int.<cluster>.<baseDomain>");
+        j.detail.push_str(&format!(
+            ": the node's kubelet registers through {name}, which must resolve on the node"
+        ));
+    }
+    j
+}
+
+async fn configmap_check(api: &ClusterApi) -> judge::Judgement {
+    match api.bootstrap_status().await {
+        Ok(s) => judge::Judgement {
+            ok: s.as_deref() == Some("complete"),
+            detail: format!(
+                "configmap kube-system/bootstrap status {}",
+                s.as_deref().unwrap_or("absent")
+            ),
+        },
+        Err(e) => judge::Judgement {
+            ok: false,
+            detail: e.to_string(),
+        },
+    }
+}
+
+async fn etcd_check(api: &ClusterApi, rule: Option<&EtcdRule>) -> judge::Judgement {
+    match rule {
+        None => judge::Judgement {
+            ok: false,
+            detail: "waiting for ClusterVersion to name the release: whether the etcd bootstrap member must be removed depends on it".into(),
+        },
+        Some(r) if !r.required => judge::Judgement {
+            ok: true,
+            detail: format!("EtcdBootstrapMemberRemoved not required: {}", r.why),
+        },
+        Some(_) => judged(api.etcd().await, judge::etcd_bootstrap_member_removed),
+    }
+}
+
+/// Only an answer is evidence here: a dropped connection says nothing about the config (and
+/// /readyz reports it), while a refusal such as 403 is kept.
+async fn applied_check(api: &ClusterApi, inputs: &Inputs) -> Option<judge::Judgement> {
+    let install_config = inputs.install_config.as_ref()?;
+    match api.applied_config().await {
+        Ok(seen) => Some(applied::install_config_applied(install_config, &seen)),
+        Err(e @ HealthError::Api { .. }) => Some(judge::Judgement {
+            ok: false,
+            detail: e.to_string(),
+        }),
+        Err(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_etcd_rule_follows_the_release_unless_the_scenario_says() {
+        let auto = |v| etcd_rule(EtcdCheck::Auto, Some(v)).unwrap();
+        assert!(auto("4.16.0").required);
+        assert!(auto("4.17.0-minisno").required);
+        assert!(auto("5.0.1").required);
+        assert!(!auto("4.15.9").required);
+        assert!(!auto("4.14.3").required);
+        assert!(
+            auto("4.14.3").why.contains("older than 4.16"),
+            "{}",
+            auto("4.14.3").why
+        );
+        assert!(auto("nightly").required);
+        assert_eq!(etcd_rule(EtcdCheck::Auto, None), None);
+        assert!(
+            etcd_rule(EtcdCheck::Required, Some("4.12.0"))
+                .unwrap()
+                .required
+        );
+        assert!(!etcd_rule(EtcdCheck::Skipped, None).unwrap().required);
+    }
+
+    #[test]
+    fn the_release_is_the_desired_one_or_the_newest_in_the_history() {
+        let cv = serde_json::json!({"status": {"desired": {"version": "4.15.2"}, "history": [{"version": "4.15.1"}]}});
+        assert_eq!(cluster_release(&cv).as_deref(), Some("4.15.2"));
+        let cv = serde_json::json!({"status": {"history": [{"version": "4.14.3"}]}});
+        assert_eq!(cluster_release(&cv).as_deref(), Some("4.14.3"));
+        assert_eq!(cluster_release(&serde_json::json!({})), None);
+    }
+}
