@@ -2,7 +2,9 @@
 //! live ISO named by the installer's stream metadata (fetched, verified, cached by digest), and
 //! a per-run copy with the Ignition embedded and a serial console, made by coreos-installer.
 
+mod dns;
 pub mod install_config;
+mod installer;
 mod iso;
 
 use std::fs;
@@ -45,8 +47,9 @@ pub enum AssetsError {
     Stream { installer: PathBuf, message: String },
     #[error(transparent)]
     Iso(#[from] IsoError),
-    /// The Ignition cannot take the install hold (`--save-state`).
-    #[error("holding install-to-disk: {0}")]
+    /// The installer's Ignition cannot take the harness's additions (the install hold of
+    /// `--save-state`, the node's DNS records).
+    #[error("adding to the live Ignition: {0}")]
     Hold(String),
     #[error("{what}: {source}")]
     Io {
@@ -150,6 +153,8 @@ pub fn render_install_config(
 }
 
 /// The installer's last `level=error` or `level=fatal` message, the way a person reads it.
+/// The real installer writes messages unquoted (logrus with quoting off); a quoted one (Go
+/// string syntax) is unquoted.
 fn installer_message(output: &str) -> String {
     let pick = output
         .lines()
@@ -157,10 +162,16 @@ fn installer_message(output: &str) -> String {
         .find(|l| l.contains("level=fatal") || l.contains("level=error"))
         .or_else(|| output.lines().rev().find(|l| !l.trim().is_empty()))
         .unwrap_or("(no output)");
-    match pick.find("msg=") {
-        Some(i) => pick[i + 4..].trim().trim_matches('"').replace("\\\"", "\""),
-        None => pick.trim().to_string(),
+    let Some(i) = pick.find("msg=") else {
+        return pick.trim().to_string();
+    };
+    let msg = pick[i + 4..].trim();
+    if msg.len() >= 2 && msg.starts_with('"') && msg.ends_with('"') {
+        if let Ok(unquoted) = serde_json::from_str::<String>(msg) {
+            return unquoted;
+        }
     }
+    msg.to_string()
 }
 
 /// What a Rust tool such as coreos-installer says when it fails: its `Error:` line and the
@@ -252,16 +263,10 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
     })
 }
 
-/// `openshift-install --dir assets create single-node-ignition-config`, logged; a rejection
-/// of the install-config is told apart from an installer that failed.
+/// The installer's assets: `create manifests` first when the harness adds a manifest (the
+/// node's DNS records, `dns.rs`), then `create single-node-ignition-config`; each logged,
+/// a rejection of the install-config told apart from an installer that failed.
 fn create_ignition_config(req: &AssetsRequest, dir: &Path, log: &Path) -> Result<(), AssetsError> {
-    let log = log.to_path_buf();
-    // The installer consumes install-config.yaml, so it runs in its own directory.
-    let mut cmd = Command::new(req.installer);
-    cmd.arg("--dir")
-        .arg(dir)
-        .args(["create", "single-node-ignition-config"])
-        .envs(req.installer_env.iter().map(|(k, v)| (k, v)));
     if let Err(e) = Command::new(req.installer).arg("version").output() {
         return Err(AssetsError::InstallerMissing {
             path: req.installer.to_path_buf(),
@@ -277,31 +282,44 @@ fn create_ignition_config(req: &AssetsRequest, dir: &Path, log: &Path) -> Result
             },
         });
     }
-    let what = format!(
-        "{} --dir {} create single-node-ignition-config",
-        req.installer.display(),
-        dir.display()
-    );
-    let (code, output) = run_logged(&mut cmd, &log, &what)?;
-    match code {
-        0 => {}
-        3 => {
-            return Err(AssetsError::Rejected {
-                code,
-                message: installer_message(&output),
-            })
-        }
-        _ => {
-            return Err(AssetsError::CommandFailed {
-                command: what,
-                code,
-                message: installer_message(&output),
-                log,
-            })
-        }
+    // The installer consumes install-config.yaml, so it runs in its own directory.
+    if let Some(records) = dns::records_for(req.scenario) {
+        installer::run_installer(req, dir, log, &["create", "manifests"])?;
+        dns::write_machine_config(dir, &records)?;
     }
-    Ok(())
+    installer::run_installer(req, dir, log, &["create", "single-node-ignition-config"])
 }
+
+/// The Ignition the live ISO gets: the installer's as it made it, or a copy next to it with
+/// the harness's additions (the install hold of a saving run, the node's DNS records).
+fn live_ignition(req: &AssetsRequest, dir: &Path, ignition: &Path) -> Result<PathBuf, AssetsError> {
+    let records = dns::records_for(req.scenario);
+    if !req.hold_install && records.is_none() {
+        return Ok(ignition.to_path_buf());
+    }
+    let text = fs::read_to_string(ignition)
+        .map_err(|e| AssetsError::io(format!("reading {}", ignition.display()), e))?;
+    let mut ign: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| AssetsError::Hold(format!("{}: {e}", ignition.display())))?;
+    let bad = |e: String| AssetsError::Hold(format!("{}: {e}", ignition.display()));
+    if req.hold_install {
+        hold::add_hold(&mut ign).map_err(bad)?;
+    }
+    if let Some(r) = &records {
+        dns::add_to_live_ignition(&mut ign, r).map_err(bad)?;
+    }
+    let name = if req.hold_install {
+        hold::HELD_IGNITION_FILE
+    } else {
+        LIVE_IGNITION_FILE
+    };
+    let to = dir.join(name);
+    write_private(&to, ign.to_string().as_bytes())?;
+    Ok(to)
+}
+
+/// The live Ignition with the harness's additions (without the install hold).
+pub const LIVE_IGNITION_FILE: &str = "bootstrap-in-place-for-live-iso.sno-harness.ign";
 
 /// Where the live ISO comes from, by the installer's own stream metadata: its location and
 /// SHA-256.
@@ -378,13 +396,7 @@ fn build_live_iso(
         })
     };
     // The installer's Ignition stays as it made it; a held one is a copy next to it.
-    let embedded = if req.hold_install {
-        let held = dir.join(hold::HELD_IGNITION_FILE);
-        hold::write_held_ignition(ignition, &held)?;
-        held
-    } else {
-        ignition.to_path_buf()
-    };
+    let embedded = live_ignition(req, dir, ignition)?;
     ci(
         &["iso", "ignition", "embed", "-f", "-i"],
         &[&embedded, Path::new("-o"), live_iso, source_iso],

@@ -102,3 +102,18 @@ pub fn layout(machine_network: &[String]) -> Result<NatLayout, String> {
         node_ipv6: ipv6.map(|(_, n)| n),
     })
 }
+
+/// The names a single-node cluster needs to resolve to its node: the API from outside and
+/// inside (`api-int`: the installed node's kubelet registers through it), and the routes the
+/// install waits on (console, OAuth, the ingress canary, downloads) under `*.apps`.
+pub fn cluster_names(cluster: &str, base_domain: &str) -> Vec<String> {
+    let c = format!("{cluster}.{base_domain}");
+    vec![
+        format!("api.{c}"),
+        format!("api-int.{c}"),
+        format!("console-openshift-console.apps.{c}"),
+        format!("oauth-openshift.apps.{c}"),
+        format!("canary-openshift-ingress-canary.apps.{c}"),
+        format!("downloads-openshift-console.apps.{c}"),
+    ]
+}

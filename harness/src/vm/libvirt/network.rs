@@ -61,17 +61,9 @@ impl NatNetwork {
         format!("{}.{}", self.cluster_name, self.base_domain)
     }
 
-    /// The names OpenShift needs to resolve to the node: the API (from outside and inside the
-    /// cluster) and the routes the install waits on (console, OAuth, ingress canary).
+    /// The names OpenShift needs to resolve to the node (`hw::nat::cluster_names`).
     pub fn node_hostnames(&self) -> Vec<String> {
-        let c = self.cluster_domain();
-        vec![
-            format!("api.{c}"),
-            format!("api-int.{c}"),
-            format!("console-openshift-console.apps.{c}"),
-            format!("oauth-openshift.apps.{c}"),
-            format!("canary-openshift-ingress-canary.apps.{c}"),
-        ]
+        crate::hw::nat::cluster_names(&self.cluster_name, &self.base_domain)
     }
 }
 

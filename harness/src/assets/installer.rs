@@ -1,0 +1,113 @@
+//! Running the installer (`openshift-install`, or the fixture's stand-in) and reading how it
+//! ended. The real installer refuses a bad install-config with exit 3 (the install-config
+//! asset's own checks) or exit 1 (the bootstrap-in-place checks, a fatal line), and fails for
+//! its own reasons with exit 1 too (docs/bip-contract.md §3). So a rejection is told by what
+//! the installer says, on either code: that is the system under test refusing the input. An
+//! installer that crashed, was killed or said nothing recognisable failed, which is the
+//! harness's or the host's business.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::{installer_message, run_logged, AssetsError, AssetsRequest};
+
+/// Fragments that only the installer's validation of the install-config prints: the asset
+/// error of the install-config, Kubernetes field errors (`<path>: Invalid value: ...`), and the
+/// FIPS host check.
+const REJECTION_SHAPES: &[&str] = &[
+    "failed to create install config",
+    ": Invalid value: ",
+    ": Required value: ",
+    ": Unsupported value: ",
+    ": Forbidden: ",
+    ": Duplicate value: ",
+    ": Too long: ",
+    ": Too many: ",
+    "target cluster is in FIPS mode",
+];
+
+/// Whether `output` (the installer's, exit `code`) is a rejection of the install-config.
+pub fn is_rejection(code: i32, output: &str) -> bool {
+    if !(code == 1 || code == 3) || crashed(output) {
+        return false;
+    }
+    let said = last_log_message(output);
+    said.is_some_and(|m| REJECTION_SHAPES.iter().any(|s| m.contains(s)))
+}
+
+/// A Go runtime panic (the installer crashed, whatever it said before).
+fn crashed(output: &str) -> bool {
+    output.lines().any(|l| l.starts_with("panic: ")) && output.contains("goroutine ")
+}
+
+/// The last `level=error` or `level=fatal` line's message.
+fn last_log_message(output: &str) -> Option<&str> {
+    output
+        .lines()
+        .rev()
+        .find(|l| l.contains("level=fatal") || l.contains("level=error"))
+        .and_then(|l| l.split_once("msg=").map(|(_, m)| m))
+}
+
+/// Runs `installer --dir DIR <args>` in the environment the scenario asks for, logged into
+/// `log`; a rejection and a failure come back as their own errors.
+pub fn run_installer(
+    req: &AssetsRequest,
+    dir: &Path,
+    log: &Path,
+    args: &[&str],
+) -> Result<(), AssetsError> {
+    let mut cmd = Command::new(req.installer);
+    cmd.arg("--dir")
+        .arg(dir)
+        .args(args)
+        .envs(req.installer_env.iter().map(|(k, v)| (k, v)));
+    let what = format!(
+        "{} --dir {} {}",
+        req.installer.display(),
+        dir.display(),
+        args.join(" ")
+    );
+    let (code, output) = run_logged(&mut cmd, log, &what)?;
+    if code == 0 {
+        return Ok(());
+    }
+    let message = installer_message(&output);
+    if is_rejection(code, &output) {
+        return Err(AssetsError::Rejected { code, message });
+    }
+    Err(AssetsError::CommandFailed {
+        command: what,
+        code,
+        message,
+        log: log.to_path_buf(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BIP: &str = "level=info msg=Consuming Install Config from target directory\nlevel=fatal msg=failed to fetch Single node bootstrap In Place Ignition Config: failed to generate asset \"Single node bootstrap In Place Ignition Config\": controlPlane.replicas: Invalid value: 3: bootstrap in place requires a single ControlPlane replica\n";
+    const SDN: &str = "level=error msg=failed to fetch Single node bootstrap In Place Ignition Config: failed to load asset \"Install Config\": failed to create install config: invalid \"install-config.yaml\" file: networking.networkType: Invalid value: \"OpenShiftSDN\": networkType OpenShiftSDN is not supported, please use OVNKubernetes\n";
+
+    #[test]
+    fn a_rejection_is_told_by_its_words_on_either_exit_code() {
+        assert!(is_rejection(1, BIP));
+        assert!(is_rejection(3, SDN));
+        // The same words with an exit code the installer never uses for them.
+        assert!(!is_rejection(2, SDN));
+        let fips = "level=error msg=failed to fetch Single node bootstrap In Place Ignition Config: failed to load asset \"Install Config\": failed to create install config: target cluster is in FIPS mode, use the FIPS-capable installer binary for RHEL 9 on a host with FIPS enabled.\n";
+        assert!(is_rejection(3, fips));
+    }
+
+    #[test]
+    fn a_crash_a_kill_or_words_it_does_not_know_are_failures() {
+        let panic = format!("{BIP}panic: runtime error: invalid memory address\n\ngoroutine 1 [running]:\nmain.main()\n");
+        assert!(!is_rejection(1, &panic));
+        assert!(!is_rejection(-1, BIP), "killed by a signal");
+        assert!(!is_rejection(1, "level=fatal msg=failed to fetch Single node bootstrap In Place Ignition Config: open /tmp/x: permission denied\n"));
+        assert!(!is_rejection(1, ""));
+        assert!(!is_rejection(3, "Segmentation fault\n"));
+    }
+}
