@@ -260,7 +260,12 @@ fn badness_scan(c: &mut Criterion) {
         b.iter(|| {
             let mut f = Findings::default();
             for (t, l) in black_box(&lines).iter().enumerate() {
-                f.observe(&allow, "serial console", l, t as u64);
+                f.observe(
+                    (&allow, Default::default()),
+                    ("serial console", None),
+                    l,
+                    t as u64,
+                );
             }
             f
         })

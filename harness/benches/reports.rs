@@ -68,6 +68,7 @@ fn results() -> (Vec<(String, Vec<String>)>, Vec<RunResult>) {
                         line: "crio.service: A process of this unit has been killed by the OOM killer.".into(),
                         t_ms: 31_500,
                         allowed_by: None,
+                        warning: None,
                     });
                 }
                 18 => fail_at(&mut r, "disk-boot", "the live ISO booted again after the install (/run/ostree-live exists after the reset): the bootstrap would loop; check the boot order"),

@@ -124,16 +124,22 @@ pub struct LastSignal {
 /// allowed by the scenario and is a warning.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BadnessLine {
-    /// `kernel-panic`, `oops`, `kernel-bug`, `general-protection-fault`, `emergency-shell`,
-    /// `oom-kill`, `segfault`, `ordering-cycle`.
+    /// `kernel-panic`, `oops`, `soft-lockup`, `kernel-bug`, `kernel-warning`,
+    /// `general-protection-fault`, `emergency-shell`, `dracut-fatal`, `offline-device-io`,
+    /// `oom-kill`, `segfault`, `go-panic`, `core-dump`, `ordering-cycle` (docs/badness.md).
     pub kind: String,
     /// `serial console` or `journal of <unit>`.
     pub source: String,
     pub line: String,
     pub t_ms: u64,
-    /// The allow-list pattern that made it a warning; absent when it failed the run.
+    /// The allow-list pattern that made it a warning.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_by: Option<String>,
+    /// Why its kind, where it was seen, is a warning (a crash outside the bootstrap units on
+    /// the openshift profile, a soft lockup under TCG). Without this and `allowed_by`, the
+    /// line failed the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// What the run ran on.

@@ -1,7 +1,16 @@
 //! Badness in the guest's logs: lines that mean something went wrong even when every phase
-//! passed (a kernel oops during the install, an OOM kill of a control-plane process, a unit
-//! dropped to break an ordering cycle). The serial console and the journals are scanned line by
-//! line; a hit fails the run unless the scenario's allow-list says it is expected.
+//! passed (a kernel oops during the install, a crash of a bootstrap unit, a unit dropped to
+//! break an ordering cycle). The serial console and every boot's journal are scanned line by
+//! line. What a hit does is scoped as the peers scope it (docs/badness.md has the table):
+//! - the kernel and the boot itself (panic, Oops, BUG, general protection fault, a kernel
+//!   `WARNING: CPU:`, an emergency shell, dracut's fatal refusal, I/O to an offline device,
+//!   an ordering cycle) fail the current phase; a soft lockup is a warning under TCG, where
+//!   the emulated CPUs stall (kola treats it so);
+//! - a crash (OOM kill, segfault, Go `panic:`, core dump) of a bootstrap unit (bootkube,
+//!   install-to-disk, kubelet) fails; of any other unit it is a warning on the openshift profile
+//!   (operators restart and recover) and fails on the fixture's, unless the scenario says
+//!   (`[badness] process_crashes`);
+//! - the scenario's allow-list turns any matching line into a warning.
 //!
 //! The patterns are the kernel's and systemd's own wording (printk formats and systemd's log
 //! messages), so they match on real RHCOS as on the fixture. They are deliberately narrow: a
@@ -16,11 +25,17 @@ use std::sync::OnceLock;
 pub enum Kind {
     KernelPanic,
     Oops,
+    SoftLockup,
     KernelBug,
+    KernelWarning,
     GeneralProtectionFault,
     EmergencyShell,
+    DracutFatal,
+    OfflineDeviceIo,
     OomKill,
     Segfault,
+    GoPanic,
+    CoreDump,
     OrderingCycle,
 }
 
@@ -29,13 +44,75 @@ impl Kind {
         match self {
             Kind::KernelPanic => "kernel panic",
             Kind::Oops => "kernel Oops",
+            Kind::SoftLockup => "soft lockup",
             Kind::KernelBug => "kernel BUG",
+            Kind::KernelWarning => "kernel WARNING",
             Kind::GeneralProtectionFault => "general protection fault",
             Kind::EmergencyShell => "emergency shell",
+            Kind::DracutFatal => "dracut's fatal refusal",
+            Kind::OfflineDeviceIo => "I/O to an offline device",
             Kind::OomKill => "OOM kill",
             Kind::Segfault => "segfault",
+            Kind::GoPanic => "Go panic",
+            Kind::CoreDump => "core dump",
             Kind::OrderingCycle => "systemd ordering cycle",
         }
+    }
+
+    /// A process went wrong, not the kernel or the boot.
+    pub fn is_process_crash(self) -> bool {
+        matches!(
+            self,
+            Kind::OomKill | Kind::Segfault | Kind::GoPanic | Kind::CoreDump
+        )
+    }
+}
+
+/// The units whose crash is the bootstrap's own failure, on the live and the installed system.
+pub const BOOTSTRAP_UNITS: &[&str] = &[
+    "bootkube.service",
+    "install-to-disk.service",
+    "kubelet.service",
+];
+
+/// How a run scopes its hits: the profile's (or the scenario's) view of process crashes, and
+/// the accelerator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// A crash outside the bootstrap units fails the run (the fixture's default), or is a
+    /// warning (the openshift profile's).
+    pub process_crashes_fatal: bool,
+    /// The VM runs under TCG.
+    pub tcg: bool,
+}
+
+/// Strict until told otherwise: every crash fails.
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            process_crashes_fatal: true,
+            tcg: false,
+        }
+    }
+}
+
+impl Policy {
+    /// Why a hit of `kind` in `unit` (None: the console or the kernel) is only a warning, or
+    /// None when it fails the run.
+    pub fn warning(self, kind: Kind, unit: Option<&str>) -> Option<String> {
+        if kind == Kind::SoftLockup && self.tcg {
+            return Some("a soft lockup under TCG, where the emulated CPUs stall".into());
+        }
+        let bootstrap = unit.is_some_and(|u| BOOTSTRAP_UNITS.contains(&u));
+        if kind.is_process_crash() && !bootstrap && !self.process_crashes_fatal {
+            let whose = unit.map_or("a process outside the bootstrap units".to_string(), |u| {
+                format!("{u}, not a bootstrap unit")
+            });
+            return Some(format!(
+                "a crash of {whose}: operators restart and recover ([badness] process_crashes = \"fatal\" makes it fail)"
+            ));
+        }
+        None
     }
 }
 
@@ -47,9 +124,14 @@ fn patterns() -> &'static [(Kind, Regex)] {
             p(Kind::KernelPanic, r"Kernel panic - not syncing"),
             // "Oops: 0000 [#1] SMP", "Oops: general protection fault, ..." (6.x), "Oops - BUG"
             p(Kind::Oops, r"\bOops(: | - )"),
-            // "BUG: kernel NULL pointer dereference", "BUG: soft lockup", "watchdog: BUG: ...";
-            // case matters: "MP-BIOS bug: 8254 timer not connected" is a harmless notice.
+            // "watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [etcd:1234]", before the other
+            // BUGs.
+            p(Kind::SoftLockup, r"BUG: soft lockup"),
+            // "BUG: kernel NULL pointer dereference", "watchdog: BUG: ..."; case matters:
+            // "MP-BIOS bug: 8254 timer not connected" is a harmless notice.
             p(Kind::KernelBug, r"\bBUG: "),
+            // The kernel's __warn(): "WARNING: CPU: 1 PID: 120 at mm/page_alloc.c:4386 ...".
+            p(Kind::KernelWarning, r"WARNING: CPU: \d+ PID: \d+"),
             p(Kind::GeneralProtectionFault, r"general protection fault"),
             // systemd ("You are in emergency mode", "Reached target emergency.target") and
             // dracut ("Entering emergency mode. Exit the shell to continue.").
@@ -57,6 +139,10 @@ fn patterns() -> &'static [(Kind, Regex)] {
                 Kind::EmergencyShell,
                 r"You are in emergency mode|Entering emergency mode|Reached target (emergency\.target|Emergency Mode)|Started emergency\.service",
             ),
+            // dracut's die(): "dracut: FATAL: ..." and "dracut: Refusing to continue".
+            p(Kind::DracutFatal, r"dracut: FATAL: |dracut: Refusing to continue"),
+            // The SCSI layer: "sd 0:0:0:0: rejecting I/O to offline device".
+            p(Kind::OfflineDeviceIo, r"rejecting I/O to offline device"),
             // The kernel ("Out of memory: Killed process 123 (etcd)", "Memory cgroup out of
             // memory: Killed process ...", "... invoked oom-killer") and systemd ("A process of
             // this unit has been killed by the OOM killer", systemd-oomd's "Killed ... due to
@@ -68,6 +154,10 @@ fn patterns() -> &'static [(Kind, Regex)] {
             // The kernel's "prog[123]: segfault at 0 ip ... error 4 in ..." and systemd's
             // "Main process exited, code=dumped, status=11/SEGV".
             p(Kind::Segfault, r"\bsegfault at [0-9a-f]+ |status=11/SEGV"),
+            // A Go program's runtime panic, as its first line reaches the journal.
+            p(Kind::GoPanic, r"^panic: "),
+            // systemd-coredump: "Process 1234 (crio) of user 0 dumped core."
+            p(Kind::CoreDump, r"of user \d+ dumped core"),
             // "Found ordering cycle on foo.service/start" and "Job foo.service/start deleted to
             // break ordering cycle starting with ...".
             p(
@@ -97,6 +187,16 @@ pub struct Hit {
     /// The allow-list pattern that made it a warning, if one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allowed_by: Option<String>,
+    /// Why its kind, where it was seen, is a warning (`Policy`), if it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+impl Hit {
+    /// It fails the run: neither the allow-list nor the policy makes it a warning.
+    pub fn is_fatal(&self) -> bool {
+        self.allowed_by.is_none() && self.warning.is_none()
+    }
 }
 
 impl Hit {
@@ -148,11 +248,12 @@ impl Findings {
     /// Scans one line; returns the new hit, if the line is one.
     pub fn observe(
         &mut self,
-        allow: &AllowList,
-        source: &str,
+        scope: (&AllowList, Policy),
+        (source, unit): (&str, Option<&str>),
         line: &str,
         t_ms: u64,
     ) -> Option<&Hit> {
+        let (allow, policy) = scope;
         let kind = scan(line)?;
         let mut text: String = line.trim().to_string();
         if text.len() > MAX_LINE {
@@ -175,19 +276,20 @@ impl Findings {
             kind,
             source: source.to_string(),
             allowed_by: allow.allowing(&text),
+            warning: policy.warning(kind, unit),
             line: text,
             t_ms,
         });
         self.hits.last()
     }
 
-    /// The first hit the allow-list does not cover: it fails the run.
+    /// The first hit that fails the run.
     pub fn first_failing(&self) -> Option<&Hit> {
-        self.hits.iter().find(|h| h.allowed_by.is_none())
+        self.hits.iter().find(|h| h.is_fatal())
     }
 
     pub fn warnings(&self) -> impl Iterator<Item = &Hit> {
-        self.hits.iter().filter(|h| h.allowed_by.is_some())
+        self.hits.iter().filter(|h| !h.is_fatal())
     }
 }
 
@@ -202,7 +304,13 @@ mod tests {
             ("[  101.000001] Oops: 0000 [#1] PREEMPT SMP NOPTI", Kind::Oops),
             ("[   55.1] Oops: general protection fault, probably for non-canonical address 0xdead: 0000 [#1] SMP", Kind::Oops),
             ("[   33.2] BUG: kernel NULL pointer dereference, address: 0000000000000008", Kind::KernelBug),
-            ("[  200.0] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [etcd:1234]", Kind::KernelBug),
+            ("[  200.0] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [etcd:1234]", Kind::SoftLockup),
+            ("[   40.1] WARNING: CPU: 1 PID: 120 at mm/page_alloc.c:4386 __alloc_pages+0x2b5/0x330", Kind::KernelWarning),
+            ("dracut: FATAL: Don't know how to handle 'root=live:CDLABEL=x'", Kind::DracutFatal),
+            ("dracut: Refusing to continue", Kind::DracutFatal),
+            ("[  88.8] sd 0:0:0:0: rejecting I/O to offline device", Kind::OfflineDeviceIo),
+            ("panic: runtime error: invalid memory address or nil pointer dereference", Kind::GoPanic),
+            ("Process 4321 (crio) of user 0 dumped core.", Kind::CoreDump),
             ("[    9.9] general protection fault: 0000 [#1] SMP PTI", Kind::GeneralProtectionFault),
             ("You are in emergency mode. After logging in, type \"journalctl -xb\" to view", Kind::EmergencyShell),
             ("dracut-initqueue[412]: Entering emergency mode. Exit the shell to continue.", Kind::EmergencyShell),
@@ -242,10 +350,14 @@ mod tests {
     fn a_hit_is_a_failure_unless_the_allow_list_covers_it() {
         let allow = AllowList::new(&[r"\(tail\)".to_string()]).unwrap();
         let mut f = Findings::default();
+        let strict = Policy {
+            process_crashes_fatal: true,
+            tcg: false,
+        };
         let h = f
             .observe(
-                &allow,
-                "serial",
+                (&allow, strict),
+                ("serial", None),
                 "[ 9.1] Memory cgroup out of memory: Killed process 812 (tail)",
                 9_000,
             )
@@ -253,8 +365,8 @@ mod tests {
         assert_eq!(h.allowed_by.as_deref(), Some(r"\(tail\)"));
         assert!(f.first_failing().is_none());
         f.observe(
-            &allow,
-            "journal crio.service",
+            (&allow, strict),
+            ("journal crio.service", Some("crio.service")),
             "crio.service: A process of this unit has been killed by the OOM killer.",
             9_500,
         );
@@ -269,19 +381,59 @@ mod tests {
     #[test]
     fn repeats_are_counted_once_and_long_lines_are_cut() {
         let allow = AllowList::default();
+        let scope = (&allow, Policy::default());
         let mut f = Findings::default();
         let line = format!("BUG: soft lockup {}", "x".repeat(1000));
-        assert!(f.observe(&allow, "serial", &line, 1).is_some());
-        assert!(f.observe(&allow, "serial", &line, 2).is_none());
+        assert!(f.observe(scope, ("serial", None), &line, 1).is_some());
+        assert!(f.observe(scope, ("serial", None), &line, 2).is_none());
         assert_eq!(f.hits.len(), 1);
         assert_eq!(f.repeats, 1);
         assert!(f.hits[0].line.chars().count() <= MAX_LINE + 1);
         assert!(f.hits[0].line.ends_with('…'));
-        assert!(f.observe(&allow, "serial", "no badness here", 3).is_none());
+        assert!(f
+            .observe(scope, ("serial", None), "no badness here", 3)
+            .is_none());
     }
 
     #[test]
     fn an_invalid_allow_pattern_is_an_error_not_a_panic() {
         assert!(AllowList::new(&["(unclosed".to_string()]).is_err());
+    }
+
+    #[test]
+    fn crashes_are_scoped_by_unit_and_profile_and_soft_lockups_by_the_accelerator() {
+        let openshift = Policy {
+            process_crashes_fatal: false,
+            tcg: true,
+        };
+        let fixture = Policy {
+            process_crashes_fatal: true,
+            tcg: true,
+        };
+        // A bootstrap unit's crash fails on every profile.
+        assert_eq!(
+            openshift.warning(Kind::OomKill, Some("bootkube.service")),
+            None
+        );
+        assert_eq!(
+            openshift.warning(Kind::Segfault, Some("kubelet.service")),
+            None
+        );
+        // Another unit's is a warning on the openshift profile only.
+        let w = openshift
+            .warning(Kind::GoPanic, Some("crio.service"))
+            .unwrap();
+        assert!(w.contains("crio.service, not a bootstrap unit"), "{w}");
+        assert!(openshift.warning(Kind::CoreDump, None).is_some());
+        assert_eq!(fixture.warning(Kind::OomKill, Some("crio.service")), None);
+        // The kernel's own badness fails everywhere; a soft lockup only without TCG.
+        assert_eq!(openshift.warning(Kind::KernelPanic, None), None);
+        assert_eq!(openshift.warning(Kind::KernelWarning, None), None);
+        assert!(openshift.warning(Kind::SoftLockup, None).is_some());
+        let kvm = Policy {
+            process_crashes_fatal: false,
+            tcg: false,
+        };
+        assert_eq!(kvm.warning(Kind::SoftLockup, None), None);
     }
 }

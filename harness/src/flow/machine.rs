@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use super::badness::{AllowList, Findings};
+use super::badness::{AllowList, Findings, Policy as BadnessPolicy};
 pub use super::disk_write::{
     installer_progress_percent, AdaptiveDeadline, DiskWriteStats, Projection,
 };
@@ -107,6 +107,7 @@ pub struct Machine {
     pub etcd_rule: Option<(bool, String)>,
     badness: Findings,
     badness_allow: AllowList,
+    badness_policy: BadnessPolicy,
     /// The run ends, passed, once this phase passes (a run that saves its state there).
     stop_after: Option<Phase>,
 }
@@ -157,6 +158,7 @@ impl Machine {
             etcd_rule: None,
             badness: Findings::default(),
             badness_allow: AllowList::default(),
+            badness_policy: BadnessPolicy::default(),
             stop_after: None,
         }
     }
@@ -359,7 +361,7 @@ impl Machine {
                 );
             }
             Signal::Console { line } => {
-                self.scan_for_badness("serial console", line, now, &mut out)
+                self.scan_for_badness(("serial console", None), line, now, &mut out)
             }
             Signal::Journal { unit, message, .. } => {
                 let source = if unit.is_empty() {
@@ -367,7 +369,8 @@ impl Machine {
                 } else {
                     format!("journal of {unit}")
                 };
-                self.scan_for_badness(&source, message, now, &mut out);
+                let unit_name = (!unit.is_empty()).then_some(unit.as_str());
+                self.scan_for_badness((&source, unit_name), message, now, &mut out);
                 self.on_journal(unit, message, now, &mut out)
             }
             Signal::GuestStatus(s) => self.on_guest(s, now, &mut out),
@@ -586,11 +589,22 @@ impl Machine {
 
     /// A line that means trouble fails the current phase at once, quoting it, unless the
     /// scenario's allow-list makes it a warning.
-    fn scan_for_badness(&mut self, source: &str, line: &str, now: u64, out: &mut Vec<Action>) {
+    fn scan_for_badness(
+        &mut self,
+        (source, unit): (&str, Option<&str>),
+        line: &str,
+        now: u64,
+        out: &mut Vec<Action>,
+    ) {
         let failing = self
             .badness
-            .observe(&self.badness_allow, source, line, now)
-            .filter(|h| h.allowed_by.is_none())
+            .observe(
+                (&self.badness_allow, self.badness_policy),
+                (source, unit),
+                line,
+                now,
+            )
+            .filter(|h| h.is_fatal())
             .map(|h| h.describe());
         if let Some(reason) = failing {
             self.fail(now, reason, out);
@@ -600,6 +614,11 @@ impl Machine {
     /// The scenario's allow-list: matching badness lines become warnings.
     pub fn allow_badness(&mut self, allow: AllowList) {
         self.badness_allow = allow;
+    }
+
+    /// How hits are scoped (the profile's or scenario's view of crashes, the accelerator).
+    pub fn scope_badness(&mut self, policy: BadnessPolicy) {
+        self.badness_policy = policy;
     }
 
     /// Every badness line seen, failing or allowed.

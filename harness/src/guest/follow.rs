@@ -70,9 +70,15 @@ pub fn parse_journal(line: &str) -> Option<(Signal, String)> {
     };
     let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
     let cursor = s("__CURSOR");
+    // systemd's own lines about a unit ("kubelet.service: Main process exited, code=dumped")
+    // come from init.scope and name their subject in UNIT, as `journalctl -u` shows them.
+    let unit = match (s("_SYSTEMD_UNIT"), s("UNIT")) {
+        (own, subject) if own == "init.scope" && !subject.is_empty() => subject,
+        (own, _) => own,
+    };
     Some((
         Signal::Journal {
-            unit: s("_SYSTEMD_UNIT"),
+            unit,
             identifier: s("SYSLOG_IDENTIFIER"),
             message,
             guest_usec: s("__REALTIME_TIMESTAMP").parse().unwrap_or(0),

@@ -105,7 +105,7 @@ pub fn layout(machine_network: &[String]) -> Result<NatLayout, String> {
 
 /// The names a single-node cluster needs to resolve to its node: the API from outside and
 /// inside (`api-int`: the installed node's kubelet registers through it), and the routes the
-/// install waits on (console, OAuth, the ingress canary, downloads) under `*.apps`.
+/// install waits on (console, OAuth, the ingress canary) under `*.apps`.
 pub fn cluster_names(cluster: &str, base_domain: &str) -> Vec<String> {
     let c = format!("{cluster}.{base_domain}");
     vec![
@@ -114,6 +114,5 @@ pub fn cluster_names(cluster: &str, base_domain: &str) -> Vec<String> {
         format!("console-openshift-console.apps.{c}"),
         format!("oauth-openshift.apps.{c}"),
         format!("canary-openshift-ingress-canary.apps.{c}"),
-        format!("downloads-openshift-console.apps.{c}"),
     ]
 }

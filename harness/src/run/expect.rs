@@ -26,7 +26,7 @@ pub fn check_expectation(s: &Scenario, r: &RunResult) -> Result<String, String> 
     let warning_ok = e.warning_contains.as_ref().is_none_or(|x| {
         r.badness
             .iter()
-            .any(|b| b.allowed_by.is_some() && b.line.contains(x.as_str()))
+            .any(|b| (b.allowed_by.is_some() || b.warning.is_some()) && b.line.contains(x.as_str()))
     });
     let mut expected = format!(
         "{} at {} with a reason containing {:?}",

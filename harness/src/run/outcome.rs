@@ -137,6 +137,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
                 line: h.line.clone(),
                 t_ms: h.t_ms,
                 allowed_by: h.allowed_by.clone(),
+                warning: h.warning.clone(),
             })
             .collect(),
         etcd_rule: m

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::state::StateMode;
-use crate::flow::badness::AllowList;
+use crate::flow::badness::{AllowList, Policy as BadnessPolicy};
 use crate::flow::machine::{AdaptiveDeadline, Config as MachineConfig, Machine};
 use crate::flow::phase::{fixture_default_timeout, openshift_default_timeout, Phase};
 use crate::hw::{Accel, Firmware};
@@ -58,6 +58,12 @@ pub fn machine_for(s: &Scenario, accel: Accel, scale: f64, state: &StateMode) ->
     });
     // Validated when the scenario was read.
     m.allow_badness(AllowList::new(&s.badness_allow).unwrap_or_default());
+    m.scope_badness(BadnessPolicy {
+        process_crashes_fatal: s
+            .process_crashes_fatal
+            .unwrap_or(s.profile == Profile::Fixture),
+        tcg: accel == Accel::Tcg,
+    });
     if let Some(p) = state.stops_after() {
         m.stop_after(p);
     }

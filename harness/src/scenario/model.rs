@@ -209,6 +209,18 @@ pub struct BadnessSection {
     /// Regular expressions (Rust `regex` syntax) matched against the whole line.
     #[serde(default)]
     pub allow: Vec<Spanned<String>>,
+    /// Whether a crash (OOM kill, segfault, Go panic, core dump) outside the bootstrap units
+    /// fails the run (`fatal`, the fixture profile's default) or is a warning (`warning`, the
+    /// openshift profile's).
+    #[serde(default, deserialize_with = "option_choice")]
+    pub process_crashes: Option<CrashSeverity>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CrashSeverity {
+    Fatal,
+    Warning,
 }
 
 #[derive(Debug, Deserialize)]
@@ -699,6 +711,8 @@ pub struct Scenario {
     pub expect: Option<ExpectSection>,
     /// `[checks] etcd_bootstrap_member_removed`.
     pub etcd_check: EtcdCheck,
+    /// `[badness] process_crashes`, when the scenario sets it.
+    pub process_crashes_fatal: Option<bool>,
     /// `[badness] allow`: patterns of log lines that are warnings, not failures.
     pub badness_allow: Vec<String>,
 }

@@ -859,3 +859,51 @@ fn bootkube_restarts_without_a_limit_recover_or_end_at_the_deadline_quoting_them
         o.reason
     );
 }
+
+#[test]
+fn on_the_openshift_profile_a_crash_outside_the_bootstrap_units_is_a_warning() {
+    let mut m = machine();
+    m.scope_badness(crate::flow::badness::Policy {
+        process_crashes_fatal: false,
+        tcg: true,
+    });
+    through_bootkube(&mut m);
+    let a = feed(
+        &mut m,
+        vec![(
+            31_500,
+            journal(
+                "crio.service",
+                "crio.service: A process of this unit has been killed by the OOM killer.",
+            ),
+        )],
+    );
+    assert!(m.outcome().is_none(), "{a:?}");
+    let w = m.badness().warnings().next().unwrap();
+    assert!(w
+        .warning
+        .as_deref()
+        .unwrap()
+        .contains("crio.service, not a bootstrap unit"));
+    // The same crash in a bootstrap unit fails.
+    let a = feed(
+        &mut m,
+        vec![(
+            32_000,
+            journal(
+                "install-to-disk.service",
+                "install-to-disk.service: A process of this unit has been killed by the OOM killer.",
+            ),
+        )],
+    );
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+    assert!(
+        o.reason
+            .contains("OOM kill in the journal of install-to-disk.service"),
+        "{}",
+        o.reason
+    );
+}
