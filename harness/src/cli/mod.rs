@@ -2,6 +2,7 @@
 //! maps it to the exit codes of the contract, `preflight` is the one host check before
 //! anything is created, `flags` what `run`, `matrix` and `perf` share.
 
+mod check;
 mod doctor;
 mod error;
 mod fixture;
@@ -33,6 +34,7 @@ enum Command {
     Matrix(matrix::MatrixArgs),
     Perf(perf::PerfArgs),
     Plan(plan::PlanArgs),
+    Check(check::CheckArgs),
     Report(report::ReportArgs),
     Gc(gc::GcArgs),
     Doctor(doctor::DoctorArgs),
@@ -62,6 +64,7 @@ pub fn main() -> i32 {
         Command::Matrix(a) => matrix::matrix(a),
         Command::Perf(a) => perf::perf(a),
         Command::Plan(a) => plan::plan(a),
+        Command::Check(a) => check::check(a),
         Command::Report(a) => report::report(a),
         Command::Gc(a) => gc::gc(a),
         Command::Doctor(a) => doctor::doctor(a),

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::event::ApiCheck;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
@@ -61,6 +63,24 @@ impl Phase {
 
     pub fn names() -> Vec<&'static str> {
         Phase::ALL.iter().map(|p| p.name()).collect()
+    }
+
+    /// The API checks a phase after the pivot waits for (`health::checks` makes them).
+    pub fn api_checks(self) -> &'static [ApiCheck] {
+        match self {
+            Phase::ApiReady => &[ApiCheck::Readyz],
+            Phase::NodeReady => &[ApiCheck::NodeReady],
+            Phase::BootstrapComplete => &[
+                ApiCheck::BootstrapConfigmap,
+                ApiCheck::EtcdBootstrapMemberRemoved,
+            ],
+            Phase::ClusterReady => &[
+                ApiCheck::ClusterVersion,
+                ApiCheck::ClusterOperators,
+                ApiCheck::InstallConfigApplied,
+            ],
+            _ => &[],
+        }
     }
 
     pub fn next(self) -> Option<Phase> {

@@ -3,6 +3,7 @@
 //! (docs/bip-contract.md §7), on the admin kubeconfig pointed at a forwarded port.
 
 pub mod applied;
+pub mod check;
 pub mod checks;
 pub mod judge;
 
@@ -82,6 +83,11 @@ impl ClusterApi {
         config.default_retry = false;
         let client = Client::try_from(config).map_err(|e| HealthError::Client(e.to_string()))?;
         Ok(ClusterApi { client, server })
+    }
+
+    /// The server it talks to.
+    pub fn server(&self) -> &str {
+        &self.server
     }
 
     fn api_error(&self, what: &str, e: kube::Error) -> HealthError {

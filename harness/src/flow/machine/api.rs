@@ -89,18 +89,7 @@ impl Machine {
 
     /// The failing API checks of a phase, quoted.
     pub(super) fn pending_api(&self, p: Phase) -> String {
-        let checks: &[ApiCheck] = match p {
-            Phase::ApiReady => &[ApiCheck::Readyz],
-            Phase::BootstrapComplete => &[
-                ApiCheck::BootstrapConfigmap,
-                ApiCheck::EtcdBootstrapMemberRemoved,
-            ],
-            Phase::NodeReady => &[ApiCheck::NodeReady],
-            Phase::ClusterReady => &[
-                ApiCheck::ClusterVersion,
-                ApiCheck::ClusterOperators,
-                ApiCheck::InstallConfigApplied,
-            ],
+        let checks = match p {
             Phase::InstallToDisk => {
                 return self
                     .last_install_error
@@ -108,7 +97,7 @@ impl Machine {
                     .map(|e| format!("; last coreos-installer error: {e:?}"))
                     .unwrap_or_default()
             }
-            _ => return String::new(),
+            p => p.api_checks(),
         };
         let parts: Vec<String> = checks
             .iter()
