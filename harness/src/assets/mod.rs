@@ -2,7 +2,7 @@
 //! live ISO named by the installer's stream metadata (fetched, verified, cached by digest), and
 //! a per-run copy with the Ignition embedded and a serial console, made by coreos-installer.
 
-mod dns;
+pub mod dns;
 pub mod install_config;
 mod installer;
 mod iso;

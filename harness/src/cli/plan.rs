@@ -167,10 +167,31 @@ fn commands(s: &Scenario) -> Vec<String> {
         .into_iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    vec![
-        format!("{} {installer} --dir RUN/assets create single-node-ignition-config", env.join(" ")).trim().to_string(),
+    let env = env.join(" ");
+    let mut commands = Vec::new();
+    let records = sno_harness::assets::dns::records_for(s);
+    let live_ign = if records.is_some() {
+        sno_harness::assets::LIVE_IGNITION_FILE
+    } else {
+        "bootstrap-in-place-for-live-iso.ign"
+    };
+    if let Some(r) = &records {
+        commands.push(
+            format!("{env} {installer} --dir RUN/assets create manifests")
+                .trim()
+                .to_string(),
+        );
+        commands.push(format!(
+            "# RUN/assets/openshift/{}.yaml: a MachineConfig writing the node's /etc/hosts ({}); the live Ignition appends it too",
+            sno_harness::assets::dns::MACHINE_CONFIG_NAME,
+            sno_harness::assets::dns::hosts_lines(r).trim()
+        ));
+    }
+    commands.extend([
+        format!("{env} {installer} --dir RUN/assets create single-node-ignition-config").trim().to_string(),
         format!("{installer} coreos print-stream-json   # .architectures.x86_64.artifacts.metal.formats.iso.disk.{{location,sha256}}"),
-        "coreos-installer iso ignition embed -f -i RUN/assets/bootstrap-in-place-for-live-iso.ign -o RUN/live.iso ISO".into(),
+        format!("coreos-installer iso ignition embed -f -i RUN/assets/{live_ign} -o RUN/live.iso ISO"),
         "coreos-installer iso kargs modify -a console=ttyS0,115200n8 RUN/live.iso".into(),
-    ]
+    ]);
+    commands
 }

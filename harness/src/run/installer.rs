@@ -21,10 +21,16 @@ pub fn installer_env(s: &Scenario) -> Vec<(String, String)> {
 
 fn profile_env(s: &Scenario) -> Vec<(String, String)> {
     match (&s.fixture, &s.openshift) {
-        (Some(f), _) => vec![
-            ("MINISNO_SCHEDULE".to_string(), f.schedule.clone()),
-            ("MINISNO_FAULTS".to_string(), f.faults.join(",")),
-        ],
+        (Some(f), _) => {
+            let mut env = vec![
+                ("MINISNO_SCHEDULE".to_string(), f.schedule.clone()),
+                ("MINISNO_FAULTS".to_string(), f.faults.join(",")),
+            ];
+            if let Some(v) = &f.version {
+                env.push(("MINISNO_VERSION".to_string(), v.clone()));
+            }
+            env
+        }
         (None, Some(o)) => o
             .release_image
             .iter()

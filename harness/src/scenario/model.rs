@@ -614,6 +614,9 @@ pub struct FixtureSection {
     pub faults: Vec<Spanned<String>>,
     #[serde(default = "default_schedule")]
     pub schedule: String,
+    /// The release minisno reports (`4.14.3`), with that release's etcd condition: its
+    /// spelling, or none before 4.13 (docs/bip-contract.md §7). Default: minisno's own.
+    pub version: Option<Spanned<String>>,
 }
 
 fn default_schedule() -> String {
@@ -680,6 +683,7 @@ pub struct InstallSpec {
 pub struct FixtureSpec {
     pub faults: Vec<String>,
     pub schedule: String,
+    pub version: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -360,6 +360,30 @@ fn restart_limit(cx: &Ctx, v: &Spanned<TimeoutValue>) -> Result<u32, ScenarioErr
     }
 }
 
+/// `fixture.version`: a release such as `4.14.3` or `4.16.0-rc.1`.
+fn fixture_version(cx: &Ctx, v: Option<&Spanned<String>>) -> Result<Option<String>, ScenarioError> {
+    let Some(v) = v else { return Ok(None) };
+    let text = v.get_ref();
+    let (release, suffix) = text.split_once('-').unwrap_or((text, ""));
+    let numbers: Vec<&str> = release.split('.').collect();
+    let ok = numbers.len() == 3
+        && numbers
+            .iter()
+            .all(|n| !n.is_empty() && n.len() <= 4 && n.bytes().all(|b| b.is_ascii_digit()))
+        && suffix.len() <= 40
+        && suffix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.');
+    if ok {
+        Ok(Some(text.clone()))
+    } else {
+        Err(cx.at(
+            v,
+            format!("fixture.version = {text:?}: a release such as \"4.14.3\" or \"4.16.0-rc.1\""),
+        ))
+    }
+}
+
 fn fixture_section(
     cx: &Ctx,
     f: &ScenarioFile,
@@ -391,11 +415,13 @@ fn fixture_section(
             Some(FixtureSpec {
                 faults: sec.faults.iter().map(|f| f.get_ref().clone()).collect(),
                 schedule: sec.schedule.clone(),
+                version: fixture_version(cx, sec.version.as_ref())?,
             })
         }
         (None, Profile::Fixture) => Some(FixtureSpec {
             faults: vec![],
             schedule: "fast".into(),
+            version: None,
         }),
         (None, Profile::Openshift) => None,
     })
