@@ -89,3 +89,38 @@ fn etcd_reports_the_bootstrap_member_removed() {
     let j = judge::etcd_bootstrap_member_removed(&load("etcd.json"));
     assert!(j.ok, "{}", j.detail);
 }
+
+#[test]
+fn the_old_spelling_of_releases_before_4_16_counts_and_an_absent_condition_is_not_yet() {
+    let j = judge::etcd_bootstrap_member_removed(&load("etcd-4.14.json"));
+    assert!(j.ok, "{}", j.detail);
+    assert_eq!(j.detail, "EtcdBoostrapMemberRemoved=True");
+    let j = judge::etcd_bootstrap_member_removed(&load("etcd-member-not-yet-removed.json"));
+    assert!(!j.ok);
+    assert!(
+        j.detail
+            .contains("EtcdBootstrapMemberRemoved is still absent"),
+        "{}",
+        j.detail
+    );
+}
+
+#[test]
+fn the_etcd_rule_follows_the_release_of_4_14_4_15_and_4_17() {
+    use sno_harness::health::checks::{cluster_release, etcd_rule};
+    use sno_harness::scenario::model::EtcdCheck;
+    let rule = |file: &str| {
+        let v = cluster_release(&load(file)).unwrap();
+        (v.clone(), etcd_rule(EtcdCheck::Auto, Some(&v)).unwrap())
+    };
+    let (v, r) = rule("clusterversion-4.14.json");
+    assert_eq!(v, "4.14.3");
+    assert!(!r.required, "{}", r.why);
+    let (v, r) = rule("clusterversion-4.15.json");
+    assert_eq!(v, "4.15.9");
+    assert!(!r.required, "{}", r.why);
+    let (v, r) = rule("clusterversion-completed.json");
+    assert_eq!(v, "4.17.0");
+    assert!(r.required, "{}", r.why);
+    assert!(r.why.contains("4.16 or later"), "{}", r.why);
+}

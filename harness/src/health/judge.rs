@@ -1,5 +1,6 @@
 //! Verdicts on API objects, as pure functions of their JSON (so they are tested against
-//! recorded objects of real clusters). Each says what it saw, in words, when it is not ok.
+//! objects written from the openshift/api types, tests/data/openshift/). Each says what it
+//! saw, in words, when it is not ok.
 
 use std::time::{Duration, SystemTime};
 
