@@ -115,6 +115,15 @@ pub struct Machine {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct ApiCheckKey(u8);
 
+/// A boot id as one key, however it was written: /proc's has dashes, journald's `_BOOT_ID`
+/// none.
+pub fn boot_key(id: &str) -> String {
+    id.chars()
+        .filter(|c| *c != '-')
+        .collect::<String>()
+        .to_ascii_lowercase()
+}
+
 fn key(c: ApiCheck) -> ApiCheckKey {
     ApiCheckKey(c as u8)
 }
@@ -363,7 +372,12 @@ impl Machine {
             Signal::Console { line } => {
                 self.scan_for_badness(("serial console", None), line, now, &mut out)
             }
-            Signal::Journal { unit, message, .. } => {
+            Signal::Journal {
+                unit,
+                message,
+                boot_id,
+                ..
+            } => {
                 let source = if unit.is_empty() {
                     "journal".to_string()
                 } else {
@@ -371,10 +385,16 @@ impl Machine {
                 };
                 let unit_name = (!unit.is_empty()).then_some(unit.as_str());
                 self.scan_for_badness((&source, unit_name), message, now, &mut out);
-                self.on_journal(unit, message, now, &mut out)
+                self.on_journal(unit, message, now, &mut out);
+                if self.live_boot_id.is_none()
+                    && self.phases[&Phase::LiveBoot].status == Status::Pass
+                {
+                    // The live boot ended on the journal's evidence: its boot is this one.
+                    self.live_boot_id = Some(boot_key(boot_id));
+                }
             }
             Signal::GuestStatus(s) => self.on_guest(s, now, &mut out),
-            Signal::DiskWrite { bytes } => self.on_disk_write(*bytes, now),
+            Signal::DiskWrite { bytes } => self.on_disk_write(*bytes, now, &mut out),
             Signal::Api { check, ok, detail } => {
                 self.api.insert(key(*check), (*ok, detail.clone()));
                 self.advance_api(now, &mut out);
@@ -438,6 +458,16 @@ impl Machine {
         if message.starts_with("Approving csrs") {
             self.csr_approvals += 1;
         }
+        if unit == "bootkube" && cur == Some(Phase::LiveBoot) && self.live_boot_id.is_none() {
+            // Only the live system runs bootkube before the install: it is up and answering.
+            self.catch_up(
+                Phase::Bootkube,
+                now,
+                "the live system's bootkube.service runs (its journal is read over SSH)",
+                out,
+            );
+        }
+        let cur = self.current;
         if unit == "bootkube"
             && message.contains("bootkube.service complete")
             && cur == Some(Phase::Bootkube)
@@ -448,6 +478,17 @@ impl Machine {
         if unit != "install-to-disk" {
             return;
         }
+        if message.starts_with("Executing coreos-installer")
+            || message.contains("Install complete.")
+        {
+            self.catch_up(
+                Phase::InstallToDisk,
+                now,
+                "install-to-disk runs coreos-installer, which it does only once bootkube is done",
+                out,
+            );
+        }
+        let cur = self.current;
         if message.starts_with("Executing coreos-installer") {
             if cur == Some(Phase::InstallToDisk) {
                 self.phases
@@ -491,7 +532,7 @@ impl Machine {
     fn on_guest(&mut self, s: &GuestStatus, now: u64, out: &mut Vec<Action>) {
         match self.current {
             Some(Phase::LiveBoot) if s.live => {
-                self.live_boot_id = Some(s.boot_id.clone());
+                self.live_boot_id = Some(boot_key(&s.boot_id));
                 self.end(
                     Phase::LiveBoot,
                     Status::Pass,
@@ -539,7 +580,7 @@ impl Machine {
                     self.fail(now, why, out);
                 }
             }
-            Some(Phase::DiskBoot) if Some(&s.boot_id) != self.live_boot_id.as_ref() => {
+            Some(Phase::DiskBoot) if Some(boot_key(&s.boot_id)) != self.live_boot_id => {
                 if s.live {
                     self.fail(now, "the live ISO booted again after the install (/run/ostree-live exists after the reset): the bootstrap would loop; check the boot order".into(), out);
                 } else {
@@ -557,7 +598,7 @@ impl Machine {
         }
         if !s.live
             && s.bootkube_state.starts_with("failed")
-            && self.live_boot_id.as_ref() != Some(&s.boot_id)
+            && self.live_boot_id != Some(boot_key(&s.boot_id))
         {
             self.post_reboot_failure = Some(format!(
                 "the post-reboot bootkube.service failed ({}); bootstrap files remain: {}",

@@ -103,6 +103,9 @@ fn worth_sending(sig: &Signal, raw: &[u8]) -> bool {
         .any(|k| v[*k].as_str().is_some_and(|u| BIP_UNITS.contains(&u)))
 }
 
+/// How long one status poll may take on a guest that answered SSH.
+const STATUS_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How long `Followers::stop` waits for its threads.
 pub const STOP_WAIT: Duration = Duration::from_secs(2);
 
@@ -190,6 +193,10 @@ fn status_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool, poll: Durat
         if session.is_none() {
             match target.connect(Duration::from_secs(5)) {
                 Ok(s) => {
+                    // The status script runs a dozen commands; a loaded TCG guest can take
+                    // well over the connect's few seconds to answer, which must not read as
+                    // SSH being down.
+                    s.set_io_timeout(STATUS_TIMEOUT);
                     let _ = tx.send((
                         Source::Guest,
                         Signal::Ssh {

@@ -181,6 +181,11 @@ impl SshTarget {
 
 impl SshSession {
     /// Runs a command through `sh -c` on the guest and collects its output.
+    /// How long a read or write on the session may block before it fails.
+    pub fn set_io_timeout(&self, timeout: Duration) {
+        self.session.set_timeout(timeout.as_millis() as u32);
+    }
+
     pub fn exec(&self, command: &str) -> Result<CommandOutput, SshError> {
         let proto = |stage, source| SshError::Protocol {
             addr: self.addr,

@@ -126,7 +126,7 @@ impl JournalFiles {
             boot_id,
         } = signal
         {
-            let f = if Some(boot_id.as_str()) == live_boot {
+            let f = if Some(crate::flow::machine::boot_key(boot_id).as_str()) == live_boot {
                 &mut self.live
             } else {
                 &mut self.disk

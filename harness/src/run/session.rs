@@ -203,7 +203,7 @@ impl Session {
     fn on_signal(&mut self, run: &mut Run<'_>, source: Source, signal: Signal) {
         if let Signal::GuestStatus(st) = &signal {
             if st.live && self.live_boot.is_none() {
-                self.live_boot = Some(st.boot_id.clone());
+                self.live_boot = Some(crate::flow::machine::boot_key(&st.boot_id));
             }
         }
         if let Signal::Journal { .. } = &signal {

@@ -72,10 +72,38 @@ impl Machine {
         })
     }
 
-    pub(super) fn on_disk_write(&mut self, bytes: u64, now: u64) {
-        if bytes > self.disk.last_bytes {
+    pub(super) fn on_disk_write(&mut self, bytes: u64, now: u64, out: &mut Vec<Action>) {
+        let grew = bytes > self.disk.last_bytes;
+        if grew {
+            // Block stats come from the VM, not the guest: they say the install began even
+            // when the followers lag behind a loaded guest (the write then starts here, as
+            // coreos-installer's own line would have said).
+            let before = self.current;
+            self.catch_up(
+                Phase::InstallToDisk,
+                now,
+                "the install disk is being written, which install-to-disk does only once bootkube is done",
+                out,
+            );
+            let caught_up = before != self.current && self.current == Some(Phase::InstallToDisk);
+            if caught_up && self.disk.start_ms.is_none() {
+                self.disk.start_ms = Some(now);
+                self.disk.base_bytes = Some(self.disk.last_bytes);
+            }
             self.disk.last_growth_ms = now;
         }
         self.disk.last_bytes = bytes;
+    }
+
+    /// Evidence of a later phase while an earlier one still waits (a follower that lagged, a
+    /// status poll a loaded guest answered too late): the live boot and bootkube are over,
+    /// since what came next cannot begin before them. They end, passed, saying by what.
+    pub(super) fn catch_up(&mut self, to: Phase, now: u64, why: &str, out: &mut Vec<Action>) {
+        while let Some(cur) = self.current {
+            if cur >= to || !matches!(cur, Phase::LiveBoot | Phase::Bootkube) {
+                return;
+            }
+            self.end(cur, Status::Pass, now, why.to_string(), out);
+        }
     }
 }

@@ -907,3 +907,127 @@ fn on_the_openshift_profile_a_crash_outside_the_bootstrap_units_is_a_warning() {
         o.reason
     );
 }
+
+fn qmp(name: &str) -> Signal {
+    Signal::Qmp {
+        name: name.into(),
+        data: serde_json::json!({"guest": true, "reason": "guest-reset"}),
+    }
+}
+
+#[test]
+fn evidence_of_a_later_phase_ends_the_earlier_ones_when_the_followers_lag() {
+    // The status poll never answered and bootkube's last line was missed: the install disk's
+    // writes (from the VM, not the guest) end the live boot and bootkube.
+    let mut m = machine();
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            (60_000, Signal::DiskWrite { bytes: 0 }),
+            (61_000, Signal::DiskWrite { bytes: 8 << 20 }),
+        ],
+    );
+    assert_eq!(m.phase(Phase::LiveBoot).status, Status::Pass);
+    assert_eq!(m.phase(Phase::Bootkube).status, Status::Pass);
+    assert!(m
+        .phase(Phase::Bootkube)
+        .detail
+        .contains("install disk is being written"));
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    assert_eq!(m.disk.start_ms, Some(61_000));
+    // "Install complete." while bootkube still waits ends both.
+    let mut m = machine();
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            (20_000, Signal::GuestStatus(guest("live", true))),
+            (
+                50_000,
+                journal("install-to-disk.service", "Install complete."),
+            ),
+        ],
+    );
+    assert_eq!(m.phase(Phase::Bootkube).status, Status::Pass);
+    assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pass);
+    assert_eq!(m.current(), Some(Phase::Reboot));
+    // The live system's bootkube lines end the live boot when the status poll is late.
+    let mut m = machine();
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            (
+                30_000,
+                journal("bootkube.service", "Rendering MCO manifests..."),
+            ),
+        ],
+    );
+    assert_eq!(m.phase(Phase::LiveBoot).status, Status::Pass);
+    assert_eq!(m.current(), Some(Phase::Bootkube));
+}
+
+#[test]
+fn install_to_disk_ends_on_its_marker_or_a_reset_after_a_whole_write_and_fails_on_an_early_reset() {
+    // The marker.
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let mut s = guest("live", true);
+    s.coreos_installer_done = true;
+    feed(&mut m, vec![(40_000, Signal::GuestStatus(s))]);
+    assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pass);
+    assert_eq!(
+        m.phase(Phase::InstallToDisk).detail,
+        "/opt/openshift/coreos-installer.done"
+    );
+    // A reset once coreos-installer said 100 %: the reboot.
+    let mut m = machine();
+    through_bootkube(&mut m);
+    feed(
+        &mut m,
+        vec![
+            (
+                31_000,
+                journal(
+                    "install-to-disk.service",
+                    "Read disk 86.8 MiB/86.8 MiB (100%)",
+                ),
+            ),
+            (40_000, qmp("RESET")),
+        ],
+    );
+    assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pass);
+    assert_eq!(m.phase(Phase::Reboot).status, Status::Pass);
+    assert_eq!(m.current(), Some(Phase::DiskBoot));
+    // A reset halfway: the install did not finish.
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let a = feed(
+        &mut m,
+        vec![
+            (
+                31_000,
+                journal(
+                    "install-to-disk.service",
+                    "Read disk 43.0 MiB/86.8 MiB (49%)",
+                ),
+            ),
+            (40_000, qmp("RESET")),
+        ],
+    );
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+    assert!(
+        o.reason
+            .contains("the VM reset during install-to-disk before the install was seen complete"),
+        "{}",
+        o.reason
+    );
+    assert!(o.reason.contains("49% of the image"), "{}", o.reason);
+}

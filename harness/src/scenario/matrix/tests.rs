@@ -80,10 +80,16 @@ fn pairwise_tests_every_accepted_pair_in_permutations_the_installer_accepts() {
     assert_eq!(m.strategy, Strategy::Pairwise);
     let sdn = |p: &Permutation| p.values["install.network_type"] == "OpenShiftSDN";
     let ipv6_first = |p: &Permutation| p.values["install.network_stack"] == "ipv6-first";
+    // FIPS on a host without FIPS, the installer's host check not skipped.
+    let fips = |p: &Permutation| {
+        p.values["install.fips"] == "fips"
+            && p.values["install.skip_hostcrypt_validation"] == "hostcrypt"
+    };
+    let reasons = |p: &Permutation| u8::from(sdn(p)) + u8::from(ipv6_first(p)) + u8::from(fips(p));
     let accepted: Vec<&Permutation> = m.permutations.iter().filter(|p| !p.negative).collect();
     let refused: Vec<&Permutation> = m.permutations.iter().filter(|p| p.negative).collect();
     for p in &accepted {
-        assert!(!sdn(p) && !ipv6_first(p), "{}", p.id);
+        assert_eq!(reasons(p), 0, "{}", p.id);
         assert!(p.scenario.expect.is_none(), "{}", p.id);
     }
     // The pair that used to ride only on an ipv6-first permutation.
@@ -95,15 +101,21 @@ fn pairwise_tests_every_accepted_pair_in_permutations_the_installer_accepts() {
         "{:?}",
         ids(&m)
     );
-    // Three stacks against four two-valued axes need six; OpenShiftSDN meets the three stacks
-    // it can meet alone, ipv6-first both values of each other axis.
-    assert_eq!(accepted.len(), 6);
+    // FIPS is tested in the cluster too, with the host check skipped.
+    assert!(
+        accepted.iter().any(|p| p.values["install.fips"] == "fips"),
+        "{:?}",
+        ids(&m)
+    );
+    assert_eq!(accepted.len(), 7);
     assert_eq!(refused.iter().filter(|p| sdn(p)).count(), 3);
     assert_eq!(refused.iter().filter(|p| ipv6_first(p)).count(), 2);
+    assert_eq!(refused.iter().filter(|p| fips(p)).count(), 3);
     for p in &refused {
-        assert!(
-            sdn(p) != ipv6_first(p),
-            "{} has two reasons to be refused",
+        assert_eq!(
+            reasons(p),
+            1,
+            "{} has more than one reason to be refused",
             p.id
         );
         let e = p.scenario.expect.as_ref().unwrap();
@@ -116,16 +128,18 @@ fn pairwise_tests_every_accepted_pair_in_permutations_the_installer_accepts() {
     let order: Vec<u8> = m
         .permutations
         .iter()
-        .map(|p| u8::from(p.negative) + u8::from(ipv6_first(p)))
+        .map(|p| u8::from(p.negative) + u8::from(ipv6_first(p)) + 2 * u8::from(fips(p)))
         .collect();
     assert!(order.windows(2).all(|w| w[0] <= w[1]), "{:?}", ids(&m));
     assert!(plan_text(&m).contains(
-        "strategy pairwise: 11 permutations (6 accepted, 5 expected rejections at assets; pairwise 11, full 128)"
+        "strategy pairwise: 15 permutations (7 accepted, 8 expected rejections at assets; pairwise 15, full 512)"
     ));
-    // The full product keeps the rows with both reasons.
+    // The full product keeps the rows with several reasons.
     let full = m.with_strategy(Strategy::Full).unwrap();
-    assert_eq!(full.permutations.len(), 128);
-    assert_eq!(full.negative_count(), 128 - 3 * 16);
+    assert_eq!(full.permutations.len(), 512);
+    // Accepted: three stacks, OVNKubernetes, both proxies, bundles and policies, three of the
+    // four FIPS and host-check pairs, both capability sets.
+    assert_eq!(full.negative_count(), 512 - 3 * 2 * 2 * 2 * 3 * 2);
 }
 
 #[test]
