@@ -60,7 +60,7 @@ pub enum BipError {
 }
 
 /// The names of the plain faults, both ways.
-const PLAIN_FAULTS: &[(&str, Fault)] = &[
+pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
     ("bootkube-fail", Fault::BootkubeFail),
     ("bootkube-flaky", Fault::BootkubeFlaky),
     ("bootkube-hang", Fault::BootkubeHang),

@@ -62,6 +62,16 @@ fn every_fault_of_the_shared_list_is_implemented_under_its_own_name() {
 }
 
 #[test]
+fn the_fixture_knows_no_fault_the_shared_list_lacks() {
+    let listed: Vec<&str> = sno_fixture_faults::FAULTS.iter().map(|f| f.name).collect();
+    for (name, _) in options::PLAIN_FAULTS {
+        assert!(listed.contains(name), "{name} is not in the shared list");
+    }
+    // the plain ones and the two that take an operator's name: the whole list
+    assert_eq!(options::PLAIN_FAULTS.len() + 2, listed.len());
+}
+
+#[test]
 fn live_config_carries_the_bip_units_and_is_accepted_by_minisno_ignition() {
     let o = FixtureOptions::default();
     let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
