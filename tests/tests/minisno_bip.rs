@@ -2,6 +2,10 @@
 //! install-config, the real coreos-installer embeds the live Ignition, and the VM goes through
 //! bootkube, install-to-disk, the reboot and the disk boot to a converged API, reached through a
 //! 127.0.0.1 port forward with the generated admin kubeconfig.
+//!
+//! As on a real node, the installed system's kubelet registers only once api-int resolves on
+//! the node, and minisno provides no cluster names itself: this test gives them, as a harness
+//! does, in a master MachineConfig that writes /etc/hosts, added after `create manifests`.
 
 use std::path::Path;
 use std::process::Command;
@@ -46,18 +50,73 @@ sshKey: '{}'
     )
 }
 
-/// Runs minisno-install in `dir` with the fast schedule.
+/// The node's address under QEMU user networking, which its DHCP lease always gives.
+const NODE_IP: &str = "10.0.2.15";
+
+/// The installed system's /etc/hosts: the fixture's own names, and the cluster's pointing at the
+/// node (the API, the internal API, and the routes of the console, OAuth and the ingress canary).
+fn hosts_file() -> String {
+    let names = [
+        "api.sno.example.test",
+        "api-int.sno.example.test",
+        "console-openshift-console.apps.sno.example.test",
+        "oauth-openshift.apps.sno.example.test",
+        "canary-openshift-ingress-canary.apps.sno.example.test",
+    ];
+    format!(
+        "127.0.0.1\tlocalhost\n127.0.1.1\tminisno\n::1\tlocalhost ip6-localhost ip6-loopback\n{NODE_IP}\t{}\n",
+        names.join(" ")
+    )
+}
+
+/// A master MachineConfig writing `hosts` to /etc/hosts on the installed system.
+fn hosts_machine_config(hosts: &str) -> String {
+    use base64::Engine as _;
+    format!(
+        r#"apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  labels:
+    machineconfiguration.openshift.io/role: master
+  name: 99-sno-e2e-dns-master
+spec:
+  config:
+    ignition:
+      version: 3.2.0
+    storage:
+      files:
+      - path: /etc/hosts
+        mode: 420
+        overwrite: true
+        contents:
+          source: data:text/plain;charset=utf-8;base64,{}
+"#,
+        base64::engine::general_purpose::STANDARD.encode(hosts)
+    )
+}
+
+/// Runs minisno-install in `dir` with the fast schedule: `create manifests`, the DNS
+/// MachineConfig, then `create single-node-ignition-config`.
 fn create_assets(dir: &Path, config: &str) {
     std::fs::write(dir.join("install-config.yaml"), config).unwrap();
     let installer = fixture()
         .installer
         .clone()
         .expect("the fixture ships minisno-install");
-    run(Command::new(installer)
-        .args(["--dir"])
-        .arg(dir)
-        .args(["create", "single-node-ignition-config"])
-        .env("MINISNO_SCHEDULE", "fast"));
+    for target in ["manifests", "single-node-ignition-config"] {
+        if target == "single-node-ignition-config" {
+            std::fs::write(
+                dir.join("openshift/99-sno-e2e-dns-master.yaml"),
+                hosts_machine_config(&hosts_file()),
+            )
+            .unwrap();
+        }
+        run(Command::new(&installer)
+            .args(["--dir"])
+            .arg(dir)
+            .args(["create", target])
+            .env("MINISNO_SCHEDULE", "fast"));
+    }
 }
 
 fn live_iso_with(dir: &Path, ign: &Path) -> std::path::PathBuf {
@@ -156,15 +215,15 @@ fn bootstrap_in_place_converges_on_seabios_virtio() {
             })
         })
         .await;
-        until_ok("etcd bootstrap member removed", limit, || async {
-            Ok(judge::etcd_bootstrap_member_removed(
-                &api.etcd().await.map_err(|e| e.to_string())?,
-            ))
-        })
-        .await;
         until_ok("node ready", limit, || async {
             Ok(judge::single_node_ready(
                 &api.nodes().await.map_err(|e| e.to_string())?,
+            ))
+        })
+        .await;
+        until_ok("etcd bootstrap member removed", limit, || async {
+            Ok(judge::etcd_bootstrap_member_removed(
+                &api.etcd().await.map_err(|e| e.to_string())?,
             ))
         })
         .await;
@@ -211,9 +270,22 @@ fn bootstrap_in_place_converges_on_seabios_virtio() {
         cleaned.succeed("test ! -e /opt/openshift && test ! -e /etc/kubernetes/bootstrap-secrets && systemctl is-enabled bootkube.service | grep -qx disabled")
     })
     .unwrap_or_else(|e| panic!("{e}"));
+    let hosts = succeed(&cleaned, "cat /etc/hosts");
+    assert_eq!(
+        hosts.trim_end(),
+        hosts_file().trim_end(),
+        "the MachineConfig's /etc/hosts"
+    );
+
     let journal = succeed(
         &cleaned,
         "sudo journalctl -b -o cat -t bootstrap-in-place-post-reboot.sh",
+    );
+    let apiserver = succeed(&cleaned, "sudo journalctl -b -o cat -u kubelet.service");
+    assert!(
+        apiserver.contains("api-int.sno.example.test resolves to 10.0.2.15 on this node")
+            || apiserver.contains("node registered"),
+        "the apiserver's journal shows no registration:\n{apiserver}"
     );
     for line in [
         "Running bootkube bootstrap-in-place post reboot",

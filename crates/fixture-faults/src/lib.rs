@@ -38,6 +38,10 @@ pub const FAULTS: &[FaultName] = &[
         "bootkube-fail",
         "cluster-bootstrap fails; bootkube.service restarts every 5 s",
     ),
+    plain(
+        "bootkube-flaky",
+        "cluster-bootstrap fails twice, then succeeds; bootkube.service restarts and resumes from its markers",
+    ),
     plain("bootkube-hang", "cluster-bootstrap never finishes"),
     plain(
         "install-fail",
@@ -53,6 +57,10 @@ pub const FAULTS: &[FaultName] = &[
         "/readyz stays 503 and every resource answers 503",
     ),
     plain("node-not-ready", "the node never becomes Ready"),
+    plain(
+        "no-dns",
+        "the harness withholds its DNS records for api, api-int and the routes; the node never registers",
+    ),
     FaultName {
         name: "operator-degraded",
         parameter: Some("name"),

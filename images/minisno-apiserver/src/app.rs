@@ -3,14 +3,25 @@
 
 use std::net::IpAddr;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::config::{Config, ConfigError, Faults};
-use crate::schedule;
+use crate::schedule::{Facts, Timeline};
 use crate::state::{now_unix_ms, State, StateError};
+
+/// How often the simulated kubelet tries its lookup of api-int while it fails.
+const API_INT_LOOKUP_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The simulated kubelet's lookups of api-int, until one succeeds.
+#[derive(Debug, Default)]
+struct Lookups {
+    last: Option<Instant>,
+    failure_logged: bool,
+}
 
 pub struct App {
     pub config: Config,
@@ -27,6 +38,17 @@ pub struct App {
     state: Mutex<State>,
     /// PEM certificate requests of the two simulated kubelet CSRs.
     pub csr_requests: [String; 2],
+    lookups: Mutex<Lookups>,
+    /// The facts of the state, mirrored so that the timeline can be read while the state is
+    /// locked (object metadata needs it inside state reads).
+    facts: Mutex<Facts>,
+}
+
+fn facts_of(s: &State) -> Facts {
+    Facts {
+        api_int_resolved_at: s.api_int_resolved_at_s,
+        bootstrap_complete_at: s.bootstrap_complete_at_s,
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +82,7 @@ impl App {
         let (faults, ignored_faults) = Faults::parse(&config.faults);
         let install_config = config.install_config()?;
         let (state, fresh) = State::load_or_init(&config.state_dir)?;
+        let state_snapshot = state.clone();
         let csr_requests = [
             kubelet_csr(&config.node_name, false)?,
             kubelet_csr(&config.node_name, true)?,
@@ -74,6 +97,8 @@ impl App {
             state: Mutex::new(state),
             csr_requests,
             config,
+            lookups: Mutex::new(Lookups::default()),
+            facts: Mutex::new(facts_of(&state_snapshot)),
         };
         app.seed_builtin_configmaps()?;
         Ok(app)
@@ -91,7 +116,54 @@ impl App {
     }
 
     pub fn generation(&self) -> u64 {
-        schedule::generation(self.elapsed(), &self.config.schedule)
+        self.timeline().generation(self.elapsed())
+    }
+
+    /// What has happened so far on the node and through the API. No I/O and no state lock.
+    pub fn facts(&self) -> Facts {
+        *self.facts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// When each milestone is reached, as things stand now.
+    pub fn timeline(&self) -> Timeline {
+        Timeline::new(&self.config.schedule, &self.faults, &self.facts())
+    }
+
+    /// The simulated kubelet's lookup of api-int, through the node's resolver, at most every
+    /// [`API_INT_LOOKUP_INTERVAL`] until it first succeeds (the answer is then kept: the
+    /// node, once registered, stays so). A failure is logged once. The server calls it several
+    /// times a second; it must not be called while the state is locked.
+    pub fn look_up_api_int(&self) {
+        if self.facts().api_int_resolved_at.is_some() {
+            return;
+        }
+        let mut lookups = self.lookups.lock().unwrap_or_else(|e| e.into_inner());
+        if lookups
+            .last
+            .is_some_and(|t| t.elapsed() < API_INT_LOOKUP_INTERVAL)
+        {
+            return;
+        }
+        lookups.last = Some(Instant::now());
+        let host = self.config.api_int_host();
+        match self.config.resolver.resolve(&host) {
+            Ok(addrs) => {
+                let at = self.elapsed();
+                let saved = self.update(|s| {
+                    s.api_int_resolved_at_s.get_or_insert(at);
+                    Ok::<_, std::convert::Infallible>(())
+                });
+                if saved.is_ok() {
+                    let list: Vec<String> = addrs.iter().map(IpAddr::to_string).collect();
+                    crate::server::log(format!("{host} resolves to {} on this node: the kubelet can reach the API and register the node", list.join(", ")));
+                }
+            }
+            Err(why) if !lookups.failure_logged => {
+                lookups.failure_logged = true;
+                crate::server::log(format!("{host} does not resolve on this node ({why}): the kubelet cannot reach the API, so the node does not register until the name resolves"));
+            }
+            Err(_) => {}
+        }
     }
 
     /// Reads the state.
@@ -111,6 +183,7 @@ impl App {
         let r = f(&mut next).map_err(UpdateError::Rejected)?;
         next.save(&self.config.state_dir)
             .map_err(UpdateError::Save)?;
+        *self.facts.lock().unwrap_or_else(|e| e.into_inner()) = facts_of(&next);
         *guard = next;
         Ok(r)
     }

@@ -32,6 +32,22 @@ pub struct Config {
     /// The install-config as YAML, pull secret removed.
     #[serde(default)]
     pub install_config_yaml: String,
+    /// How the simulated kubelet looks up `api-int.<cluster>.<domain>`: the node's own resolver
+    /// (`"system"`, the default), or a hosts file (`{"hosts_file": "/path"}`, for tests).
+    #[serde(default)]
+    pub resolver: Resolver,
+}
+
+/// The simulated kubelet's name lookup. The node registers only once api-int resolves.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resolver {
+    /// getaddrinfo, as the real kubelet's lookups go: /etc/hosts, then DNS if resolv.conf names a
+    /// server.
+    #[default]
+    System,
+    /// Only the entries of this hosts file.
+    HostsFile(PathBuf),
 }
 
 fn default_node_name() -> String {
@@ -46,16 +62,54 @@ pub struct Release {
     pub image: String,
 }
 
-/// When each milestone is reached, in seconds since the very first start.
+impl Release {
+    /// `(major, minor)` of the version, `None` when it does not start `<major>.<minor>`.
+    pub fn major_minor(&self) -> Option<(u32, u32)> {
+        let mut parts = self.version.split(['.', '-']);
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        Some((major, minor))
+    }
+
+    /// The name under which the etcd operator of this release reports the removal of the
+    /// bootstrap member: none before 4.13, misspelled `EtcdBoostrapMemberRemoved` from 4.13 to
+    /// 4.15 (early 2023 to February 2024), `EtcdBootstrapMemberRemoved` since 4.16. A version
+    /// that cannot be read is taken as a current one.
+    pub fn etcd_removed_condition(&self) -> Option<&'static str> {
+        match self.major_minor() {
+            Some((4, minor)) if minor < 13 => None,
+            Some((4, 13..=15)) => Some("EtcdBoostrapMemberRemoved"),
+            _ => Some("EtcdBootstrapMemberRemoved"),
+        }
+    }
+
+    /// `stable-<major>.<minor>`, the channel a new cluster of this release follows.
+    pub fn channel(&self) -> String {
+        match self.major_minor() {
+            Some((major, minor)) => format!("stable-{major}.{minor}"),
+            None => "stable".to_string(),
+        }
+    }
+}
+
+/// How long each milestone takes once what it waits for has happened. Only the API's start is
+/// a time since the very first start; the rest follow their causes, as in a real install
+/// (docs/bip-contract.md §7): the node registers when the API is up and api-int resolves on the
+/// node; it is Ready `node_ready_delay_s` later; the etcd operator removes the bootstrap member
+/// `etcd_bootstrap_removed_delay_s` after the node is Ready and the bootstrap configmap says
+/// complete; the operators turn Available from `operators_available_delay_s` after the node is
+/// Ready; the cluster version completes `cluster_version_completed_delay_s` after the member is
+/// removed and every operator is Available; the operators stop progressing
+/// `operators_settled_delay_s` after that.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Schedule {
     pub readyz_after_s: f64,
-    pub etcd_bootstrap_removed_after_s: f64,
-    pub node_ready_after_s: f64,
-    pub operators_available_after_s: f64,
-    pub operators_settled_after_s: f64,
-    pub cluster_version_completed_after_s: f64,
+    pub node_ready_delay_s: f64,
+    pub etcd_bootstrap_removed_delay_s: f64,
+    pub operators_available_delay_s: f64,
+    pub cluster_version_completed_delay_s: f64,
+    pub operators_settled_delay_s: f64,
 }
 
 impl Schedule {
@@ -63,11 +117,11 @@ impl Schedule {
     pub fn fast() -> Self {
         Schedule {
             readyz_after_s: 3.0,
-            etcd_bootstrap_removed_after_s: 6.0,
-            node_ready_after_s: 6.0,
-            operators_available_after_s: 10.0,
-            operators_settled_after_s: 14.0,
-            cluster_version_completed_after_s: 16.0,
+            node_ready_delay_s: 2.0,
+            etcd_bootstrap_removed_delay_s: 1.0,
+            operators_available_delay_s: 2.0,
+            cluster_version_completed_delay_s: 2.0,
+            operators_settled_delay_s: 2.0,
         }
     }
 
@@ -75,11 +129,11 @@ impl Schedule {
     pub fn normal() -> Self {
         Schedule {
             readyz_after_s: 30.0,
-            etcd_bootstrap_removed_after_s: 90.0,
-            node_ready_after_s: 90.0,
-            operators_available_after_s: 240.0,
-            operators_settled_after_s: 300.0,
-            cluster_version_completed_after_s: 330.0,
+            node_ready_delay_s: 60.0,
+            etcd_bootstrap_removed_delay_s: 30.0,
+            operators_available_delay_s: 150.0,
+            cluster_version_completed_delay_s: 60.0,
+            operators_settled_delay_s: 30.0,
         }
     }
 
@@ -87,11 +141,11 @@ impl Schedule {
     pub fn scaled(self, factor: f64) -> Self {
         Schedule {
             readyz_after_s: self.readyz_after_s * factor,
-            etcd_bootstrap_removed_after_s: self.etcd_bootstrap_removed_after_s * factor,
-            node_ready_after_s: self.node_ready_after_s * factor,
-            operators_available_after_s: self.operators_available_after_s * factor,
-            operators_settled_after_s: self.operators_settled_after_s * factor,
-            cluster_version_completed_after_s: self.cluster_version_completed_after_s * factor,
+            node_ready_delay_s: self.node_ready_delay_s * factor,
+            etcd_bootstrap_removed_delay_s: self.etcd_bootstrap_removed_delay_s * factor,
+            operators_available_delay_s: self.operators_available_delay_s * factor,
+            cluster_version_completed_delay_s: self.cluster_version_completed_delay_s * factor,
+            operators_settled_delay_s: self.operators_settled_delay_s * factor,
         }
     }
 }
@@ -252,8 +306,8 @@ mod tests {
           "state_dir": "/var/lib/minisno-apiserver",
           "node_name": "minisno",
           "release": {"version": "4.17.0-minisno", "image": "quay.io/minisno/release:4.17.0-minisno"},
-          "schedule": {"readyz_after_s": 3, "etcd_bootstrap_removed_after_s": 6, "node_ready_after_s": 6,
-                       "operators_available_after_s": 10, "operators_settled_after_s": 14, "cluster_version_completed_after_s": 16},
+          "schedule": {"readyz_after_s": 3, "node_ready_delay_s": 2, "etcd_bootstrap_removed_delay_s": 1,
+                       "operators_available_delay_s": 2, "cluster_version_completed_delay_s": 2, "operators_settled_delay_s": 2},
           "faults": ["operator-degraded:ingress"],
           "install_config_yaml": "apiVersion: v1\nmetadata:\n  name: sno\nnetworking:\n  networkType: OVNKubernetes\n"
         }"#;
@@ -262,5 +316,46 @@ mod tests {
         assert_eq!(c.api_host(), "api.sno.example.test");
         let ic = c.install_config().unwrap();
         assert_eq!(ic["networking"]["networkType"], "OVNKubernetes");
+        assert_eq!(c.resolver, Resolver::System);
+        let with_hosts = text.replace(
+            "\"faults\"",
+            "\"resolver\": {\"hosts_file\": \"/tmp/hosts\"}, \"faults\"",
+        );
+        let c: Config = serde_json::from_str(&with_hosts).unwrap();
+        assert_eq!(c.resolver, Resolver::HostsFile("/tmp/hosts".into()));
+    }
+
+    #[test]
+    fn the_etcd_condition_follows_the_release() {
+        let r = |v: &str| Release {
+            version: v.into(),
+            image: String::new(),
+        };
+        assert_eq!(r("4.12.30").etcd_removed_condition(), None);
+        assert_eq!(
+            r("4.13.0").etcd_removed_condition(),
+            Some("EtcdBoostrapMemberRemoved")
+        );
+        assert_eq!(
+            r("4.14.3").etcd_removed_condition(),
+            Some("EtcdBoostrapMemberRemoved")
+        );
+        assert_eq!(
+            r("4.15.9").etcd_removed_condition(),
+            Some("EtcdBoostrapMemberRemoved")
+        );
+        assert_eq!(
+            r("4.16.0").etcd_removed_condition(),
+            Some("EtcdBootstrapMemberRemoved")
+        );
+        assert_eq!(
+            r("4.17.0-minisno").etcd_removed_condition(),
+            Some("EtcdBootstrapMemberRemoved")
+        );
+        assert_eq!(
+            r("weird").etcd_removed_condition(),
+            Some("EtcdBootstrapMemberRemoved")
+        );
+        assert_eq!(r("4.14.3").channel(), "stable-4.14");
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod config;
+pub mod resolver;
 pub mod resources;
 pub mod router;
 pub mod schedule;

@@ -227,17 +227,27 @@ async fn handle(
 }
 
 /// Logs each milestone once per process, when it is reached (or at start if it already was).
+/// It is also where the simulated kubelet looks api-int up (twice a second while the name does
+/// not resolve), so the node registers within a second of the name resolving.
 async fn milestones(app: Arc<App>) {
     let mut logged: Vec<&'static str> = Vec::new();
     loop {
         let elapsed = app.elapsed();
-        for (name, at) in schedule::milestones(elapsed, &app.config.schedule, &app.faults) {
+        let lookup = app.clone();
+        if tokio::task::spawn_blocking(move || lookup.look_up_api_int())
+            .await
+            .is_err()
+        {
+            return;
+        }
+        let timeline = app.timeline();
+        for (name, at) in timeline.milestones(elapsed, &app.faults) {
             if !logged.contains(&name) {
                 logged.push(name);
                 log(format!("{name} (at {at:.1}s since first start)"));
             }
         }
-        if logged.len() >= 6 {
+        if logged.len() >= schedule::MILESTONES {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

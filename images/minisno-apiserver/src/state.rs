@@ -39,6 +39,13 @@ pub struct State {
     /// CSR decisions by CSR name.
     #[serde(default)]
     pub csr_decisions: BTreeMap<String, Vec<CsrDecision>>,
+    /// Seconds after the first start at which api-int first resolved on the node.
+    #[serde(default)]
+    pub api_int_resolved_at_s: Option<f64>,
+    /// Seconds after the first start at which configmap kube-system/bootstrap first said
+    /// `status: complete`.
+    #[serde(default)]
+    pub bootstrap_complete_at_s: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +95,8 @@ impl State {
             resource_version: 1,
             configmaps: BTreeMap::new(),
             csr_decisions: BTreeMap::new(),
+            api_int_resolved_at_s: None,
+            bootstrap_complete_at_s: None,
         }
     }
 

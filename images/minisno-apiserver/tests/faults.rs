@@ -33,16 +33,7 @@ async fn api_never_ready_keeps_readyz_failing() {
     })
     .await;
     // ... and once the whole schedule has run out, readyz still fails
-    let end = fx
-        .running
-        .app
-        .config
-        .schedule
-        .cluster_version_completed_after_s;
-    poll("the end of the schedule", DEADLINE, || async {
-        (fx.running.app.elapsed() > end).then_some(())
-    })
-    .await;
+    past_the_schedule(&fx).await;
     for path in ["/readyz", "/healthz"] {
         let err = text(&client, path).await.unwrap_err();
         assert_eq!(status_code(&err), Some(503), "{path}: {err:?}");
@@ -74,11 +65,88 @@ async fn api_never_ready_keeps_readyz_failing() {
     fx.running.stop().await;
 }
 
+/// Waits until the whole schedule would have run its course, with room to spare.
+async fn past_the_schedule(fx: &Fixture) {
+    let s = fx.running.app.config.schedule;
+    let end = s.readyz_after_s
+        + s.node_ready_delay_s
+        + s.etcd_bootstrap_removed_delay_s
+        + s.operators_available_delay_s
+        + s.cluster_version_completed_delay_s
+        + s.operators_settled_delay_s
+        + 4.0;
+    poll("the end of the schedule", DEADLINE, || async {
+        (fx.running.app.elapsed() > end).then_some(())
+    })
+    .await;
+}
+
 #[tokio::test]
-async fn node_etcd_and_operator_faults() {
-    let fx = Fixture::start(&[
-        "node-not-ready",
-        "etcd-member-not-removed",
+async fn a_node_that_never_becomes_ready_stops_everything_after_the_configmap() {
+    let fx = Fixture::start_bootstrapped(&["node-not-ready"]).await;
+    let client = fx.client().await;
+    past_the_schedule(&fx).await;
+    // The node registered, and is not Ready, with the kubelet's own reason ...
+    let node = get_json(&client, "/api/v1/nodes/minisno").await.unwrap();
+    assert_eq!(condition_status(&node, "Ready"), "False");
+    let ready = condition(&node, "Ready").unwrap();
+    assert_eq!(ready["reason"], "KubeletNotReady");
+    assert_eq!(ready["message"], "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: no CNI configuration file in /etc/kubernetes/cni/net.d/. Has your network provider started?");
+    // ... the bootstrap member is still there (no condition at all) ...
+    let etcd = get_json(&client, "/apis/operator.openshift.io/v1/etcds/cluster")
+        .await
+        .unwrap();
+    assert_eq!(condition(&etcd, "EtcdBootstrapMemberRemoved"), None);
+    // ... no operator is Available and the cluster version is not either
+    let co = get_json(
+        &client,
+        "/apis/config.openshift.io/v1/clusteroperators/kube-apiserver",
+    )
+    .await
+    .unwrap();
+    assert_eq!(condition_status(&co, "Available"), "False");
+    let cv = get_json(
+        &client,
+        "/apis/config.openshift.io/v1/clusterversions/version",
+    )
+    .await
+    .unwrap();
+    assert_eq!(condition_status(&cv, "Available"), "False");
+    assert_eq!(condition_status(&cv, "Failing"), "False");
+    assert_eq!(text(&client, "/readyz").await.unwrap(), "ok");
+    fx.running.stop().await;
+}
+
+#[tokio::test]
+async fn a_member_never_removed_keeps_the_condition_absent_and_the_cluster_version_waiting() {
+    let fx = Fixture::start_bootstrapped(&["etcd-member-not-removed"]).await;
+    let client = fx.client().await;
+    past_the_schedule(&fx).await;
+    let node = get_json(&client, "/api/v1/nodes/minisno").await.unwrap();
+    assert_eq!(condition_status(&node, "Ready"), "True");
+    let etcd = get_json(&client, "/apis/operator.openshift.io/v1/etcds/cluster")
+        .await
+        .unwrap();
+    assert_eq!(
+        condition(&etcd, "EtcdBootstrapMemberRemoved"),
+        None,
+        "{etcd}"
+    );
+    assert_eq!(condition_status(&etcd, "EtcdMembersAvailable"), "True");
+    let cv = get_json(
+        &client,
+        "/apis/config.openshift.io/v1/clusterversions/version",
+    )
+    .await
+    .unwrap();
+    assert_eq!(condition_status(&cv, "Available"), "False");
+    assert_eq!(cv["status"]["history"][0]["state"], "Partial");
+    fx.running.stop().await;
+}
+
+#[tokio::test]
+async fn operator_faults() {
+    let fx = Fixture::start_bootstrapped(&[
         "operator-degraded:ingress",
         "operator-unavailable:frobnicator",
         "boot-order:cdrom-first", // another component's fault: ignored here
@@ -116,27 +184,7 @@ async fn node_etcd_and_operator_faults() {
         .as_str()
         .unwrap()
         .starts_with("Unable to apply 4.17.0-minisno"));
-
-    // that is past every other milestone: the node is still not Ready ...
-    let node = get_json(&client, "/api/v1/nodes/minisno").await.unwrap();
-    assert_eq!(condition_status(&node, "Ready"), "False");
-    assert_eq!(
-        condition(&node, "Ready").unwrap()["reason"],
-        "KubeletNotReady"
-    );
-    // ... the bootstrap member is still there ...
-    let etcd = get_json(&client, "/apis/operator.openshift.io/v1/etcds/cluster")
-        .await
-        .unwrap();
-    assert_eq!(
-        condition_status(&etcd, "EtcdBootstrapMemberRemoved"),
-        "False"
-    );
-    assert_eq!(
-        condition(&etcd, "EtcdBootstrapMemberRemoved").unwrap()["reason"],
-        "BootstrapMemberNotRemoved"
-    );
-    // ... ingress is Available but Degraded, and the extra operator exists and is unavailable
+    // ingress is Available but Degraded, and the extra operator exists and is unavailable
     let ingress = get_json(
         &client,
         "/apis/config.openshift.io/v1/clusteroperators/ingress",
@@ -163,7 +211,7 @@ async fn node_etcd_and_operator_faults() {
 
 #[tokio::test]
 async fn a_single_degraded_operator_is_named_in_the_cluster_version() {
-    let fx = Fixture::start(&["operator-degraded:ingress"]).await;
+    let fx = Fixture::start_bootstrapped(&["operator-degraded:ingress"]).await;
     let client = fx.client().await;
     let cv = poll("ClusterVersion Failing", DEADLINE, || async {
         let cv = get_json(

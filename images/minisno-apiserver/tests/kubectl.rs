@@ -47,7 +47,7 @@ async fn kubectl_gets_nodes_readyz_clusterversion_and_operators() {
         println!("SKIPPED: no kubectl on PATH");
         return;
     }
-    let fx = Fixture::start(&[]).await;
+    let fx = Fixture::start_bootstrapped(&[]).await;
     let kubeconfig = fx.kubeconfig_file();
     let cache = fx.dir.path().join("kube-cache");
     std::fs::create_dir_all(&cache).unwrap();
@@ -59,9 +59,11 @@ async fn kubectl_gets_nodes_readyz_clusterversion_and_operators() {
     .await;
     assert_eq!(readyz.trim(), "ok");
 
-    let (ok, out, err) = kubectl(&kubeconfig, &cache, &["get", "nodes"]).await;
-    assert!(ok, "kubectl get nodes: {err}");
-    assert!(out.contains("minisno"), "{out}");
+    poll("kubectl shows the node", DEADLINE, || async {
+        let (ok, out, _) = kubectl(&kubeconfig, &cache, &["get", "nodes"]).await;
+        (ok && out.contains("minisno")).then_some(())
+    })
+    .await;
     // the server prints tables like the real one: the node's status and roles show
     let out = poll("kubectl shows the node Ready", DEADLINE, || async {
         let (ok, out, _) = kubectl(&kubeconfig, &cache, &["get", "nodes"]).await;

@@ -7,11 +7,22 @@ use minisno_apiserver::app::App;
 use minisno_apiserver::router::route;
 use serde_json::Value;
 
-fn app(faults: &[&str]) -> (tempfile::TempDir, App) {
+/// An app whose API is up at once and whose node has registered (api-int resolves) but is
+/// not Ready for a long while.
+fn app_with(faults: &[&str], install_config: &str) -> (tempfile::TempDir, App) {
     let dir = tempfile::tempdir().unwrap();
     let pki = Pki::new(&dir.path().join("pki"));
-    let app = App::new(config(dir.path(), &pki, faults), None).unwrap();
+    let mut cfg = config(dir.path(), &pki, faults);
+    cfg.schedule.readyz_after_s = 0.0;
+    cfg.schedule.node_ready_delay_s = 1000.0;
+    cfg.install_config_yaml = install_config.into();
+    let app = App::new(cfg, None).unwrap();
+    app.look_up_api_int();
     (dir, app)
+}
+
+fn app(faults: &[&str]) -> (tempfile::TempDir, App) {
+    app_with(faults, INSTALL_CONFIG)
 }
 
 fn get(app: &App, path: &str) -> (u16, Value) {
@@ -212,4 +223,80 @@ fn watch_field_selector_and_tables() {
     let r = route_negotiated(&app, "GET", "/api/v1/namespaces", None, Some(accept), b"");
     let v: Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(v["kind"], "NamespaceList");
+}
+
+#[test]
+fn the_proxy_trusts_the_bundle_only_with_a_proxy_or_policy_always() {
+    let without_proxy = INSTALL_CONFIG.replace(
+        "proxy:\n  httpProxy: http://proxy.example.test:3128\n  noProxy: .example.test\n",
+        "",
+    );
+    assert_ne!(without_proxy, INSTALL_CONFIG);
+    let no_bundle = INSTALL_CONFIG.replace(
+        "additionalTrustBundle: |\n  -----BEGIN CERTIFICATE-----\n  MIIBfake\n  -----END CERTIFICATE-----\n",
+        "",
+    );
+    assert_ne!(no_bundle, INSTALL_CONFIG);
+    for (ic, trusted) in [
+        (INSTALL_CONFIG.to_string(), "user-ca-bundle"),
+        (without_proxy.clone(), ""),
+        (
+            format!("{without_proxy}additionalTrustBundlePolicy: Proxyonly\n"),
+            "",
+        ),
+        (
+            format!("{without_proxy}additionalTrustBundlePolicy: Always\n"),
+            "user-ca-bundle",
+        ),
+        (no_bundle.clone(), ""),
+        (
+            format!("{no_bundle}additionalTrustBundlePolicy: Always\n"),
+            "",
+        ),
+    ] {
+        let (_d, app) = app_with(&[], &ic);
+        let (_, proxy) = get(&app, "/apis/config.openshift.io/v1/proxies/cluster");
+        assert_eq!(proxy["spec"]["trustedCA"]["name"], trusted, "{ic}");
+        // the bundle's configmap is there whenever there is a bundle
+        let (code, cm) = get(
+            &app,
+            "/api/v1/namespaces/openshift-config/configmaps/user-ca-bundle",
+        );
+        if ic.contains("additionalTrustBundle: |") {
+            assert_eq!(code, 200);
+            assert!(cm["data"]["ca-bundle.crt"]
+                .as_str()
+                .unwrap()
+                .contains("MIIBfake"));
+        } else {
+            assert_eq!(code, 404);
+        }
+    }
+    // the proxy fields themselves are as before
+    let (_d, app) = app_with(&[], &without_proxy);
+    let (_, proxy) = get(&app, "/apis/config.openshift.io/v1/proxies/cluster");
+    assert!(
+        proxy["spec"].get("httpProxy").is_none() && proxy["status"] == serde_json::json!({}),
+        "{proxy}"
+    );
+}
+
+#[test]
+fn no_node_and_no_csr_before_api_int_resolves() {
+    let dir = tempfile::tempdir().unwrap();
+    write_hosts(dir.path(), false);
+    let pki = Pki::new(&dir.path().join("pki"));
+    let mut cfg = config(dir.path(), &pki, &[]);
+    cfg.schedule.readyz_after_s = 0.0;
+    let app = App::new(cfg, None).unwrap();
+    app.look_up_api_int();
+    let (_, nodes) = get(&app, "/api/v1/nodes");
+    assert_eq!(nodes["items"], serde_json::json!([]));
+    let (code, _) = get(&app, "/api/v1/nodes/minisno");
+    assert_eq!(code, 404);
+    let (_, csrs) = get(
+        &app,
+        "/apis/certificates.k8s.io/v1/certificatesigningrequests",
+    );
+    assert_eq!(csrs["items"], serde_json::json!([]));
 }

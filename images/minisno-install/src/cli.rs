@@ -51,7 +51,9 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum CreateTarget {
-    /// Generates the bootstrap-in-place-for-live-iso.ign and the other single-node assets.
+    /// Generates the Kubernetes manifests.
+    Manifests,
+    /// Generates the bootstrap-in-place-for-live-iso Ignition Config asset.
     #[command(name = "single-node-ignition-config")]
     SingleNodeIgnitionConfig,
 }
@@ -63,13 +65,13 @@ pub enum CoreosCommand {
     PrintStreamJson,
 }
 
-/// The `version` text.
+/// The `version` text: the release in force (`MINISNO_VERSION` when valid) and its image.
 pub fn version_text() -> String {
+    let version = crate::release::version_from_env();
     format!(
-        "minisno-install {} (a test fixture standing in for openshift-install; not OpenShift)\nbuilt from commit {}\nrelease image {}\n",
-        crate::RELEASE,
+        "minisno-install {version} (a test fixture standing in for openshift-install; not OpenShift)\nbuilt from commit {}\nrelease image {}\n",
         crate::GIT_COMMIT,
-        crate::release_image()
+        crate::release::image(&version)
     )
 }
 
@@ -111,13 +113,11 @@ where
                 }
             }
         }
-        Command::Create {
-            target: CreateTarget::SingleNodeIgnitionConfig,
-        } => create(&cli.dir, level, &cli.log_level),
+        Command::Create { target } => create(&target, &cli.dir, level, &cli.log_level),
     }
 }
 
-fn create(dir: &std::path::Path, level: Level, log_level: &str) -> i32 {
+fn create(target: &CreateTarget, dir: &std::path::Path, level: Level, log_level: &str) -> i32 {
     if let Err(e) = std::fs::create_dir_all(dir) {
         Logger::stderr(level).fatal(&format!(
             "failed to create the assets directory {}: {e}",
@@ -132,7 +132,11 @@ fn create(dir: &std::path::Path, level: Level, log_level: &str) -> i32 {
     ));
     log.debug(&format!("Built from commit {}", crate::GIT_COMMIT));
     log.debug(&format!("log-level {log_level}"));
-    match crate::assets::create(dir, &mut log, log_level) {
+    let result = match target {
+        CreateTarget::Manifests => crate::manifests::create(dir, &mut log),
+        CreateTarget::SingleNodeIgnitionConfig => crate::assets::create(dir, &mut log, log_level),
+    };
+    match result {
         Ok(()) => 0,
         Err(f) => {
             match &f {
@@ -159,6 +163,7 @@ mod tests {
             &["create", "single-node-ignition-config", "--dir", "D"][..],
             &["--dir=D", "create", "single-node-ignition-config"][..],
             &["create", "--dir=D", "single-node-ignition-config"][..],
+            &["--dir", "D", "create", "manifests"][..],
         ] {
             let cli = parse(args).unwrap();
             assert_eq!(cli.dir, PathBuf::from("D"), "{args:?}");

@@ -52,6 +52,10 @@ pub struct InstallConfig {
     pub proxy: Option<Proxy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub additional_trust_bundle: Option<String>,
+    /// `Proxyonly` (the default) or `Always`: whether the cluster's proxy config trusts the
+    /// bundle even without a proxy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_trust_bundle_policy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fips: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,6 +77,9 @@ where
 pub struct Metadata {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// The real tool records here that the FIPS host check was skipped.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -100,6 +107,8 @@ impl MachinePool {
 
 /// The real tool's default replica count of a machine pool.
 pub const DEFAULT_REPLICAS: u32 = 3;
+/// The real tool's default `additionalTrustBundlePolicy`.
+pub const DEFAULT_TRUST_BUNDLE_POLICY: &str = "Proxyonly";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -242,15 +251,15 @@ pub fn unknown_top_level_keys(text: &str) -> Vec<String> {
 }
 
 impl InstallConfig {
-    /// The config with the real tool's defaults filled in (as reported by the cluster):
-    /// controlPlane `master`/3, compute `worker`/3, networking OVNKubernetes with the default
-    /// networks.
+    /// The config with the real tool's defaults filled in, as it validates it and as the
+    /// cluster reports it: controlPlane `master`/3, compute `worker`/3, networking
+    /// OVNKubernetes with the default networks, trust-bundle policy `Proxyonly`.
     pub fn with_defaults(&self) -> InstallConfig {
         let mut c = self.clone();
+        c.additional_trust_bundle_policy
+            .get_or_insert_with(|| DEFAULT_TRUST_BUNDLE_POLICY.into());
         let cp = c.control_plane.get_or_insert_with(MachinePool::default);
-        if cp.name.is_empty() {
-            cp.name = "master".into();
-        }
+        cp.name = "master".into();
         cp.replicas.get_or_insert(DEFAULT_REPLICAS);
         let compute = c.compute.get_or_insert_with(|| {
             vec![MachinePool {
@@ -302,14 +311,47 @@ impl InstallConfig {
             .map_or(DEFAULT_REPLICAS, MachinePool::effective_replicas)
     }
 
-    /// Compute replicas summed over the pools; an omitted `compute` is the real default of one
-    /// pool of 3.
-    pub fn compute_replicas(&self) -> u32 {
-        match &self.compute {
-            None => DEFAULT_REPLICAS,
-            Some(pools) => pools.iter().map(MachinePool::effective_replicas).sum(),
-        }
+    /// Whether the cluster's Proxy config names the user's trust bundle
+    /// (`spec.trustedCA.name: user-ca-bundle`): only with a bundle, and then only when a proxy
+    /// is configured or the policy is `Always`.
+    pub fn proxy_trusts_bundle(&self) -> bool {
+        let has_bundle = self
+            .additional_trust_bundle
+            .as_deref()
+            .is_some_and(|b| !b.is_empty());
+        let always = self.additional_trust_bundle_policy.as_deref() == Some("Always");
+        has_bundle && (always || self.proxy.is_some())
     }
+
+    /// The first network the real tool could not decode, with its error (it reads networks as
+    /// `net.IPNet` while it unmarshals the file, so a bad one fails the parse, not validation).
+    pub fn network_decode_error(&self) -> Option<String> {
+        let n = self.networking.as_ref()?;
+        let machine = n.machine_network.iter().map(|m| m.cidr.as_str());
+        let cluster = n.cluster_network.iter().map(|c| c.cidr.as_str());
+        let service = n.service_network.iter().map(String::as_str);
+        machine
+            .chain(cluster)
+            .chain(service)
+            .find_map(|c| crate::cidr::Cidr::parse(c).err())
+            .map(|e| {
+                format!(
+                    "error unmarshaling JSON: while decoding JSON: failed to Parse cidr string to net.IPNet: {e}"
+                )
+            })
+    }
+}
+
+/// The real tool's warning for the first unknown key (it reports only the first one), and the
+/// info line that follows it.
+pub fn unknown_field_messages(key: &str) -> [String; 2] {
+    [
+        format!(
+            "failed to parse first occurrence of unknown field: failed to unmarshal {FILE}: error unmarshaling JSON: while decoding JSON: json: unknown field \"{key}\""
+        ),
+        "Attempting to unmarshal while ignoring unknown keys because strict unmarshaling failed"
+            .to_string(),
+    ]
 }
 
 #[cfg(test)]
@@ -352,7 +394,7 @@ sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests test@host
         assert_eq!(c.metadata.name, "sno");
         assert_eq!(c.base_domain, "example.test");
         assert_eq!(c.control_plane_replicas(), 1);
-        assert_eq!(c.compute_replicas(), 0);
+        assert_eq!(c.compute.as_ref().unwrap()[0].replicas, Some(0));
         let n = c.networking.as_ref().unwrap();
         assert_eq!(n.cluster_network[0].host_prefix, Some(23));
         assert_eq!(n.service_network, vec!["172.30.0.0/16".to_string()]);
@@ -369,7 +411,40 @@ sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests test@host
         let c = parse(&VALID.replace("  replicas: 1\n", "")).unwrap();
         assert_eq!(c.control_plane_replicas(), 3);
         let c = parse(&VALID.replace("compute:\n- name: worker\n  replicas: 0\n", "")).unwrap();
-        assert_eq!(c.compute_replicas(), 3);
+        assert_eq!(c.with_defaults().compute.unwrap()[0].replicas, Some(3));
+    }
+
+    #[test]
+    fn the_proxy_trusts_the_bundle_only_with_a_proxy_or_policy_always() {
+        let bundle = "additionalTrustBundle: |\n  -----BEGIN CERTIFICATE-----\n  MIIB\n  -----END CERTIFICATE-----\n";
+        let proxy = "proxy:\n  httpProxy: http://proxy.example.test:3128\n";
+        let trusts = |extra: &str| {
+            parse(&format!("{VALID}{extra}"))
+                .unwrap()
+                .with_defaults()
+                .proxy_trusts_bundle()
+        };
+        assert!(!trusts(""));
+        assert!(!trusts(bundle));
+        assert!(!trusts(&format!(
+            "{bundle}additionalTrustBundlePolicy: Proxyonly\n"
+        )));
+        assert!(trusts(&format!(
+            "{bundle}additionalTrustBundlePolicy: Always\n"
+        )));
+        assert!(trusts(&format!("{bundle}{proxy}")));
+        assert!(!trusts(proxy));
+        assert!(!trusts("additionalTrustBundlePolicy: Always\n"));
+    }
+
+    #[test]
+    fn networks_are_decoded_with_the_file() {
+        let c = parse(&VALID.replace("172.30.0.0/16", "172.30.0.0")).unwrap();
+        assert_eq!(
+            c.network_decode_error().unwrap(),
+            "error unmarshaling JSON: while decoding JSON: failed to Parse cidr string to net.IPNet: invalid CIDR address: 172.30.0.0"
+        );
+        assert_eq!(parse(VALID).unwrap().network_decode_error(), None);
     }
 
     #[test]
@@ -425,5 +500,17 @@ sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests test@host
         assert_eq!(n.network_type.as_deref(), Some("OVNKubernetes"));
         assert_eq!(n.service_network, vec!["172.30.0.0/16".to_string()]);
         assert_eq!(c.control_plane.unwrap().replicas, Some(3));
+        assert_eq!(
+            c.additional_trust_bundle_policy.as_deref(),
+            Some("Proxyonly")
+        );
+        let given = parse(&format!("{VALID}additionalTrustBundlePolicy: Always\n")).unwrap();
+        assert_eq!(
+            given
+                .with_defaults()
+                .additional_trust_bundle_policy
+                .as_deref(),
+            Some("Always")
+        );
     }
 }

@@ -1,5 +1,8 @@
-//! Logging in the real tool's logrus text style: `level=info msg="..."` on stderr, and every
-//! line, with a `time="..."` prefix, appended to `<dir>/.openshift_install.log`.
+//! Logging in the real tool's logrus text styles. On stderr the real tool turns quoting and
+//! timestamps off and writes each line of a message as a line of its own:
+//! `level=info msg=Consuming Install Config from target directory`. The log file
+//! `<dir>/.openshift_install.log` keeps logrus's defaults: a `time="..."` prefix and quoted
+//! messages, one record per call.
 //!
 //! Callers must never pass secrets (pull secret, private keys, passwords) to it.
 
@@ -58,8 +61,16 @@ pub fn quote(value: &str) -> String {
     }
 }
 
-/// Formats one line without the timestamp (the stderr form).
-pub fn format_line(level: Level, msg: &str) -> String {
+/// The stderr form: no timestamp, no quoting, and a message of several lines split into one
+/// record per line (what the real tool's stderr hook does).
+pub fn stderr_lines(level: Level, msg: &str) -> Vec<String> {
+    msg.split('\n')
+        .map(|line| format!("level={} msg={line}", level.as_str()))
+        .collect()
+}
+
+/// The log file's form, without its timestamp: the whole message, quoted when it must be.
+pub fn file_record(level: Level, msg: &str) -> String {
     format!("level={} msg={}", level.as_str(), quote(msg))
 }
 
@@ -133,15 +144,16 @@ impl Logger {
     }
 
     pub fn log(&mut self, level: Level, msg: &str) {
-        let line = format_line(level, msg);
         if let Some(f) = self.file.as_mut() {
             // A failing log write must not fail the command.
-            let _ = writeln!(f, "time=\"{}\" {line}", now_rfc3339());
+            let _ = writeln!(f, "time=\"{}\" {}", now_rfc3339(), file_record(level, msg));
         }
         if level >= self.stderr_level || level >= Level::Error {
-            match self.echo.as_mut() {
-                Some(echo) => echo.push(line),
-                None => eprintln!("{line}"),
+            for line in stderr_lines(level, msg) {
+                match self.echo.as_mut() {
+                    Some(echo) => echo.push(line),
+                    None => eprintln!("{line}"),
+                }
             }
         }
     }
@@ -183,13 +195,45 @@ mod tests {
     }
 
     #[test]
-    fn line_shape() {
+    fn stderr_is_unquoted_and_split_at_newlines() {
         assert_eq!(
-            format_line(
+            stderr_lines(
                 Level::Info,
                 "Consuming Install Config from target directory"
             ),
-            "level=info msg=\"Consuming Install Config from target directory\""
+            ["level=info msg=Consuming Install Config from target directory"]
+        );
+        assert_eq!(
+            stderr_lines(Level::Error, "load \"Install Config\": first\nsecond"),
+            [
+                "level=error msg=load \"Install Config\": first",
+                "level=error msg=second"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_file_keeps_quoting_and_whole_messages() {
+        assert_eq!(
+            file_record(Level::Info, "two words"),
+            "level=info msg=\"two words\""
+        );
+        assert_eq!(
+            file_record(Level::Error, "a\nb"),
+            "level=error msg=\"a\\nb\""
+        );
+    }
+
+    #[test]
+    fn captured_lines_are_the_stderr_form() {
+        let mut l = Logger::capture();
+        l.fatal("failed to fetch X: boom\nsecond line");
+        assert_eq!(
+            l.captured(),
+            [
+                "level=fatal msg=failed to fetch X: boom",
+                "level=fatal msg=second line"
+            ]
         );
     }
 

@@ -1,246 +1,15 @@
-//! Runs the `minisno-install` binary as the harness does.
+//! Runs the `minisno-install` binary as the harness does: the outputs of a successful run, the
+//! command line's forms, the fixture's options, `coreos print-stream-json` and `version`.
+
+mod common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+use common::*;
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_minisno-install");
-
-/// A distinctive pull secret token, to look for leaks.
-const SECRET_TOKEN: &str = "bWluaXNuby1zdXBlci1zZWNyZXQtdG9rZW4=";
-
-fn valid() -> String {
-    format!(
-        r#"apiVersion: v1
-baseDomain: example.test
-metadata:
-  name: sno
-controlPlane:
-  name: master
-  replicas: 1
-compute:
-- name: worker
-  replicas: 0
-networking:
-  networkType: OVNKubernetes
-  machineNetwork:
-  - cidr: 192.168.126.0/24
-  clusterNetwork:
-  - cidr: 10.128.0.0/14
-    hostPrefix: 23
-  serviceNetwork:
-  - 172.30.0.0/16
-platform:
-  none: {{}}
-bootstrapInPlace:
-  installationDisk: /dev/disk/by-id/virtio-sno-disk
-pullSecret: '{{"auths":{{"quay.io":{{"auth":"{SECRET_TOKEN}","email":"a@b.c"}}}}}}'
-sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests test@host
-"#
-    )
-}
-
-fn dual_stack() -> String {
-    valid()
-        .replace(
-            "  - cidr: 192.168.126.0/24\n",
-            "  - cidr: 192.168.126.0/24\n  - cidr: fd00:1::/64\n",
-        )
-        .replace(
-            "    hostPrefix: 23\n",
-            "    hostPrefix: 23\n  - cidr: fd01::/48\n    hostPrefix: 64\n",
-        )
-        .replace("  - 172.30.0.0/16\n", "  - 172.30.0.0/16\n  - fd02::/112\n")
-}
-
-/// A command with the fixture's environment cleared, so the caller's settings do not leak in.
-fn cmd() -> Command {
-    let mut c = Command::new(BIN);
-    for var in [
-        "MINISNO_FAULTS",
-        "MINISNO_SCHEDULE",
-        "MINISNO_REBOOT_DELAY_MIN",
-        "MINISNO_LIVE_ISO",
-        "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE",
-    ] {
-        c.env_remove(var);
-    }
-    c
-}
-
-fn create_in(dir: &Path) -> Output {
-    cmd()
-        .args(["--dir"])
-        .arg(dir)
-        .args(["create", "single-node-ignition-config"])
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn with_config(text: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("install-config.yaml"), text).unwrap();
-    dir
-}
-
-/// Runs create on `text`, expects exit 3 with `expected` on stderr in the real error shape, and
-/// nothing generated.
-fn expect_config_error(text: &str, expected: &str) -> String {
-    let dir = with_config(text);
-    let out = create_in(dir.path());
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(3), "stderr: {err}");
-    assert!(err.contains(expected), "expected {expected:?} in {err}");
-    assert!(
-        err.contains("level=error msg=\"failed to fetch Single Node Bootstrap In Place Ignition Config: failed to load asset \\\"Install Config\\\": "),
-        "{err}"
-    );
-    assert!(!err.contains(SECRET_TOKEN), "{err}");
-    assert!(dir.path().join("install-config.yaml").exists());
-    for out in [
-        "bootstrap-in-place-for-live-iso.ign",
-        "auth",
-        "metadata.json",
-    ] {
-        assert!(!dir.path().join(out).exists(), "{out} written");
-    }
-    let log = std::fs::read_to_string(dir.path().join(".openshift_install.log")).unwrap();
-    assert!(log.contains(expected), "{log}");
-    err
-}
-
-#[test]
-fn replicas_three() {
-    expect_config_error(
-        &valid().replace("  replicas: 1\n", "  replicas: 3\n"),
-        "bootstrap in place requires a single ControlPlane replica",
-    );
-}
-
-#[test]
-fn replicas_omitted_means_three() {
-    expect_config_error(
-        &valid().replace("  replicas: 1\n", ""),
-        "bootstrap in place requires a single ControlPlane replica",
-    );
-}
-
-#[test]
-fn no_bootstrap_in_place() {
-    expect_config_error(
-        &valid().replace(
-            "bootstrapInPlace:\n  installationDisk: /dev/disk/by-id/virtio-sno-disk\n",
-            "",
-        ),
-        "bootstrapInPlace is required when creating a single node bootstrap-in-place ignition",
-    );
-}
-
-#[test]
-fn empty_installation_disk() {
-    expect_config_error(
-        &valid().replace(
-            "installationDisk: /dev/disk/by-id/virtio-sno-disk",
-            "installationDisk: ''",
-        ),
-        "installationDisk must be set the target disk drive for the installation",
-    );
-}
-
-#[test]
-fn openshift_sdn() {
-    expect_config_error(
-        &valid().replace("OVNKubernetes", "OpenShiftSDN"),
-        "networkType OpenShiftSDN is not supported, please use OVNKubernetes",
-    );
-}
-
-#[test]
-fn ipv6_first_machine_network() {
-    expect_config_error(
-        &dual_stack().replace(
-            "  - cidr: 192.168.126.0/24\n  - cidr: fd00:1::/64\n",
-            "  - cidr: fd00:1::/64\n  - cidr: 192.168.126.0/24\n",
-        ),
-        "IPv4 addresses must be listed before IPv6 addresses",
-    );
-}
-
-#[test]
-fn ipv6_first_cluster_network() {
-    let err = expect_config_error(
-        &dual_stack().replace(
-            "  - cidr: 10.128.0.0/14\n    hostPrefix: 23\n  - cidr: fd01::/48\n    hostPrefix: 64\n",
-            "  - cidr: fd01::/48\n    hostPrefix: 64\n  - cidr: 10.128.0.0/14\n    hostPrefix: 23\n",
-        ),
-        "IPv4 addresses must be listed before IPv6 addresses",
-    );
-    assert!(err.contains("networking.clusterNetwork"), "{err}");
-}
-
-#[test]
-fn invalid_cidr() {
-    expect_config_error(
-        &valid().replace("192.168.126.0/24", "192.168.126.0"),
-        "invalid CIDR address: 192.168.126.0",
-    );
-}
-
-#[test]
-fn bad_pull_secret_is_redacted() {
-    let err = expect_config_error(
-        &valid().replace("\"auths\"", "\"notauths\""),
-        "pullSecret: Invalid value: \\\"<redacted>\\\": auths required",
-    );
-    assert!(!err.contains("notauths"), "{err}");
-}
-
-#[test]
-fn other_checks() {
-    expect_config_error(&valid().replace("  name: sno\n", ""), "metadata.name");
-    expect_config_error(
-        &valid().replace("baseDomain: example.test\n", ""),
-        "baseDomain",
-    );
-    expect_config_error(
-        &valid().replace("  none: {}\n", "  baremetal: {}\n"),
-        "only platform none is supported for bootstrap-in-place",
-    );
-    expect_config_error(
-        &valid().replace("  replicas: 0\n", "  replicas: 1\n"),
-        "Total number of Control Plane and Compute nodes must be exactly 1",
-    );
-}
-
-#[test]
-fn yaml_syntax_error_reports_line() {
-    let text = valid().replace("  name: sno\n", "  name: sno\n   bogus: [\n");
-    expect_config_error(&text, "install-config.yaml: line 5, column");
-}
-
-#[test]
-fn yaml_type_error_reports_line_and_column() {
-    expect_config_error(
-        &valid().replace("  replicas: 1\n", "  replicas: one\n"),
-        "install-config.yaml: line 7, column 13",
-    );
-}
-
-#[test]
-fn missing_install_config_is_a_config_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = create_in(dir.path());
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    assert!(stderr(&out).contains("install-config.yaml not found"));
-}
 
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
@@ -377,7 +146,7 @@ fn check_outputs(dir: &Path, err: &str) {
     let state: Value =
         serde_json::from_slice(&std::fs::read(dir.join(".openshift_install_state.json")).unwrap())
             .unwrap();
-    let ic = &state["*installconfig.InstallConfig"];
+    let ic = &state["*installconfig.InstallConfig"]["config"];
     assert_eq!(ic["metadata"]["name"], "sno");
     assert!(ic.get("pullSecret").is_none());
     assert_eq!(
@@ -388,10 +157,18 @@ fn check_outputs(dir: &Path, err: &str) {
     // logs
     let log = std::fs::read_to_string(dir.join(".openshift_install.log")).unwrap();
     assert!(log.contains("level=info msg=\"Consuming Install Config from target directory\""));
+    assert!(
+        err.contains("level=info msg=Consuming Install Config from target directory\n"),
+        "{err}"
+    );
+    assert!(err.contains("level=warning msg=Making control-plane schedulable by setting MastersSchedulable to true for Scheduler cluster settings\n"), "{err}");
     assert!(log
         .lines()
         .all(|l| l.starts_with("time=\"") && l.contains(" level=")));
-    assert!(err.contains("level=info msg=\"Single-Node-Ignition-Config created in: "));
+    assert!(
+        err.contains("level=info msg=Single-Node-Ignition-Config created in: "),
+        "{err}"
+    );
 
     // no secret anywhere it could be read
     let state_text = std::fs::read_to_string(dir.join(".openshift_install_state.json")).unwrap();
@@ -434,7 +211,8 @@ fn unknown_field_warns() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(
-        err.contains("level=warning") && err.contains("unknown field \\\"someFutureField\\\""),
+        err.contains("level=warning msg=failed to parse first occurrence of unknown field: failed to unmarshal install-config.yaml: error unmarshaling JSON: while decoding JSON: json: unknown field \"someFutureField\"\n")
+            && err.contains("level=info msg=Attempting to unmarshal while ignoring unknown keys because strict unmarshaling failed\n"),
         "{err}"
     );
 }
@@ -520,7 +298,7 @@ fn second_run_refuses_and_changes_nothing() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.contains(
-            "level=fatal msg=\"failed to fetch Single Node Bootstrap In Place Ignition Config: "
+            "level=fatal msg=failed to fetch Single node bootstrap In Place Ignition Config: "
         ),
         "{err}"
     );
@@ -654,4 +432,112 @@ fn usage_error_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     let out = cmd().output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn fips_is_accepted_when_the_host_check_is_skipped() {
+    let text = format!("{}fips: true\n", valid()).replace(
+        "sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests test@host",
+        &format!("sshKey: {}", ecdsa_ssh_key()),
+    );
+    let dir = with_config(&text);
+    let out = create_with(
+        dir.path(),
+        "single-node-ignition-config",
+        &[("OPENSHIFT_INSTALL_SKIP_HOSTCRYPT_VALIDATION", "1")],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // The refusal is still said, as a warning of two records.
+    assert!(err.contains("level=warning msg=target cluster is in FIPS mode, use the FIPS-capable installer binary for RHEL 9"), "{err}");
+    assert!(err.contains("level=warning msg=To obtain a suitable binary, download the openshift-install-rhel9 archive"), "{err}");
+    // The cluster sees a FIPS install-config, marked as the real tool marks it.
+    let live = read_json(&dir.path().join("bootstrap-in-place-for-live-iso.ign"));
+    let reported = apiserver_config(&live)["install_config_yaml"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(reported.contains("fips: true"), "{reported}");
+    assert!(
+        reported.contains("install.openshift.io/hostcrypt-check-bypassed: 'true'")
+            || reported.contains("install.openshift.io/hostcrypt-check-bypassed: \"true\""),
+        "{reported}"
+    );
+}
+
+#[test]
+fn the_trust_bundle_policy_is_reported_as_given_or_defaulted() {
+    for (extra, expected) in [
+        ("", "Proxyonly"),
+        ("additionalTrustBundlePolicy: Always\n", "Always"),
+    ] {
+        let dir = with_config(&format!("{}{extra}", valid()));
+        let out = create_in(dir.path());
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let live = read_json(&dir.path().join("bootstrap-in-place-for-live-iso.ign"));
+        let reported = apiserver_config(&live)["install_config_yaml"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            reported.contains(&format!("additionalTrustBundlePolicy: {expected}")),
+            "{reported}"
+        );
+    }
+}
+
+#[test]
+fn new_faults_are_accepted() {
+    for fault in ["no-dns", "bootkube-flaky"] {
+        let dir = with_config(&valid());
+        let out = create_with(
+            dir.path(),
+            "single-node-ignition-config",
+            &[("MINISNO_FAULTS", fault)],
+        );
+        assert_eq!(out.status.code(), Some(0), "{fault}: {}", stderr(&out));
+        let state = read_json(&dir.path().join(".openshift_install_state.json"));
+        assert_eq!(state["*minisno.Fixture"]["faults"][0], fault);
+    }
+}
+
+#[test]
+fn minisno_version_names_the_release_the_cluster_reports() {
+    let dir = with_config(&valid());
+    let out = create_with(
+        dir.path(),
+        "single-node-ignition-config",
+        &[("MINISNO_VERSION", "4.14.3")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let live = read_json(&dir.path().join("bootstrap-in-place-for-live-iso.ign"));
+    let release = &apiserver_config(&live)["release"];
+    assert_eq!(release["version"], "4.14.3");
+    assert_eq!(release["image"], "quay.io/minisno/release:4.14.3");
+
+    let dir = with_config(&valid());
+    let out = create_with(dir.path(), "single-node-ignition-config", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let live = read_json(&dir.path().join("bootstrap-in-place-for-live-iso.ign"));
+    assert_eq!(
+        apiserver_config(&live)["release"]["version"],
+        "4.17.0-minisno"
+    );
+
+    let dir = with_config(&valid());
+    let out = create_with(
+        dir.path(),
+        "single-node-ignition-config",
+        &[("MINISNO_VERSION", "4.14")],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("MINISNO_VERSION must be a release version such as 4.14.3 (major.minor.patch, optionally -suffix), not \"4.14\""), "{err}");
+    assert!(dir.path().join("install-config.yaml").exists());
+    let out = cmd()
+        .env("MINISNO_VERSION", "4.15.2")
+        .arg("version")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("minisno-install 4.15.2 "));
 }

@@ -30,7 +30,11 @@ fn csr_name(app: &App, signer: &str) -> String {
     format!("csr-{suffix}")
 }
 
+/// The CSRs the kubelet has filed: none until it could reach the API (api-int resolved).
 fn pending(app: &App) -> Vec<Pending> {
+    if !app.timeline().node_exists(app.elapsed()) {
+        return Vec::new();
+    }
     vec![
         Pending {
             name: csr_name(app, "kubernetes.io/kube-apiserver-client-kubelet"),
@@ -68,7 +72,7 @@ fn csr(app: &App, p: &Pending, decisions: Option<&Vec<CsrDecision>>) -> Certific
             .collect()
     });
     let mut meta = sim_meta(app, "CertificateSigningRequest", None, &p.name);
-    meta.creation_timestamp = Some(app.time_at(1.0));
+    meta.creation_timestamp = Some(app.time_at(app.timeline().node_registered.unwrap_or(0.0)));
     CertificateSigningRequest {
         metadata: meta,
         spec: CertificateSigningRequestSpec {

@@ -12,7 +12,8 @@ use k8s_openapi::List;
 
 use super::{health::KUBE_VERSION, sim_meta, Reply};
 use crate::app::{App, UpdateError};
-use crate::schedule;
+use crate::schedule::{self, Timeline};
+use crate::state::State;
 
 pub const BASE_NAMESPACES: &[&str] = &[
     "default",
@@ -30,10 +31,10 @@ pub const BASE_NAMESPACES: &[&str] = &[
     "openshift-machine-config-operator",
 ];
 
-fn node(app: &App) -> Node {
+fn node(app: &App, timeline: &Timeline) -> Node {
     let name = &app.config.node_name;
     let elapsed = app.elapsed();
-    let conditions = schedule::node_conditions(elapsed, &app.config.schedule, &app.faults)
+    let conditions = schedule::node_conditions(elapsed, timeline)
         .into_iter()
         .map(|c| NodeCondition {
             type_: c.type_.to_string(),
@@ -78,10 +79,12 @@ fn node(app: &App) -> Node {
     .into_iter()
     .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
     .collect();
+    let mut meta = sim_meta(app, "Node", None, name);
+    meta.creation_timestamp = timeline.node_registered.map(|t| app.time_at(t));
     Node {
         metadata: ObjectMeta {
             labels: Some(labels),
-            ..sim_meta(app, "Node", None, name)
+            ..meta
         },
         spec: Some(NodeSpec::default()),
         status: Some(NodeStatus {
@@ -107,9 +110,18 @@ fn node(app: &App) -> Node {
     }
 }
 
+/// The node object exists once the kubelet registered it: the API was up and api-int resolved
+/// on the node.
+fn registered_node(app: &App) -> Option<Node> {
+    let timeline = app.timeline();
+    timeline
+        .node_exists(app.elapsed())
+        .then(|| node(app, &timeline))
+}
+
 pub fn list_nodes(app: &App) -> Reply {
     let list = List::<Node> {
-        items: vec![node(app)],
+        items: registered_node(app).into_iter().collect(),
         metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
             resource_version: Some(app.generation().to_string()),
             ..Default::default()
@@ -119,10 +131,10 @@ pub fn list_nodes(app: &App) -> Reply {
 }
 
 pub fn get_node(app: &App, name: &str) -> Reply {
-    if name != app.config.node_name {
-        return Reply::not_found("", "nodes", name);
+    match registered_node(app).filter(|_| name == app.config.node_name) {
+        Some(n) => Reply::json(200, &n),
+        None => Reply::not_found("", "nodes", name),
     }
-    Reply::json(200, &node(app))
 }
 
 fn namespace_names(app: &App) -> Vec<String> {
@@ -255,6 +267,17 @@ fn settle(r: Result<Reply, UpdateError<Reply>>) -> Reply {
     }
 }
 
+/// The configmap the post-reboot script creates when the bootstrap is complete: the etcd
+/// operator waits for it before it removes the bootstrap member. The first time it says
+/// complete is kept.
+pub const BOOTSTRAP_CONFIGMAP: &str = "kube-system/bootstrap";
+
+fn note_bootstrap_complete(s: &mut State, key: &str, cm: &serde_json::Value, elapsed: f64) {
+    if key == BOOTSTRAP_CONFIGMAP && cm["data"]["status"] == "complete" {
+        s.bootstrap_complete_at_s.get_or_insert(elapsed);
+    }
+}
+
 pub fn create_configmap(app: &App, ns: &str, body: &[u8]) -> Reply {
     let mut cm = match parse_configmap(body, ns) {
         Ok(cm) => cm,
@@ -283,6 +306,7 @@ pub fn create_configmap(app: &App, ns: &str, body: &[u8]) -> Reply {
         cm.metadata.creation_timestamp = Some(app.time_at(app.elapsed()));
         cm.metadata.generate_name = None;
         let value = serde_json::to_value(&cm).expect("configmap serializes");
+        note_bootstrap_complete(s, &k, &value, app.elapsed());
         s.configmaps.insert(k, value.clone());
         Ok(Reply::json(201, &value))
     }))
@@ -318,6 +342,7 @@ pub fn replace_configmap(app: &App, ns: &str, name: &str, body: &[u8]) -> Reply 
             serde_json::from_value(old_meta["creationTimestamp"].clone()).ok();
         cm.metadata.resource_version = Some(s.next_resource_version());
         let value = serde_json::to_value(&cm).expect("configmap serializes");
+        note_bootstrap_complete(s, &k, &value, app.elapsed());
         s.configmaps.insert(k, value.clone());
         Ok(Reply::json(200, &value))
     }))

@@ -40,7 +40,7 @@ pub fn health(app: &App, check: Check, verbose: bool) -> Reply {
     let s = &app.config.schedule;
     let ok = match check {
         Check::Livez => schedule::api_live(elapsed, s),
-        Check::Readyz | Check::Healthz => schedule::api_ready(elapsed, s, &app.faults),
+        Check::Readyz | Check::Healthz => app.timeline().api_ready(elapsed),
     };
     let code = if ok { 200 } else { 503 };
     if !verbose {

@@ -6,7 +6,7 @@ use super::openshift_types::*;
 use super::{list_json, sim_meta, Reply};
 use crate::app::App;
 use crate::config::Fault;
-use crate::schedule::{self, Cond};
+use crate::schedule::{self, Cond, Timeline};
 
 pub const CONFIG_V1: &str = "config.openshift.io/v1";
 pub const OPERATOR_V1: &str = "operator.openshift.io/v1";
@@ -78,7 +78,7 @@ pub fn cluster_version(app: &App) -> ClusterVersion {
     let rel = release(app);
     let view = schedule::cluster_version(
         elapsed,
-        &app.config.schedule,
+        &app.timeline(),
         &app.faults,
         &app.config.release.version,
     );
@@ -89,7 +89,7 @@ pub fn cluster_version(app: &App) -> ClusterVersion {
         metadata: sim_meta(app, "ClusterVersion", None, "version"),
         spec: ClusterVersionSpec {
             cluster_id: super::uid(app, "clusterID"),
-            channel: "stable-4.17".to_string(),
+            channel: app.config.release.channel(),
             desired_update: None,
             capabilities,
         },
@@ -139,17 +139,10 @@ pub fn get_cluster_version(app: &App, name: &str) -> Reply {
     Reply::json(200, &cluster_version(app))
 }
 
-fn cluster_operator(app: &App, name: &str, index: usize, count: usize) -> ClusterOperator {
+fn cluster_operator(app: &App, name: &str, index: usize, timeline: &Timeline) -> ClusterOperator {
     let version = &app.config.release.version;
-    let conds = schedule::operator_conditions(
-        name,
-        index,
-        count,
-        app.elapsed(),
-        &app.config.schedule,
-        &app.faults,
-        version,
-    );
+    let conds =
+        schedule::operator_conditions(name, index, app.elapsed(), timeline, &app.faults, version);
     let namespace = format!("openshift-{name}");
     ClusterOperator {
         api_version: CONFIG_V1.to_string(),
@@ -181,11 +174,11 @@ fn cluster_operator(app: &App, name: &str, index: usize, count: usize) -> Cluste
 }
 
 pub fn cluster_operators(app: &App) -> Vec<ClusterOperator> {
-    let names = schedule::operator_names(&app.faults);
-    names
+    let timeline = app.timeline();
+    schedule::operator_names(&app.faults)
         .iter()
         .enumerate()
-        .map(|(i, n)| cluster_operator(app, n, i, names.len()))
+        .map(|(i, n)| cluster_operator(app, n, i, &timeline))
         .collect()
 }
 
@@ -204,13 +197,17 @@ pub fn list_cluster_operators(app: &App) -> Reply {
 pub fn get_cluster_operator(app: &App, name: &str) -> Reply {
     let names = schedule::operator_names(&app.faults);
     match names.iter().position(|n| n == name) {
-        Some(i) => Reply::json(200, &cluster_operator(app, name, i, names.len())),
+        Some(i) => Reply::json(200, &cluster_operator(app, name, i, &app.timeline())),
         None => Reply::not_found("config.openshift.io", "clusteroperators", name),
     }
 }
 
 pub fn etcd(app: &App) -> Etcd {
-    let conds = schedule::etcd_conditions(app.elapsed(), &app.config.schedule, &app.faults);
+    let conds = schedule::etcd_conditions(
+        app.elapsed(),
+        &app.timeline(),
+        app.config.release.etcd_removed_condition(),
+    );
     Etcd {
         api_version: OPERATOR_V1.to_string(),
         kind: "Etcd".to_string(),
@@ -283,11 +280,23 @@ pub fn network(app: &App) -> Network {
     }
 }
 
+/// Whether the Proxy config names the user's trust bundle, as the installer writes it: only
+/// with a bundle, and then only with a proxy configured or the policy `Always` (the default
+/// policy is `Proxyonly`). The bundle's configmap exists either way.
+pub fn trusts_bundle(install_config: &Value) -> bool {
+    let has_bundle = install_config["additionalTrustBundle"]
+        .as_str()
+        .is_some_and(|b| !b.is_empty());
+    let always = install_config["additionalTrustBundlePolicy"] == "Always";
+    let proxy = install_config["proxy"].is_object();
+    has_bundle && (always || proxy)
+}
+
 pub fn proxy(app: &App) -> Proxy {
     let p = &app.install_config["proxy"];
     let field = |k: &str| p[k].as_str().unwrap_or_default().to_string();
     let (http, https, no) = (field("httpProxy"), field("httpsProxy"), field("noProxy"));
-    let trusted = if app.install_config["additionalTrustBundle"].is_string() {
+    let trusted = if trusts_bundle(&app.install_config) {
         "user-ca-bundle"
     } else {
         ""

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use minisno_apiserver::config::Release;
+use minisno_apiserver::config::{Release, Resolver};
 use minisno_apiserver::{Config, Running, Schedule};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -113,7 +113,20 @@ impl Pki {
     }
 }
 
+/// The hosts file the simulated kubelet resolves api-int with: with the name, or without it
+/// (a node without DNS for its API).
+pub fn write_hosts(dir: &Path, with_api_int: bool) {
+    let mut text = "127.0.0.1 localhost\n".to_string();
+    if with_api_int {
+        text.push_str("127.0.0.1 api.sno.example.test api-int.sno.example.test\n");
+    }
+    write(&dir.join("hosts"), &text);
+}
+
 pub fn config(dir: &Path, pki: &Pki, faults: &[&str]) -> Config {
+    if !dir.join("hosts").exists() {
+        write_hosts(dir, true);
+    }
     Config {
         cluster_name: "sno".into(),
         base_domain: "example.test".into(),
@@ -130,8 +143,13 @@ pub fn config(dir: &Path, pki: &Pki, faults: &[&str]) -> Config {
         schedule: Schedule::fast().scaled(SCALE),
         faults: faults.iter().map(|s| s.to_string()).collect(),
         install_config_yaml: INSTALL_CONFIG.into(),
+        resolver: Resolver::HostsFile(dir.join("hosts")),
     }
 }
+
+/// The configmap the post-reboot script creates once the bootstrap is complete.
+pub const BOOTSTRAP_COMPLETE: &[u8] =
+    br#"{"metadata":{"name":"bootstrap"},"data":{"status":"complete"}}"#;
 
 /// A running server with its own temporary directory.
 pub struct Fixture {
@@ -141,13 +159,51 @@ pub struct Fixture {
 }
 
 impl Fixture {
+    /// A server whose node resolves api-int; nobody has said the bootstrap is complete.
     pub async fn start(faults: &[&str]) -> Fixture {
+        Fixture::start_with(faults, |_| {}).await
+    }
+
+    /// A server whose config `change` adjusts first.
+    pub async fn start_with(faults: &[&str], change: impl FnOnce(&mut Config)) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
+        let pki = Pki::new(&dir.path().join("pki"));
+        let mut cfg = config(dir.path(), &pki, faults);
+        change(&mut cfg);
+        let running = minisno_apiserver::start(cfg).await.unwrap();
+        Fixture { dir, pki, running }
+    }
+
+    /// A server without DNS for api-int on the node (the name can be added later with
+    /// [`write_hosts`]).
+    pub async fn start_without_dns(faults: &[&str]) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        write_hosts(dir.path(), false);
         let pki = Pki::new(&dir.path().join("pki"));
         let running = minisno_apiserver::start(config(dir.path(), &pki, faults))
             .await
             .unwrap();
         Fixture { dir, pki, running }
+    }
+
+    /// A server whose bootstrap the post-reboot script has signalled complete, as in an
+    /// install that gets that far.
+    pub async fn start_bootstrapped(faults: &[&str]) -> Fixture {
+        let fx = Fixture::start(faults).await;
+        fx.complete_bootstrap();
+        fx
+    }
+
+    /// Creates configmap kube-system/bootstrap with `status: complete`.
+    pub fn complete_bootstrap(&self) {
+        let r = minisno_apiserver::router::route(
+            &self.running.app,
+            "POST",
+            "/api/v1/namespaces/kube-system/configmaps",
+            None,
+            BOOTSTRAP_COMPLETE,
+        );
+        assert_eq!(r.code, 201, "{}", String::from_utf8_lossy(&r.body));
     }
 
     pub fn url(&self) -> String {

@@ -23,40 +23,48 @@ condition() { # JSON TYPE -> status of that condition
 
 echo "Running bootkube bootstrap-in-place post reboot"
 
-echo "Waiting for api ..."
-until [ "$(api GET /readyz 2>/dev/null)" = "ok" ]; do
+until [ "$(api GET /readyz 2>/dev/null)" = "ok" ] &&
+    api GET /apis/certificates.k8s.io/v1/certificatesigningrequests >/dev/null 2>&1; do
+    echo "Waiting for api ..."
     sleep "$POLL"
 done
 
-echo "Creating bootstrap configmap ..."
-api POST /api/v1/namespaces/kube-system/configmaps \
-    '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bootstrap","namespace":"kube-system"},"data":{"status":"complete"}}' \
-    >/dev/null 2>&1 || api GET /api/v1/namespaces/kube-system/configmaps/bootstrap >/dev/null
+until api GET /api/v1/namespaces/kube-system/configmaps/bootstrap >/dev/null 2>&1; do
+    echo "Creating bootstrap configmap ..."
+    api POST /api/v1/namespaces/kube-system/configmaps \
+        '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bootstrap","namespace":"kube-system"},"data":{"status":"complete"}}' \
+        >/dev/null 2>&1 || true
+    sleep "$POLL"
+done
 
 echo "Deleting openshift-cluster-version version lease"
 api DELETE /apis/coordination.k8s.io/v1/namespaces/openshift-cluster-version/leases/version >/dev/null 2>&1 || true
+echo "Deleting kube-system cluster-policy-controller-lock lease"
+api DELETE /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/cluster-policy-controller-lock >/dev/null 2>&1 || true
 
 echo "Restoring CVO overrides"
-api GET /apis/config.openshift.io/v1/clusterversions/version >/dev/null
+until api GET /apis/config.openshift.io/v1/clusterversions/version >/dev/null 2>&1; do
+    echo "Trying again to restore CVO overrides ..."
+    sleep "$POLL"
+done
 
+# The node registers only once its kubelet reaches api-int.<cluster>.<domain>, which takes DNS:
+# until then there is no node, and this loop goes on approving nothing.
 echo "Waiting for node to report ready status"
-while true; do
+until [ "$(api GET /api/v1/nodes | jq '[.items[] | select(.metadata.labels["node-role.kubernetes.io/master"] != null) | .status.conditions[]? | select(.type == "Ready" and .status == "True")] | length')" = 1 ]; do
     echo "Approving csrs ..."
     for csr in $(api GET /apis/certificates.k8s.io/v1/certificatesigningrequests |
-        jq -r '.items[] | select((.status.conditions // []) | length == 0) | .metadata.name'); do
+        jq -r '.items[] | select(.status.conditions == null) | .metadata.name'); do
         api PUT "/apis/certificates.k8s.io/v1/certificatesigningrequests/$csr/approval" \
-            "{\"apiVersion\":\"certificates.k8s.io/v1\",\"kind\":\"CertificateSigningRequest\",\"metadata\":{\"name\":\"$csr\"},\"status\":{\"conditions\":[{\"type\":\"Approved\",\"status\":\"True\",\"reason\":\"NodeCSRApprove\",\"message\":\"approved by bootstrap-in-place-post-reboot\"}]}}" >/dev/null
+            "{\"apiVersion\":\"certificates.k8s.io/v1\",\"kind\":\"CertificateSigningRequest\",\"metadata\":{\"name\":\"$csr\"},\"status\":{\"conditions\":[{\"type\":\"Approved\",\"status\":\"True\",\"reason\":\"NodeCSRApprove\",\"message\":\"approved by bootstrap-in-place-post-reboot\"}]}}" >/dev/null || true
     done
-    node=$(api GET /api/v1/nodes | jq '.items[0]')
-    if [ "$(condition "$node" Ready)" = "True" ]; then
-        break
-    fi
     sleep "$POLL"
 done
 echo "node is ready"
 
 echo "Waiting for kube-apiserver-operator"
 until [ "$(condition "$(api GET /apis/config.openshift.io/v1/clusteroperators/kube-apiserver)" Available)" = "True" ]; do
+    echo "Waiting for kube-apiserver-operator ready condition to be True"
     sleep "$POLL"
 done
 

@@ -1,0 +1,265 @@
+use super::*;
+
+fn faults(names: &[&str]) -> Faults {
+    Faults::parse(&names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).0
+}
+
+fn status(conds: &[Cond], t: &str) -> &'static str {
+    conds.iter().find(|c| c.type_ == t).unwrap().status
+}
+
+/// api-int resolves at `resolved`, the bootstrap configmap completes at `complete`.
+fn facts(resolved: Option<f64>, complete: Option<f64>) -> Facts {
+    Facts {
+        api_int_resolved_at: resolved,
+        bootstrap_complete_at: complete,
+    }
+}
+
+const REMOVED: Option<&str> = Some("EtcdBootstrapMemberRemoved");
+
+#[test]
+fn the_milestones_follow_their_causes() {
+    let s = Schedule::fast();
+    let t = Timeline::new(&s, &faults(&[]), &facts(Some(1.0), Some(4.0)));
+    // The node registers when the API is up (3 s), though api-int resolved at 1 s.
+    assert_eq!(t.readyz, Some(3.0));
+    assert_eq!(t.node_registered, Some(3.0));
+    assert_eq!(t.node_ready, Some(5.0));
+    // Removal waits for both the node (5 s) and the configmap (4 s).
+    assert_eq!(t.etcd_removed, Some(6.0));
+    assert_eq!(t.operators_available, Some(7.0));
+    let last = 7.0 + (t.operators - 1) as f64 * t.step;
+    assert_eq!(t.cluster_version_due, Some(last + 2.0));
+    assert_eq!(t.operators_settled, Some(last + 4.0));
+    let names: Vec<_> = t
+        .milestones(100.0, &faults(&[]))
+        .iter()
+        .map(|m| m.0)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "readyz ok",
+            "node registered",
+            "node Ready",
+            "etcd bootstrap member removed",
+            "operators available",
+            "cluster version completed",
+            "operators settled"
+        ]
+    );
+}
+
+#[test]
+fn without_dns_for_api_int_nothing_after_the_api_comes() {
+    let s = Schedule::fast();
+    let t = Timeline::new(&s, &faults(&[]), &facts(None, Some(4.0)));
+    assert_eq!(t.node_registered, None);
+    assert!(!t.node_exists(1e6));
+    assert_eq!(
+        (t.node_ready, t.etcd_removed, t.cluster_version_due),
+        (None, None, None)
+    );
+    let names: Vec<_> = t
+        .milestones(1e6, &faults(&[]))
+        .iter()
+        .map(|m| m.0)
+        .collect();
+    assert_eq!(names, ["readyz ok"]);
+    let cv = cluster_version(1e6, &t, &faults(&[]), "4.17.0");
+    assert_eq!(status(&cv.conditions, "Available"), "False");
+    let p = cv
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .unwrap();
+    assert!(
+        p.message.contains("797 of 886 done (89% complete)"),
+        "{}",
+        p.message
+    );
+    assert!(etcd_conditions(1e6, &t, REMOVED)
+        .iter()
+        .all(|c| c.type_ != "EtcdBootstrapMemberRemoved"));
+}
+
+#[test]
+fn the_bootstrap_member_is_removed_only_after_the_node_is_ready_and_the_configmap_complete() {
+    let s = Schedule::fast();
+    let f = faults(&[]);
+    // No configmap yet: the node goes Ready, the member stays.
+    let t = Timeline::new(&s, &f, &facts(Some(0.0), None));
+    assert_eq!(t.node_ready, Some(5.0));
+    assert_eq!(t.etcd_removed, None);
+    assert_eq!(t.cluster_version_due, None);
+    // The configmap long before the node: removal follows the node.
+    let t = Timeline::new(&s, &f, &facts(Some(10.0), Some(3.5)));
+    assert_eq!(t.etcd_removed, Some(13.0));
+    // The node before the configmap: removal follows the configmap.
+    let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(20.0)));
+    assert_eq!(t.etcd_removed, Some(21.0));
+    assert!(t.cluster_version_due.unwrap() >= 21.0 + s.cluster_version_completed_delay_s);
+}
+
+#[test]
+fn the_removal_condition_is_absent_until_true() {
+    let s = Schedule::fast();
+    let t = Timeline::new(&s, &faults(&[]), &facts(Some(0.0), Some(0.0)));
+    let names = |e: f64, n: Option<&'static str>| -> Vec<&str> {
+        etcd_conditions(e, &t, n).iter().map(|c| c.type_).collect()
+    };
+    assert!(!names(5.9, REMOVED).contains(&"EtcdBootstrapMemberRemoved"));
+    let c = etcd_conditions(6.0, &t, REMOVED);
+    let removed = c
+        .iter()
+        .find(|c| c.type_ == "EtcdBootstrapMemberRemoved")
+        .unwrap();
+    assert_eq!((removed.status, removed.since_s), ("True", 6.0));
+    // Other releases name it differently, or not at all.
+    assert!(names(6.0, Some("EtcdBoostrapMemberRemoved")).contains(&"EtcdBoostrapMemberRemoved"));
+    assert_eq!(names(6.0, None).len(), 3);
+    // The fault keeps it absent forever, and the cluster version never completes.
+    let f = faults(&["etcd-member-not-removed"]);
+    let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(0.0)));
+    assert_eq!(etcd_conditions(1e6, &t, REMOVED).len(), 3);
+    assert_eq!(
+        status(&cluster_version(1e6, &t, &f, "v").conditions, "Available"),
+        "False"
+    );
+}
+
+#[test]
+fn node_not_ready_registers_but_stays_not_ready() {
+    let s = Schedule::fast();
+    let f = faults(&["node-not-ready"]);
+    let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(0.0)));
+    assert!(t.node_exists(3.0));
+    let ready = node_conditions(1e6, &t)
+        .into_iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
+    assert_eq!(
+        (ready.status, ready.reason.as_str()),
+        ("False", "KubeletNotReady")
+    );
+    assert!(ready.message.starts_with("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: no CNI configuration file in /etc/kubernetes/cni/net.d/. Has your network provider started?"), "{}", ready.message);
+    assert_eq!(t.etcd_removed, None);
+}
+
+#[test]
+fn readiness() {
+    let s = Schedule::fast();
+    let t = Timeline::new(&s, &faults(&[]), &Facts::default());
+    assert!(!t.api_ready(2.9) && t.api_ready(3.0));
+    let t = Timeline::new(
+        &s,
+        &faults(&["api-never-ready"]),
+        &facts(Some(0.0), Some(0.0)),
+    );
+    assert!(!t.api_ready(1e6));
+    assert_eq!(t.node_registered, None);
+    assert!(api_live(3.0, &s));
+}
+
+#[test]
+fn operators_timeline() {
+    let s = Schedule::fast();
+    let f = faults(&[]);
+    let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(0.0)));
+    let at = |e: f64, i: usize| operator_conditions("x", i, e, &t, &f, "4.17.0");
+    assert_eq!(status(&at(6.9, 0), "Available"), "False");
+    assert_eq!(status(&at(7.0, 0), "Available"), "True");
+    assert_eq!(status(&at(7.0, 0), "Progressing"), "True");
+    assert_eq!(status(&at(7.0, t.operators - 1), "Available"), "False");
+    let late = at(100.0, t.operators - 1);
+    assert_eq!(status(&late, "Available"), "True");
+    assert_eq!(status(&late, "Progressing"), "False");
+    assert_eq!(status(&late, "Degraded"), "False");
+    let p = late.iter().find(|c| c.type_ == "Progressing").unwrap();
+    assert!(p.since_s > t.cluster_version_due.unwrap(), "{p:?}");
+}
+
+#[test]
+fn operator_faults() {
+    let s = Schedule::fast();
+    let f = faults(&[
+        "operator-degraded:ingress",
+        "operator-unavailable:frobnicator",
+    ]);
+    let names = operator_names(&f);
+    assert_eq!(names.last().unwrap(), "frobnicator");
+    let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(0.0)));
+    let ing = operator_conditions("ingress", 12, 100.0, &t, &f, "v");
+    assert_eq!(status(&ing, "Degraded"), "True");
+    assert_eq!(status(&ing, "Available"), "True");
+    assert_eq!(
+        ing.iter().find(|c| c.type_ == "Degraded").unwrap().reason,
+        "IngressControllerDegraded"
+    );
+    let fro = operator_conditions("frobnicator", names.len() - 1, 100.0, &t, &f, "v");
+    assert_eq!(status(&fro, "Available"), "False");
+    assert_eq!(status(&fro, "Progressing"), "True");
+    let milestones: Vec<_> = t.milestones(1e6, &f).iter().map(|m| m.0).collect();
+    assert!(
+        !milestones.contains(&"cluster version completed")
+            && !milestones.contains(&"operators available")
+    );
+}
+
+#[test]
+fn cluster_version_timeline() {
+    let s = Schedule::fast();
+    let f = faults(&[]);
+    let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(0.0)));
+    let due = t.cluster_version_due.unwrap();
+    let v = cluster_version(due / 2.0, &t, &f, "4.17.0-minisno");
+    assert_eq!(v.completed_at, None);
+    let p = v
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .unwrap();
+    assert!(
+        p.message
+            .starts_with("Working towards 4.17.0-minisno: 443 of 886 done (50% complete)"),
+        "{}",
+        p.message
+    );
+    let v = cluster_version(due, &t, &f, "4.17.0-minisno");
+    assert_eq!(v.completed_at, Some(due));
+    assert_eq!(status(&v.conditions, "Available"), "True");
+    assert_eq!(status(&v.conditions, "Progressing"), "False");
+    assert_eq!(status(&v.conditions, "Failing"), "False");
+}
+
+#[test]
+fn cluster_version_fault() {
+    let s = Schedule::fast();
+    let f = faults(&["operator-degraded:ingress"]);
+    let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(0.0)));
+    let v = cluster_version(100.0, &t, &f, "4.17.0-minisno");
+    assert_eq!(v.completed_at, None);
+    assert_eq!(status(&v.conditions, "Available"), "False");
+    assert_eq!(status(&v.conditions, "Progressing"), "True");
+    let failing = v.conditions.iter().find(|c| c.type_ == "Failing").unwrap();
+    assert_eq!(
+        (failing.status, failing.message.as_str()),
+        ("True", "Cluster operator ingress is degraded")
+    );
+    let f = faults(&["operator-unavailable:console"]);
+    let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(0.0)));
+    let v = cluster_version(100.0, &t, &f, "x");
+    let failing = v.conditions.iter().find(|c| c.type_ == "Failing").unwrap();
+    assert_eq!(failing.message, "Cluster operator console is not available");
+    assert_eq!(camel("kube-apiserver"), "KubeApiserver");
+}
+
+#[test]
+fn generation_grows_with_each_milestone() {
+    let s = Schedule::fast();
+    let t = Timeline::new(&s, &faults(&[]), &facts(Some(0.0), Some(0.0)));
+    assert_eq!(t.generation(0.0), 1);
+    assert_eq!(t.generation(3.0), 3);
+    assert_eq!(t.generation(1e6), 8);
+}

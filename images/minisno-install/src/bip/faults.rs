@@ -1,0 +1,84 @@
+//! The shell snippets that act each fault out where the real failure would happen, and the
+//! faults the simulated control plane acts out.
+
+use super::options::{Fault, FixtureOptions};
+
+/// cluster-bootstrap failing the way it does when its pods never come up. The unit restarts it.
+const CLUSTER_BOOTSTRAP_FAILS: &str =
+    "echo \"Error: error while checking pod status: timed out waiting for the condition\" >&2
+            echo \"Tearing down temporary bootstrap control plane...\"
+            false";
+
+/// bootkube-flaky: the same failure on the first two attempts only; the attempts are counted
+/// in a file, since each attempt is a new run of bootkube.sh after a restart of the unit.
+const CLUSTER_BOOTSTRAP_FAILS_TWICE: &str = "attempts=$(( $(cat /opt/openshift/.minisno-cb-bootstrap-attempts 2>/dev/null || echo 0) + 1 ))
+            echo \"$attempts\" > /opt/openshift/.minisno-cb-bootstrap-attempts
+            if [ \"$attempts\" -le 2 ]; then
+                echo \"Error: error while checking pod status: timed out waiting for the condition\" >&2
+                echo \"Tearing down temporary bootstrap control plane...\"
+                false
+            fi";
+
+const CLUSTER_BOOTSTRAP_HANGS: &str = "while true; do echo \"Pod Status:openshift-kube-apiserver/kube-apiserver        Pending\"; sleep 30; done";
+
+/// A truncated image: coreos-installer fails mid-write with its own error, resets the
+/// partition table, and the unit restarts every 5 s.
+const TRUNCATED_IMAGE: &str = "head -c 48M \"$image\" > /var/tmp/metal-truncated.raw.zst
+    image=/var/tmp/metal-truncated.raw.zst";
+
+const POST_REBOOT_FAILS: &str =
+    "echo \"error: failed to restore the bootstrap-in-place cluster state: exit status 1\" >&2
+exit 1";
+
+/// A real OOM kill, not a printed imitation: a process that grows without bound in a 32 MiB
+/// cgroup. The kernel and systemd report it in their own words; the install goes on.
+const MEMORY_HOG: &str = "systemd-run --unit=minisno-memory-hog --property=MemoryMax=32M --property=MemorySwapMax=0 tail /dev/zero";
+
+/// The snippets pasted into the scripts; `:` where no fault applies.
+pub struct FaultSnippets {
+    pub bootkube: &'static str,
+    pub install: &'static str,
+    pub post_reboot: &'static str,
+}
+
+impl FaultSnippets {
+    pub fn for_options(o: &FixtureOptions) -> FaultSnippets {
+        let pick = |choices: &[(Fault, &'static str)]| {
+            choices
+                .iter()
+                .find(|(f, _)| o.has(f))
+                .map_or(":", |(_, s)| *s)
+        };
+        FaultSnippets {
+            bootkube: pick(&[
+                (Fault::BootkubeFail, CLUSTER_BOOTSTRAP_FAILS),
+                (Fault::BootkubeFlaky, CLUSTER_BOOTSTRAP_FAILS_TWICE),
+                (Fault::BootkubeHang, CLUSTER_BOOTSTRAP_HANGS),
+            ]),
+            install: pick(&[(Fault::InstallFail, TRUNCATED_IMAGE)]),
+            post_reboot: pick(&[
+                (Fault::PostRebootFail, POST_REBOOT_FAILS),
+                (Fault::OomKill, MEMORY_HOG),
+            ]),
+        }
+    }
+}
+
+/// The faults the simulated control plane acts out.
+pub fn apiserver_faults(o: &FixtureOptions) -> Vec<String> {
+    o.faults
+        .iter()
+        .filter(|f| {
+            matches!(
+                f,
+                Fault::ApiNeverReady
+                    | Fault::NodeNotReady
+                    | Fault::OperatorDegraded(_)
+                    | Fault::OperatorUnavailable(_)
+                    | Fault::EtcdMemberNotRemoved
+                    | Fault::NetworkTypeDrift
+            )
+        })
+        .map(Fault::name)
+        .collect()
+}

@@ -1,0 +1,225 @@
+//! The fixture's options, chosen when the assets are generated, through the environment of
+//! `minisno-install create single-node-ignition-config`: `MINISNO_FAULTS` (comma-separated
+//! fault names), `MINISNO_SCHEDULE` (`normal` or `fast`), `MINISNO_REBOOT_DELAY_MIN` (minutes
+//! for `shutdown -r +N`; default 1, 0 with `fast`) and `MINISNO_VERSION` (the release the
+//! cluster reports).
+
+use serde_json::{json, Value};
+
+use crate::release;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FixtureOptions {
+    pub faults: Vec<Fault>,
+    pub schedule: Schedule,
+    pub reboot_delay_min: u32,
+    /// The release version the cluster reports.
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schedule {
+    Normal,
+    Fast,
+}
+
+/// The faults of the shared list (crate sno-fixture-faults), each acted out where the real
+/// failure would happen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    BootkubeFail,
+    BootkubeFlaky,
+    BootkubeHang,
+    InstallFail,
+    NoReboot,
+    DiskBootPanic,
+    ApiNeverReady,
+    NodeNotReady,
+    /// The harness withholds the DNS records; the fixture has nothing to do (the node's own
+    /// resolver then fails, as on a real node).
+    NoDns,
+    OperatorDegraded(String),
+    OperatorUnavailable(String),
+    PostRebootFail,
+    EtcdMemberNotRemoved,
+    NetworkTypeDrift,
+    OomKill,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BipError {
+    /// The shared list's message: the text, and every valid fault.
+    #[error("{0}")]
+    UnknownFault(String),
+    #[error("MINISNO_SCHEDULE must be `normal` or `fast`, not {0:?}")]
+    BadSchedule(String),
+    #[error("MINISNO_REBOOT_DELAY_MIN must be a whole number of minutes, not {0:?}")]
+    BadRebootDelay(String),
+    #[error("MINISNO_VERSION must be a release version such as 4.14.3 (major.minor.patch, optionally -suffix), not {0:?}")]
+    BadVersion(String),
+}
+
+/// The names of the plain faults, both ways.
+pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
+    ("bootkube-fail", Fault::BootkubeFail),
+    ("bootkube-flaky", Fault::BootkubeFlaky),
+    ("bootkube-hang", Fault::BootkubeHang),
+    ("install-fail", Fault::InstallFail),
+    ("no-reboot", Fault::NoReboot),
+    ("disk-boot-panic", Fault::DiskBootPanic),
+    ("api-never-ready", Fault::ApiNeverReady),
+    ("node-not-ready", Fault::NodeNotReady),
+    ("no-dns", Fault::NoDns),
+    ("post-reboot-fail", Fault::PostRebootFail),
+    ("etcd-member-not-removed", Fault::EtcdMemberNotRemoved),
+    ("network-type-drift", Fault::NetworkTypeDrift),
+    ("oom-kill", Fault::OomKill),
+];
+
+impl Fault {
+    /// A fault by the name the shared list gives it.
+    pub fn parse(s: &str) -> Result<Fault, BipError> {
+        let named =
+            sno_fixture_faults::parse(s).map_err(|e| BipError::UnknownFault(e.to_string()))?;
+        let param = || named.parameter.unwrap_or_default().to_string();
+        match named.fault.name {
+            "operator-degraded" => return Ok(Fault::OperatorDegraded(param())),
+            "operator-unavailable" => return Ok(Fault::OperatorUnavailable(param())),
+            _ => {}
+        }
+        PLAIN_FAULTS
+            .iter()
+            .find(|(n, _)| *n == named.fault.name)
+            .map(|(_, f)| f.clone())
+            // A name the shared list has and this fixture does not implement: a test keeps
+            // the two in step.
+            .ok_or_else(|| {
+                BipError::UnknownFault(format!("{}: listed but not implemented", named.fault.name))
+            })
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Fault::OperatorDegraded(o) => format!("operator-degraded:{o}"),
+            Fault::OperatorUnavailable(o) => format!("operator-unavailable:{o}"),
+            plain => PLAIN_FAULTS
+                .iter()
+                .find(|(_, f)| f == plain)
+                .map(|(n, _)| n.to_string())
+                .expect("every plain fault has a name"),
+        }
+    }
+}
+
+impl FixtureOptions {
+    /// Reads the options from the environment (see the module's documentation).
+    pub fn from_env() -> Result<FixtureOptions, BipError> {
+        let get = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        FixtureOptions::parse(
+            get("MINISNO_FAULTS").as_deref(),
+            get("MINISNO_SCHEDULE").as_deref(),
+            get("MINISNO_REBOOT_DELAY_MIN").as_deref(),
+        )?
+        .with_version(get(release::VERSION_ENV).as_deref())
+    }
+
+    pub fn parse(
+        faults: Option<&str>,
+        schedule: Option<&str>,
+        reboot_delay_min: Option<&str>,
+    ) -> Result<FixtureOptions, BipError> {
+        let faults = faults
+            .unwrap_or("")
+            .split(',')
+            .filter(|f| !f.trim().is_empty())
+            .map(Fault::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        let schedule = match schedule.map(str::trim) {
+            None | Some("normal") => Schedule::Normal,
+            Some("fast") => Schedule::Fast,
+            Some(other) => return Err(BipError::BadSchedule(other.into())),
+        };
+        let default_delay = if schedule == Schedule::Fast { 0 } else { 1 };
+        let reboot_delay_min = match reboot_delay_min {
+            None => default_delay,
+            Some(v) => v
+                .trim()
+                .parse()
+                .map_err(|_| BipError::BadRebootDelay(v.into()))?,
+        };
+        Ok(FixtureOptions {
+            faults,
+            schedule,
+            reboot_delay_min,
+            version: release::DEFAULT_VERSION.into(),
+        })
+    }
+
+    /// The options with the release `version` (`None`: the default release).
+    pub fn with_version(self, version: Option<&str>) -> Result<FixtureOptions, BipError> {
+        let version = match version.map(str::trim) {
+            None => release::DEFAULT_VERSION.to_string(),
+            Some(v) if release::is_version(v) => v.to_string(),
+            Some(v) => return Err(BipError::BadVersion(v.into())),
+        };
+        Ok(FixtureOptions { version, ..self })
+    }
+
+    pub fn has(&self, fault: &Fault) -> bool {
+        self.faults.contains(fault)
+    }
+
+    /// The release image the cluster reports.
+    pub fn release_image(&self) -> String {
+        release::image(&self.version)
+    }
+}
+
+impl Default for FixtureOptions {
+    fn default() -> Self {
+        FixtureOptions {
+            faults: Vec::new(),
+            schedule: Schedule::Normal,
+            reboot_delay_min: 1,
+            version: release::DEFAULT_VERSION.into(),
+        }
+    }
+}
+
+impl Schedule {
+    /// Seconds each bootkube stage takes.
+    pub(crate) fn stage_delay(self) -> &'static str {
+        match self {
+            Schedule::Normal => "2",
+            Schedule::Fast => "0.1",
+        }
+    }
+
+    /// Seconds between polls in the scripts (the real ones poll every 5 to 20 s).
+    pub(crate) fn poll_seconds(self) -> &'static str {
+        match self {
+            Schedule::Normal => "5",
+            Schedule::Fast => "1",
+        }
+    }
+
+    /// The simulated control plane's schedule (minisno-apiserver's config): when the API
+    /// answers, and how long each later milestone takes once the ones it waits for are
+    /// reached (the node's registration needs DNS for api-int; see minisno-apiserver).
+    pub(crate) fn apiserver_schedule(self) -> Value {
+        match self {
+            // Fast: every milestone within a few seconds of its causes; what remains is the
+            // 30 s an operator must stay settled for install-complete.
+            Schedule::Fast => json!({
+                "readyz_after_s": 2, "node_ready_delay_s": 1, "etcd_bootstrap_removed_delay_s": 1,
+                "operators_available_delay_s": 1, "cluster_version_completed_delay_s": 1,
+                "operators_settled_delay_s": 1
+            }),
+            Schedule::Normal => json!({
+                "readyz_after_s": 30, "node_ready_delay_s": 60, "etcd_bootstrap_removed_delay_s": 30,
+                "operators_available_delay_s": 150, "cluster_version_completed_delay_s": 60,
+                "operators_settled_delay_s": 30
+            }),
+        }
+    }
+}

@@ -1,0 +1,386 @@
+//! Tests of the payload: units, scripts, faults and options.
+
+use super::*;
+use base64::Engine as _;
+
+const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\n";
+
+fn inputs<'a>(options: &'a FixtureOptions, disk: &'a str) -> BipInputs<'a> {
+    BipInputs {
+        cluster_name: "sno",
+        base_domain: "example.test",
+        installation_disk: disk,
+        ssh_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB test",
+        pull_secret: r#"{"auths":{"example.test":{"auth":"c2VjcmV0"}}}"#,
+        ca_cert_pem: "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n",
+        ca_key_pem: "-----BEGIN PRIVATE KEY-----\nKEY\n-----END PRIVATE KEY-----\n",
+        loopback_kubeconfig: KUBECONFIG,
+        admin_cert_pem: "-----BEGIN CERTIFICATE-----\nADMIN\n-----END CERTIFICATE-----\n",
+        admin_key_pem: "-----BEGIN PRIVATE KEY-----\nADMINKEY\n-----END PRIVATE KEY-----\n",
+        install_config_yaml_redacted: "apiVersion: v1\n",
+        master_files: &[],
+        options,
+    }
+}
+
+/// The decoded contents of the file at `path` in an Ignition config.
+fn file_contents(cfg: &Value, path: &str) -> String {
+    let f = cfg["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == path)
+        .unwrap_or_else(|| panic!("{path} is not in the config"));
+    let src = f["contents"]["source"].as_str().unwrap();
+    let b64 = src.strip_prefix("data:;base64,").unwrap();
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+fn unit_names(cfg: &Value) -> Vec<String> {
+    cfg["systemd"]["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn every_fault_of_the_shared_list_is_implemented_under_its_own_name() {
+    for f in sno_fixture_faults::FAULTS {
+        let text = f.form().replace("<name>", "ingress");
+        let fault = Fault::parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(fault.name(), text);
+    }
+    let e = Fault::parse("operator-degraded").unwrap_err().to_string();
+    assert!(e.contains("valid faults: bootkube-fail, "), "{e}");
+}
+
+#[test]
+fn the_fixture_knows_no_fault_the_shared_list_lacks() {
+    let listed: Vec<&str> = sno_fixture_faults::FAULTS.iter().map(|f| f.name).collect();
+    for (name, _) in options::PLAIN_FAULTS {
+        assert!(listed.contains(name), "{name} is not in the shared list");
+    }
+    // the plain ones and the two that take an operator's name: the whole list
+    assert_eq!(options::PLAIN_FAULTS.len() + 2, listed.len());
+}
+
+#[test]
+fn live_config_carries_the_bip_units_and_is_accepted_by_minisno_ignition() {
+    let o = FixtureOptions::default();
+    let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
+    let text = serde_json::to_string(&cfg).unwrap();
+    assert!(text.len() < LIVE_IGNITION_LIMIT, "{} bytes", text.len());
+    minisno_ignition::parse(&text).unwrap();
+    assert_eq!(
+        unit_names(&cfg),
+        [
+            "release-image.service",
+            "kubelet.service",
+            "bootkube.service",
+            "install-to-disk.service",
+            "progress.service",
+            "approve-csr.service"
+        ]
+    );
+    let master = file_contents(&cfg, "/opt/openshift/minisno/master.ign.in");
+    minisno_ignition::parse(&master).unwrap();
+    let master: Value = serde_json::from_str(&master).unwrap();
+    assert_eq!(unit_names(&master), ["kubelet.service", "bootkube.service"]);
+    let apiserver: Value = serde_json::from_str(&file_contents(
+        &master,
+        "/etc/kubernetes/minisno/apiserver.json",
+    ))
+    .unwrap();
+    assert_eq!(apiserver["schedule"]["readyz_after_s"], 30);
+    assert_eq!(apiserver["faults"], json!([]));
+}
+
+#[test]
+fn unit_ordering_and_conditions_are_the_real_ones() {
+    let units: std::collections::HashMap<_, _> = units::LIVE_UNITS.iter().copied().collect();
+    let bootkube = units["bootkube.service"];
+    for line in [
+        "ConditionPathExists=!/opt/openshift/.bootkube.done",
+        "Restart=on-failure",
+        "WorkingDirectory=/opt/openshift",
+        "RestartSec=5s",
+    ] {
+        assert!(bootkube.contains(line), "bootkube.service lacks {line}");
+    }
+    // No start limit of its own: one start per 5 s never reaches systemd's default limit.
+    assert!(!bootkube.contains("StartLimit"), "{bootkube}");
+    let itd = units["install-to-disk.service"];
+    for line in [
+        "Requires=bootkube.service",
+        "After=bootkube.service",
+        "ConditionPathExists=!/opt/openshift/.install-to-disk.done",
+        "RestartSec=5s",
+    ] {
+        assert!(itd.contains(line), "install-to-disk.service lacks {line}");
+    }
+    assert!(DISK_BOOTKUBE_UNIT
+        .contains("ConditionPathExists=/etc/kubernetes/bootstrap-secrets/kubeconfig"));
+    assert!(DISK_BOOTKUBE_UNIT.contains("Type=oneshot"));
+    assert!(!DISK_BOOTKUBE_UNIT.contains("Restart="));
+}
+
+#[test]
+fn the_installation_disk_is_pasted_unquoted_like_the_real_template() {
+    let o = FixtureOptions::default();
+    let cfg = live_ignition(&inputs(&o, "/dev/vda --extra-arg")).unwrap();
+    let script = file_contents(&cfg, "/usr/local/bin/install-to-disk.sh");
+    assert!(script.contains(
+        "coreos-installer install -n -i /opt/openshift/master.ign $(minisno_image_source /dev/vda --extra-arg) /dev/vda --extra-arg"
+    ));
+    assert!(script.contains("install -i /opt/openshift/master.ign /dev/vda --extra-arg\""));
+    assert!(script.contains("shutdown -r +1 \"Bootstrap completed, server is going to reboot.\""));
+}
+
+#[test]
+fn every_script_is_valid_bash() {
+    for faults in [
+        "",
+        "bootkube-fail",
+        "bootkube-hang,install-fail,no-reboot,post-reboot-fail",
+        "bootkube-flaky,oom-kill,no-dns",
+    ] {
+        let o = FixtureOptions::parse(Some(faults), Some("fast"), None).unwrap();
+        let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
+        let master: Value =
+            serde_json::from_str(&file_contents(&cfg, "/opt/openshift/minisno/master.ign.in"))
+                .unwrap();
+        for c in [&cfg, &master] {
+            for f in c["storage"]["files"].as_array().unwrap() {
+                let path = f["path"].as_str().unwrap();
+                if !path.ends_with(".sh") {
+                    continue;
+                }
+                let body = file_contents(c, path);
+                let out = std::process::Command::new("bash")
+                    .args(["-n", "-c", &body])
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{path} with faults {faults:?}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn faults_land_where_the_real_failures_happen() {
+    let o = FixtureOptions::parse(
+        Some("bootkube-fail,install-fail,no-reboot,disk-boot-panic,post-reboot-fail,operator-degraded:ingress,etcd-member-not-removed"),
+        Some("fast"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(o.reboot_delay_min, 0);
+    let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
+    assert!(file_contents(&cfg, "/usr/local/bin/bootkube.sh")
+        .contains("timed out waiting for the condition"));
+    assert!(
+        file_contents(&cfg, "/usr/local/bin/minisno-image-source.sh").contains("metal-truncated")
+    );
+    assert!(file_contents(&cfg, "/usr/local/bin/install-to-disk.sh").contains("shutdown -c"));
+    let master: Value =
+        serde_json::from_str(&file_contents(&cfg, "/opt/openshift/minisno/master.ign.in")).unwrap();
+    assert!(unit_names(&master).contains(&"minisno-fault-panic.service".to_string()));
+    assert!(
+        file_contents(&master, "/usr/local/bin/bootstrap-in-place-post-reboot.sh")
+            .contains("exit 1")
+    );
+    let apiserver: Value = serde_json::from_str(&file_contents(
+        &master,
+        "/etc/kubernetes/minisno/apiserver.json",
+    ))
+    .unwrap();
+    assert_eq!(
+        apiserver["faults"],
+        json!(["operator-degraded:ingress", "etcd-member-not-removed"])
+    );
+    assert_eq!(apiserver["schedule"]["readyz_after_s"], 2);
+}
+
+#[test]
+fn fixture_options_reject_what_they_do_not_know() {
+    let err = FixtureOptions::parse(Some("bogus"), None, None).unwrap_err();
+    assert!(
+        err.to_string().contains("operator-degraded:<name>"),
+        "{err}"
+    );
+    assert!(FixtureOptions::parse(None, Some("slow"), None).is_err());
+    assert!(FixtureOptions::parse(None, None, Some("soon")).is_err());
+    assert!(Fault::parse("operator-degraded:").is_err());
+    let o = FixtureOptions::parse(
+        Some(" node-not-ready , operator-unavailable:console"),
+        None,
+        Some("3"),
+    )
+    .unwrap();
+    assert_eq!(
+        o.faults,
+        [
+            Fault::NodeNotReady,
+            Fault::OperatorUnavailable("console".into())
+        ]
+    );
+    assert_eq!(o.reboot_delay_min, 3);
+}
+
+/// Runs the rendered bootkube.sh in a scratch /opt/openshift stand-in, `runs` times (as the
+/// unit's restarts would), and gives each run's exit status and output.
+fn run_bootkube(faults: &str, runs: usize) -> Vec<(bool, String)> {
+    let o = FixtureOptions::parse(Some(faults), Some("fast"), None).unwrap();
+    let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // The script's absolute paths, moved under the scratch directory.
+    let script = file_contents(&cfg, "/usr/local/bin/bootkube.sh")
+        .replace("/opt/openshift", &root.join("opt").display().to_string())
+        .replace(". /usr/local/bin/bootstrap-service-record.sh", ":")
+        .replace("STAGE_DELAY=0.1", "STAGE_DELAY=0")
+        .replace("record_service_stage_start \"$marker\"", ":")
+        .replace("record_service_stage_success", ":");
+    std::fs::create_dir_all(root.join("opt/minisno")).unwrap();
+    std::fs::write(
+        root.join("opt/minisno/master.ign.in"),
+        "{\"storage\":{\"files\":[]}}",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("log/openshift")).unwrap();
+    let script = script.replace("/var/log", &root.join("log").display().to_string());
+    (0..runs)
+        .map(|_| {
+            let out = std::process::Command::new("bash")
+                .args(["-c", &script])
+                .output()
+                .unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (out.status.success(), text)
+        })
+        .collect()
+}
+
+fn have_jq() -> bool {
+    std::process::Command::new("jq")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn bootkube_flaky_fails_twice_then_resumes_from_its_markers() {
+    if !have_jq() {
+        eprintln!("jq is not installed: skipped");
+        return;
+    }
+    let runs = run_bootkube("bootkube-flaky", 3);
+    for (ok, out) in &runs[..2] {
+        assert!(!ok, "{out}");
+        assert!(
+            out.contains(
+                "Error: error while checking pod status: timed out waiting for the condition"
+            ),
+            "{out}"
+        );
+    }
+    let (ok, out) = &runs[2];
+    assert!(ok, "{out}");
+    // The stages before cluster-bootstrap were done by the first run and are skipped now.
+    assert!(!out.contains("Rendering api manifests..."), "{out}");
+    assert!(out.contains("Starting cluster-bootstrap..."), "{out}");
+    assert!(
+        out.trim_end().ends_with("bootkube.service complete"),
+        "{out}"
+    );
+    assert!(
+        runs[0].1.contains("Rendering api manifests..."),
+        "{}",
+        runs[0].1
+    );
+}
+
+#[test]
+fn bootkube_fail_keeps_failing() {
+    if !have_jq() {
+        eprintln!("jq is not installed: skipped");
+        return;
+    }
+    for (ok, out) in run_bootkube("bootkube-fail", 4) {
+        assert!(!ok, "{out}");
+        assert!(out.contains("timed out waiting for the condition"), "{out}");
+    }
+}
+
+#[test]
+fn master_machine_config_files_reach_the_installed_system() {
+    let o = FixtureOptions::default();
+    let hosts = json!({"path": "/etc/hosts", "mode": 420, "overwrite": true,
+        "contents": {"source": "data:,10.0.2.15%20api-int.sno.example.test%0A"}});
+    let replaced_ca = json!({"path": "/etc/kubernetes/minisno/ca.crt", "mode": 420, "overwrite": true,
+        "contents": {"source": "data:,mine"}});
+    let extra = [hosts.clone(), replaced_ca.clone()];
+    let mut i = inputs(&o, "/dev/vda");
+    i.master_files = &extra;
+    let master = master_ignition(&i);
+    let files = master["storage"]["files"].as_array().unwrap();
+    assert!(files.contains(&hosts));
+    let cas: Vec<&Value> = files
+        .iter()
+        .filter(|f| f["path"] == "/etc/kubernetes/minisno/ca.crt")
+        .collect();
+    assert_eq!(cas, [&replaced_ca]);
+    minisno_ignition::parse(&master.to_string()).unwrap();
+}
+
+#[test]
+fn the_release_version_reaches_the_apiserver() {
+    let o = FixtureOptions::default()
+        .with_version(Some("4.14.3"))
+        .unwrap();
+    let master = master_ignition(&inputs(&o, "/dev/vda"));
+    let apiserver: Value = serde_json::from_str(&file_contents(
+        &master,
+        "/etc/kubernetes/minisno/apiserver.json",
+    ))
+    .unwrap();
+    assert_eq!(apiserver["release"]["version"], "4.14.3");
+    assert_eq!(
+        apiserver["release"]["image"],
+        "quay.io/minisno/release:4.14.3"
+    );
+    let o = FixtureOptions::default().with_version(None).unwrap();
+    assert_eq!(o.version, "4.17.0-minisno");
+    let e = FixtureOptions::default()
+        .with_version(Some("fourteen"))
+        .unwrap_err();
+    assert_eq!(e.to_string(), "MINISNO_VERSION must be a release version such as 4.14.3 (major.minor.patch, optionally -suffix), not \"fourteen\"");
+}
+
+#[test]
+fn no_dns_is_accepted_and_left_to_the_harness() {
+    let o = FixtureOptions::parse(Some("no-dns"), None, None).unwrap();
+    assert_eq!(o.faults, [Fault::NoDns]);
+    let master = master_ignition(&inputs(&o, "/dev/vda"));
+    let apiserver: Value = serde_json::from_str(&file_contents(
+        &master,
+        "/etc/kubernetes/minisno/apiserver.json",
+    ))
+    .unwrap();
+    assert_eq!(apiserver["faults"], json!([]));
+}
