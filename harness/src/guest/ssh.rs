@@ -27,7 +27,22 @@ impl std::fmt::Debug for SshKeyPair {
 
 impl SshKeyPair {
     pub fn generate(comment: &str) -> Result<SshKeyPair, SshError> {
-        let mut key = PrivateKey::random(&mut rand_core::OsRng, Algorithm::Ed25519)
+        SshKeyPair::generate_with(comment, Algorithm::Ed25519)
+    }
+
+    /// A key a FIPS cluster accepts: the installer refuses an ed25519 `sshKey` when `fips` is
+    /// on (RSA or ECDSA only), so the run's key is ECDSA P-256 then.
+    pub fn generate_for_fips(comment: &str) -> Result<SshKeyPair, SshError> {
+        SshKeyPair::generate_with(
+            comment,
+            Algorithm::Ecdsa {
+                curve: ssh_key::EcdsaCurve::NistP256,
+            },
+        )
+    }
+
+    fn generate_with(comment: &str, algorithm: Algorithm) -> Result<SshKeyPair, SshError> {
+        let mut key = PrivateKey::random(&mut rand_core::OsRng, algorithm)
             .map_err(|e| SshError::Key(e.to_string()))?;
         key.set_comment(comment);
         let private_openssh = key
@@ -257,6 +272,16 @@ impl SshSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fips_keys_are_ecdsa_p256() {
+        let k = SshKeyPair::generate_for_fips("sno-harness test").unwrap();
+        assert!(
+            k.public_openssh.starts_with("ecdsa-sha2-nistp256 "),
+            "{}",
+            k.public_openssh
+        );
+    }
 
     #[test]
     fn generated_keys_are_ed25519_and_debug_hides_the_private_half() {

@@ -121,8 +121,13 @@ impl Run<'_> {
     /// wait for.
     async fn make_assets(&mut self, life: &Lifecycle) -> Result<(SshKeyPair, Assets), RunError> {
         self.ui.line("assets: install-config, installer, live ISO");
-        let key = SshKeyPair::generate(&format!("sno-harness {}", self.opts.id))
-            .map_err(|e| RunError::Harness(e.to_string()))?;
+        let comment = format!("sno-harness {}", self.opts.id);
+        let key = if self.s.install.fips {
+            SshKeyPair::generate_for_fips(&comment)
+        } else {
+            SshKeyPair::generate(&comment)
+        }
+        .map_err(|e| RunError::Harness(e.to_string()))?;
         let (s, dir, key2, cache) = (
             self.s.clone(),
             self.opts.dir.clone(),
