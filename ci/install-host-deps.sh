@@ -37,6 +37,9 @@ packages=(
     openssh-client
     # pgrep, below (are the daemons running?).
     procps
+    # minisno-install's tests run the fixture's BiP shell scripts (bootkube.sh, the
+    # post-reboot script) on the host, and those parse JSON with jq as the real ones do.
+    jq
     # report.html is checked in headless Chromium (harness/tests/report_html.rs).
     chromium
 )

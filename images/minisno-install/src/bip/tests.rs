@@ -276,19 +276,19 @@ fn run_bootkube(faults: &str, runs: usize) -> Vec<(bool, String)> {
         .collect()
 }
 
-fn have_jq() -> bool {
-    std::process::Command::new("jq")
+/// The BiP scripts parse JSON with jq; ci/install-host-deps.sh installs it. A missing jq is a
+/// broken host, not a reason to pass.
+fn require_jq() {
+    let ok = std::process::Command::new("jq")
         .arg("--version")
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| o.status.success());
+    assert!(ok, "jq is not installed: run ci/install-host-deps.sh");
 }
 
 #[test]
 fn bootkube_flaky_fails_twice_then_resumes_from_its_markers() {
-    if !have_jq() {
-        eprintln!("jq is not installed: skipped");
-        return;
-    }
+    require_jq();
     let runs = run_bootkube("bootkube-flaky", 3);
     for (ok, out) in &runs[..2] {
         assert!(!ok, "{out}");
@@ -317,10 +317,7 @@ fn bootkube_flaky_fails_twice_then_resumes_from_its_markers() {
 
 #[test]
 fn bootkube_fail_keeps_failing() {
-    if !have_jq() {
-        eprintln!("jq is not installed: skipped");
-        return;
-    }
+    require_jq();
     for (ok, out) in run_bootkube("bootkube-fail", 4) {
         assert!(!ok, "{out}");
         assert!(out.contains("timed out waiting for the condition"), "{out}");
