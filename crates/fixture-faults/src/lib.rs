@@ -47,6 +47,10 @@ pub const FAULTS: &[FaultName] = &[
         "install-fail",
         "coreos-installer fails; install-to-disk.service restarts every 5 s",
     ),
+    plain(
+        "install-reset",
+        "the machine resets while coreos-installer is a quarter into the write",
+    ),
     plain("no-reboot", "the reboot is scheduled and cancelled"),
     plain(
         "disk-boot-panic",

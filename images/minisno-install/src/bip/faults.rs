@@ -26,6 +26,20 @@ const CLUSTER_BOOTSTRAP_HANGS: &str = "while true; do echo \"Pod Status:openshif
 const TRUNCATED_IMAGE: &str = "head -c 48M \"$image\" > /var/tmp/metal-truncated.raw.zst
     image=/var/tmp/metal-truncated.raw.zst";
 
+/// install-reset: a watcher, started beside coreos-installer, that resets the machine without
+/// a sync once 64 MiB (a quarter of the image) have reached the disk since the write began:
+/// no `Install complete.`, no marker, the partial write left on the disk. The disk's
+/// sectors-written counter (field 7 of /sys/block/DEV/stat) measures what reached it.
+const RESET_MID_WRITE: &str = "minisno_dev=$(basename \"$(readlink -f \"$1\")\")
+    minisno_from=$(awk '{print $7}' \"/sys/block/$minisno_dev/stat\")
+    (
+        until [ $(( $(awk '{print $7}' \"/sys/block/$minisno_dev/stat\") - minisno_from )) -ge 131072 ]; do
+            sleep 0.2
+        done
+        echo 1 > /proc/sys/kernel/sysrq
+        echo b > /proc/sysrq-trigger
+    ) </dev/null >/dev/null 2>&1 &";
+
 const POST_REBOOT_FAILS: &str =
     "echo \"error: failed to restore the bootstrap-in-place cluster state: exit status 1\" >&2
 exit 1";
@@ -55,7 +69,10 @@ impl FaultSnippets {
                 (Fault::BootkubeFlaky, CLUSTER_BOOTSTRAP_FAILS_TWICE),
                 (Fault::BootkubeHang, CLUSTER_BOOTSTRAP_HANGS),
             ]),
-            install: pick(&[(Fault::InstallFail, TRUNCATED_IMAGE)]),
+            install: pick(&[
+                (Fault::InstallFail, TRUNCATED_IMAGE),
+                (Fault::InstallReset, RESET_MID_WRITE),
+            ]),
             post_reboot: pick(&[
                 (Fault::PostRebootFail, POST_REBOOT_FAILS),
                 (Fault::OomKill, MEMORY_HOG),

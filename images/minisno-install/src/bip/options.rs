@@ -31,6 +31,9 @@ pub enum Fault {
     BootkubeFlaky,
     BootkubeHang,
     InstallFail,
+    /// The machine resets (sysrq `b`: no sync, as a power cut or a watchdog) while
+    /// coreos-installer is a quarter into the write.
+    InstallReset,
     NoReboot,
     DiskBootPanic,
     ApiNeverReady,
@@ -65,6 +68,7 @@ pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
     ("bootkube-flaky", Fault::BootkubeFlaky),
     ("bootkube-hang", Fault::BootkubeHang),
     ("install-fail", Fault::InstallFail),
+    ("install-reset", Fault::InstallReset),
     ("no-reboot", Fault::NoReboot),
     ("disk-boot-panic", Fault::DiskBootPanic),
     ("api-never-ready", Fault::ApiNeverReady),

@@ -149,7 +149,7 @@ fn every_script_is_valid_bash() {
         "",
         "bootkube-fail",
         "bootkube-hang,install-fail,no-reboot,post-reboot-fail",
-        "bootkube-flaky,oom-kill,no-dns",
+        "bootkube-flaky,oom-kill,no-dns,install-reset",
     ] {
         let o = FixtureOptions::parse(Some(faults), Some("fast"), None).unwrap();
         let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
