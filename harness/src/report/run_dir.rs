@@ -192,6 +192,10 @@ mod tests {
             names,
             ["junit.xml", "report.html", "summary.json", "summary.md"]
         );
+        // No run may be named like one of them (scenario validation refuses those names).
+        for n in &names {
+            assert!(crate::scenario::RESERVED_NAMES.contains(&n.as_str()), "{n}");
+        }
 
         let summary = Summary::read(&out.path().join("summary.json")).unwrap();
         assert_eq!(summary.counts.total, 3);

@@ -13,4 +13,4 @@ pub use model::{
     DISK_WRITE_STALL_KEY,
 };
 pub use parse::{load, parse_str, ScenarioError};
-pub(crate) use parse::{shorten_long_words, MAX_NAME_LEN};
+pub(crate) use parse::{name_problem, shorten_long_words, RESERVED_NAMES};

@@ -12,7 +12,7 @@ use super::error::{Location, MatrixError};
 use super::ids::permutation_id;
 use super::keys::{apply_all, Change};
 use super::parse::Spec;
-use crate::scenario::{self, Scenario};
+use crate::scenario::{self, Scenario, RESERVED_NAMES};
 
 /// The most permutations a matrix may expand to: more is not a test run anyone can wait for.
 pub const MAX_PERMUTATIONS: usize = 10_000;
@@ -100,6 +100,12 @@ pub fn expand(spec: &Spec, strategy: Strategy) -> Result<Vec<Permutation>, Matri
         let p = permutation(spec, row)?;
         // Labels are unique per axis after sanitising, so ids are too; checked all the same,
         // as ids name run directories.
+        if RESERVED_NAMES.contains(&p.id.as_str()) {
+            return Err(MatrixError::Invalid {
+                at: Location::file(&spec.path),
+                message: format!("a permutation would have the id {:?}, which is the name of a report the matrix writes beside the run directories ({}): relabel one of its values", p.id, RESERVED_NAMES.join(", ")),
+            });
+        }
         if !ids.insert(p.id.clone()) {
             return Err(MatrixError::Invalid {
                 at: Location::file(&spec.path),

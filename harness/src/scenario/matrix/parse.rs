@@ -16,7 +16,7 @@ use super::negative::{self, Rule};
 use super::rules::{self, Expectation};
 use super::space::{Row, Space, Tuple};
 use crate::scenario::model::ScenarioFile;
-use crate::scenario::{self, shorten_long_words, Scenario, MAX_NAME_LEN};
+use crate::scenario::{self, shorten_long_words, Scenario};
 
 /// A label is one part of a permutation id, which names a directory (at most 255 bytes).
 const MAX_LABEL_LEN: usize = 64;
@@ -192,21 +192,9 @@ fn one_line(message: &str) -> String {
 
 /// Matrix names follow scenario names: they name run directories.
 fn check_name(cx: &Ctx, name: &Spanned<String>) -> Result<(), MatrixError> {
-    let n = name.get_ref();
-    let ok = !n.is_empty()
-        && n.len() <= MAX_NAME_LEN
-        && n.chars().all(|c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.' || c == '_'
-        });
-    if ok {
-        Ok(())
-    } else {
-        Err(cx.err(
-            name,
-            format!(
-                "name {n:?} must be 1 to {MAX_NAME_LEN} lowercase letters, digits, '-', '.' or '_'"
-            ),
-        ))
+    match scenario::name_problem(name.get_ref()) {
+        None => Ok(()),
+        Some(why) => Err(cx.err(name, format!("name {:?} {why}", name.get_ref()))),
     }
 }
 
