@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::{installer_message, run_logged, AssetsError, AssetsRequest};
+use super::{installer_message, last_error_message, run_logged, AssetsError, AssetsRequest};
 
 /// Fragments that only the installer's validation of the install-config prints: the asset
 /// error of the install-config, Kubernetes field errors (`<path>: Invalid value: ...`), and the
@@ -31,22 +31,13 @@ pub fn is_rejection(code: i32, output: &str) -> bool {
     if !(code == 1 || code == 3) || crashed(output) {
         return false;
     }
-    let said = last_log_message(output);
+    let said = last_error_message(output);
     said.is_some_and(|m| REJECTION_SHAPES.iter().any(|s| m.contains(s)))
 }
 
 /// A Go runtime panic (the installer crashed, whatever it said before).
 fn crashed(output: &str) -> bool {
     output.lines().any(|l| l.starts_with("panic: ")) && output.contains("goroutine ")
-}
-
-/// The last `level=error` or `level=fatal` line's message.
-fn last_log_message(output: &str) -> Option<&str> {
-    output
-        .lines()
-        .rev()
-        .find(|l| l.contains("level=fatal") || l.contains("level=error"))
-        .and_then(|l| l.split_once("msg=").map(|(_, m)| m))
 }
 
 /// Runs `installer --dir DIR <args>` in the environment the scenario asks for, logged into
@@ -99,6 +90,17 @@ mod tests {
         assert!(!is_rejection(2, SDN));
         let fips = "level=error msg=failed to fetch Single node bootstrap In Place Ignition Config: failed to load asset \"Install Config\": failed to create install config: target cluster is in FIPS mode, use the FIPS-capable installer binary for RHEL 9 on a host with FIPS enabled.\n";
         assert!(is_rejection(3, fips));
+    }
+
+    #[test]
+    fn a_rejection_written_as_several_records_is_recognised() {
+        // The installer's stderr hook writes each line of a message as a record of its own; the
+        // FIPS refusal ends with a line of instructions that alone matches nothing.
+        let fips = "level=error msg=failed to fetch Master Machines: failed to load asset \"Install Config\": failed to create install config: invalid \"install-config.yaml\" file: fips: Forbidden: target cluster is in FIPS mode, use the FIPS-capable installer binary for RHEL 9 on a host with FIPS enabled.\nlevel=error msg=To obtain a suitable binary, download the openshift-install-rhel9 archive from the client mirror, or extract the openshift-install-fips command from the release payload.\n";
+        assert!(is_rejection(3, fips));
+        // An earlier, unrelated error record does not make a later failure a rejection.
+        let later = "level=error msg=fips: Forbidden: x\nlevel=info msg=retrying\nlevel=fatal msg=open /tmp/x: permission denied\n";
+        assert!(!is_rejection(1, later));
     }
 
     #[test]

@@ -153,19 +153,43 @@ pub fn render_install_config(
 }
 
 /// The installer's last `level=error` or `level=fatal` message, the way a person reads it.
-/// The real installer writes messages unquoted (logrus with quoting off); a quoted one (Go
-/// string syntax) is unquoted.
+/// On stderr the real installer writes messages unquoted, one record per line of a message, so
+/// the last message is the last run of such records (joined by newlines); a quoted one (Go
+/// string syntax, as in its log file) is unquoted. Without one: the last line.
 fn installer_message(output: &str) -> String {
-    let pick = output
-        .lines()
-        .rev()
-        .find(|l| l.contains("level=fatal") || l.contains("level=error"))
-        .or_else(|| output.lines().rev().find(|l| !l.trim().is_empty()))
-        .unwrap_or("(no output)");
-    let Some(i) = pick.find("msg=") else {
-        return pick.trim().to_string();
+    last_error_message(output).unwrap_or_else(|| {
+        output
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("(no output)")
+            .trim()
+            .to_string()
+    })
+}
+
+/// The message of the last run of consecutive `level=error`/`level=fatal` records.
+fn last_error_message(output: &str) -> Option<String> {
+    let is_error = |l: &&str| l.contains("level=fatal") || l.contains("level=error");
+    let lines: Vec<&str> = output.lines().collect();
+    let end = lines.iter().rposition(|l| is_error(&l))?;
+    let start = lines[..end]
+        .iter()
+        .rposition(|l| !is_error(l))
+        .map_or(0, |i| i + 1);
+    let parts: Vec<String> = lines[start..=end]
+        .iter()
+        .map(|l| record_message(l))
+        .collect();
+    Some(parts.join("\n"))
+}
+
+/// A logrus record's message: after `msg=`, unquoted when it is quoted.
+fn record_message(line: &str) -> String {
+    let Some(i) = line.find("msg=") else {
+        return line.trim().to_string();
     };
-    let msg = pick[i + 4..].trim();
+    let msg = line[i + 4..].trim();
     if msg.len() >= 2 && msg.starts_with('"') && msg.ends_with('"') {
         if let Ok(unquoted) = serde_json::from_str::<String>(msg) {
             return unquoted;
@@ -437,5 +461,16 @@ mod tests {
             "{m}"
         );
         assert!(m.contains("invalid \"install-config.yaml\""), "{m}");
+    }
+
+    #[test]
+    fn a_message_of_several_records_is_read_whole() {
+        let out = "level=info msg=Consuming Install Config from target directory\nlevel=error msg=failed to create install config: fips: Forbidden: target cluster is in FIPS mode, use the FIPS-capable installer binary.\nlevel=error msg=To obtain a suitable binary, download the archive.\n";
+        assert_eq!(
+            installer_message(out),
+            "failed to create install config: fips: Forbidden: target cluster is in FIPS mode, use the FIPS-capable installer binary.\nTo obtain a suitable binary, download the archive."
+        );
+        assert_eq!(installer_message("no log format\n\n"), "no log format");
+        assert_eq!(installer_message(""), "(no output)");
     }
 }
