@@ -2,6 +2,7 @@
 
 pub mod children;
 pub mod process;
+pub mod socket_path;
 pub mod wait;
 
 use std::path::PathBuf;

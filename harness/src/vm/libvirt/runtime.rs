@@ -324,6 +324,19 @@ impl LibvirtVm {
         let target = remote_target(uri).map_err(|e| other("the libvirt URI", e))?;
         if target.is_none() {
             check_reachable(dir)?;
+            // libvirt's QEMU binds the console's socket by its path; it cannot take the way
+            // round a long one that the QEMU backend takes (util::socket_path).
+            if !crate::util::socket_path::fits(&spec.serial_socket) {
+                return Err(other(
+                    "the serial console's socket",
+                    format!(
+                        "{} is {} bytes, more than the {} a Unix socket address holds: use a shorter --out",
+                        spec.serial_socket.display(),
+                        spec.serial_socket.as_os_str().len(),
+                        crate::util::socket_path::MAX_SOCKET_PATH
+                    ),
+                ));
+            }
             // NVMe disks reach QEMU through the command-line passthrough, which libvirt does
             // not relabel for its QEMU user: open them up (they live in this run's directory
             // only). Remote volumes are made that way.

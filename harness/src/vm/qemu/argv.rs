@@ -1,6 +1,7 @@
 //! The whole QEMU command line, built from a `VmSpec`. Nothing else in the harness adds
 //! arguments, so `vm.txt` and this file together say exactly what ran.
 
+use crate::util::socket_path;
 use crate::vm::{PortForward, VmSpec};
 
 use crate::hw::{Accel, Bus, Firmware, Throttle, OVMF_CODE};
@@ -21,7 +22,13 @@ fn pci_addr(slot: u8) -> String {
 }
 
 pub fn qemu_argv(spec: &VmSpec) -> Vec<String> {
-    build(spec, Console::Harness)
+    build(spec, Console::Harness, None)
+}
+
+/// `qemu_argv` as the QEMU that is started gets it: a socket path too long for a socket
+/// address goes through `socket_dir_fd`, the socket directory QEMU inherits open.
+pub fn qemu_argv_started(spec: &VmSpec, socket_dir_fd: Option<i32>) -> Vec<String> {
+    build(spec, Console::Harness, socket_dir_fd)
 }
 
 /// QEMU's user-mode network `net0` with each forward bound to the host's loopback only (the
@@ -38,7 +45,7 @@ pub fn user_netdev(forwards: &[PortForward]) -> String {
 /// stdio (Ctrl-a x quits, Ctrl-a c switches to the monitor), no QMP socket, no socket for the
 /// harness to attach to first. Disks, firmware, vars, forwards and boot order are the run's.
 pub fn interactive_argv(spec: &VmSpec) -> Vec<String> {
-    build(spec, Console::Terminal)
+    build(spec, Console::Terminal, None)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -49,7 +56,7 @@ enum Console {
     Terminal,
 }
 
-fn build(spec: &VmSpec, console: Console) -> Vec<String> {
+fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<String> {
     let mut a: Vec<String> = Vec::new();
     let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
 
@@ -92,7 +99,7 @@ fn build(spec: &VmSpec, console: Console) -> Vec<String> {
             "-chardev",
             &format!(
                 "socket,id=serial0,path={},server=on,wait=on",
-                spec.serial_socket.display()
+                socket_path::for_qemu(&spec.serial_socket, socket_dir_fd).display()
             ),
             "-serial",
             "chardev:serial0",
@@ -102,7 +109,10 @@ fn build(spec: &VmSpec, console: Console) -> Vec<String> {
     if let (Some(qmp), Console::Harness) = (&spec.qmp_socket, console) {
         push(&[
             "-chardev",
-            &format!("socket,id=qmp0,path={},server=on,wait=off", qmp.display()),
+            &format!(
+                "socket,id=qmp0,path={},server=on,wait=off",
+                socket_path::for_qemu(qmp, socket_dir_fd).display()
+            ),
             "-mon",
             "chardev=qmp0,mode=control",
         ]);

@@ -6,7 +6,7 @@ pub mod process;
 pub mod qmp;
 pub mod state_file;
 
-pub use argv::qemu_argv;
+pub use argv::{qemu_argv, qemu_argv_started};
 pub use process::{QemuError, QemuProcess};
 pub use qmp::{BlockStats, Qmp, QmpError, QmpEvent};
 

@@ -2,14 +2,16 @@
 //! dies with the harness even on SIGKILL; killed and reaped on drop.
 
 use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{qemu_argv, QEMU_BINARY};
+use super::{qemu_argv_started, QEMU_BINARY};
 use crate::guest::console::Console;
+use crate::util::socket_path;
 use crate::vm::VmSpec;
 
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +63,9 @@ impl QemuProcess {
         dir: &Path,
         incoming: bool,
     ) -> Result<(QemuProcess, Console), QemuError> {
-        let mut argv = qemu_argv(spec);
+        let socket_dir = socket_dir_for_qemu(spec)?;
+        let socket_dir_fd = socket_dir.as_ref().map(|d| d.as_raw_fd());
+        let mut argv = qemu_argv_started(spec, socket_dir_fd);
         if incoming {
             argv.extend(["-incoming".to_string(), "defer".to_string()]);
         }
@@ -77,12 +81,15 @@ impl QemuProcess {
             .stderr(stderr);
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 if libc::setpgid(0, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                if let Some(fd) = socket_dir_fd {
+                    keep_open_across_exec(fd)?;
                 }
                 Ok(())
             });
@@ -167,9 +174,13 @@ impl QemuProcess {
     fn connect_serial(&mut self, path: &Path) -> Result<UnixStream, QemuError> {
         let limit = Duration::from_secs(30);
         let start = Instant::now();
+        let reachable = socket_path::Reachable::new(path).map_err(|e| QemuError::Io {
+            what: format!("opening the directory of {}", path.display()),
+            source: e,
+        })?;
         loop {
             self.check_running()?;
-            if let Ok(s) = UnixStream::connect(path) {
+            if let Ok(s) = UnixStream::connect(reachable.path()) {
                 return Ok(s);
             }
             if start.elapsed() > limit {
@@ -299,4 +310,39 @@ mod tests {
             ""
         );
     }
+}
+
+/// The directory QEMU binds its long socket paths through (`socket_path::for_qemu`), opened,
+/// when a socket's path is too long for a socket address; `None` when every path fits.
+fn socket_dir_for_qemu(spec: &VmSpec) -> Result<Option<File>, QemuError> {
+    let long: Vec<&Path> = std::iter::once(spec.serial_socket.as_path())
+        .chain(spec.qmp_socket.as_deref())
+        .filter(|p| !socket_path::fits(p))
+        .collect();
+    let Some(first) = long.first() else {
+        return Ok(None);
+    };
+    let dir = first.parent().unwrap_or(Path::new("/"));
+    if long.iter().any(|p| p.parent() != Some(dir)) {
+        return Err(QemuError::Io {
+            what: format!(
+                "placing QEMU's sockets: paths longer than {} bytes must share a directory",
+                socket_path::MAX_SOCKET_PATH
+            ),
+            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        });
+    }
+    File::open(dir).map(Some).map_err(|e| QemuError::Io {
+        what: format!("opening {} for QEMU's sockets", dir.display()),
+        source: e,
+    })
+}
+
+/// In the child before exec: `fd` (the parent's, of the same number) stays open in QEMU.
+fn keep_open_across_exec(fd: i32) -> std::io::Result<()> {
+    // SAFETY: fcntl is async-signal-safe.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }

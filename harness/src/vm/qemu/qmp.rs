@@ -212,8 +212,15 @@ impl Qmp {
         timeout: Duration,
     ) -> Result<(Qmp, mpsc::UnboundedReceiver<QmpEvent>), QmpError> {
         let deadline = Instant::now() + timeout;
+        // A path too long for a socket address is reached through its directory.
+        let reachable =
+            crate::util::socket_path::Reachable::new(path).map_err(|e| QmpError::Connect {
+                path: path.to_path_buf(),
+                secs: timeout.as_secs(),
+                source: e,
+            })?;
         let socket = loop {
-            match UnixStream::connect(path).await {
+            match UnixStream::connect(reachable.path()).await {
                 Ok(s) => break s,
                 Err(e) if Instant::now() >= deadline => {
                     return Err(QmpError::Connect {
