@@ -100,6 +100,9 @@ pub struct Machine {
     /// The most restarts of the live system's bootkube.service seen.
     pub bootkube_restarts: u32,
     last_install_error: Option<String>,
+    /// When the console showed systemd (or the kernel) rebooting in order during
+    /// install-to-disk: the reboot install-to-disk.sh asks for, with the disks synced.
+    orderly_reboot_ms: Option<u64>,
     /// How often the post-reboot script said `Approving csrs ...`: it loops on it while the
     /// node has not registered.
     csr_approvals: u32,
@@ -163,6 +166,7 @@ impl Machine {
             last_bootkube_error: None,
             bootkube_restarts: 0,
             last_install_error: None,
+            orderly_reboot_ms: None,
             csr_approvals: 0,
             etcd_rule: None,
             badness: Findings::default(),
@@ -370,7 +374,8 @@ impl Machine {
                 );
             }
             Signal::Console { line } => {
-                self.scan_for_badness(("serial console", None), line, now, &mut out)
+                self.scan_for_badness(("serial console", None), line, now, &mut out);
+                self.note_orderly_reboot(line, now);
             }
             Signal::Journal {
                 unit,

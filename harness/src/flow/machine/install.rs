@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// How long the install disk must have taken no write before a reset, for a reset after the
+/// whole image was read to count as the reboot: the real one comes a minute after the install.
+const WRITE_SETTLED_MS: u64 = 10_000;
+
 impl Machine {
     /// install-to-disk ends on any of its evidence: `Install complete.`, one of its markers, or
     /// a reset once the write reached the image's end. The first one seen counts.
@@ -11,28 +15,54 @@ impl Machine {
         self.end(Phase::InstallToDisk, Status::Pass, now, evidence, out);
     }
 
-    /// A reset while install-to-disk has not been seen done: after a complete write it is the
-    /// reboot (the journal lagged); before, the install did not finish.
+    /// A reset while install-to-disk has not been seen done. coreos-installer's percent counts
+    /// the image it has read; what it has read sits in the guest's page cache until written,
+    /// and a reset loses it. So a reset is the reboot (the journal lagged) only once the whole
+    /// image was read and the disk had gone quiet: the real reboot comes a minute after the
+    /// install (`shutdown -r +1`), with nothing written in between. Else the install did not
+    /// finish.
     pub(super) fn reset_during_install(&mut self, now: u64, out: &mut Vec<Action>) {
-        match self.disk.image_percent {
-            Some(p) if p >= 100.0 => self.install_done(
-                now,
-                "the VM reset after coreos-installer had written 100% of the image".into(),
-                out,
+        let quiet_ms = now.saturating_sub(self.disk.last_growth_ms);
+        let read_all = self.disk.image_percent.is_some_and(|p| p >= 100.0);
+        if read_all && self.orderly_reboot_ms.is_some() {
+            let evidence = "the VM rebooted in order (systemd's reboot on the console) after coreos-installer had read 100% of the image".to_string();
+            return self.install_done(now, evidence, out);
+        }
+        if read_all && quiet_ms >= WRITE_SETTLED_MS {
+            let evidence = format!(
+                "the VM reset after coreos-installer had read 100% of the image and the disk had been quiet for {:.0} s",
+                quiet_ms as f64 / 1000.0
+            );
+            return self.install_done(now, evidence, out);
+        }
+        let at = match self.disk.image_percent {
+            Some(p) if read_all => format!(
+                "{p:.0}% of the image read but the disk still being written {:.1} s before the reset",
+                quiet_ms as f64 / 1000.0
             ),
-            p => {
-                let at = p.map_or("no progress line".to_string(), |p| {
-                    format!("{p:.0}% of the image")
-                });
-                self.fail(
-                    now,
-                    format!(
-                        "the VM reset during install-to-disk before the install was seen complete: no `Install complete.`, no coreos-installer.done or .install-to-disk.done marker, and the write at {at} ({:.0} MiB written)",
-                        self.disk.written() as f64 / 1048576.0
-                    ),
-                    out,
-                );
-            }
+            Some(p) => format!("{p:.0}% of the image"),
+            None => "no progress line".to_string(),
+        };
+        self.fail(
+            now,
+            format!(
+                "the VM reset during install-to-disk before the install was seen complete: no `Install complete.`, no coreos-installer.done or .install-to-disk.done marker, and the write at {at} ({:.0} MiB written)",
+                self.disk.written() as f64 / 1048576.0
+            ),
+            out,
+        );
+    }
+
+    /// systemd's reboot on the console while install-to-disk runs (its own lines, or the
+    /// kernel's last one): install-to-disk.sh's `shutdown -r`, not a crash or a reset.
+    pub(super) fn note_orderly_reboot(&mut self, line: &str, now: u64) {
+        const ORDERLY: &[&str] = &[
+            "Reached target reboot.target",
+            "systemd-shutdown[1]: Rebooting.",
+            "reboot: Restarting system",
+        ];
+        if self.current == Some(Phase::InstallToDisk) && ORDERLY.iter().any(|p| line.contains(p)) {
+            self.orderly_reboot_ms.get_or_insert(now);
         }
     }
 

@@ -984,12 +984,13 @@ fn install_to_disk_ends_on_its_marker_or_a_reset_after_a_whole_write_and_fails_o
         m.phase(Phase::InstallToDisk).detail,
         "/opt/openshift/coreos-installer.done"
     );
-    // A reset once coreos-installer said 100 %: the reboot.
+    // A reset once coreos-installer said 100 % and the disk went quiet: the reboot.
     let mut m = machine();
     through_bootkube(&mut m);
     feed(
         &mut m,
         vec![
+            (31_000, Signal::DiskWrite { bytes: 280 << 20 }),
             (
                 31_000,
                 journal(
@@ -997,12 +998,83 @@ fn install_to_disk_ends_on_its_marker_or_a_reset_after_a_whole_write_and_fails_o
                     "Read disk 86.8 MiB/86.8 MiB (100%)",
                 ),
             ),
-            (40_000, qmp("RESET")),
+            (32_000, Signal::DiskWrite { bytes: 290 << 20 }),
+            (52_000, qmp("RESET")),
         ],
     );
     assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pass);
+    assert!(
+        m.phase(Phase::InstallToDisk)
+            .detail
+            .contains("quiet for 20 s"),
+        "{}",
+        m.phase(Phase::InstallToDisk).detail
+    );
     assert_eq!(m.phase(Phase::Reboot).status, Status::Pass);
     assert_eq!(m.current(), Some(Phase::DiskBoot));
+    // The whole image read, the disk busy to the end, but systemd rebooting in order on the
+    // console first (the fast schedule reboots at once): the reboot.
+    let mut m = machine();
+    through_bootkube(&mut m);
+    feed(
+        &mut m,
+        vec![
+            (31_000, Signal::DiskWrite { bytes: 40 << 20 }),
+            (
+                32_000,
+                journal(
+                    "install-to-disk.service",
+                    "Read disk 86.8 MiB/86.8 MiB (100%)",
+                ),
+            ),
+            (33_000, Signal::DiskWrite { bytes: 60 << 20 }),
+            (
+                33_100,
+                Signal::Console {
+                    line: "[  OK  ] Reached target reboot.target - System Reboot.".into(),
+                },
+            ),
+            (33_500, qmp("RESET")),
+        ],
+    );
+    assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pass);
+    assert!(
+        m.phase(Phase::InstallToDisk)
+            .detail
+            .contains("rebooted in order"),
+        "{}",
+        m.phase(Phase::InstallToDisk).detail
+    );
+    // The whole image read, but still being written when the reset came (what is read waits
+    // in the guest's page cache): lost, the install did not finish.
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let a = feed(
+        &mut m,
+        vec![
+            (31_000, Signal::DiskWrite { bytes: 40 << 20 }),
+            (
+                32_000,
+                journal(
+                    "install-to-disk.service",
+                    "Read disk 86.8 MiB/86.8 MiB (100%)",
+                ),
+            ),
+            (33_000, Signal::DiskWrite { bytes: 60 << 20 }),
+            (33_500, qmp("RESET")),
+        ],
+    );
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+    assert!(
+        o.reason.contains(
+            "100% of the image read but the disk still being written 0.5 s before the reset"
+        ),
+        "{}",
+        o.reason
+    );
     // A reset halfway: the install did not finish.
     let mut m = machine();
     through_bootkube(&mut m);
