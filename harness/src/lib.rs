@@ -9,6 +9,26 @@
 //! as named steps, the runners of many, gc). The command line (`cli/`, in the binary) sits on
 //! top. docs/architecture.md tells the way of one run through them.
 
+/// `println!` that never panics (util::out): a closed stdout ends the output, not the run.
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::util::out::stdout(format_args!(""), true) };
+    ($($t:tt)*) => { $crate::util::out::stdout(format_args!($($t)*), true) };
+}
+
+/// `print!` that never panics (util::out).
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => { $crate::util::out::stdout(format_args!($($t)*), false) };
+}
+
+/// `eprintln!` that never panics (util::out): a closed stderr ends the messages, not the run.
+#[macro_export]
+macro_rules! errln {
+    () => { $crate::util::out::stderr(format_args!(""), true) };
+    ($($t:tt)*) => { $crate::util::out::stderr(format_args!($($t)*), true) };
+}
+
 pub mod assets;
 pub mod fixture;
 pub mod flow;

@@ -1,5 +1,8 @@
 //! The sno-harness command line (the commands are in `cli/`).
 
+#[macro_use]
+extern crate sno_harness;
+
 mod cli;
 
 fn main() {

@@ -124,7 +124,7 @@ fn api_int_of(ic: Option<&serde_json::Value>) -> Option<String> {
 }
 
 fn print_report(r: &Report) {
-    println!(
+    outln!(
         "sno-harness check: {}{}",
         r.server,
         r.version
@@ -134,10 +134,10 @@ fn print_report(r: &Report) {
     );
     for p in &r.phases {
         let mark = if p.ok() { "pass" } else { "FAIL" };
-        println!("  {mark}  {:<20} {}", p.phase.name(), p.detail());
+        outln!("  {mark}  {:<20} {}", p.phase.name(), p.detail());
     }
     if let Some(rule) = &r.etcd_rule {
-        println!(
+        outln!(
             "  etcd rule: {} ({})",
             if rule.required {
                 "required"
@@ -148,8 +148,8 @@ fn print_report(r: &Report) {
         );
     }
     match (&r.unreachable, r.healthy()) {
-        (Some(why), _) => println!("the API cannot be reached: {why}"),
-        (None, true) => println!("healthy"),
+        (Some(why), _) => outln!("the API cannot be reached: {why}"),
+        (None, true) => outln!("healthy"),
         (None, false) => {
             let failing: Vec<&str> = r
                 .phases
@@ -157,7 +157,7 @@ fn print_report(r: &Report) {
                 .filter(|p| !p.ok())
                 .map(|p| p.phase.name())
                 .collect();
-            println!("not healthy: {}", failing.join(", "));
+            outln!("not healthy: {}", failing.join(", "));
         }
     }
 }

@@ -26,7 +26,7 @@ impl Checks {
             (false, true) => "MISSING",
             (false, false) => "warn",
         };
-        println!("{mark:<8} {what:<22} {detail}");
+        outln!("{mark:<8} {what:<22} {detail}");
         if !ok && needed {
             self.blocking.push(what.to_string());
         }
@@ -85,10 +85,10 @@ pub fn doctor(_: DoctorArgs) -> Outcome {
     fixture_tools(&mut c);
     disk_space(&mut c);
     Ok(if c.blocking.is_empty() {
-        println!("\nthe host can run scenarios");
+        outln!("\nthe host can run scenarios");
         exit::OK
     } else {
-        println!("\nthe host cannot run scenarios: {}", c.blocking.join(", "));
+        outln!("\nthe host cannot run scenarios: {}", c.blocking.join(", "));
         exit::HOST_NOT_READY
     })
 }

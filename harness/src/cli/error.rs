@@ -40,7 +40,7 @@ pub fn exit_code(outcome: Outcome) -> i32 {
     match outcome {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("sno-harness: {}", e.message());
+            errln!("sno-harness: {}", e.message());
             e.code()
         }
     }

@@ -36,14 +36,14 @@ pub fn fixture(command: FixtureCommand) -> Outcome {
         }
     })?;
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&a).expect("serialisable")
         );
     } else {
-        println!("live ISO:        {}", a.live_iso.display());
-        println!("metal (512):     {}", a.metal.sector_512.display());
-        println!("metal (4096):    {}", a.metal.sector_4096.display());
+        outln!("live ISO:        {}", a.live_iso.display());
+        outln!("metal (512):     {}", a.metal.sector_512.display());
+        outln!("metal (4096):    {}", a.metal.sector_4096.display());
     }
     Ok(exit::OK)
 }

@@ -109,7 +109,7 @@ pub fn interrupt_channel() -> tokio::sync::watch::Receiver<bool> {
             return;
         };
         tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
-        eprintln!("sno-harness: interrupted; stopping (press Ctrl-C again to force)");
+        errln!("sno-harness: interrupted; stopping (press Ctrl-C again to force)");
         // First the flag, so that a run whose helper dies next knows why; then the helpers (a
         // fixture build, the installer, coreos-installer) stop, off the async threads: stopping
         // them may wait out their grace period.

@@ -31,16 +31,16 @@ pub fn gc(a: GcArgs) -> Outcome {
     let c = sno_harness::run::gc::collect(&registry, &uris, a.dry_run);
     let verb = if a.dry_run { "would" } else { "did" };
     for action in &c.actions {
-        println!("gc {verb}: {action}");
+        outln!("gc {verb}: {action}");
     }
     for alive in &c.alive {
-        println!("gc: left alone, still running: {alive}");
+        outln!("gc: left alone, still running: {alive}");
     }
     for e in &c.errors {
-        eprintln!("sno-harness gc: {e}");
+        errln!("sno-harness gc: {e}");
     }
     if c.actions.is_empty() && c.errors.is_empty() {
-        println!("gc: nothing to collect ({})", registry.display());
+        outln!("gc: nothing to collect ({})", registry.display());
     }
     Ok(if c.errors.is_empty() {
         exit::OK

@@ -90,7 +90,7 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
     let jobs_n = a
         .jobs
         .unwrap_or_else(sno_harness::run::admission::default_jobs);
-    eprintln!(
+    errln!(
         "sno-harness: matrix {}: {} permutations ({} strategy; {} in the full product), {jobs_n} at once, into {}",
         m.name,
         jobs.len(),
@@ -114,12 +114,12 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
         .collect();
     let written = sno_harness::report::run_dir::write_reports(&out, &results, &axes);
     if let Err(e) = &written {
-        eprintln!("sno-harness: writing the reports: {e}");
+        errln!("sno-harness: writing the reports: {e}");
     }
     let mut tally = Tally::default();
     for (p, r) in perms.iter().zip(&results) {
         if let Err(why) = tally.count(&p.scenario, r) {
-            eprintln!("  {}: {why}", p.id);
+            errln!("  {}: {why}", p.id);
         }
     }
     summarise(&m, &results, &schedule, &tally, &out);
@@ -145,7 +145,7 @@ fn summarise(
     };
     let summed: f64 = results.iter().map(|r| r.duration_ms as f64 / 1000.0).sum();
     let wall = schedule.wall.as_secs_f64();
-    eprintln!(
+    errln!(
         "sno-harness: matrix {}: {} as expected, {} not, {} errors; wall {:.0} s against {summed:.0} s of runs (x{:.2}); at most {} at once; dispatch {mean_delay:.3} s per permutation; {}",
         m.name,
         results.len() - tally.unexpected - tally.errors,

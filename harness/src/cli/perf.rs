@@ -96,7 +96,7 @@ pub fn perf(a: PerfArgs) -> Outcome {
             backing_store: backing.clone(),
             permutations: permutations.to_vec(),
         };
-    eprintln!(
+    errln!(
         "sno-harness: perf {}: {} permutation(s) x ({} warmup + {} measured) runs, one at a time, into {}",
         a.file.display(),
         jobs.len(),
@@ -127,9 +127,9 @@ pub fn perf(a: PerfArgs) -> Outcome {
     let markdown = sno_harness::report::perf_md::render_markdown(&report);
     let failed_writes = write_pages(&out, &report, Some(&markdown));
     for (path, e) in &failed_writes {
-        eprintln!("sno-harness: writing {}: {e}", path.display());
+        errln!("sno-harness: writing {}: {e}", path.display());
     }
-    print!("{markdown}");
+    out!("{markdown}");
     let code = tally_runs(&a.file, &jobs, &ran, &out.join(PERF_JSON));
     Ok(if failed_writes.is_empty() {
         code
@@ -177,7 +177,7 @@ fn jobs_of(a: &PerfArgs) -> Result<(Vec<Job>, Option<String>), CliError> {
 fn warn_if_too_few(repeat: u32) {
     let min = perf_model::min_samples_for_compare();
     if (repeat as usize) < min {
-        eprintln!(
+        errln!(
             "sno-harness: warning: --repeat {repeat}: `report --compare` needs at least {min} runs per permutation to tell a difference at alpha {}",
             perf_model::COMPARE_ALPHA
         );
@@ -218,7 +218,7 @@ fn tally_runs(file: &Path, jobs: &[Job], ran: &PerfRuns, json_path: &Path) -> i3
             let _ = tally.count(&job.scenario, &r.result);
         }
     }
-    eprintln!(
+    errln!(
         "sno-harness: perf {}: {} of {measured} measured runs as expected, {} not, {} errors{}; {}",
         file.display(),
         measured - tally.unexpected - tally.errors,

@@ -36,7 +36,7 @@ pub fn plan(a: PlanArgs) -> Outcome {
         if a.json {
             print_json(&matrix::plan_json(&m));
         } else {
-            print!("{}", matrix::plan_text(&m));
+            out!("{}", matrix::plan_text(&m));
         }
         return Ok(exit::OK);
     }
@@ -51,7 +51,7 @@ pub fn plan(a: PlanArgs) -> Outcome {
 }
 
 fn print_json(v: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(v).expect("serialisable"));
+    outln!("{}", serde_json::to_string_pretty(v).expect("serialisable"));
 }
 
 /// Everything `plan` shows of one scenario.
@@ -116,38 +116,39 @@ impl ScenarioPlan {
     }
 
     fn print(&self, s: &Scenario, path: &Path) {
-        println!(
+        outln!(
             "scenario {} ({}), profile {}",
             s.name,
             path.display(),
             s.profile.name()
         );
-        println!(
+        outln!(
             "\n# install-config.yaml (pull secret redacted)\n{}",
             self.install_config
         );
-        println!("# commands (RUN is the run directory)");
+        outln!("# commands (RUN is the run directory)");
         for c in &self.commands {
-            println!("  {c}");
+            outln!("  {c}");
         }
-        println!(
+        outln!(
             "\n# VM: accelerator {:?} ({}); ports are picked at run time",
-            self.accel, self.accel_reason
+            self.accel,
+            self.accel_reason
         );
         match &self.domain_xml {
-            Some(xml) => println!(
+            Some(xml) => outln!(
                 "# libvirt domain (transient, auto-destroyed with the harness's connection)\n{xml}"
             ),
-            None => println!("{}", shell_command_line(&self.qemu_argv)),
+            None => outln!("{}", shell_command_line(&self.qemu_argv)),
         }
         if let Some(xml) = &self.network_xml {
-            println!(
+            outln!(
                 "\n# libvirt NAT network for the cluster (created and removed with the run)\n{xml}"
             );
         }
-        println!("\n# phase timeouts (after TCG scaling)");
+        outln!("\n# phase timeouts (after TCG scaling)");
         for (p, d) in &self.timeouts {
-            println!("  {:<20} {}", p.name(), humantime::format_duration(*d));
+            outln!("  {:<20} {}", p.name(), humantime::format_duration(*d));
         }
     }
 }

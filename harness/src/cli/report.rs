@@ -139,19 +139,19 @@ fn perf_compare(a: &ReportArgs, baseline_dir: &Path, rules: Rules) -> Outcome {
     })?;
     cmp.baseline_dir = baseline_dir.display().to_string();
     cmp.candidate_dir = a.run_dir.display().to_string();
-    println!(
+    outln!(
         "{} compared with the baseline {} (their perf.json)",
         a.run_dir.display(),
         baseline_dir.display()
     );
-    print!("{}", sno_harness::report::perf_compare::render_text(&cmp));
+    out!("{}", sno_harness::report::perf_compare::render_text(&cmp));
     if !cmp.host_differences.is_empty() {
         let what: Vec<&str> = cmp
             .host_differences
             .iter()
             .map(|d| d.what.as_str())
             .collect();
-        eprintln!(
+        errln!(
             "sno-harness: warning: the host context differs from the baseline's: {}",
             what.join(", ")
         );
@@ -159,7 +159,7 @@ fn perf_compare(a: &ReportArgs, baseline_dir: &Path, rules: Rules) -> Outcome {
     if let Some(path) = &a.json {
         write_atomically(path, &cmp.to_json())
             .map_err(|e| harness(format!("writing {}: {e}", path.display())))?;
-        println!("wrote {}", path.display());
+        outln!("wrote {}", path.display());
     }
     if let Some(file) = &a.html {
         write_perf_page(file, &a.run_dir, &cand)?;
@@ -185,7 +185,7 @@ fn perf_page(a: &ReportArgs) -> Outcome {
 fn write_perf_page(path: &Path, perf_dir: &Path, report: &PerfReport) -> Result<(), CliError> {
     sno_harness::report::run_dir::write_perf_html(path, perf_dir, report)
         .map_err(|e| harness(format!("writing the report: {e}")))?;
-    println!("wrote {}", path.display());
+    outln!("wrote {}", path.display());
     Ok(())
 }
 
@@ -214,12 +214,12 @@ fn report_run_dir(
         let base: Vec<_> = base.into_iter().map(|r| r.result).collect();
         let current: Vec<_> = runs.iter().map(|r| r.result.clone()).collect();
         let cmp = compare(&base, &current, t);
-        println!(
+        outln!(
             "{} compared with the baseline {}",
             dir.display(),
             baseline_dir.display()
         );
-        print!("{}", render_text(&cmp, t));
+        out!("{}", render_text(&cmp, t));
         regressed = cmp.regressions() > 0;
     }
     let written: Vec<PathBuf> = match (html, baseline) {
@@ -230,7 +230,7 @@ fn report_run_dir(
     }
     .map_err(|e| harness(format!("writing the report: {e}")))?;
     for p in written {
-        println!("wrote {}", p.display());
+        outln!("wrote {}", p.display());
     }
     // The contract's exit 1, here meaning "regressed".
     Ok(if regressed {

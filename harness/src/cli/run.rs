@@ -72,7 +72,7 @@ pub fn run(a: RunArgs) -> Outcome {
 
 /// Says how the run ended and returns its exit code.
 fn verdict_code(s: &Scenario, result: &sno_harness::result::RunResult, dir: &Path) -> i32 {
-    eprintln!(
+    errln!(
         "sno-harness: {} {} in {:.0} s; {}",
         result.id,
         result.verdict.as_str(),
@@ -80,16 +80,16 @@ fn verdict_code(s: &Scenario, result: &sno_harness::result::RunResult, dir: &Pat
         dir.join("result.json").display()
     );
     if !result.reason.is_empty() {
-        eprintln!("  reason: {}", result.reason);
+        errln!("  reason: {}", result.reason);
     }
     if s.expect.is_some() {
         return match sno_harness::run::check_expectation(s, result) {
             Ok(m) => {
-                eprintln!("  {m}");
+                errln!("  {m}");
                 exit::OK
             }
             Err(m) => {
-                eprintln!("  NOT as the scenario expects: {m}");
+                errln!("  NOT as the scenario expects: {m}");
                 exit::SCENARIO_FAILED
             }
         };

@@ -15,7 +15,7 @@ use crate::vm::VmSpec;
 pub fn finish(s: &Scenario, opts: &RunOptions, rec: RunRecord) -> RunResult {
     let result = build_result(s, opts, &rec);
     if let Err(e) = result.write(&opts.dir) {
-        eprintln!(
+        errln!(
             "sno-harness: writing {}/result.json: {e}",
             opts.dir.display()
         );

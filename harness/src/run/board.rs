@@ -272,7 +272,7 @@ impl Board {
             Some(l) => {
                 let _ = l.multi.println(text);
             }
-            None => eprintln!("{text}"),
+            None => errln!("{text}"),
         }
     }
 
@@ -280,7 +280,7 @@ impl Board {
     pub fn tick(&self) {
         if let Some(text) = self.due_heartbeat(Instant::now()) {
             // One call, so that no run's line lands inside the block.
-            eprintln!("{text}");
+            errln!("{text}");
         }
     }
 

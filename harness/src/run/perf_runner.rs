@@ -143,7 +143,7 @@ async fn one_run(
     let dir = opts.out.join(&job.id).join(&name);
     let load_1m = load_average();
     let other_vms = other_vms();
-    eprintln!(
+    errln!(
         "sno-harness: perf {rel} ({n} of {total}){}",
         if other_vms.is_empty() {
             String::new()
@@ -166,7 +166,7 @@ async fn one_run(
         Err(e) => job.not_started(&format!("creating {}: {e}", dir.display())),
     };
     let as_expected = check_expectation(&job.scenario, &result);
-    eprintln!(
+    errln!(
         "sno-harness: perf {rel}: {} in {:.0} s{}",
         result.verdict,
         result.duration_ms as f64 / 1000.0,

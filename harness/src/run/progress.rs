@@ -116,7 +116,7 @@ impl Progress {
         match (&self.board, &self.bar) {
             (Some(board), _) => board.println(&line),
             (None, Some(bar)) => bar.println(line),
-            (None, None) => eprintln!("{line}"),
+            (None, None) => errln!("{line}"),
         }
     }
 
@@ -126,7 +126,7 @@ impl Progress {
     pub fn print(&self, text: &str) {
         match &self.board {
             Some(board) => board.println(text),
-            None => eprintln!("{text}"),
+            None => errln!("{text}"),
         }
     }
 

@@ -1,0 +1,70 @@
+//! Printing that never panics. `println!` panics when stdout is a closed pipe
+//! (`sno-harness plan ... | head -1`), and `eprintln!` when stderr is: a run would then stop
+//! half-way for a reader that went away. Here a write that fails ends that stream's output,
+//! never the process, so every run still cleans up and exits with its own code.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+static STDERR_GONE: AtomicBool = AtomicBool::new(false);
+
+fn write_to(w: &mut dyn Write, gone: &AtomicBool, args: fmt::Arguments, newline: bool) {
+    if gone.load(Ordering::Relaxed) {
+        return;
+    }
+    let written = w
+        .write_fmt(args)
+        .and_then(|()| if newline { w.write_all(b"\n") } else { Ok(()) })
+        .and_then(|()| w.flush());
+    if written.is_err() {
+        gone.store(true, Ordering::Relaxed);
+    }
+}
+
+/// `print!`/`println!` to stdout, as the macros `out!` and `outln!` call it.
+pub fn stdout(args: fmt::Arguments, newline: bool) {
+    write_to(&mut io::stdout().lock(), &STDOUT_GONE, args, newline);
+}
+
+/// `eprintln!` to stderr, as the macro `errln!` calls it.
+pub fn stderr(args: fmt::Arguments, newline: bool) {
+    write_to(&mut io::stderr().lock(), &STDERR_GONE, args, newline);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Closed(usize);
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            self.0 += 1;
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_stream_ends_the_output_without_a_panic() {
+        let gone = AtomicBool::new(false);
+        let mut w = Closed(0);
+        write_to(&mut w, &gone, format_args!("first {}", 1), true);
+        assert!(gone.load(Ordering::Relaxed));
+        write_to(&mut w, &gone, format_args!("second"), true);
+        assert_eq!(w.0, 1, "nothing more is tried once the reader is gone");
+    }
+
+    #[test]
+    fn an_open_stream_gets_every_line() {
+        let gone = AtomicBool::new(false);
+        let mut buf = Vec::new();
+        write_to(&mut buf, &gone, format_args!("a {}", 1), true);
+        write_to(&mut buf, &gone, format_args!("b"), false);
+        assert_eq!(buf, b"a 1\nb");
+        assert!(!gone.load(Ordering::Relaxed));
+    }
+}
