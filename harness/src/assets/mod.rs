@@ -170,9 +170,9 @@ fn installer_message(output: &str) -> String {
 
 /// The message of the last run of consecutive `level=error`/`level=fatal` records.
 fn last_error_message(output: &str) -> Option<String> {
-    let is_error = |l: &&str| l.contains("level=fatal") || l.contains("level=error");
+    let is_error = |l: &str| l.contains("level=fatal") || l.contains("level=error");
     let lines: Vec<&str> = output.lines().collect();
-    let end = lines.iter().rposition(|l| is_error(&l))?;
+    let end = lines.iter().rposition(|l| is_error(l))?;
     let start = lines[..end]
         .iter()
         .rposition(|l| !is_error(l))

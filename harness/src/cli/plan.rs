@@ -131,7 +131,7 @@ impl ScenarioPlan {
             outln!("  {c}");
         }
         outln!(
-            "\n# VM: accelerator {:?} ({}); ports are picked at run time",
+            "\n# VM: accelerator {} ({}); ports are picked at run time",
             self.accel,
             self.accel_reason
         );

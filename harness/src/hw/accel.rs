@@ -19,3 +19,26 @@ pub enum AccelChoice {
     Kvm,
     Tcg,
 }
+
+/// As scenarios and QEMU spell it: `kvm`, `tcg`.
+impl std::fmt::Display for Accel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accelerator_prints_as_scenarios_spell_it() {
+        for a in [Accel::Kvm, Accel::Tcg] {
+            let json = serde_json::to_string(&a).unwrap();
+            assert_eq!(json, format!("\"{a}\""));
+        }
+    }
+}

@@ -50,9 +50,9 @@ impl Lifecycle {
             StateMode::SaveAfterBootkube(dir) => Lifecycle::Save { dir: dir.clone() },
             StateMode::ResumeInstall(dir) => {
                 let manifest = Manifest::read(dir).map_err(|e| RunError::Harness(e.to_string()))?;
-                if manifest.accel != format!("{accel:?}").to_lowercase() {
+                if manifest.accel != accel.to_string() {
                     return Err(RunError::Harness(format!(
-                        "{}: the state was saved under {} and cannot load under {accel:?}",
+                        "{}: the state was saved under {} and cannot load under {accel}",
                         dir.display(),
                         manifest.accel
                     )));

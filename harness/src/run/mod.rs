@@ -121,7 +121,7 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
         }
     };
     let machine = plan::machine_for(s, accel, opts.timeout_scale, &opts.state);
-    ui.line(&format!("accelerator {accel:?} ({accel_reason})"));
+    ui.line(&format!("accelerator {accel} ({accel_reason})"));
     let (machine, vm_host) =
         drive::drive(s, &opts, machine, (started, accel), &mut artifacts, &mut ui).await;
     ui.finish();

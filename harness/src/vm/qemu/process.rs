@@ -278,40 +278,6 @@ impl Drop for QemuProcess {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::start_up_hint;
-
-    #[test]
-    fn a_filesystem_without_o_direct_is_named_with_what_to_do() {
-        // What QEMU 7.2 printed for cache=none, aio=native on a ramfs (and cache=directsync).
-        let stderr = "qemu-system-x86_64: -drive file=/tmp/ioprobe/ramfs/x.qcow2,format=qcow2,if=none,id=install,cache=none,aio=native: Could not open '/tmp/ioprobe/ramfs/x.qcow2': filesystem does not support O_DIRECT";
-        let h = start_up_hint(stderr);
-        assert!(h.starts_with("; "), "{h}");
-        for said in ["O_DIRECT", "tmpfs", "--out", "cache = \"unsafe\""] {
-            assert!(h.contains(said), "{said:?} not in {h}");
-        }
-    }
-
-    #[test]
-    fn a_kernel_without_io_uring_is_named_with_what_to_do() {
-        let stderr = "qemu-system-x86_64: -drive file=/r/disks/install.qcow2,format=qcow2,if=none,id=install,discard=unmap,cache=unsafe,aio=io_uring: Unable to use io_uring: failed to init linux io_uring ring: Operation not permitted";
-        let h = start_up_hint(stderr);
-        assert!(h.contains("kernel.io_uring_disabled"), "{h}");
-        assert!(h.contains("aio = \"threads\""), "{h}");
-    }
-
-    #[test]
-    fn other_failures_get_no_disk_hint() {
-        assert_eq!(
-            start_up_hint(
-                "qemu-system-x86_64: -drive x: Could not open 'x': No such file or directory"
-            ),
-            ""
-        );
-    }
-}
-
 /// The directory QEMU binds its long socket paths through (`socket_path::for_qemu`), opened,
 /// when a socket's path is too long for a socket address; `None` when every path fits.
 fn socket_dir_for_qemu(spec: &VmSpec) -> Result<Option<File>, QemuError> {
@@ -345,4 +311,38 @@ fn keep_open_across_exec(fd: i32) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::start_up_hint;
+
+    #[test]
+    fn a_filesystem_without_o_direct_is_named_with_what_to_do() {
+        // What QEMU 7.2 printed for cache=none, aio=native on a ramfs (and cache=directsync).
+        let stderr = "qemu-system-x86_64: -drive file=/tmp/ioprobe/ramfs/x.qcow2,format=qcow2,if=none,id=install,cache=none,aio=native: Could not open '/tmp/ioprobe/ramfs/x.qcow2': filesystem does not support O_DIRECT";
+        let h = start_up_hint(stderr);
+        assert!(h.starts_with("; "), "{h}");
+        for said in ["O_DIRECT", "tmpfs", "--out", "cache = \"unsafe\""] {
+            assert!(h.contains(said), "{said:?} not in {h}");
+        }
+    }
+
+    #[test]
+    fn a_kernel_without_io_uring_is_named_with_what_to_do() {
+        let stderr = "qemu-system-x86_64: -drive file=/r/disks/install.qcow2,format=qcow2,if=none,id=install,discard=unmap,cache=unsafe,aio=io_uring: Unable to use io_uring: failed to init linux io_uring ring: Operation not permitted";
+        let h = start_up_hint(stderr);
+        assert!(h.contains("kernel.io_uring_disabled"), "{h}");
+        assert!(h.contains("aio = \"threads\""), "{h}");
+    }
+
+    #[test]
+    fn other_failures_get_no_disk_hint() {
+        assert_eq!(
+            start_up_hint(
+                "qemu-system-x86_64: -drive x: Could not open 'x': No such file or directory"
+            ),
+            ""
+        );
+    }
 }
