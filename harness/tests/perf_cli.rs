@@ -172,6 +172,14 @@ fn bad_flag_values_are_bad_input() {
         ),
         &["--timeout-scale"],
     );
+    // Once a panic after the run directory existed (Duration overflow).
+    assert_bad_input(
+        &perf(
+            &[smoke, "--repeat", "4", "--timeout-scale", "1e17"],
+            tmp.path(),
+        ),
+        &["--timeout-scale", "at most 1000"],
+    );
 }
 
 #[test]

@@ -75,10 +75,15 @@ impl RunFlags {
 
     /// Refuses flag values that cannot be used.
     pub fn check(&self) -> Result<(), CliError> {
-        if self.timeout_scale.is_finite() && self.timeout_scale > 0.0 {
+        if self.timeout_scale.is_finite()
+            && self.timeout_scale > 0.0
+            && self.timeout_scale <= 1000.0
+        {
             Ok(())
         } else {
-            Err(bad("--timeout-scale must be a positive number"))
+            Err(bad(
+                "--timeout-scale must be a number above 0 and at most 1000 (a phase deadline is at most a week whatever the scale)",
+            ))
         }
     }
 

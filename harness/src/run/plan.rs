@@ -34,9 +34,24 @@ pub fn phase_timeouts(s: &Scenario, accel: Accel, scale: f64) -> BTreeMap<Phase,
                     Profile::Fixture => fixture_default_timeout(*p),
                     Profile::Openshift => openshift_default_timeout(*p),
                 });
-            (*p, base.mul_f64(tcg * scale))
+            (*p, scaled(base, tcg * scale))
         })
         .collect()
+}
+
+/// The longest phase deadline: a week. `--timeout-scale` is checked (at most 1000), and
+/// scenario timeouts have their own bound; this keeps the product a usable Duration whatever
+/// comes in (`Duration::mul_f64` panics past u64 seconds, and a deadline of centuries is
+/// never meant).
+pub const MAX_PHASE_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+fn scaled(base: Duration, factor: f64) -> Duration {
+    let secs = base.as_secs_f64() * factor;
+    if secs.is_finite() && secs >= 0.0 {
+        Duration::from_secs_f64(secs.min(MAX_PHASE_TIMEOUT.as_secs_f64()))
+    } else {
+        MAX_PHASE_TIMEOUT
+    }
 }
 
 /// The state machine of a run of `s` under `accel`: its timeouts (scaled by `scale`), the
@@ -49,10 +64,11 @@ pub fn machine_for(s: &Scenario, accel: Accel, scale: f64, state: &StateMode) ->
         .map(|nominal| AdaptiveDeadline::around(*nominal));
     let mut m = Machine::new(MachineConfig {
         timeouts,
-        write_stall: s
-            .disk_write_stall
-            .unwrap_or(crate::scenario::DEFAULT_DISK_WRITE_STALL)
-            .mul_f64(scale),
+        write_stall: scaled(
+            s.disk_write_stall
+                .unwrap_or(crate::scenario::DEFAULT_DISK_WRITE_STALL),
+            scale,
+        ),
         bootkube_max_restarts: s.bootkube_max_restarts,
         adaptive_install,
     });
@@ -177,4 +193,19 @@ pub fn vm_plan(
         };
     }
     Ok((spec, network))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_scale_bounds_the_deadline_instead_of_panicking() {
+        assert_eq!(scaled(Duration::from_secs(1200), 1e17), MAX_PHASE_TIMEOUT);
+        assert_eq!(scaled(Duration::from_secs(60), f64::NAN), MAX_PHASE_TIMEOUT);
+        assert_eq!(
+            scaled(Duration::from_secs(60), 2.5),
+            Duration::from_secs(150)
+        );
+    }
 }
