@@ -175,9 +175,9 @@ fn openshift_scenario(dir: &Path, installer: &Path) -> PathBuf {
     path
 }
 
-/// An executable stand-in for openshift-install in `dir/bin`: `version` answers, `create
-/// single-node-ignition-config` runs `create` (shell; `$2` is the asset directory), `coreos
-/// print-stream-json` prints `stream`. Every call is appended to `dir/bin/calls`.
+/// An executable stand-in for openshift-install in `dir/bin`: `version` answers, each `--dir
+/// DIR create ...` (`create manifests`, then `create single-node-ignition-config`) runs
+/// `create` (shell; `$2` is the asset directory), `coreos print-stream-json` prints `stream`. Every call is appended to `dir/bin/calls`.
 fn fake_installer(dir: &Path, create: &str, stream: &serde_json::Value) -> PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -301,7 +301,9 @@ fn a_failing_installer_is_quoted_and_nothing_is_downloaded() {
     });
     ran.assert_error(HARNESS_ERROR);
     ran.assert_says(&[
-        "create single-node-ignition-config` failed (exit 1)",
+        // The first of the installer's steps: `create manifests` (the harness adds its DNS
+        // MachineConfig there), then `create single-node-ignition-config`.
+        "create manifests` failed (exit 1)",
         // The fatal line's message, unquoted, not the info line before it.
         "unable to pull quay.invalid/ocp-release:4.99: connection refused",
         "Release Image",
