@@ -189,6 +189,10 @@ pub struct RunResult {
     pub duration_ms: u64,
     #[serde(default)]
     pub resets: u32,
+    /// Each reset's cause, in order (`guest reboot`, `guest panic`, `watchdog`, `the harness
+    /// (QMP system_reset)`); one reboot is one reset.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reset_causes: Vec<String>,
     /// All contract phases in order; unreached ones `not-reached` with null times.
     pub phases: Vec<PhaseResult>,
     pub disk_write: Option<DiskWrite>,
@@ -259,6 +263,7 @@ impl RunResult {
             started_at: String::new(),
             duration_ms: 0,
             resets: 0,
+            reset_causes: Vec::new(),
             phases: RunResult::unreached_phases(),
             disk_write: None,
             last_signals: vec![],
@@ -305,7 +310,12 @@ impl RunResult {
         let target = dir.join(RESULT_FILE);
         let tmp = dir.join(format!(".{RESULT_FILE}.tmp"));
         let res = (|| {
-            let mut f = std::fs::File::create(&tmp)?;
+            // A fresh file, never through a link planted under the temporary name.
+            let _ = std::fs::remove_file(&tmp);
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
             f.write_all(self.to_json().as_bytes())?;
             f.sync_all()?;
             std::fs::rename(&tmp, &target)
@@ -343,6 +353,17 @@ pub(crate) mod tests {
     use serde_json::Value;
 
     /// A passed run with every phase timed and a disk write.
+    #[test]
+    fn writing_never_follows_a_link_planted_at_the_temporary_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join(".result.json.tmp")).unwrap();
+        sample_pass("x").write(dir.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(RunResult::read(dir.path().join(RESULT_FILE)).is_ok());
+    }
+
     pub(crate) fn sample_pass(id: &str) -> RunResult {
         let mut t = 0;
         let phases = phase_names()
@@ -376,6 +397,7 @@ pub(crate) mod tests {
             started_at: "2026-11-29T23:00:00Z".into(),
             duration_ms: 61234,
             resets: 1,
+            reset_causes: vec!["guest reboot".into()],
             phases,
             disk_write: Some(DiskWrite {
                 disk: "install".into(),

@@ -80,7 +80,13 @@ fn run_one(
             state: Default::default(),
         },
     ));
-    match check_expectation(s, &result) {
+    let checked = check_expectation(s, &result).and_then(|m| {
+        if result.verdict == sno_harness::flow::machine::Verdict::Pass {
+            check_timeline(out.path(), &result)?;
+        }
+        Ok(m)
+    });
+    match checked {
         Ok(m) => {
             eprintln!(
                 "{}: {m} ({:.0} s)",
@@ -98,6 +104,47 @@ fn run_one(
             )))
         }
     }
+}
+
+/// What a passed run's record must say of its timeline: one reset (QEMU's burst of RESET
+/// events for the reboot counted once), caused by the guest's reboot, every `last_signals`
+/// entry with its source, and events.jsonl with a `phase-started` and a `phase-ended` record for
+/// every phase the run went through after the VM started.
+fn check_timeline(dir: &Path, r: &sno_harness::result::RunResult) -> Result<(), String> {
+    let by_guest = r.reset_causes.len() == 1 && r.reset_causes[0].starts_with("guest reboot");
+    if r.resets != 1 || !by_guest {
+        return Err(format!(
+            "a passed run resets once, by the guest's reboot: resets {}, causes {:?}",
+            r.resets, r.reset_causes
+        ));
+    }
+    if let Some(l) = r.last_signals.iter().find(|l| l.source.is_empty()) {
+        return Err(format!("a last signal without its source: {}", l.summary));
+    }
+    let events = std::fs::read_to_string(dir.join("events.jsonl"))
+        .map_err(|e| format!("events.jsonl: {e}"))?;
+    let records: Vec<serde_json::Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let has = |kind: &str, phase: &str| {
+        records
+            .iter()
+            .any(|e| e["kind"] == kind && e["phase"] == phase)
+    };
+    for p in r
+        .phases
+        .iter()
+        .filter(|p| p.name != "assets" && p.start_ms.is_some())
+    {
+        if !has("phase-started", &p.name) || !has("phase-ended", &p.name) {
+            return Err(format!(
+                "events.jsonl lacks the phase-started or phase-ended record of {}",
+                p.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The permutations of every shipped matrix, as ignored test cases.

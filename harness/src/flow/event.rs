@@ -23,6 +23,33 @@ pub enum Source {
     Disk,
 }
 
+impl Source {
+    pub const ALL: [Source; 8] = [
+        Source::Harness,
+        Source::Qmp,
+        Source::Libvirt,
+        Source::Serial,
+        Source::Journal,
+        Source::Guest,
+        Source::Api,
+        Source::Disk,
+    ];
+
+    /// As events.jsonl and result.json spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Harness => "harness",
+            Source::Qmp => "qmp",
+            Source::Libvirt => "libvirt",
+            Source::Serial => "serial",
+            Source::Journal => "journal",
+            Source::Guest => "guest",
+            Source::Api => "api",
+            Source::Disk => "disk",
+        }
+    }
+}
+
 /// Where every observer sends what it sees: one channel into the run's state machine.
 pub type SignalTx = tokio::sync::mpsc::UnboundedSender<(Source, Signal)>;
 
@@ -35,6 +62,17 @@ pub enum Signal {
         text: String,
     },
     AssetsReady,
+    /// The harness's own record of a phase starting, with its deadline.
+    PhaseStarted {
+        phase: String,
+        timeout_s: u64,
+    },
+    /// The harness's own record of a phase ending, with what ended it.
+    PhaseEnded {
+        phase: String,
+        status: String,
+        detail: String,
+    },
     VmStarted {
         pid: u32,
     },
@@ -142,6 +180,10 @@ impl Signal {
         match self {
             Signal::Note { text } => text.clone(),
             Signal::AssetsReady => "assets ready".into(),
+            Signal::PhaseStarted { phase, timeout_s } => {
+                format!("phase {phase} started (timeout {timeout_s} s)")
+            }
+            Signal::PhaseEnded { phase, status, .. } => format!("phase {phase} ended: {status}"),
             Signal::VmStarted { pid } => format!("VM started (pid {pid})"),
             Signal::Qmp { name, .. } => format!("QMP {name}"),
             Signal::VmExited { status } => format!("VM exited ({status})"),
@@ -236,5 +278,34 @@ mod tests {
         assert_eq!(lines[1]["kind"], "disk-write");
         assert_eq!(lines[1]["bytes"], 42);
         assert!(lines[1]["time"].as_str().unwrap().ends_with('Z'));
+    }
+
+    #[test]
+    fn phase_records_say_the_phase_its_timeout_and_how_it_ended() {
+        let started = serde_json::to_value(Signal::PhaseStarted {
+            phase: "bootkube".into(),
+            timeout_s: 1200,
+        })
+        .unwrap();
+        assert_eq!(
+            started,
+            serde_json::json!({"kind": "phase-started", "phase": "bootkube", "timeout_s": 1200})
+        );
+        let ended = serde_json::to_value(Signal::PhaseEnded {
+            phase: "bootkube".into(),
+            status: "pass".into(),
+            detail: "bootkube.service complete".into(),
+        })
+        .unwrap();
+        assert_eq!(ended["kind"], "phase-ended");
+        assert_eq!(ended["status"], "pass");
+        for s in Source::ALL {
+            let json = serde_json::to_value(s).unwrap();
+            assert_eq!(
+                json,
+                s.name(),
+                "events.jsonl and result.json spell it alike"
+            );
+        }
     }
 }

@@ -8,7 +8,7 @@ use super::badness::{AllowList, Findings, Policy as BadnessPolicy};
 pub use super::disk_write::{
     installer_progress_percent, AdaptiveDeadline, DiskWriteStats, Projection,
 };
-use super::event::{ApiCheck, Event, GuestStatus, Signal};
+use super::event::{ApiCheck, Event, GuestStatus, Signal, Source};
 use super::phase::Phase;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +20,20 @@ pub enum Status {
     Timeout,
     /// Ran in another run: the one whose saved state this run resumed.
     Skipped,
+}
+
+impl Status {
+    /// As result.json, events.jsonl and the progress lines spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Running => "running",
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Timeout => "timeout",
+            Status::Skipped => "skipped",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -83,15 +97,37 @@ pub struct Config {
     pub adaptive_install: Option<AdaptiveDeadline>,
 }
 
+/// QEMU reports one reboot as several RESET events within milliseconds; later ones within
+/// this window are the same reset.
+const RESET_BURST_MS: u64 = 1_000;
+
+/// Why the VM reset, in words, from QMP's RESET `reason` (QEMU's ShutdownCause).
+fn reset_cause(data: &serde_json::Value) -> String {
+    match data["reason"].as_str() {
+        Some("guest-reset") => "guest reboot".into(),
+        Some("guest-panic") => "guest panic".into(),
+        Some("host-qmp-system-reset") => "the harness (QMP system_reset)".into(),
+        Some("watchdog") => "watchdog".into(),
+        Some(other) => other.into(),
+        // libvirt's reboot event comes of the guest's own reset (the libvirt backend).
+        None if data["libvirt_event"] == "reboot" => "guest reboot (libvirt's reboot event)".into(),
+        None => "unknown (no reason in the RESET event)".into(),
+    }
+}
+
 pub struct Machine {
     cfg: Config,
     phases: BTreeMap<Phase, PhaseState>,
     current: Option<Phase>,
     outcome: Option<Outcome>,
+    /// Reboots and resets of the VM, each counted once (QEMU reports one reboot as a burst
+    /// of RESET events), with their causes in order.
     pub resets: u32,
+    pub reset_causes: Vec<String>,
+    last_reset_ms: Option<u64>,
     pub disk: DiskWriteStats,
     live_boot_id: Option<String>,
-    last_signals: VecDeque<(u64, String)>,
+    last_signals: VecDeque<(u64, Source, String)>,
     /// Latest outcome of each API check.
     api: BTreeMap<ApiCheckKey, (bool, String)>,
     /// Evidence that the post-reboot bootkube.service failed, kept for bootstrap-cleanup.
@@ -158,6 +194,8 @@ impl Machine {
             current: None,
             outcome: None,
             resets: 0,
+            reset_causes: Vec::new(),
+            last_reset_ms: None,
             disk: DiskWriteStats::default(),
             live_boot_id: None,
             last_signals: VecDeque::new(),
@@ -226,7 +264,7 @@ impl Machine {
     }
 
     /// The last signals seen, oldest first, as (ms since start, summary).
-    pub fn last_signals(&self) -> impl Iterator<Item = &(u64, String)> {
+    pub fn last_signals(&self) -> impl Iterator<Item = &(u64, Source, String)> {
         self.last_signals.iter()
     }
 
@@ -331,12 +369,13 @@ impl Machine {
         ) {
             // Counters and repeated polls would push out the informative lines.
             if let Some(last) = self.last_signals.back() {
-                if last.1 == ev.signal.summary() {
+                if last.2 == ev.signal.summary() {
                     return;
                 }
             }
         }
-        self.last_signals.push_back((ev.t_ms, ev.signal.summary()));
+        self.last_signals
+            .push_back((ev.t_ms, ev.source, ev.signal.summary()));
         while self.last_signals.len() > 12 {
             self.last_signals.pop_front();
         }
@@ -407,7 +446,11 @@ impl Machine {
             Signal::EtcdRule { required, why } => {
                 self.etcd_rule = Some((*required, why.clone()));
             }
-            Signal::Ssh { .. } | Signal::Note { .. } | Signal::AssetsReady => {}
+            Signal::Ssh { .. }
+            | Signal::Note { .. }
+            | Signal::AssetsReady
+            | Signal::PhaseStarted { .. }
+            | Signal::PhaseEnded { .. } => {}
         }
         out
     }
@@ -415,7 +458,15 @@ impl Machine {
     fn on_qmp(&mut self, name: &str, data: &serde_json::Value, now: u64, out: &mut Vec<Action>) {
         match name {
             "RESET" => {
+                if self
+                    .last_reset_ms
+                    .is_some_and(|t| now.saturating_sub(t) < RESET_BURST_MS)
+                {
+                    return;
+                }
+                self.last_reset_ms = Some(now);
                 self.resets += 1;
+                self.reset_causes.push(reset_cause(data));
                 if self.current == Some(Phase::InstallToDisk) {
                     self.reset_during_install(now, out);
                 }
@@ -704,7 +755,7 @@ impl Machine {
             let last = self
                 .last_signals
                 .back()
-                .map(|(t, s)| {
+                .map(|(t, _, s)| {
                     format!(
                         "; last signal {:.0} s ago: {s}",
                         (now_ms.saturating_sub(*t)) as f64 / 1000.0

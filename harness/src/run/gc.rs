@@ -18,9 +18,8 @@ use super::registry::{self, Entry};
 use crate::result::RunResult;
 use crate::vm::libvirt::gc::{collect_domains, collect_networks, collect_pools, sweep, Collected};
 
-/// QEMU processes whose command line names `dir` (the run's disks and sockets are in it).
+/// QEMU processes that run this run's VM: their command line opens a disk of `dir`.
 fn qemu_processes_of(dir: &Path) -> Vec<u32> {
-    let needle = dir.display().to_string();
     let Ok(procs) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -35,10 +34,29 @@ fn qemu_processes_of(dir: &Path) -> Vec<u32> {
                 .split(|b| *b == 0)
                 .map(|a| String::from_utf8_lossy(a).into_owned())
                 .collect();
-            args.first().is_some_and(|a| a.contains("qemu-system"))
-                && args.iter().any(|a| a.contains(&needle))
+            // A relative disk path (a relative --out) is relative to QEMU's working directory.
+            let cwd = fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+            runs_vm_of(&args, &cwd, dir)
         })
         .collect()
+}
+
+/// Whether a command line is a QEMU of the run in `dir`: one of its `file=` arguments (a disk)
+/// lies in `dir/disks/`. Compared by whole path components, not as a substring: the QEMU of
+/// `.../smoke-2` is not `.../smoke`'s, and a registration of `/` names no QEMU.
+fn runs_vm_of(args: &[String], cwd: &Path, dir: &Path) -> bool {
+    let is_qemu = args
+        .first()
+        .and_then(|a| Path::new(a).file_name())
+        .is_some_and(|n| n.to_string_lossy().starts_with("qemu-system"));
+    if !is_qemu || !dir.is_absolute() || dir.parent().is_none() {
+        return false;
+    }
+    let disks = dir.join("disks");
+    args.iter()
+        .flat_map(|a| a.split(','))
+        .filter_map(|part| part.strip_prefix("file="))
+        .any(|file| crate::util::lexical_absolute(&cwd.join(file)).starts_with(&disks))
 }
 
 /// The files a run makes that are not evidence: disks (GiBs), the ISO copy, sockets.
@@ -56,12 +74,27 @@ fn disposable_files(dir: &Path) -> Vec<std::path::PathBuf> {
     .collect()
 }
 
+/// Removes one of `disposable_files`: a link as a link, never what it points at; `disks/`
+/// only as far as it holds what runs put there (`<disk id>.qcow2` files), so a registration
+/// that names another directory costs that directory nothing else.
 fn remove(path: &Path) -> std::io::Result<()> {
-    if path.symlink_metadata()?.is_dir() {
-        fs::remove_dir_all(path)
-    } else {
-        fs::remove_file(path)
+    let meta = path.symlink_metadata()?;
+    if !meta.is_dir() {
+        return fs::remove_file(path);
     }
+    for entry in fs::read_dir(path)? {
+        let entry = entry?;
+        let is_disk =
+            entry.file_type()?.is_file() && entry.file_name().to_string_lossy().ends_with(".qcow2");
+        if is_disk {
+            fs::remove_file(entry.path())?;
+        }
+    }
+    fs::remove_dir(path).map_err(|e| {
+        std::io::Error::other(format!(
+            "{e}: it holds files that are no run's disks, which gc leaves"
+        ))
+    })
 }
 
 /// Collects one dead run.
@@ -159,6 +192,66 @@ pub fn collect(registry_dir: &Path, uris: &[String], dry_run: bool) -> Collected
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_run_s_own_files_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = tmp.path().join("run");
+        let disks = run.join("disks");
+        fs::create_dir_all(&disks).unwrap();
+        fs::write(disks.join("install.qcow2"), "x").unwrap();
+        fs::write(disks.join("notes.txt"), "mine").unwrap();
+        let outside = tmp.path().join("outside");
+        fs::write(&outside, "keep").unwrap();
+        std::os::unix::fs::symlink(&outside, run.join("live.iso")).unwrap();
+        let err = remove(&disks).unwrap_err().to_string();
+        assert!(err.contains("no run's disks"), "{err}");
+        assert!(!disks.join("install.qcow2").exists());
+        assert!(disks.join("notes.txt").exists(), "not a file runs make");
+        remove(&run.join("live.iso")).unwrap();
+        assert_eq!(
+            fs::read_to_string(&outside).unwrap(),
+            "keep",
+            "the link went, not its target"
+        );
+    }
+
+    #[test]
+    fn a_run_s_qemu_is_told_by_its_own_disks_not_by_a_substring() {
+        let argv = |dir: &str| -> Vec<String> {
+            vec![
+                "/usr/bin/qemu-system-x86_64".into(),
+                "-drive".into(),
+                format!(
+                    "if=none,id=install,format=qcow2,file={dir}/disks/install.qcow2,cache=none"
+                ),
+            ]
+        };
+        let (cwd, smoke) = (Path::new("/home/u"), Path::new("/out/smoke"));
+        assert!(runs_vm_of(&argv("/out/smoke"), cwd, smoke));
+        assert!(
+            !runs_vm_of(&argv("/out/smoke-2"), cwd, smoke),
+            "another run's QEMU"
+        );
+        assert!(
+            !runs_vm_of(&argv("/out/smoke"), cwd, Path::new("/")),
+            "a registration of /"
+        );
+        assert!(!runs_vm_of(&argv("/out/smoke"), cwd, Path::new("/out")));
+        // A relative --out: QEMU got the path as given, the registry holds it absolute.
+        let relative = Path::new("/home/u/runs/smoke");
+        assert!(runs_vm_of(&argv("runs/smoke"), cwd, relative));
+        assert!(!runs_vm_of(
+            &argv("runs/smoke"),
+            Path::new("/elsewhere"),
+            relative
+        ));
+        // --out ../runs: registered with the `..` resolved, as here.
+        assert!(runs_vm_of(&argv("../u/runs/smoke"), cwd, relative));
+        let mut not_qemu = argv("/out/smoke");
+        not_qemu[0] = "/usr/bin/vim".into();
+        assert!(!runs_vm_of(&not_qemu, cwd, smoke));
+    }
 
     #[test]
     fn a_dead_runs_leftovers_go_and_its_evidence_stays() {

@@ -111,13 +111,14 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         started_at: result::rfc3339(rec.started_at),
         duration_ms: rec.duration.as_millis() as u64,
         resets: m.resets,
+        reset_causes: m.reset_causes.clone(),
         phases,
         disk_write,
         last_signals: m
             .last_signals()
-            .map(|(t, sum)| LastSignal {
+            .map(|(t, source, sum)| LastSignal {
                 t_ms: *t,
-                source: String::new(),
+                source: source.name().into(),
                 summary: sum.clone(),
             })
             .collect(),

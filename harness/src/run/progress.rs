@@ -216,7 +216,7 @@ pub fn status_text(m: &Machine, now_ms: u64) -> String {
     let last = m
         .last_signals()
         .last()
-        .map(|(t, s)| {
+        .map(|(t, _, s)| {
             format!(
                 "; last signal {:.0} s ago: {s}",
                 (now_ms.saturating_sub(*t)) as f64 / 1000.0

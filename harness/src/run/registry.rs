@@ -54,6 +54,39 @@ pub fn dir() -> PathBuf {
 }
 
 impl Entry {
+    /// What gc may not act on: a registration is data anyone who could write the registry
+    /// wrote. The run directory must be absolute, without `..`, and not the root; the libvirt
+    /// URI one of the transports `run` accepts; the domain a harness domain's name.
+    pub fn check(&self) -> Result<(), String> {
+        let dir_ok = self.dir.is_absolute()
+            && self.dir.parent().is_some()
+            && !self
+                .dir
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir));
+        if !dir_ok {
+            return Err(format!(
+                "run directory {:?} is not an absolute path below / without \"..\"",
+                self.dir
+            ));
+        }
+        if let Some(uri) = &self.uri {
+            crate::vm::libvirt::remote::remote_target(uri).map_err(|e| e.to_string())?;
+        }
+        if let Some(d) = &self.domain {
+            let name_ok = d.starts_with("sno-")
+                && d.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                && !d.contains("..");
+            if !name_ok {
+                return Err(format!(
+                    "domain {d:?} is not a name the harness gives its domains"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the process that registered the run still runs.
     pub fn owner_alive(&self) -> bool {
         process_start(self.pid) == Some(self.pid_start)
@@ -91,30 +124,97 @@ fn file_name(id: &str, pid: u32) -> String {
 pub fn register(registry: &Path, mut entry: Entry) -> std::io::Result<Registration> {
     entry.pid = std::process::id();
     entry.pid_start = process_start(entry.pid).unwrap_or(0);
-    fs::create_dir_all(registry)?;
+    ensure_private(registry)?;
     let path = registry.join(file_name(&entry.id, entry.pid));
+    // Not through a link someone planted under this name.
+    let _ = fs::remove_file(&path);
     let mut f = fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
         .open(&path)?;
     f.write_all(&serde_json::to_vec_pretty(&entry).expect("serialisable"))?;
     Ok(Registration { path })
 }
 
-/// Every registered run, with its file. Unreadable files are returned as errors, not skipped:
-/// gc reports them.
+/// Creates the registry directory owner-only, or checks the one there: a directory (not a
+/// link) of this user, made owner-only when it is more open. One of another user is refused:
+/// whoever owns it could plant registrations for gc to act on.
+pub fn ensure_private(registry: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(registry)?;
+    let m = fs::symlink_metadata(registry)?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !m.is_dir() || m.uid() != me {
+        return Err(std::io::Error::other(format!(
+            "the run registry {} is {} of uid {}, not a directory of this user (uid {me}): remove it, or set SNO_HARNESS_STATE_DIR",
+            registry.display(),
+            if m.file_type().is_symlink() { "a symbolic link" } else if m.is_dir() { "a directory" } else { "a file" },
+            m.uid()
+        )));
+    }
+    if m.mode() & 0o077 != 0 {
+        fs::set_permissions(registry, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// The largest registration read (they are some 300 bytes).
+const MAX_ENTRY_BYTES: u64 = 64 * 1024;
+
+/// One registration, if it is what a run writes: a regular file of this user (no link),
+/// small, parsing as an entry that passes `Entry::check`.
+fn read_entry(path: &Path) -> Result<Entry, String> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("{e} (a symbolic link is refused)"))?;
+    let m = f.metadata().map_err(|e| e.to_string())?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !m.is_file() || m.uid() != me {
+        return Err(format!("not a regular file of this user (uid {me})"));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_ENTRY_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_ENTRY_BYTES {
+        return Err(format!("larger than {MAX_ENTRY_BYTES} bytes"));
+    }
+    let e: Entry = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+    e.check()?;
+    Ok(e)
+}
+
+/// Every registered run, with its file. Files that are not a run's registration are returned
+/// as errors, not acted on: gc reports them.
 pub fn entries(registry: &Path) -> Vec<(PathBuf, Result<Entry, String>)> {
+    use std::os::unix::fs::MetadataExt;
+    // A registry of another user, or a link to one, is read by nobody: its files could be
+    // anyone's. (Checked without changing it: gc --dry-run changes nothing.)
+    if let Ok(m) = fs::symlink_metadata(registry) {
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        if !m.is_dir() || m.uid() != me {
+            let why = format!("the registry is not a directory of this user (uid {me}): none of its files is read");
+            return vec![(registry.to_path_buf(), Err(why))];
+        }
+    }
     let mut out: Vec<(PathBuf, Result<Entry, String>)> = fs::read_dir(registry)
         .map(|d| {
             d.flatten()
                 .map(|e| e.path())
                 .filter(|p| p.extension().is_some_and(|x| x == "json"))
                 .map(|p| {
-                    let e = fs::read(&p)
-                        .map_err(|e| e.to_string())
-                        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()));
+                    let e = read_entry(&p);
                     (p, e)
                 })
                 .collect()
@@ -172,6 +272,79 @@ mod tests {
         );
         e.pid = u32::MAX - 1;
         assert!(!e.owner_alive());
+    }
+
+    #[test]
+    fn planted_registrations_are_refused_not_acted_on() {
+        use std::os::unix::fs::symlink;
+        let reg = tempfile::tempdir().unwrap();
+        let good = |f: &dyn Fn(&mut Entry)| {
+            let mut e = entry("x");
+            f(&mut e);
+            serde_json::to_vec(&e).unwrap()
+        };
+        fs::write(
+            reg.path().join("1-root.json"),
+            good(&|e| e.dir = "/".into()),
+        )
+        .unwrap();
+        fs::write(
+            reg.path().join("2-up.json"),
+            good(&|e| e.dir = "/tmp/a/../../etc".into()),
+        )
+        .unwrap();
+        fs::write(
+            reg.path().join("3-ext.json"),
+            good(&|e| e.uri = Some("qemu+ext:///system?command=/bin/touch".into())),
+        )
+        .unwrap();
+        fs::write(
+            reg.path().join("4-dom.json"),
+            good(&|e| e.domain = Some("../../etc/passwd".into())),
+        )
+        .unwrap();
+        let target = reg.path().join("elsewhere");
+        fs::write(&target, good(&|_| ())).unwrap();
+        symlink(&target, reg.path().join("5-link.json")).unwrap();
+        fs::write(reg.path().join("6-ok.json"), good(&|_| ())).unwrap();
+        let all = entries(reg.path());
+        let verdicts: Vec<(String, bool)> = all
+            .iter()
+            .map(|(p, e)| {
+                (
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    e.is_ok(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                ("1-root.json".to_string(), false),
+                ("2-up.json".into(), false),
+                ("3-ext.json".into(), false),
+                ("4-dom.json".into(), false),
+                ("5-link.json".into(), false),
+                ("6-ok.json".into(), true),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_registry_is_made_owner_only_and_tightened_when_open() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let reg = tmp.path().join("state/runs");
+        ensure_private(&reg).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&reg), 0o700);
+        fs::set_permissions(&reg, fs::Permissions::from_mode(0o777)).unwrap();
+        ensure_private(&reg).unwrap();
+        assert_eq!(mode(&reg), 0o700);
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&reg, &link).unwrap();
+        let err = ensure_private(&link).unwrap_err().to_string();
+        assert!(err.contains("a symbolic link"), "{err}");
     }
 
     #[test]

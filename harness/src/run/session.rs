@@ -4,7 +4,6 @@
 
 use std::fs;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
 use tokio::sync::mpsc::{self, UnboundedReceiver};
@@ -62,7 +61,8 @@ impl Session {
             return Err(RunError::Harness("no free port on 127.0.0.1".into()));
         };
         let dir = run.opts.dir.as_path();
-        let meta = RunMeta::for_this_process(run.opts.id.clone(), absolute(dir));
+        let meta =
+            RunMeta::for_this_process(run.opts.id.clone(), crate::util::lexical_absolute(dir));
         let (spec, network) = vm_plan(
             run.s,
             dir,
@@ -188,14 +188,32 @@ impl Session {
         for a in std::mem::take(&mut run.pending) {
             match a {
                 Action::PhaseStarted(p) => {
+                    let timeout_s = run.machine.phase(p).timeout.as_secs();
                     run.ui.line(&format!("phase {p} started"));
+                    let phase = p.name().to_string();
+                    let _ = run
+                        .log
+                        .record(Source::Harness, Signal::PhaseStarted { phase, timeout_s });
                     self.observers.on_phase_started(p);
                 }
-                Action::PhaseEnded(p, st) => run.ui.line(&format!("phase {p} ended: {st:?}")),
-                Action::Finished(o) => {
-                    run.ui
-                        .line(&format!("verdict {:?}{}", o.verdict, reason_suffix(&o)))
+                Action::PhaseEnded(p, st) => {
+                    run.ui.line(&format!("phase {p} ended: {}", st.as_str()));
+                    let detail = run.machine.phase(p).detail.clone();
+                    let (phase, status) = (p.name().to_string(), st.as_str().to_string());
+                    let _ = run.log.record(
+                        Source::Harness,
+                        Signal::PhaseEnded {
+                            phase,
+                            status,
+                            detail,
+                        },
+                    );
                 }
+                Action::Finished(o) => run.ui.line(&format!(
+                    "verdict {}{}",
+                    o.verdict.as_str(),
+                    reason_suffix(&o)
+                )),
             }
         }
     }
@@ -275,10 +293,6 @@ impl Session {
     }
 }
 
-fn absolute(dir: &Path) -> std::path::PathBuf {
-    std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())
-}
-
 fn reason_suffix(o: &Outcome) -> String {
     if o.reason.is_empty() {
         String::new()
@@ -296,7 +310,7 @@ fn register(run: &Run<'_>, spec: &VmSpec) -> Option<registry::Registration> {
         id: run.opts.id.clone(),
         pid: 0,
         pid_start: 0,
-        dir: absolute(dir),
+        dir: crate::util::lexical_absolute(dir),
         backend: run.opts.backend.name().into(),
         uri: match &run.opts.backend {
             Backend::Libvirt { uri } => Some(uri.clone()),

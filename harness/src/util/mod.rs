@@ -6,7 +6,25 @@ pub mod process;
 pub mod socket_path;
 pub mod wait;
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
+
+/// `path` made absolute (against the working directory) with `.` and `..` resolved by their
+/// names alone, without looking at the file system: the same string always gives the same
+/// path, so a run directory as registered and as QEMU's arguments name it compare equal.
+pub fn lexical_absolute(path: &Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 /// The first executable called `name` on `$PATH`.
 pub fn which(name: &str) -> Option<PathBuf> {
@@ -19,4 +37,19 @@ pub fn which(name: &str) -> Option<PathBuf> {
                 .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
                 .unwrap_or(false)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_dot_is_resolved_by_name() {
+        assert_eq!(
+            lexical_absolute(Path::new("/home/u/../runs/./x")),
+            Path::new("/home/runs/x")
+        );
+        assert_eq!(lexical_absolute(Path::new("/../x")), Path::new("/x"));
+        assert!(lexical_absolute(Path::new("rel")).is_absolute());
+    }
 }

@@ -45,6 +45,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         started_at: "2026-11-29T23:00:00Z".into(),
         duration_ms: t,
         resets: 1,
+        reset_causes: vec!["guest reboot".into()],
         phases,
         disk_write: Some(DiskWrite {
             disk: "install".into(),

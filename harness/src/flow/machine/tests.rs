@@ -22,11 +22,21 @@ fn machine_with_restart_limit(limit: Option<u32>) -> Machine {
     m
 }
 
+/// An event from the observer that would have sent this signal.
 fn ev(t_ms: u64, signal: Signal) -> Event {
+    let source = match &signal {
+        Signal::Journal { .. } => Source::Journal,
+        Signal::Qmp { .. } => Source::Qmp,
+        Signal::Console { .. } => Source::Serial,
+        Signal::DiskWrite { .. } => Source::Disk,
+        Signal::GuestStatus(_) => Source::Guest,
+        Signal::Api { .. } => Source::Api,
+        _ => Source::Harness,
+    };
     Event {
         time: String::new(),
         t_ms,
-        source: Source::Harness,
+        source,
         signal,
     }
 }
@@ -1102,4 +1112,47 @@ fn install_to_disk_ends_on_its_marker_or_a_reset_after_a_whole_write_and_fails_o
         o.reason
     );
     assert!(o.reason.contains("49% of the image"), "{}", o.reason);
+}
+
+#[test]
+fn a_burst_of_reset_events_is_one_reset_with_its_cause() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let mut s = guest("live", true);
+    s.coreos_installer_done = true;
+    feed(
+        &mut m,
+        vec![
+            (40_000, Signal::GuestStatus(s)),
+            // QEMU 7.2 sends three RESET events for one reboot, within some 20 ms.
+            (50_000, qmp("RESET")),
+            (50_021, qmp("RESET")),
+            (50_023, qmp("RESET")),
+        ],
+    );
+    assert_eq!(m.resets, 1);
+    assert_eq!(m.reset_causes, ["guest reboot"]);
+    assert_eq!(m.current(), Some(Phase::DiskBoot));
+    // A later reset (the harness's own system_reset here) counts again, with its cause.
+    feed(
+        &mut m,
+        vec![(
+            90_000,
+            Signal::Qmp {
+                name: "RESET".into(),
+                data: serde_json::json!({"guest": false, "reason": "host-qmp-system-reset"}),
+            },
+        )],
+    );
+    assert_eq!(m.resets, 2);
+    assert_eq!(m.reset_causes[1], "the harness (QMP system_reset)");
+}
+
+#[test]
+fn the_last_signals_name_their_source() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let sources: Vec<Source> = m.last_signals().map(|(_, s, _)| *s).collect();
+    assert!(sources.contains(&Source::Journal), "{sources:?}");
+    assert!(sources.iter().all(|s| !s.name().is_empty()), "{sources:?}");
 }
