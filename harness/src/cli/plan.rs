@@ -107,7 +107,7 @@ impl ScenarioPlan {
             "scenario": s,
             "install_config": self.install_config,
             "commands": self.commands,
-            "accel": {"accel": format!("{:?}", self.accel).to_lowercase(), "reason": self.accel_reason},
+            "accel": {"accel": self.accel.to_string(), "reason": self.accel_reason},
             "qemu_argv": self.qemu_argv,
             "libvirt_domain_xml": self.domain_xml,
             "libvirt_network_xml": self.network_xml,

@@ -103,7 +103,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         params: opts.params.clone(),
         profile: s.profile.name().into(),
         backend: opts.backend.name().into(),
-        accel: format!("{:?}", rec.accel).to_lowercase(),
+        accel: rec.accel.to_string(),
         accel_reason: rec.accel_reason.clone(),
         verdict,
         failed_phase,

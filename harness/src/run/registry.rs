@@ -42,15 +42,19 @@ pub fn dir() -> PathBuf {
     if let Some(d) = std::env::var_os("SNO_HARNESS_STATE_DIR") {
         return PathBuf::from(d).join("runs");
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    if my_uid() == 0 {
         return PathBuf::from("/run/sno-harness/runs");
     }
     if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR") {
         return PathBuf::from(d).join("sno-harness/runs");
     }
-    // SAFETY: as above.
-    std::env::temp_dir().join(format!("sno-harness-{}/runs", unsafe { libc::geteuid() }))
+    std::env::temp_dir().join(format!("sno-harness-{}/runs", my_uid()))
+}
+
+/// This process's effective uid: the owner every registry file and directory must have.
+fn my_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
 }
 
 impl Entry {
@@ -147,8 +151,7 @@ pub fn ensure_private(registry: &Path) -> std::io::Result<()> {
         .mode(0o700)
         .create(registry)?;
     let m = fs::symlink_metadata(registry)?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = my_uid();
     if !m.is_dir() || m.uid() != me {
         return Err(std::io::Error::other(format!(
             "the run registry {} is {} of uid {}, not a directory of this user (uid {me}): remove it, or set SNO_HARNESS_STATE_DIR",
@@ -177,8 +180,7 @@ fn read_entry(path: &Path) -> Result<Entry, String> {
         .open(path)
         .map_err(|e| format!("{e} (a symbolic link is refused)"))?;
     let m = f.metadata().map_err(|e| e.to_string())?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = my_uid();
     if !m.is_file() || m.uid() != me {
         return Err(format!("not a regular file of this user (uid {me})"));
     }
@@ -201,8 +203,7 @@ pub fn entries(registry: &Path) -> Vec<(PathBuf, Result<Entry, String>)> {
     // A registry of another user, or a link to one, is read by nobody: its files could be
     // anyone's. (Checked without changing it: gc --dry-run changes nothing.)
     if let Ok(m) = fs::symlink_metadata(registry) {
-        // SAFETY: geteuid has no preconditions.
-        let me = unsafe { libc::geteuid() };
+        let me = my_uid();
         if !m.is_dir() || m.uid() != me {
             let why = format!("the registry is not a directory of this user (uid {me}): none of its files is read");
             return vec![(registry.to_path_buf(), Err(why))];

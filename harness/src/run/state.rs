@@ -364,7 +364,7 @@ pub async fn save_vm_state(dir: &Path, i: SaveInputs<'_>) -> Result<Manifest, St
         run_id: i.run_id.to_string(),
         scenario: i.scenario.path.display().to_string(),
         saved_at: crate::result::rfc3339(std::time::SystemTime::now()),
-        accel: format!("{:?}", i.accel).to_lowercase(),
+        accel: i.accel.to_string(),
         memory_mib: i.spec.memory_mib,
         disks,
         uefi_vars,
