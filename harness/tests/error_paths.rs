@@ -617,3 +617,135 @@ fn an_unreadable_kubeconfig_is_a_kubeconfig_error_naming_the_file() {
         eprintln!("{text}");
     }
 }
+
+/// Case 7: `[timeouts] assets` holds for every helper of the phase: an installer that hangs in
+/// `version`, in `create`, or in `coreos print-stream-json`, and a download that never ends,
+/// each ends the phase at its deadline as a timeout (verdict fail: the installer is the system
+/// under test) naming what was still running, and no process of the hung helper remains.
+#[test]
+fn a_hung_assets_helper_is_stopped_at_the_phase_deadline() {
+    let stall = TrickleServer::start();
+    let hang = "sleep 3007";
+    let cases: [(&str, String, String, serde_json::Value); 4] = [
+        (
+            "version",
+            hang.into(),
+            CREATE_OK.into(),
+            stream_json(&stall.url, &"ab".repeat(32)),
+        ),
+        (
+            "--dir",
+            "true".into(),
+            hang.into(),
+            stream_json(&stall.url, &"ab".repeat(32)),
+        ),
+        (
+            "coreos",
+            "true".into(),
+            CREATE_OK.into(),
+            serde_json::json!("hang"),
+        ),
+        (
+            "download",
+            "true".into(),
+            CREATE_OK.into(),
+            stream_json(&stall.url, &"ab".repeat(32)),
+        ),
+    ];
+    for (what, version, create, stream) in cases {
+        let work = tempfile::tempdir().unwrap();
+        let (out, state, cache) = (
+            work.path().join("out"),
+            work.path().join("state"),
+            work.path().join("cache"),
+        );
+        let installer = fake_installer(work.path(), &create, &stream);
+        let script = std::fs::read_to_string(&installer).unwrap();
+        let script = script
+            .replace(
+                "version) echo \"openshift-install 4.99.0 (a test stand-in)\" ;;",
+                &format!("version) {version} ;;"),
+            )
+            .replace(
+                "coreos) cat \"$here/stream.json\" ;;",
+                "coreos) grep -q hang \"$here/stream.json\" && sleep 3007; cat \"$here/stream.json\" ;;",
+            );
+        std::fs::write(&installer, script).unwrap();
+        let scenario = openshift_scenario(work.path(), &installer);
+        let mut text = std::fs::read_to_string(&scenario).unwrap();
+        text.push_str("\n[timeouts]\nassets = \"2s\"\n");
+        std::fs::write(&scenario, text).unwrap();
+        let start = std::time::Instant::now();
+        let ran = run(&scenario, &out, &state, |c| {
+            c.env("XDG_CACHE_HOME", &cache);
+        });
+        let took = start.elapsed();
+        assert_eq!(ran.code, 1, "{what}: exit code; stderr:\n{}", ran.stderr);
+        assert_eq!(ran.result["verdict"], "fail", "{what}: {}", ran.result);
+        assert_eq!(ran.result["failed_phase"], "assets", "{what}");
+        let assets = ran.result["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "assets")
+            .unwrap();
+        assert_eq!(assets["status"], "timeout", "{what}: {assets}");
+        assert!(
+            ran.reason().contains("assets did not finish within "),
+            "{what}: {}",
+            ran.reason()
+        );
+        assert!(
+            ran.reason().contains("was still running"),
+            "{what}: {}",
+            ran.reason()
+        );
+        // 2 s (8 s under TCG), the helper's grace to stop and the run's own start and end.
+        assert!(
+            took < std::time::Duration::from_secs(20),
+            "{what}: {took:?}"
+        );
+        assert!(
+            !processes_named("sleep 3007"),
+            "{what}: the hung helper's sleep survived"
+        );
+        assert_nothing_left(&ran, &state);
+    }
+}
+
+/// Whether a process whose command line is `cmdline` (words joined by spaces) exists.
+fn processes_named(cmdline: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+            let words: Vec<_> = c.split(|b| *b == 0).filter(|w| !w.is_empty()).collect();
+            words.join(&b' ') == cmdline.as_bytes()
+        })
+    })
+}
+
+/// An HTTP server on 127.0.0.1 that answers with the headers of a large body and then a byte
+/// a second: a mirror too slow to ever finish.
+struct TrickleServer {
+    url: String,
+}
+
+impl TrickleServer {
+    fn start() -> TrickleServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/rhcos-live.iso", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for mut s in listener.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let _ = write!(
+                        s,
+                        "HTTP/1.1 200 OK\r\nContent-Length: 1073741824\r\nConnection: close\r\n\r\n"
+                    );
+                    while s.write_all(b"x").is_ok() {
+                        std::thread::sleep(std::time::Duration::from_secs(1));
+                    }
+                });
+            }
+        });
+        TrickleServer { url }
+    }
+}

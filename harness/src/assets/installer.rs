@@ -59,7 +59,7 @@ pub fn run_installer(
         dir.display(),
         args.join(" ")
     );
-    let (code, output) = run_logged(&mut cmd, log, &what)?;
+    let (code, output) = run_logged(&mut cmd, (log, req.deadline), &what)?;
     if code == 0 {
         return Ok(());
     }

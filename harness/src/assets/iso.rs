@@ -39,6 +39,14 @@ pub enum IsoError {
         status: Option<u16>,
         message: String,
     },
+    /// The assets phase's deadline came first ([`fetch_iso_within`]).
+    #[error("downloading {location} ({done} bytes{of}) was still running at the assets phase's deadline")]
+    Late {
+        location: String,
+        done: u64,
+        /// " of N" when the size is known.
+        of: String,
+    },
     #[error("unsupported ISO location {0:?} (file://, http:// or https:// URLs)")]
     Scheme(String),
     #[error("{what}: {source}")]
@@ -91,6 +99,21 @@ fn file_url_path(url: &str) -> Option<PathBuf> {
 /// `cache/<sha256>.iso`.
 pub fn fetch_iso(location: &str, sha256: &str, cache: &Path) -> Result<PathBuf, IsoError> {
     fetch_with(&agent_config().build().new_agent(), location, sha256, cache)
+}
+
+/// [`fetch_iso`] that gives up on a download still running `within` from now (what is left of
+/// the assets phase's time).
+pub fn fetch_iso_within(
+    location: &str,
+    sha256: &str,
+    cache: &Path,
+    within: Duration,
+) -> Result<PathBuf, IsoError> {
+    let agent = agent_config()
+        .timeout_global(Some(within.max(Duration::from_millis(1))))
+        .build()
+        .new_agent();
+    fetch_with(&agent, location, sha256, cache)
 }
 
 /// The HTTP client: ureq's rustls with the webpki roots, and the proxy from the environment.
@@ -238,8 +261,14 @@ fn download(
         status,
         message,
     };
+    let late = |done, of: String| IsoError::Late {
+        location: location.into(),
+        done,
+        of,
+    };
     let mut resp = agent.get(location).call().map_err(|e| match e {
         ureq::Error::StatusCode(code) => err(Some(code), format!("the server answered {code}")),
+        ureq::Error::Timeout(ureq::Timeout::Global) => late(0, String::new()),
         e => err(None, e.to_string()),
     })?;
     let total = resp.body().content_length().filter(|&n| n > 0);
@@ -261,6 +290,9 @@ fn download(
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => {
                 let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
+                if is_global_timeout(&e) {
+                    return Err(late(done, of));
+                }
                 return Err(err(None, format!("{e} after {done}{of} bytes")));
             }
         };
@@ -277,6 +309,13 @@ fn download(
     }
     out.sync_all().map_err(io(what))?;
     Ok(hex::encode(h.finalize()))
+}
+
+/// Whether a body read failed because the agent's whole-transfer limit passed.
+fn is_global_timeout(e: &std::io::Error) -> bool {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+        .is_some_and(|u| matches!(u, ureq::Error::Timeout(ureq::Timeout::Global)))
 }
 
 #[cfg(test)]

@@ -11,9 +11,10 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
+use std::time::Instant;
 
-pub use iso::{fetch_iso, IsoError};
+pub use iso::{fetch_iso, fetch_iso_within, IsoError};
 
 use crate::scenario::model::{Scenario, SecretSource};
 use install_config::InstallConfig;
@@ -41,6 +42,9 @@ pub enum AssetsError {
         message: String,
         log: PathBuf,
     },
+    /// A helper was still running at the assets phase's deadline, and was stopped.
+    #[error("`{command}` was still running at the assets phase's deadline and was stopped")]
+    Late { command: String },
     #[error("pull secret: {0}")]
     Secret(String),
     #[error("stream metadata from `{installer} coreos print-stream-json`: {message}")]
@@ -86,6 +90,8 @@ pub struct AssetsRequest<'a> {
     /// Embed an Ignition in which install-to-disk.service waits for the harness
     /// ([`hold`]): for a run that saves the VM before the install.
     pub hold_install: bool,
+    /// The end of the assets phase's time: a helper still running then is stopped.
+    pub deadline: Instant,
 }
 
 #[derive(Debug, Clone)]
@@ -234,17 +240,41 @@ fn tool_message(output: &str) -> String {
     parts.join(": ")
 }
 
-fn run_logged(cmd: &mut Command, log: &Path, what: &str) -> Result<(i32, String), AssetsError> {
-    // Tracked, so that an interrupt can stop it (and whatever it started) at once.
-    let tracked = crate::util::children::spawn(
+/// Runs a helper tracked (an interrupt stops it, and whatever it started, at once) with its
+/// output captured, stopped at `deadline`.
+fn run_tracked(cmd: &mut Command, deadline: Instant, what: &str) -> Result<Output, AssetsError> {
+    run_tracked_or_late(cmd, deadline, what)?.map_err(|_| AssetsError::Late {
+        command: what.to_string(),
+    })
+}
+
+/// [`run_tracked`], a late helper's output kept (`Err`) for its log.
+fn run_tracked_or_late(
+    cmd: &mut Command,
+    deadline: Instant,
+    what: &str,
+) -> Result<Result<Output, Output>, AssetsError> {
+    use crate::util::children::{spawn, Waited};
+    let tracked = spawn(
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     )
     .map_err(|e| AssetsError::io(format!("running {what}"), e))?;
-    let out = tracked
-        .wait_with_output()
-        .map_err(|e| AssetsError::io(format!("running {what}"), e))?;
+    match tracked.wait_with_output_until(deadline) {
+        Ok(Waited::Exited(out)) => Ok(Ok(out)),
+        Ok(Waited::Late(out)) => Ok(Err(out)),
+        Err(e) => Err(AssetsError::io(format!("running {what}"), e)),
+    }
+}
+
+fn run_logged(
+    cmd: &mut Command,
+    (log, deadline): (&Path, Instant),
+    what: &str,
+) -> Result<(i32, String), AssetsError> {
+    let waited = run_tracked_or_late(cmd, deadline, what)?;
+    let out = waited.as_ref().unwrap_or_else(|late| late);
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     let mut f = fs::OpenOptions::new()
@@ -253,8 +283,18 @@ fn run_logged(cmd: &mut Command, log: &Path, what: &str) -> Result<(i32, String)
         .mode(0o600)
         .open(log)
         .map_err(|e| AssetsError::io(format!("opening {}", log.display()), e))?;
+    let code = out.status.code().unwrap_or(-1);
+    if waited.is_err() {
+        let _ = writeln!(
+            f,
+            "$ {what}\n{text}(still running at the deadline: stopped)\n"
+        );
+        return Err(AssetsError::Late {
+            command: what.to_string(),
+        });
+    }
     let _ = writeln!(f, "$ {what}\n{text}");
-    Ok((out.status.code().unwrap_or(-1), text))
+    Ok((code, text))
 }
 
 /// Runs the whole assets phase.
@@ -273,7 +313,8 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
     let ignition = dir.join("bootstrap-in-place-for-live-iso.ign");
     let kubeconfig = dir.join("auth/kubeconfig");
     let (location, sha256) = iso_of_stream(req)?;
-    let source_iso = fetch_iso(&location, &sha256, &req.cache_dir.join("iso"))?;
+    let left = req.deadline.saturating_duration_since(Instant::now());
+    let source_iso = fetch_iso_within(&location, &sha256, &req.cache_dir.join("iso"), left)?;
     let live_iso = req.run_dir.join("live.iso");
     build_live_iso(req, &dir, &log, (&ignition, &source_iso, &live_iso))?;
     Ok(Assets {
@@ -291,7 +332,13 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
 /// node's DNS records, `dns.rs`), then `create single-node-ignition-config`; each logged,
 /// a rejection of the install-config told apart from an installer that failed.
 fn create_ignition_config(req: &AssetsRequest, dir: &Path, log: &Path) -> Result<(), AssetsError> {
-    if let Err(e) = Command::new(req.installer).arg("version").output() {
+    let version = format!("{} version", req.installer.display());
+    let probe = run_tracked(
+        Command::new(req.installer).arg("version"),
+        req.deadline,
+        &version,
+    );
+    if let Err(AssetsError::Io { source: e, .. }) = probe {
         return Err(AssetsError::InstallerMissing {
             path: req.installer.to_path_buf(),
             source: e,
@@ -306,6 +353,7 @@ fn create_ignition_config(req: &AssetsRequest, dir: &Path, log: &Path) -> Result
             },
         });
     }
+    probe?;
     // The installer consumes install-config.yaml, so it runs in its own directory.
     if let Some(records) = dns::records_for(req.scenario) {
         installer::run_installer(req, dir, log, &["create", "manifests"])?;
@@ -348,10 +396,12 @@ pub const LIVE_IGNITION_FILE: &str = "bootstrap-in-place-for-live-iso.sno-harnes
 /// Where the live ISO comes from, by the installer's own stream metadata: its location and
 /// SHA-256.
 fn iso_of_stream(req: &AssetsRequest) -> Result<(String, String), AssetsError> {
-    let out = Command::new(req.installer)
-        .args(["coreos", "print-stream-json"])
-        .output()
-        .map_err(|e| AssetsError::io("running coreos print-stream-json", e))?;
+    let what = format!("{} coreos print-stream-json", req.installer.display());
+    let out = run_tracked(
+        Command::new(req.installer).args(["coreos", "print-stream-json"]),
+        req.deadline,
+        &what,
+    )?;
     let stream_err = |message: String| AssetsError::Stream {
         installer: req.installer.to_path_buf(),
         message,
@@ -400,7 +450,7 @@ fn build_live_iso(
                 .collect::<Vec<_>>()
                 .join(" ")
         );
-        let (code, output) = run_logged(&mut cmd, log, &what)?;
+        let (code, output) = run_logged(&mut cmd, (log, req.deadline), &what)?;
         if code == 0 {
             return Ok(());
         }

@@ -752,7 +752,39 @@ impl Machine {
             .flatten();
         let deadline = projection.map_or(start + st.timeout.as_millis() as u64, |p| p.deadline_ms);
         if now_ms > deadline {
-            let last = self
+            self.time_out(cur, (start, deadline, now_ms), projection, None, &mut out);
+        }
+        out
+    }
+
+    /// The harness's blocking work for the current phase ran past the phase's deadline, and
+    /// `cause` is what was still running: the phase times out saying so.
+    pub fn late(&mut self, now_ms: u64, cause: &str) -> Vec<Action> {
+        let mut out = Vec::new();
+        let Some(cur) = self.current.filter(|_| self.outcome.is_none()) else {
+            return out;
+        };
+        let st = &self.phases[&cur];
+        let start = st.start_ms.unwrap_or(now_ms);
+        let deadline = start + st.timeout.as_millis() as u64;
+        self.time_out(cur, (start, deadline, now_ms), None, Some(cause), &mut out);
+        out
+    }
+
+    /// Ends the current phase `cur` as a timeout: the reason says how long it had, how its
+    /// deadline was set, what was pending, and the last signal or what was still running.
+    fn time_out(
+        &mut self,
+        cur: Phase,
+        (start, deadline, now_ms): (u64, u64, u64),
+        projection: Option<Projection>,
+        cause: Option<&str>,
+        out: &mut Vec<Action>,
+    ) {
+        let timeout = self.phases[&cur].timeout;
+        let last = match cause {
+            Some(c) => format!(": {c}"),
+            None => self
                 .last_signals
                 .back()
                 .map(|(t, _, s)| {
@@ -761,30 +793,29 @@ impl Machine {
                         (now_ms.saturating_sub(*t)) as f64 / 1000.0
                     )
                 })
-                .unwrap_or_default();
-            let evidence = self.pending_evidence(cur, now_ms);
-            let within = Duration::from_secs(deadline.saturating_sub(start).div_ceil(1000));
-            let adapted = projection
-                .map(|p| {
-                    format!(
-                        " (the deadline followed the disk write, projected to end {} s into the phase; the scenario's timeout is {})",
-                        p.write_end_ms.saturating_sub(start) / 1000,
-                        humantime::format_duration(st.timeout)
-                    )
-                })
-                .unwrap_or_default();
-            let reason = format!(
-                "{cur} did not finish within {}{adapted}{evidence}{last}",
-                humantime::format_duration(within)
-            );
-            let st = self.phases.get_mut(&cur).expect("state");
-            st.status = Status::Timeout;
-            st.end_ms = Some(now_ms);
-            st.detail = reason.clone();
-            out.push(Action::PhaseEnded(cur, Status::Timeout));
-            self.finish(Verdict::Fail, Some(cur), reason, &mut out);
-        }
-        out
+                .unwrap_or_default(),
+        };
+        let evidence = self.pending_evidence(cur, now_ms);
+        let within = Duration::from_secs(deadline.saturating_sub(start).div_ceil(1000));
+        let adapted = projection
+            .map(|p| {
+                format!(
+                    " (the deadline followed the disk write, projected to end {} s into the phase; the scenario's timeout is {})",
+                    p.write_end_ms.saturating_sub(start) / 1000,
+                    humantime::format_duration(timeout)
+                )
+            })
+            .unwrap_or_default();
+        let reason = format!(
+            "{cur} did not finish within {}{adapted}{evidence}{last}",
+            humantime::format_duration(within)
+        );
+        let st = self.phases.get_mut(&cur).expect("state");
+        st.status = Status::Timeout;
+        st.end_ms = Some(now_ms);
+        st.detail = reason.clone();
+        out.push(Action::PhaseEnded(cur, Status::Timeout));
+        self.finish(Verdict::Fail, Some(cur), reason, out);
     }
 
     /// For heartbeats: the current phase and how long it has run.

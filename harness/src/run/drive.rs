@@ -16,6 +16,7 @@ use super::RunOptions;
 use crate::assets::{self, Assets, AssetsRequest};
 use crate::flow::event::{EventLog, Signal, Source};
 use crate::flow::machine::{Action, Machine};
+use crate::flow::phase::Phase;
 use crate::guest::ssh::SshKeyPair;
 use crate::hw::Accel;
 use crate::result::HostContext;
@@ -135,8 +136,9 @@ impl Run<'_> {
             self.opts.cache_dir.clone(),
         );
         let hold_install = life.holds_install();
-        let task = tokio::task::spawn_blocking(move || -> Result<Assets, (bool, String)> {
-            let (installer, env) = installer_for(&s).map_err(|e| (false, e))?;
+        let deadline = self.phase_deadline(Phase::Assets);
+        let task = tokio::task::spawn_blocking(move || -> Result<Assets, AssetsFailure> {
+            let (installer, env) = installer_for(&s).map_err(AssetsFailure::Other)?;
             assets::prepare(&AssetsRequest {
                 scenario: &s,
                 run_dir: &dir,
@@ -145,47 +147,110 @@ impl Run<'_> {
                 ssh_public_key: &key2.public_openssh,
                 cache_dir: &cache,
                 hold_install,
+                deadline,
             })
-            .map_err(|e| (e.is_rejection(), e.to_string()))
+            .map_err(AssetsFailure::from)
         });
-        let made = self.unless_interrupted(task).await?;
+        let made = self.unless_interrupted_or_late(task, deadline).await?;
         self.artifacts
             .insert("install-config".into(), "install-config.yaml".into());
         self.artifacts
             .insert("installer-log".into(), "assets/installer.log".into());
         let assets = match made {
             Ok(Ok(a)) => a,
-            Ok(Err((true, reason))) => return Err(RunError::Rejected(reason)),
-            Ok(Err((false, reason))) => return Err(RunError::Harness(format!("assets: {reason}"))),
+            Ok(Err(AssetsFailure::Rejected(reason))) => return Err(RunError::Rejected(reason)),
+            Ok(Err(AssetsFailure::Late(reason))) => return Err(self.late(&reason)),
+            Ok(Err(AssetsFailure::Other(reason))) => {
+                return Err(RunError::Harness(format!("assets: {reason}")))
+            }
             Err(e) => return Err(RunError::Harness(format!("assets: {e}"))),
         };
         self.handle(Source::Harness, Signal::AssetsReady);
         Ok((key, assets))
     }
 
-    /// Waits for blocking work, or for the interrupt. The CLI kills the helpers as it signals
+    /// When the current phase `p` runs out of time, as an instant for blocking work.
+    fn phase_deadline(&self, p: Phase) -> Instant {
+        let st = self.machine.phase(p);
+        let start = Duration::from_millis(st.start_ms.unwrap_or_else(|| self.now()));
+        self.started + start + st.timeout
+    }
+
+    /// A helper of blocking work outlived the phase's deadline (and was stopped): the phase
+    /// times out, saying what was still running.
+    fn late(&mut self, reason: &str) -> RunError {
+        let now = self.now();
+        let actions = self.machine.late(now, reason);
+        self.pending.extend(actions);
+        RunError::Decided
+    }
+
+    /// Waits for blocking work, or for the interrupt, or for the current phase's deadline
+    /// (checked every second, as the session does). The CLI kills the helpers as it signals
     /// the interrupt, so the work may end first, failed: that is still an interrupted run, not
-    /// a failed build.
-    async fn unless_interrupted<T>(
-        &self,
+    /// a failed build. Past the deadline the work's helpers stop themselves (they know the
+    /// deadline); work that is no helper (hashing a large ISO) is left behind, the run ends.
+    async fn unless_interrupted_or_late<T>(
+        &mut self,
         task: tokio::task::JoinHandle<T>,
+        deadline: Instant,
     ) -> Result<Result<T, tokio::task::JoinError>, RunError> {
         let mut interrupt = self.opts.interrupt.clone();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
         tokio::pin!(task);
-        tokio::select! {
-            r = &mut task => {
-                if *self.opts.interrupt.borrow() {
+        loop {
+            tokio::select! {
+                r = &mut task => {
+                    if *self.opts.interrupt.borrow() {
+                        return Err(RunError::Interrupted);
+                    }
+                    return Ok(r);
+                }
+                _ = super::until_interrupted(&mut interrupt) => {
+                    // The blocking work cannot be cancelled, but what it waits for can be
+                    // killed (a fixture build, the installer); then it returns promptly.
+                    crate::util::children::kill_all();
+                    let _ = tokio::time::timeout(Duration::from_secs(5), &mut task).await;
                     return Err(RunError::Interrupted);
                 }
-                Ok(r)
+                _ = tick.tick() => {
+                    // The work's helpers stop themselves at the deadline and say which one
+                    // was late; only work that is no helper is timed out here, after their
+                    // grace to stop.
+                    if Instant::now() < deadline + crate::util::children::GRACE + Duration::from_secs(2) {
+                        continue;
+                    }
+                    let now = self.now();
+                    let actions = self.machine.tick(now);
+                    self.pending.extend(actions);
+                    if self.machine.outcome().is_some() {
+                        return Err(RunError::Decided);
+                    }
+                }
             }
-            _ = super::until_interrupted(&mut interrupt) => {
-                // The blocking work cannot be cancelled, but what it waits for can be killed
-                // (a fixture build, the installer); then it returns promptly.
-                crate::util::children::kill_all();
-                let _ = tokio::time::timeout(Duration::from_secs(5), &mut task).await;
-                Err(RunError::Interrupted)
+        }
+    }
+}
+
+/// How the assets work failed, as the run ends it.
+enum AssetsFailure {
+    /// The installer refused the install-config: the phase fails.
+    Rejected(String),
+    /// A helper ran past the phase's deadline: the phase times out.
+    Late(String),
+    /// The host or the harness: verdict error.
+    Other(String),
+}
+
+impl From<assets::AssetsError> for AssetsFailure {
+    fn from(e: assets::AssetsError) -> Self {
+        match e {
+            assets::AssetsError::Rejected { .. } => AssetsFailure::Rejected(e.to_string()),
+            assets::AssetsError::Late { .. }
+            | assets::AssetsError::Iso(assets::IsoError::Late { .. }) => {
+                AssetsFailure::Late(e.to_string())
             }
+            e => AssetsFailure::Other(e.to_string()),
         }
     }
 }

@@ -11,6 +11,9 @@ pub enum RunError {
     Interrupted,
     /// The harness or the host failed: verdict `error`.
     Harness(String),
+    /// The state machine already ended the run (a phase's deadline passed while the harness
+    /// waited on blocking work): nothing to add.
+    Decided,
 }
 
 impl RunError {
@@ -27,6 +30,10 @@ impl RunError {
             RunError::Rejected(reason) => machine.fail_now(now_ms, reason),
             RunError::Interrupted => machine.error(now_ms, "interrupted".into()),
             RunError::Harness(reason) => machine.error(now_ms, reason),
+            RunError::Decided if machine.outcome().is_none() => {
+                machine.error(now_ms, "the run stopped without a verdict".into())
+            }
+            RunError::Decided => Vec::new(),
         };
     }
 }

@@ -35,6 +35,91 @@ impl Tracked {
     }
 }
 
+/// How a wait with a deadline ended.
+#[derive(Debug)]
+pub enum Waited {
+    /// The child exited (with whatever it printed).
+    Exited(std::process::Output),
+    /// The deadline passed first: the child's group was stopped (SIGTERM, SIGKILL after
+    /// [`GRACE`]); what it had printed until then.
+    Late(std::process::Output),
+}
+
+impl Tracked {
+    /// Like [`Tracked::wait_with_output`], but when `deadline` passes first the child's process
+    /// group is stopped, this child's only, not the other runs' helpers (a matrix runs several
+    /// in one process). Its output is drained on threads meanwhile, so that a chatty child
+    /// cannot block on a full pipe.
+    pub fn wait_with_output_until(
+        mut self,
+        deadline: std::time::Instant,
+    ) -> std::io::Result<Waited> {
+        let mut child = self
+            .child
+            .take()
+            .expect("present until waited for with output");
+        let out = drain(child.stdout.take());
+        let err = drain(child.stderr.take());
+        let mut late = false;
+        let status = loop {
+            if let Some(st) = child.try_wait()? {
+                break st;
+            }
+            if std::time::Instant::now() >= deadline {
+                late = true;
+                break stop_group(self.pgid, &mut child)?;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let output = std::process::Output {
+            status,
+            stdout: out.join().unwrap_or_default(),
+            stderr: err.join().unwrap_or_default(),
+        };
+        Ok(if late {
+            Waited::Late(output)
+        } else {
+            Waited::Exited(output)
+        })
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        buf
+    })
+}
+
+/// SIGTERM to one group, SIGKILL for what is left of it after [`GRACE`]; returns how its
+/// leader, `child`, ended. The leader is reaped as soon as it exits: a zombie still counts as
+/// a member of its group, and would hold the wait for the whole grace.
+fn stop_group(pgid: i32, child: &mut Child) -> std::io::Result<std::process::ExitStatus> {
+    // SAFETY: kill(2) on a process group this process created.
+    unsafe { libc::kill(-pgid, libc::SIGTERM) };
+    let deadline = std::time::Instant::now() + GRACE;
+    let mut status = None;
+    while std::time::Instant::now() < deadline {
+        if status.is_none() {
+            status = child.try_wait()?;
+        }
+        if let Some(st) = status.filter(|_| !group_alive(pgid)) {
+            return Ok(st);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    match status {
+        Some(st) => Ok(st),
+        None => child.wait(),
+    }
+}
+
 impl Drop for Tracked {
     fn drop(&mut self) {
         groups().retain(|g| *g != self.pgid);
@@ -148,6 +233,55 @@ mod tests {
         kill_all();
         t.child().wait().unwrap();
         assert!(start.elapsed() >= GRACE - Duration::from_millis(100));
+    }
+
+    #[test]
+    fn a_wait_past_its_deadline_stops_only_that_group_and_keeps_its_output() {
+        let other = spawn(Command::new("sleep").arg("30")).unwrap();
+        let late = spawn(
+            Command::new("sh")
+                .args(["-c", "echo started; sleep 300 & wait"])
+                .stdout(std::process::Stdio::piped()),
+        )
+        .unwrap();
+        let pgid = late.pgid;
+        let start = Instant::now();
+        let Waited::Late(out) = late
+            .wait_with_output_until(Instant::now() + Duration::from_millis(300))
+            .unwrap()
+        else {
+            panic!("a sleep of 300 s ended before a deadline of 300 ms");
+        };
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "started\n");
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!group_alive(pgid), "the grandchild survived the deadline");
+        assert!(group_alive(other.pgid), "another run's helper was stopped");
+        // SAFETY: the test's own child group.
+        unsafe { libc::kill(-other.pgid, libc::SIGKILL) };
+    }
+
+    #[test]
+    fn a_wait_that_ends_in_time_returns_the_exit_and_all_output() {
+        let t = spawn(
+            Command::new("sh")
+                .args(["-c", "head -c 200000 /dev/zero | tr '\\0' x; exit 3"])
+                .stdout(std::process::Stdio::piped()),
+        )
+        .unwrap();
+        let Waited::Exited(out) = t
+            .wait_with_output_until(Instant::now() + Duration::from_secs(30))
+            .unwrap()
+        else {
+            panic!("late");
+        };
+        assert_eq!(out.status.code(), Some(3));
+        // More than a pipe holds: drained while waiting.
+        assert_eq!(out.stdout.len(), 200000);
     }
 
     #[test]
