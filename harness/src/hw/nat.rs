@@ -61,9 +61,14 @@ pub fn layout(machine_network: &[String]) -> Result<NatLayout, String> {
             _ => None,
         })
         .ok_or("a NAT network needs an IPv4 machine network")?;
-    if p4 > 24 {
+    if !(8..=24).contains(&p4) {
         return Err(format!(
-            "machine network {v4}/{p4}: a NAT network needs /24 or wider (the node is at .10, DHCP at .100-.200)"
+            "machine network {v4}/{p4}: a NAT network needs a prefix from /8 to /24 (the node is at .10, DHCP at .100-.200; a wider one would route the whole Internet to the bridge)"
+        ));
+    }
+    if v4.is_loopback() || v4.is_multicast() || v4.octets()[0] == 0 || v4.octets()[0] >= 240 {
+        return Err(format!(
+            "machine network {v4}/{p4}: a NAT network needs unicast addresses (not 0/8, 127/8, 224/4 or 240/4)"
         ));
     }
     // A /0 keeps no bit of the address (a shift by 32 would overflow).
@@ -74,7 +79,12 @@ pub fn layout(machine_network: &[String]) -> Result<NatLayout, String> {
         _ => None,
     });
     let ipv6 = match v6 {
-        Some((a, p)) if p <= 120 => {
+        Some((a, p)) if a.is_multicast() || a.is_loopback() || a.is_unspecified() => {
+            return Err(format!(
+                "machine network {a}/{p}: a NAT network needs unicast addresses (not ::, ::1 or ff00::/8)"
+            ))
+        }
+        Some((a, p)) if (16..=120).contains(&p) => {
             let base = u128::from(a) & u128::MAX.checked_shl(128 - u32::from(p)).unwrap_or(0);
             let at = |n: u128| Ipv6Addr::from(base + n);
             Some((
@@ -87,7 +97,11 @@ pub fn layout(machine_network: &[String]) -> Result<NatLayout, String> {
                 at(0x10),
             ))
         }
-        Some((a, p)) => return Err(format!("machine network {a}/{p}: needs /120 or wider")),
+        Some((a, p)) => {
+            return Err(format!(
+                "machine network {a}/{p}: a NAT network needs a prefix from /16 to /120"
+            ))
+        }
         None => None,
     };
     Ok(NatLayout {
@@ -115,4 +129,49 @@ pub fn cluster_names(cluster: &str, base_domain: &str) -> Vec<String> {
         format!("oauth-openshift.apps.{c}"),
         format!("canary-openshift-ingress-canary.apps.{c}"),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nets(c: &[&str]) -> Vec<String> {
+        c.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_layout_sits_at_fixed_offsets_of_the_network() {
+        let l = layout(&nets(&["10.0.2.0/24", "fd00:2::/64"])).unwrap();
+        assert_eq!(l.ipv4.host, Ipv4Addr::new(10, 0, 2, 1));
+        assert_eq!(l.node_ipv4, Ipv4Addr::new(10, 0, 2, 10));
+        assert_eq!(l.ipv4.dhcp_end, Ipv4Addr::new(10, 0, 2, 200));
+        assert_eq!(l.node_ipv6, Some("fd00:2::10".parse().unwrap()));
+        let wide = layout(&nets(&["172.16.5.7/12"])).unwrap();
+        assert_eq!(wide.ipv4.host, Ipv4Addr::new(172, 16, 0, 1));
+    }
+
+    #[test]
+    fn networks_that_make_nonsense_addresses_are_refused_with_the_valid_range() {
+        for (c, says) in [
+            ("0.0.0.0/0", "from /8 to /24"),
+            ("10.0.0.0/7", "from /8 to /24"),
+            ("10.0.0.0/25", "from /8 to /24"),
+            ("127.0.0.0/8", "unicast"),
+            ("0.1.0.0/16", "unicast"),
+            ("224.0.0.0/8", "unicast"),
+            ("250.0.0.0/8", "unicast"),
+        ] {
+            let e = layout(&nets(&[c])).unwrap_err();
+            assert!(e.contains(c) && e.contains(says), "{c}: {e}");
+        }
+        for (c, says) in [
+            ("::/0", "unicast"),
+            ("fd00::/8", "from /16 to /120"),
+            ("fd00::/121", "from /16 to /120"),
+            ("ff02::/16", "unicast"),
+        ] {
+            let e = layout(&nets(&["10.0.2.0/24", c])).unwrap_err();
+            assert!(e.contains(says), "{c}: {e}");
+        }
+    }
 }

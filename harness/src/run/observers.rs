@@ -132,11 +132,56 @@ impl JournalFiles {
                 &mut self.disk
             };
             if let Some(f) = f {
-                let t = humantime::format_rfc3339_micros(
-                    std::time::UNIX_EPOCH + Duration::from_micros(*guest_usec),
-                );
+                let t = guest_time(*guest_usec);
                 let _ = writeln!(f, "{t} {unit} {identifier}: {message}");
             }
         }
+    }
+}
+
+/// The last microsecond RFC 3339 can write (9999-12-31T23:59:59.999999Z).
+const LAST_RFC3339_USEC: u64 = 253_402_300_799_999_999;
+
+/// A guest's journal timestamp (µs since the epoch) as RFC 3339; a guest clock past year 9999,
+/// which RFC 3339 cannot write, as the raw count, marked.
+fn guest_time(usec: u64) -> String {
+    if usec > LAST_RFC3339_USEC {
+        return format!("@{}.{:06}s-past-9999", usec / 1_000_000, usec % 1_000_000);
+    }
+    humantime::format_rfc3339_micros(std::time::UNIX_EPOCH + Duration::from_micros(usec))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guest_clock_past_year_9999_is_written_raw_instead_of_panicking() {
+        assert_eq!(
+            guest_time(1_700_000_000_000_000),
+            "2023-11-14T22:13:20.000000Z"
+        );
+        assert_eq!(guest_time(LAST_RFC3339_USEC), "9999-12-31T23:59:59.999999Z");
+        assert_eq!(
+            guest_time(LAST_RFC3339_USEC + 1),
+            "@253402300800.000000s-past-9999"
+        );
+        assert!(guest_time(u64::MAX).starts_with("@18446744073709."));
+        let d = tempfile::tempdir().unwrap();
+        let mut files = JournalFiles::new(d.path());
+        let entry = |guest_usec| Signal::Journal {
+            unit: "bootkube.service".into(),
+            identifier: "bootkube.sh".into(),
+            message: "Rendering MCO manifests...".into(),
+            guest_usec,
+            boot_id: "b1".into(),
+        };
+        files.write(&entry(u64::MAX), Some("b1"));
+        files.write(&entry(0), Some("b1"));
+        drop(files);
+        let text = fs::read_to_string(d.path().join("journal-live.txt")).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.starts_with("@18446744073709.551615s-past-9999 bootkube.service"));
     }
 }
