@@ -97,20 +97,36 @@ fn remove(path: &Path) -> std::io::Result<()> {
     })
 }
 
+/// Stops the run's QEMU: the process the registration names, when it is still that process
+/// (same start time) and still runs a disk of the run. A QEMU found only by the run's disks
+/// (the registration names none: the harness died as QEMU started) is reported, not killed.
+fn stop_qemu(e: &Entry, dry_run: bool, out: &mut Collected) {
+    let holders = qemu_processes_of(&e.dir);
+    let recorded = e.qemu.filter(|q| q.alive() && holders.contains(&q.pid));
+    for pid in holders
+        .iter()
+        .filter(|p| recorded.is_none_or(|q| q.pid != **p))
+    {
+        out.errors.push(format!(
+            "{}: QEMU process {pid} uses the run's disks but is not the QEMU the run registered: not killed (stop it yourself if it is a leftover)",
+            e.id
+        ));
+    }
+    let Some(q) = recorded else { return };
+    let what = format!("{}: kill QEMU process {}", e.id, q.pid);
+    // SAFETY: kill(2) on the process the registration names, checked to be that very one
+    // (pid and start time) a moment ago.
+    if !dry_run && unsafe { libc::kill(q.pid as i32, libc::SIGKILL) } != 0 {
+        out.errors
+            .push(format!("{what}: {}", std::io::Error::last_os_error()));
+        return;
+    }
+    out.actions.push(what);
+}
+
 /// Collects one dead run.
 fn collect_run(e: &Entry, dry_run: bool, out: &mut Collected) {
-    for pid in qemu_processes_of(&e.dir) {
-        let what = format!("{}: kill QEMU process {pid}", e.id);
-        if !dry_run {
-            // SAFETY: plain kill(2) on a pid we just read.
-            if unsafe { libc::kill(pid as i32, libc::SIGKILL) } != 0 {
-                out.errors
-                    .push(format!("{what}: {}", std::io::Error::last_os_error()));
-                continue;
-            }
-        }
-        out.actions.push(what);
-    }
+    stop_qemu(e, dry_run, out);
     if let (Some(uri), Some(domain)) = (&e.uri, &e.domain) {
         collect_domains(uri, Some(domain), &BTreeSet::new(), dry_run, out);
         // The domain may have died with the harness (auto-destroy): its log is still there.
@@ -192,6 +208,8 @@ pub fn collect(registry_dir: &Path, uris: &[String], dry_run: bool) -> Collected
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
+    use std::time::Duration;
 
     #[test]
     fn only_a_run_s_own_files_are_removed() {
@@ -272,6 +290,7 @@ mod tests {
             uri: None,
             domain: None,
             keep: false,
+            qemu: None,
         };
         fs::write(
             reg.path().join("1-smoke.json"),
@@ -303,6 +322,94 @@ mod tests {
         assert!(collect(reg.path(), &[], false).actions.is_empty());
     }
 
+    /// A process whose command line looks like the QEMU of a run in `dir` (argv[0]
+    /// `qemu-system-x86_64`, a disk under `dir/disks`); bash stays (the `; :` keeps it from
+    /// exec'ing sleep) so the command line stays too.
+    fn fake_qemu(dir: &Path) -> std::process::Child {
+        let disk = format!("file={}/disks/install.qcow2", dir.display());
+        let child = std::process::Command::new("bash")
+            .args([
+                "-c",
+                "exec -a qemu-system-x86_64 bash -c 'sleep 60; :' x -drive \"$0\"",
+                &disk,
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // Until the exec has happened, the command line is bash's.
+        let pid = child.id();
+        crate::util::wait::wait_until_succeeds(
+            "the fake QEMU's exec",
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            || match qemu_processes_of(dir).contains(&pid) {
+                true => Ok(()),
+                false => Err(format!("pid {pid} is not a QEMU of {} yet", dir.display())),
+            },
+        )
+        .unwrap();
+        child
+    }
+
+    fn dead_entry(dir: &Path, qemu: Option<registry::ProcessId>) -> Entry {
+        Entry {
+            id: "smoke".into(),
+            pid: u32::MAX - 1,
+            pid_start: 1,
+            dir: dir.to_path_buf(),
+            backend: "qemu".into(),
+            uri: None,
+            domain: None,
+            keep: false,
+            qemu,
+        }
+    }
+
+    #[test]
+    fn gc_kills_exactly_the_qemu_the_run_registered() {
+        let run = tempfile::tempdir().unwrap();
+        let mut q = fake_qemu(run.path());
+        let id = registry::ProcessId::of(q.id()).unwrap();
+        let mut out = Collected::default();
+        stop_qemu(&dead_entry(run.path(), Some(id)), true, &mut out);
+        assert_eq!(
+            out.actions,
+            vec![format!("smoke: kill QEMU process {}", id.pid)]
+        );
+        assert!(id.alive(), "a dry run killed it");
+        let mut out = Collected::default();
+        stop_qemu(&dead_entry(run.path(), Some(id)), false, &mut out);
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        assert!(!q.wait().unwrap().success());
+        // SAFETY: the test's own process group (the sleep left of it).
+        unsafe { libc::kill(-(id.pid as i32), libc::SIGKILL) };
+    }
+
+    #[test]
+    fn a_qemu_the_registration_does_not_name_is_reported_not_killed() {
+        let run = tempfile::tempdir().unwrap();
+        let mut q = fake_qemu(run.path());
+        let me = registry::ProcessId::of(q.id()).unwrap();
+        // No QEMU recorded, and one recorded whose pid was reused (another start time).
+        let reused = registry::ProcessId {
+            pid: me.pid,
+            start: me.start + 1,
+        };
+        for recorded in [None, Some(reused)] {
+            let mut out = Collected::default();
+            stop_qemu(&dead_entry(run.path(), recorded), false, &mut out);
+            assert!(out.actions.is_empty(), "{:?}", out.actions);
+            assert_eq!(out.errors.len(), 1, "{:?}", out.errors);
+            assert!(out.errors[0].contains("not the QEMU the run registered"));
+            assert!(me.alive(), "killed with {recorded:?}");
+        }
+        // SAFETY: the test's own process group (bash and its sleep).
+        unsafe { libc::kill(-(me.pid as i32), libc::SIGKILL) };
+        q.wait().unwrap();
+    }
+
     #[test]
     fn a_live_run_is_left_alone() {
         let reg = tempfile::tempdir().unwrap();
@@ -319,6 +426,7 @@ mod tests {
                 uri: None,
                 domain: None,
                 keep: false,
+                qemu: None,
             },
         )
         .unwrap();

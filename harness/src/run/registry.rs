@@ -34,6 +34,29 @@ pub struct Entry {
     /// `--keep`: the disks are wanted after the run, gc leaves them.
     #[serde(default)]
     pub keep: bool,
+    /// The run's QEMU process (QEMU backend), recorded once it started: gc kills exactly
+    /// this process, never one it only finds by its command line.
+    #[serde(default)]
+    pub qemu: Option<ProcessId>,
+}
+
+/// A process by pid and start time (clock ticks since boot): a pid alone can be reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessId {
+    pub pid: u32,
+    pub start: u64,
+}
+
+impl ProcessId {
+    /// The process `pid` as it is now, if it exists.
+    pub fn of(pid: u32) -> Option<ProcessId> {
+        process_start(pid).map(|start| ProcessId { pid, start })
+    }
+
+    /// Whether this very process still runs (not another that got its pid).
+    pub fn alive(&self) -> bool {
+        process_start(self.pid) == Some(self.start)
+    }
 }
 
 /// Where the registry lives: `$SNO_HARNESS_STATE_DIR` (tests), else `/run/sno-harness` for
@@ -101,6 +124,24 @@ impl Entry {
 #[derive(Debug)]
 pub struct Registration {
     path: PathBuf,
+    entry: Entry,
+}
+
+impl Registration {
+    /// Adds the run's QEMU process to the registration, replacing the file whole (a new file
+    /// renamed over it: a reader sees the old entry or the new one, never half).
+    pub fn record_qemu(&mut self, qemu: ProcessId) -> std::io::Result<()> {
+        self.entry.qemu = Some(qemu);
+        let tmp = self.path.with_extension("json.tmp");
+        let _ = fs::remove_file(&tmp);
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(&serde_json::to_vec_pretty(&self.entry).expect("serialisable"))?;
+        fs::rename(&tmp, &self.path)
+    }
 }
 
 impl Drop for Registration {
@@ -138,7 +179,7 @@ pub fn register(registry: &Path, mut entry: Entry) -> std::io::Result<Registrati
         .mode(0o600)
         .open(&path)?;
     f.write_all(&serde_json::to_vec_pretty(&entry).expect("serialisable"))?;
-    Ok(Registration { path })
+    Ok(Registration { path, entry })
 }
 
 /// Creates the registry directory owner-only, or checks the one there: a directory (not a
@@ -239,6 +280,7 @@ mod tests {
             uri: None,
             domain: None,
             keep: false,
+            qemu: None,
         }
     }
 

@@ -86,6 +86,7 @@ impl Session {
         let (tx, signals) = mpsc::unbounded_channel::<(Source, Signal)>();
         let (vm, console, reach) =
             start_vm(run, life, &spec, network.as_ref(), &meta, reach, &tx).await?;
+        record_qemu(run, files, &vm);
         run.handle(
             Source::Harness,
             Signal::VmStarted {
@@ -318,6 +319,7 @@ fn register(run: &Run<'_>, spec: &VmSpec) -> Option<registry::Registration> {
         },
         domain: matches!(run.opts.backend, Backend::Libvirt { .. }).then(|| spec.name.clone()),
         keep: run.opts.keep,
+        qemu: None,
     };
     match registry::register(&registry_dir, entry) {
         Ok(r) => Some(r),
@@ -328,6 +330,24 @@ fn register(run: &Run<'_>, spec: &VmSpec) -> Option<registry::Registration> {
             ));
             None
         }
+    }
+}
+
+/// Adds the QEMU process (QEMU backend: libvirt's domains are gc's by name) to the
+/// registration, so that gc kills that process and no other. A failure is a warning, as for
+/// the registration itself.
+fn record_qemu(run: &Run<'_>, files: &mut RunFiles, vm: &RunningVm) {
+    let (Some(reg), RunningVm::Qemu { .. }) = (files.registration.as_mut(), vm) else {
+        return;
+    };
+    let Some(id) = vm.pid().and_then(registry::ProcessId::of) else {
+        return;
+    };
+    if let Err(e) = reg.record_qemu(id) {
+        run.ui.line(&format!(
+            "warning: cannot record QEMU (pid {}) in the run's registration ({e}): if the harness is killed, `sno-harness gc` will not stop it",
+            id.pid
+        ));
     }
 }
 
