@@ -10,7 +10,7 @@ use toml::Spanned;
 
 use super::model::*;
 use super::parse::{check_name, Ctx, ScenarioError};
-use super::units::{parse_duration, parse_size};
+use super::units::{parse_duration, parse_size, DURATION_FORMS};
 use crate::flow::phase::Phase;
 use crate::hw::slots::disk_place;
 use crate::hw::{naming, AioMode, Bus, Disk, DiskIo, Firmware, Sector, Throttle};
@@ -97,9 +97,13 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
 }
 
 fn vm_size(cx: &Ctx, vm: &VmSection) -> Result<(u32, u64), ScenarioError> {
+    // The range is checked as the file is read (`vcpu_count`), in the same words.
     let vcpus = *vm.vcpus.get_ref();
-    if !(1..=64).contains(&vcpus) {
-        return Err(cx.at(&vm.vcpus, format!("vm.vcpus = {vcpus}: must be 1 to 64")));
+    if !(1..=MAX_VCPUS).contains(&vcpus) {
+        return Err(cx.at(
+            &vm.vcpus,
+            format!("vm.vcpus: expected an integer from 1 to {MAX_VCPUS}, got {vcpus}"),
+        ));
     }
     let memory = parse_size(vm.memory.get_ref())
         .map_err(|m| cx.at(&vm.memory, format!("vm.memory: {m}")))?;
@@ -330,21 +334,25 @@ fn duration_value(
     key: &str,
     v: &Spanned<TimeoutValue>,
 ) -> Result<Duration, ScenarioError> {
-    let TimeoutValue::Text(text) = v.get_ref() else {
-        return Err(cx.at(
+    let refuse = |got: String| {
+        cx.at(
             v,
             format!(
-                "timeouts.{key} = {}: a duration is a string, e.g. \"90s\", \"20m\", \"1h30m\"",
-                v.get_ref()
+                "timeouts.{key}: expected a duration from 1s to 7d, {DURATION_FORMS}; got {got}"
             ),
-        ));
+        )
     };
-    let d = parse_duration(text).map_err(|m| cx.at(v, format!("timeouts.{key}: {m}")))?;
+    let text = match v.get_ref() {
+        TimeoutValue::Text(text) => text,
+        TimeoutValue::Count(n) => {
+            return Err(refuse(format!(
+                "the number {n} (a duration is a string, with its unit)"
+            )))
+        }
+    };
+    let d = parse_duration(text).map_err(|_| refuse(format!("the string {text:?}")))?;
     if !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(&d) {
-        return Err(cx.at(
-            v,
-            format!("timeouts.{key} = {text:?}: out of range; use 1s to 7d"),
-        ));
+        return Err(refuse(format!("{text:?}, which is out of range")));
     }
     Ok(d)
 }
