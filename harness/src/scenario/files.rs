@@ -154,7 +154,7 @@ fn kind_of(t: fs::FileType) -> &'static str {
     } else if t.is_char_device() {
         "a character device"
     } else {
-        "not a regular file"
+        "a special file"
     }
 }
 
