@@ -320,6 +320,17 @@ fn a_failing_installer_is_quoted_and_nothing_is_downloaded() {
         !calls.contains("print-stream-json"),
         "stream metadata asked for: {calls}"
     );
+    // Redacted of the pull secret, the run's copy still carries what the scenario pasted in.
+    let mode = std::fs::metadata(ran.dir.join("install-config.yaml"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(
+        mode & 0o777,
+        0o600,
+        "install-config.yaml is {:o}",
+        mode & 0o777
+    );
     assert_eq!(server.requests(), 0, "a download was attempted");
     assert!(!cache.join("sno-harness/iso").exists());
     assert_nothing_left(&ran, &state);

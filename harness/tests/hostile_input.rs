@@ -26,6 +26,9 @@ const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
 const BIN: &str = env!("CARGO_BIN_EXE_sno-harness");
 /// Refusing bad input takes milliseconds; a minute means it is reading a device or waiting.
 const BIN_TIMEOUT: Duration = Duration::from_secs(60);
+/// Stands for a secret: every file under named-files/ holds it, and so does the binary's
+/// environment (`/proc/self/environ`). A message that quotes a refused file would show it.
+const CANARY: &str = "CANARYx4c1dx";
 
 // ---- the corpus ------------------------------------------------------------------------
 
@@ -112,6 +115,7 @@ fn run_bin(args: &[OsString], cwd: &Path, stderr_file: &Path) -> Result<Outcome,
         .current_dir(cwd)
         .env_remove("ARTIFACT_DIR")
         .env("SNO_HARNESS_LOG", "warn")
+        .env("HOSTILE_INPUT_SECRET", CANARY)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(err)
@@ -197,6 +201,9 @@ fn check(kind: Kind, c: &Case) -> Vec<String> {
         if !o.stderr.contains(&shown) {
             fail("stderr does not name the file".into());
         }
+        if o.stderr.contains(CANARY) {
+            fail("stderr quotes a file the scenario names (the canary)".into());
+        }
         if !o.stderr.contains(&c.expect) {
             fail(format!("stderr does not say {:?}", c.expect));
         }
@@ -274,6 +281,22 @@ fn malformed_matrices_are_refused_with_file_line_and_what_is_valid() {
 #[test]
 fn files_that_are_not_toml_or_not_utf8_are_refused() {
     refuse_all(Kind::Other, 3);
+}
+
+/// The canary check above means something only if the files the cases name hold it.
+#[test]
+fn the_files_the_cases_name_hold_the_canary() {
+    let dir = Path::new(CORPUS).join("named-files");
+    let mut named = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x != "md") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            assert!(text.contains(CANARY), "{} has no canary", p.display());
+            named += 1;
+        }
+    }
+    assert!(named >= 4, "{}: {named} files", dir.display());
 }
 
 /// The matrices must fail for their own reason, not because their base does.
@@ -404,9 +427,9 @@ const VOCABULARY: &[(&str, &[&str], &[&str])] = &[
     ("control_plane_replicas", &["1", "3"], &["-1"]),
     ("bootstrap_in_place", &["true", "false"], &[r#""yes""#]),
     ("fips", &["true", "false"], &[]),
-    ("pull_secret", &[r#"{ file = "/dev/null" }"#, r#"{ env = "PULL_SECRET" }"#], &[r#"{ env = "" }"#, r#"{ env = "A", file = "b" }"#, "{}", r#""secret""#]),
+    ("pull_secret", &[r#"{ env = "PULL_SECRET" }"#], &[r#"{ file = "/dev/null" }"#, r#"{ file = "data/proxy-ca.pem" }"#, r#"{ env = "" }"#, r#"{ env = "A", file = "b" }"#, "{}", r#""secret""#]),
     ("proxy", &["{}", r#"{ http_proxy = "http://p:3128" }"#], &[r#"{ ftp_proxy = "x" }"#]),
-    ("additional_trust_bundle", &[r#""data/proxy-ca.pem""#, r#""""#], &[r#""missing.pem""#, r#"".""#, r#""/dev/null""#]),
+    ("additional_trust_bundle", &[r#""data/proxy-ca.pem""#, r#""""#], &[r#""missing.pem""#, r#"".""#, r#""/dev/null""#, r#""smoke.toml""#, r#""/proc/self/environ""#]),
     ("capabilities", &[r#"{ baseline_capability_set = "None" }"#, r#"{ baseline_capability_set = "vCurrent", additional_enabled_capabilities = ["marketplace"] }"#], &["{}"]),
     ("timeout", &[r#""5m""#, r#""1s""#, r#""7d""#], &[r#""8d""#, r#""0s""#, r#""500ms""#, r#""soon""#, r#""500000000000y""#, "300"]),
     ("faults", &["[]", r#"["operator-degraded:ingress"]"#, r#"["bootkube-fail", "install-fail"]"#], &[r#"["nope"]"#]),

@@ -11,7 +11,14 @@ use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions};
 use sno_harness::run::progress::Mode;
 use sno_harness::scenario::parse_str;
 
+/// A pull secret file of the installer's shape; it opens nothing.
+const PULL_SECRET: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/fake-pull-secret.json"
+);
+
 fn scenario(name: &str, memory: &str) -> sno_harness::scenario::Scenario {
+    let secret = PULL_SECRET;
     let text = format!(
         r#"
 name = "{name}"
@@ -26,7 +33,7 @@ id = "install"
 size = "8GiB"
 
 [install]
-pull_secret = {{ file = "/dev/null" }}
+pull_secret = {{ file = "{secret}" }}
 
 [openshift]
 installer = "/nonexistent/openshift-install"

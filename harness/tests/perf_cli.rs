@@ -234,6 +234,12 @@ fn too_few_repeats_warn_and_a_host_not_ready_creates_nothing() {
 /// A scenario that never gets past `assets` (its installer does not exist), with an optional
 /// `[expect]` section.
 fn no_vm_scenario(dir: &Path, expect_verdict: Option<&str>) -> PathBuf {
+    // Named relative to the scenario, as every path in one is.
+    std::fs::write(
+        dir.join("pull-secret.json"),
+        r#"{"auths":{"registry.invalid":{"auth":"dGVzdDp0ZXN0"}}}"#,
+    )
+    .unwrap();
     let mut text = String::from(
         r#"
 name = "novm"
@@ -249,7 +255,7 @@ id = "install"
 size = "8GiB"
 
 [install]
-pull_secret = { file = "/dev/null" }
+pull_secret = { file = "pull-secret.json" }
 
 [openshift]
 installer = "/nonexistent/openshift-install"

@@ -16,6 +16,7 @@ use std::time::Instant;
 
 pub use iso::{fetch_iso, fetch_iso_within, IsoError};
 
+use crate::scenario::files;
 use crate::scenario::model::{Scenario, SecretSource};
 use install_config::InstallConfig;
 
@@ -47,6 +48,8 @@ pub enum AssetsError {
     Late { command: String },
     #[error("pull secret: {0}")]
     Secret(String),
+    #[error("additional_trust_bundle: {0}")]
+    TrustBundle(String),
     #[error("stream metadata from `{installer} coreos print-stream-json`: {message}")]
     Stream { installer: PathBuf, message: String },
     #[error(transparent)]
@@ -122,15 +125,24 @@ pub(crate) fn write_private(path: &Path, data: &[u8]) -> Result<(), AssetsError>
         .map_err(|e| AssetsError::io(format!("writing {}", path.display()), e))
 }
 
+/// The pull secret, checked as validation checked its file: the file may have changed since,
+/// and a variable is only read now.
 fn pull_secret(scenario: &Scenario) -> Result<String, AssetsError> {
     match &scenario.install.pull_secret {
         None => Ok(FIXTURE_PULL_SECRET.to_string()),
-        Some(SecretSource::File(p)) => fs::read_to_string(p)
-            .map(|s| s.trim().to_string())
-            .map_err(|e| AssetsError::Secret(format!("reading {}: {e}", p.display()))),
-        Some(SecretSource::Env(v)) => std::env::var(v)
-            .map(|s| s.trim().to_string())
-            .map_err(|_| AssetsError::Secret(format!("environment variable {v} is not set"))),
+        Some(SecretSource::File(p)) => {
+            files::read_pull_secret(p).map_err(|e| AssetsError::Secret(e.to_string()))
+        }
+        Some(SecretSource::Env(v)) => {
+            let text = std::env::var(v)
+                .map_err(|_| AssetsError::Secret(format!("environment variable {v} is not set")))?;
+            match files::pull_secret_problem(&text) {
+                Some(why) => Err(AssetsError::Secret(format!(
+                    "environment variable {v}: {why}"
+                ))),
+                None => Ok(text.trim().to_string()),
+            }
+        }
     }
 }
 
@@ -139,14 +151,12 @@ pub fn render_install_config(
     scenario: &Scenario,
     ssh_public_key: &str,
 ) -> Result<(InstallConfig, String), AssetsError> {
+    // Read again as validation read it: what is pasted in must still be certificates.
     let bundle = match &scenario.install.additional_trust_bundle {
         None => None,
-        Some(p) => Some(fs::read_to_string(p).map_err(|e| {
-            AssetsError::io(
-                format!("reading additional_trust_bundle {}", p.display()),
-                e,
-            )
-        })?),
+        Some(p) => {
+            Some(files::read_trust_bundle(p).map_err(|e| AssetsError::TrustBundle(e.to_string()))?)
+        }
     };
     let ic = InstallConfig::from_spec(
         &scenario.install,
@@ -306,8 +316,12 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
     let log = dir.join("installer.log");
 
     let (ic, redacted) = render_install_config(req.scenario, req.ssh_public_key)?;
-    fs::write(req.run_dir.join("install-config.yaml"), &redacted)
-        .map_err(|e| AssetsError::io("writing install-config.yaml", e))?;
+    // Owner-only like the rest: redacted of the pull secret, it still carries what the
+    // scenario pasted in (proxy URLs with credentials, the trust bundle).
+    write_private(
+        &req.run_dir.join("install-config.yaml"),
+        redacted.as_bytes(),
+    )?;
     write_private(&dir.join("install-config.yaml"), ic.to_yaml().as_bytes())?;
     create_ignition_config(req, &dir, &log)?;
     let ignition = dir.join("bootstrap-in-place-for-live-iso.ign");

@@ -2,6 +2,7 @@
 //! (`validate`: every section, with the hardware facts from `hw`), and matrices expanded into
 //! permutations, each a validated scenario (`matrix`).
 
+pub mod files;
 pub mod matrix;
 pub mod model;
 mod parse;

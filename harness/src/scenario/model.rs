@@ -226,7 +226,7 @@ pub enum CrashSeverity {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VmSection {
-    #[serde(default = "default_vcpus")]
+    #[serde(default = "default_vcpus", deserialize_with = "vcpu_count")]
     pub vcpus: Spanned<u32>,
     #[serde(default = "default_memory", deserialize_with = "size_text")]
     pub memory: Spanned<String>,
@@ -238,6 +238,58 @@ pub struct VmSection {
     pub boot_order: BootOrder,
     #[serde(default = "default_network", deserialize_with = "spanned_choice")]
     pub network: Spanned<GuestNetwork>,
+}
+
+/// The most vCPUs a scenario may give its VM: more than a single node ever gets is a typo.
+pub const MAX_VCPUS: u32 = 64;
+
+/// `vm.vcpus`: serde's "invalid type: string \"two\", expected u32" names a Rust type, not the
+/// range, so every wrong value gets the same sentence, naming what the file says.
+fn vcpu_count<'de, D: Deserializer<'de>>(d: D) -> Result<Spanned<u32>, D::Error> {
+    struct Count(u32);
+    impl<'de> Deserialize<'de> for Count {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(V).map(Count)
+        }
+    }
+    struct V;
+    impl V {
+        fn refuse<E: de::Error>(got: impl std::fmt::Display) -> E {
+            E::custom(format!(
+                "vm.vcpus: expected an integer from 1 to {MAX_VCPUS}, got {got}"
+            ))
+        }
+    }
+    impl Visitor<'_> for V {
+        type Value = u32;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "an integer from 1 to {MAX_VCPUS} (vm.vcpus)")
+        }
+        fn visit_i64<E: de::Error>(self, n: i64) -> Result<u32, E> {
+            match u32::try_from(n) {
+                Ok(c) if (1..=MAX_VCPUS).contains(&c) => Ok(c),
+                _ => Err(V::refuse(n)),
+            }
+        }
+        fn visit_u64<E: de::Error>(self, n: u64) -> Result<u32, E> {
+            match u32::try_from(n) {
+                Ok(c) if (1..=MAX_VCPUS).contains(&c) => Ok(c),
+                _ => Err(V::refuse(n)),
+            }
+        }
+        fn visit_f64<E: de::Error>(self, n: f64) -> Result<u32, E> {
+            Err(V::refuse(format_args!("the fraction {n}")))
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<u32, E> {
+            Err(V::refuse(format_args!("the string {s:?}")))
+        }
+        fn visit_bool<E: de::Error>(self, b: bool) -> Result<u32, E> {
+            Err(V::refuse(format_args!("the boolean {b}")))
+        }
+    }
+    let c = Spanned::<Count>::deserialize(d)?;
+    let span = c.span();
+    Ok(Spanned::new(span, c.into_inner().0))
 }
 
 fn default_vcpus() -> Spanned<u32> {

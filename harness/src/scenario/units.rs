@@ -34,11 +34,15 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
-/// Parses a duration such as "20m", "90s", "1h30m".
+/// How a duration is written, as `parse_duration` reads it (humantime's syntax).
+pub const DURATION_FORMS: &str =
+    "numbers each followed by a unit (s, m, h, d or w), such as \"90s\", \"15m\" or \"1h30m\"";
+
+/// Parses a duration such as "20m", "90s", "1h30m". The error says how one is written, not
+/// where humantime's parser stopped ("expected number at 0").
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(s.trim()).map_err(|e| {
-        format!("{s:?} is not a duration ({e}; examples: \"90s\", \"20m\", \"1h30m\")")
-    })
+    humantime::parse_duration(s.trim())
+        .map_err(|_| format!("{s:?} is not a duration: write {DURATION_FORMS}"))
 }
 
 #[cfg(test)]

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use toml::Spanned;
 
+use super::files;
 use super::model::*;
 use super::parse::{check_name, Ctx, ScenarioError};
-use super::units::{parse_duration, parse_size};
+use super::units::{parse_duration, parse_size, DURATION_FORMS};
 use crate::flow::phase::Phase;
 use crate::hw::slots::disk_place;
 use crate::hw::{naming, AioMode, Bus, Disk, DiskIo, Firmware, Sector, Throttle};
@@ -97,9 +98,13 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
 }
 
 fn vm_size(cx: &Ctx, vm: &VmSection) -> Result<(u32, u64), ScenarioError> {
+    // The range is checked as the file is read (`vcpu_count`), in the same words.
     let vcpus = *vm.vcpus.get_ref();
-    if !(1..=64).contains(&vcpus) {
-        return Err(cx.at(&vm.vcpus, format!("vm.vcpus = {vcpus}: must be 1 to 64")));
+    if !(1..=MAX_VCPUS).contains(&vcpus) {
+        return Err(cx.at(
+            &vm.vcpus,
+            format!("vm.vcpus: expected an integer from 1 to {MAX_VCPUS}, got {vcpus}"),
+        ));
     }
     let memory = parse_size(vm.memory.get_ref())
         .map_err(|m| cx.at(&vm.memory, format!("vm.memory: {m}")))?;
@@ -266,19 +271,30 @@ fn pull_secret(
     f: &ScenarioFile,
     profile: Profile,
 ) -> Result<Option<SecretSource>, ScenarioError> {
-    let inst = &f.install;
-    let pull_secret = inst.pull_secret.as_ref().map(|s| s.get_ref().clone());
-    if profile == Profile::Openshift && pull_secret.is_none() {
-        return Err(cx.at(&f.profile, "install.pull_secret is required for profile \"openshift\": { file = \"PATH\" } or { env = \"VARIABLE\" }"));
-    }
-    if let Some(s) = &inst.pull_secret {
-        if let SecretSource::Env(v) = s.get_ref() {
-            if v.is_empty() {
-                return Err(cx.at(s, "install.pull_secret: env needs a variable name"));
-            }
+    let Some(s) = &f.install.pull_secret else {
+        if profile == Profile::Openshift {
+            return Err(cx.at(&f.profile, "install.pull_secret is required for profile \"openshift\": { file = \"PATH\" } or { env = \"VARIABLE\" }"));
         }
-    }
-    Ok(pull_secret)
+        return Ok(None);
+    };
+    Ok(Some(match s.get_ref() {
+        SecretSource::Env(v) if v.is_empty() => {
+            return Err(cx.at(s, "install.pull_secret: env needs a variable name"))
+        }
+        SecretSource::Env(v) => SecretSource::Env(v.clone()),
+        // Read now, so that `plan` refuses what a run would; a variable is read by the run
+        // (it may be set only where the run happens).
+        SecretSource::File(named) => {
+            let path = files::resolve(cx.file, named);
+            files::read_pull_secret(&path).map_err(|e| {
+                cx.at(
+                    s,
+                    format!("install.pull_secret: {e} (the path is relative to the scenario file, or absolute; or use {{ env = \"VARIABLE\" }})"),
+                )
+            })?;
+            SecretSource::File(path)
+        }
+    }))
 }
 
 /// The phase timeouts, the write-stall limit and the bootkube restart limit.
@@ -330,21 +346,25 @@ fn duration_value(
     key: &str,
     v: &Spanned<TimeoutValue>,
 ) -> Result<Duration, ScenarioError> {
-    let TimeoutValue::Text(text) = v.get_ref() else {
-        return Err(cx.at(
+    let refuse = |got: String| {
+        cx.at(
             v,
             format!(
-                "timeouts.{key} = {}: a duration is a string, e.g. \"90s\", \"20m\", \"1h30m\"",
-                v.get_ref()
+                "timeouts.{key}: expected a duration from 1s to 7d, {DURATION_FORMS}; got {got}"
             ),
-        ));
+        )
     };
-    let d = parse_duration(text).map_err(|m| cx.at(v, format!("timeouts.{key}: {m}")))?;
+    let text = match v.get_ref() {
+        TimeoutValue::Text(text) => text,
+        TimeoutValue::Count(n) => {
+            return Err(refuse(format!(
+                "the number {n} (a duration is a string, with its unit)"
+            )))
+        }
+    };
+    let d = parse_duration(text).map_err(|_| refuse(format!("the string {text:?}")))?;
     if !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(&d) {
-        return Err(cx.at(
-            v,
-            format!("timeouts.{key} = {text:?}: out of range; use 1s to 7d"),
-        ));
+        return Err(refuse(format!("{text:?}, which is out of range")));
     }
     Ok(d)
 }
@@ -440,7 +460,12 @@ fn openshift_section(
             ))
         }
         (Some(s), Profile::Openshift) => Some(OpenshiftSpec {
-            installer: s.get_ref().installer.clone(),
+            // Not checked here: a missing installer is the run's error, at `assets`.
+            installer: s
+                .get_ref()
+                .installer
+                .as_deref()
+                .map(|p| files::resolve_program(cx.file, p)),
             release_image: s.get_ref().release_image.clone(),
         }),
         (None, Profile::Openshift) => Some(OpenshiftSpec {
@@ -513,24 +538,18 @@ fn badness_allow(cx: &Ctx, badness: &BadnessSection) -> Result<Vec<String>, Scen
     Ok(badness_allow)
 }
 
+/// `install.additional_trust_bundle`, resolved and read now: a run puts it into
+/// install-config.yaml, and `plan` prints it.
 fn trust_bundle(cx: &Ctx, inst: &InstallSection) -> Result<Option<PathBuf>, ScenarioError> {
-    // Relative to the scenario file, like every path a scenario names. Checked now: reading it
-    // is the first thing a run does, after making its directory.
     Ok(match &inst.additional_trust_bundle {
         Some(p) if !p.get_ref().as_os_str().is_empty() => {
-            let path = match cx.file.parent() {
-                Some(dir) if p.get_ref().is_relative() => dir.join(p.get_ref()),
-                _ => p.get_ref().clone(),
-            };
-            if !path.is_file() {
-                return Err(cx.at(
+            let path = files::resolve(cx.file, p.get_ref());
+            files::read_trust_bundle(&path).map_err(|e| {
+                cx.at(
                     p,
-                    format!(
-                        "install.additional_trust_bundle: {} is not a file; name a PEM file, relative to the scenario file or absolute (\"\" for none)",
-                        path.display()
-                    ),
-                ));
-            }
+                    format!("install.additional_trust_bundle: {e} (the path is relative to the scenario file, or absolute; \"\" for none)"),
+                )
+            })?;
             Some(path)
         }
         // An empty path means none: how a matrix value says "without".

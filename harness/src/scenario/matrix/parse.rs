@@ -15,6 +15,7 @@ use super::keys::{apply_all, Change, Target};
 use super::negative::{self, Rule};
 use super::rules::{self, Expectation};
 use super::space::{Row, Space, Tuple};
+use crate::scenario::files;
 use crate::scenario::model::ScenarioFile;
 use crate::scenario::{self, shorten_long_words, Scenario};
 
@@ -244,7 +245,7 @@ fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<(PathBuf, Table, Scenar
         at: cx.at(base.span()),
         source: Box::new(source),
     })?;
-    let table: Table = toml::from_str(&text).map_err(|e| {
+    let mut table: Table = toml::from_str(&text).map_err(|e| {
         cx.err(
             base,
             format!(
@@ -254,7 +255,42 @@ fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<(PathBuf, Table, Scenar
             ),
         )
     })?;
+    if path.parent() != cx.file.parent() {
+        pin_named_files(&mut table, &scenario);
+    }
     Ok((path, table, scenario))
+}
+
+/// The files the base names, as absolute paths in its table: permutations are validated as if
+/// they were the matrix file, and a base in another directory names its files relative to its
+/// own.
+fn pin_named_files(table: &mut Table, base: &Scenario) {
+    let absolute = |p: &Path| {
+        let p = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        toml::Value::String(p.to_string_lossy().into_owned())
+    };
+    if let Some(install) = table.get_mut("install").and_then(toml::Value::as_table_mut) {
+        if let Some(p) = &base.install.additional_trust_bundle {
+            install.insert("additional_trust_bundle".into(), absolute(p));
+        }
+        if let Some(scenario::model::SecretSource::File(p)) = &base.install.pull_secret {
+            if let Some(source) = install
+                .get_mut("pull_secret")
+                .and_then(toml::Value::as_table_mut)
+            {
+                source.insert("file".into(), absolute(p));
+            }
+        }
+    }
+    let installer = base.openshift.as_ref().and_then(|o| o.installer.as_deref());
+    if let Some(p) = installer.filter(|p| p.components().count() > 1) {
+        if let Some(openshift) = table
+            .get_mut("openshift")
+            .and_then(toml::Value::as_table_mut)
+        {
+            openshift.insert("installer".into(), absolute(p));
+        }
+    }
 }
 
 /// `dir/../x` as `x` when both name the same file (no symlink in between), for messages and
@@ -323,7 +359,7 @@ fn parse_axis(
                 format!("axis {key}: a label of {} bytes; labels name permutations and directories: at most {MAX_LABEL_LEN}, use {{ label = \"NAME\", value = ... }}", label.len()),
             ));
         }
-        if let Some(m) = missing_bundle(cx, &target, &value) {
+        if let Some(m) = bad_named_file(cx, &target, &value) {
             return Err(cx.err(raw, format!("{key} = {label:?}: {m}")));
         }
         if let Some(same) = values.iter().find(|v| v.label == label) {
@@ -350,24 +386,33 @@ fn parse_axis(
     })
 }
 
-/// A trust bundle is a file next to the matrix; the scenario validator would find it missing
-/// only per permutation, with advice to exclude it.
-fn missing_bundle(cx: &Ctx, target: &Target, value: &toml::Value) -> Option<String> {
+/// How a named file is read and checked (`files::read_trust_bundle`, `read_pull_secret`).
+type ReadNamed = fn(&Path) -> Result<String, files::FileError>;
+
+/// A file an axis value names (a trust bundle, a pull secret file), checked as the scenario
+/// validator checks it: else it would be refused only per permutation, with advice to exclude
+/// it.
+fn bad_named_file(cx: &Ctx, target: &Target, value: &toml::Value) -> Option<String> {
     let Target::Path(path) = target else {
         return None;
     };
-    let bundle = value.as_str().filter(|s| !s.is_empty())?;
-    if path.as_slice() != ["install", "additional_trust_bundle"] {
+    let (named, read): (&str, ReadNamed) = match path.as_slice() {
+        [i, k] if i == "install" && k == "additional_trust_bundle" => {
+            (value.as_str()?, files::read_trust_bundle)
+        }
+        [i, k] if i == "install" && k == "pull_secret" => {
+            (value.get("file")?.as_str()?, files::read_pull_secret)
+        }
+        _ => return None,
+    };
+    if named.is_empty() {
         return None;
     }
     // Permutations are validated as if they were the matrix file, so paths are relative to it.
-    let full = cx.file.parent().unwrap_or(Path::new("")).join(bundle);
-    (!full.is_file()).then(|| {
-        format!(
-            "{} is not a file; name a PEM file, relative to the matrix file or absolute (\"\" for none)",
-            full.display()
-        )
-    })
+    let e = read(&files::resolve(cx.file, Path::new(named))).err()?;
+    Some(format!(
+        "{e} (the path is relative to the matrix file, or absolute)"
+    ))
 }
 
 fn fits_schema(base_table: &Table, base: &Scenario, change: &Change) -> Result<(), String> {

@@ -757,3 +757,63 @@ fn strategies_parse_from_the_command_line() {
         .unwrap_err()
         .contains("\"pairwise\""));
 }
+
+#[test]
+fn files_a_base_in_another_directory_names_stay_next_to_the_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let base_dir = dir.path().join("bases");
+    std::fs::create_dir(&base_dir).unwrap();
+    std::fs::write(
+        base_dir.join("ca.pem"),
+        include_str!("../../../../scenarios/data/proxy-ca.pem"),
+    )
+    .unwrap();
+    std::fs::write(
+        base_dir.join("ps.json"),
+        r#"{"auths":{"quay.io":{"auth":"c2VjcmV0"}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        base_dir.join("b.toml"),
+        "name = \"b\"\nprofile = \"fixture\"\n[[disks]]\nid = \"install\"\nsize = \"8GiB\"\n[install]\nadditional_trust_bundle = \"ca.pem\"\npull_secret = { file = \"ps.json\" }\n",
+    )
+    .unwrap();
+    let m = parse_str(
+        &dir.path().join("m.toml"),
+        "name = \"m\"\nbase = \"bases/b.toml\"\n[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\", \"uefi\"]\n",
+    )
+    .unwrap();
+    let absolute = std::path::absolute(&base_dir).unwrap();
+    for p in &m.permutations {
+        assert_eq!(
+            p.scenario.install.additional_trust_bundle,
+            Some(absolute.join("ca.pem")),
+            "{}",
+            p.id
+        );
+        assert_eq!(
+            p.scenario.install.pull_secret,
+            Some(crate::scenario::model::SecretSource::File(
+                absolute.join("ps.json")
+            ))
+        );
+    }
+
+    // An axis value names a file relative to the matrix, checked at its line.
+    std::fs::write(
+        dir.path().join("key.pem"),
+        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    let e = parse_str(
+        &dir.path().join("m.toml"),
+        "name = \"m\"\nbase = \"bases/b.toml\"\n[[axis]]\nkey = \"install.additional_trust_bundle\"\nvalues = [\"key.pem\"]\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.line(), Some(5), "{e}");
+    assert!(
+        e.to_string()
+            .contains("key.pem:1: a private key, not a certificate"),
+        "{e}"
+    );
+}

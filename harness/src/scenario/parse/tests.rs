@@ -48,8 +48,9 @@ fn a_small_scenario_resolves_its_defaults() {
 fn an_empty_proxy_or_bundle_means_none_and_a_bundle_is_relative_to_the_scenario() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("data")).unwrap();
-    std::fs::write(dir.path().join("data/ca.pem"), "").unwrap();
+    std::fs::write(dir.path().join("data/ca.pem"), PROXY_CA).unwrap();
     let outside = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(outside.path(), PROXY_CA).unwrap();
     let with = |extra: &str| {
         parse_str(
             &dir.path().join("s.toml"),
@@ -83,7 +84,48 @@ fn an_empty_proxy_or_bundle_means_none_and_a_bundle_is_relative_to_the_scenario(
     );
     let e = with("additional_trust_bundle = \"data/none.pem\"").unwrap_err();
     assert_eq!(e.line, Some(16), "{e}");
-    assert!(e.message.contains("data/none.pem is not a file"), "{e}");
+    assert!(e.message.contains("data/none.pem: cannot read it"), "{e}");
+}
+
+const PROXY_CA: &str = include_str!("../../../../scenarios/data/proxy-ca.pem");
+
+#[test]
+fn a_pull_secret_file_is_relative_to_the_scenario_and_checked_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("secrets")).unwrap();
+    let with = |file: &str| {
+        parse_str(
+            &dir.path().join("s.toml"),
+            &SMOKE.replace(
+                "[timeouts]",
+                &format!("pull_secret = {{ file = {file:?} }}\n[timeouts]"),
+            ),
+        )
+    };
+    let good = dir.path().join("secrets/ps.json");
+    std::fs::write(&good, r#"{"auths":{"quay.io":{"auth":"c2VjcmV0"}}}"#).unwrap();
+    let s = with("secrets/ps.json").unwrap();
+    assert_eq!(s.install.pull_secret, Some(SecretSource::File(good)));
+
+    std::fs::write(
+        dir.path().join("secrets/bad.json"),
+        "{\"token\": \"hunter2\"}",
+    )
+    .unwrap();
+    let e = with("secrets/bad.json").unwrap_err();
+    assert_eq!(e.line, Some(16), "{e}");
+    assert!(
+        e.message
+            .contains("secrets/bad.json: has no \"auths\" object"),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("hunter2"), "{e}");
+    let e = with("/dev/null").unwrap_err();
+    assert!(
+        e.message
+            .contains("/dev/null: is a character device, not a regular file"),
+        "{e}"
+    );
 }
 
 #[test]
