@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use sno_harness::report::junit::JunitFlavour;
 use sno_harness::run::job::RunSettings;
 use sno_harness::vm::running::Backend;
 
@@ -41,6 +42,22 @@ pub struct RunFlags {
     /// The libvirt URI for `--backend libvirt`.
     #[arg(long, default_value = sno_harness::vm::libvirt::DEFAULT_URI)]
     pub connect: String,
+    #[command(flatten)]
+    pub junit: JunitFlag,
+}
+
+/// `--junit-flavour`, wherever junit.xml is written (`run`, `matrix`, `perf`, `report`).
+#[derive(clap::Args)]
+pub struct JunitFlag {
+    /// The cases of junit.xml: `harness` (one per phase) or `openshift` (OpenShift CI's
+    /// install steps, in a suite named `cluster install`; docs/architecture.md "junit.xml").
+    #[arg(long = "junit-flavour", value_name = "FLAVOUR", default_value = "harness", value_parser = junit_flavour)]
+    pub flavour: JunitFlavour,
+}
+
+fn junit_flavour(s: &str) -> Result<JunitFlavour, String> {
+    s.parse()
+        .map_err(|e: sno_harness::report::junit::UnknownFlavour| e.to_string())
 }
 
 impl RunFlags {
@@ -62,6 +79,7 @@ impl RunFlags {
             backend: self.backend(),
             interrupt,
             progress: sno_harness::run::progress::Mode::detect(),
+            junit: self.junit.flavour,
         }
     }
 

@@ -112,7 +112,8 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
         .iter()
         .map(|ax| (ax.key.clone(), ax.labels.clone()))
         .collect();
-    let written = sno_harness::report::run_dir::write_reports(&out, &results, &axes);
+    let written =
+        sno_harness::report::run_dir::write_reports(&out, &results, &axes, a.flags.junit.flavour);
     if let Err(e) = &written {
         errln!("sno-harness: writing the reports: {e}");
     }

@@ -63,6 +63,7 @@ pub fn run(a: RunArgs) -> Outcome {
                 interrupt: interrupt_channel(),
                 progress: sno_harness::run::progress::Display::detect(),
                 state,
+                junit: a.flags.junit.flavour,
             },
         )
         .await;

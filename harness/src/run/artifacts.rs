@@ -21,9 +21,14 @@ pub fn finish(s: &Scenario, opts: &RunOptions, rec: RunRecord) -> RunResult {
         );
     }
     let _ = crate::report::junit::write_junit(
-        &opts.dir.join("junit.xml"),
-        std::slice::from_ref(&result),
+        &opts.dir.join(crate::report::run_dir::JUNIT_FILE),
+        &[crate::report::load::LocatedRun {
+            dir: ".".into(),
+            result: result.clone(),
+        }],
+        &opts.dir,
         &result.id,
+        opts.junit,
     );
     let _ = fs::write(
         opts.dir.join("summary.md"),

@@ -62,6 +62,8 @@ pub struct RunOptions {
     /// The whole flow, or save the VM once bootkube is done, or resume a saved VM for
     /// install-to-disk alone.
     pub state: state::StateMode,
+    /// The cases of the run's junit.xml (`--junit-flavour`).
+    pub junit: crate::report::junit::JunitFlavour,
 }
 
 /// Resolves once the run must stop; never when the sender is gone without asking.
