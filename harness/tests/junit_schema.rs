@@ -5,7 +5,6 @@ mod junit_xsd;
 
 use std::path::Path;
 
-use quick_xml::events::Event;
 use sno_harness::report::junit::{junit_for_runs, JunitFlavour};
 use sno_harness::report::load::LocatedRun;
 use sno_harness::result::RunResult;
@@ -46,38 +45,6 @@ fn failed_run(verdict: &str) -> RunResult {
     serde_json::from_value(doc).expect("a result.json document")
 }
 
-/// (case name, element, message) of every failure and error, in order.
-fn non_successes(xml: &str) -> Vec<(String, String, String)> {
-    let mut reader = quick_xml::Reader::from_str(xml);
-    let mut case = String::new();
-    let mut found = Vec::new();
-    loop {
-        let e = match reader.read_event().unwrap() {
-            Event::Eof => break,
-            Event::Start(e) | Event::Empty(e) => e,
-            _ => continue,
-        };
-        let name = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
-        let attr = |key: &str| {
-            e.attributes()
-                .map(|a| a.unwrap())
-                .find(|a| a.key.as_ref() == key.as_bytes())
-                .map(|a| {
-                    a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
-                        .unwrap()
-                        .into_owned()
-                })
-                .unwrap_or_default()
-        };
-        match name.as_str() {
-            "testcase" => case = attr("name"),
-            "failure" | "error" => found.push((case.clone(), name, attr("message"))),
-            _ => {}
-        }
-    }
-    found
-}
-
 fn junit(run: RunResult, flavour: JunitFlavour) -> String {
     junit_for_runs(
         &[LocatedRun::in_own_dir(run)],
@@ -92,7 +59,7 @@ fn a_failed_run_validates_with_its_reason_on_the_failed_case_in_the_harness_flav
     let xml = junit(failed_run("fail"), JunitFlavour::Harness);
     junit_xsd::assert_valid(&xml);
     assert_eq!(
-        non_successes(&xml),
+        junit_xsd::non_successes(&xml),
         [(
             "bootkube".to_string(),
             "failure".to_string(),
@@ -109,7 +76,7 @@ fn a_failed_run_validates_with_its_reason_on_the_failed_case_in_the_openshift_fl
     junit_xsd::assert_valid(&xml);
     let failure = |case: &str| (case.to_string(), "failure".to_string(), REASON.to_string());
     assert_eq!(
-        non_successes(&xml),
+        junit_xsd::non_successes(&xml),
         [
             failure("install should succeed: cluster bootstrap"),
             failure("install should succeed: overall"),
@@ -123,7 +90,7 @@ fn a_harness_error_validates_in_both_flavours() {
     for flavour in [JunitFlavour::Harness, JunitFlavour::Openshift] {
         let xml = junit(failed_run("error"), flavour);
         junit_xsd::assert_valid(&xml);
-        let found = non_successes(&xml);
+        let found = junit_xsd::non_successes(&xml);
         assert!(!found.is_empty() && found.iter().all(|(_, el, m)| el == "error" && m == REASON));
     }
 }

@@ -114,6 +114,14 @@ impl RunFlags {
     }
 }
 
+/// Starts the harness's log in `dir` (a run's directory, or a matrix's or perf run's `--out`):
+/// a log that cannot be made is said, and the run goes on without it.
+pub fn open_log(dir: &Path) {
+    if let Err(e) = sno_harness::util::harness_log::open_in(dir) {
+        errln!("sno-harness: no harness log: {e}");
+    }
+}
+
 /// The runtime the runs go on.
 pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Runtime::new().map_err(harness)

@@ -78,6 +78,7 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
     let needs: Vec<&Scenario> = perms.iter().map(|p| &p.scenario).collect();
     preflight(&needs, &a.flags.backend(), || Ok(()))?;
     let out = a.flags.created_out()?;
+    super::flags::open_log(&out);
     let jobs: Vec<Job> = perms
         .iter()
         .map(|p| Job {

@@ -14,6 +14,12 @@ use crate::vm::VmSpec;
 /// Writes result.json, junit.xml and summary.md of the run.
 pub fn finish(s: &Scenario, opts: &RunOptions, rec: RunRecord) -> RunResult {
     let result = build_result(s, opts, &rec);
+    tracing::debug!(
+        id = %result.id,
+        verdict = %result.verdict,
+        failed_phase = result.failed_phase.as_deref().unwrap_or(""),
+        "writing the run's result and reports"
+    );
     if let Err(e) = result.write(&opts.dir) {
         errln!(
             "sno-harness: writing {}/result.json: {e}",

@@ -97,6 +97,14 @@ pub struct RunRecord {
 pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
     let started = Instant::now();
     let started_at = SystemTime::now();
+    tracing::debug!(
+        id = %opts.id,
+        dir = %opts.dir.display(),
+        scenario = %s.path.display(),
+        backend = ?opts.backend,
+        timeout_scale = opts.timeout_scale,
+        "run starting"
+    );
     // Lines carry the run's id: a matrix interleaves several runs' lines.
     let mut ui = progress::Progress::new(started, &opts.progress, &opts.id);
     let mut artifacts = BTreeMap::new();

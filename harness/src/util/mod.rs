@@ -1,6 +1,7 @@
 //! Small helpers shared by every layer.
 
 pub mod children;
+pub mod harness_log;
 pub mod out;
 pub mod process;
 pub mod socket_path;

@@ -71,3 +71,35 @@ pub fn assert_valid(xml: &str) {
         panic!("junit.xml does not validate against the Jenkins JUnit schema:\n{why}\n{xml}");
     }
 }
+
+/// (case name, element, message) of every failure and error, in order.
+pub fn non_successes(xml: &str) -> Vec<(String, String, String)> {
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let mut case = String::new();
+    let mut found = Vec::new();
+    loop {
+        let e = match reader.read_event().unwrap() {
+            Event::Eof => break,
+            Event::Start(e) | Event::Empty(e) => e,
+            _ => continue,
+        };
+        let name = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
+        let attr = |key: &str| {
+            e.attributes()
+                .map(|a| a.unwrap())
+                .find(|a| a.key.as_ref() == key.as_bytes())
+                .map(|a| {
+                    a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                        .unwrap()
+                        .into_owned()
+                })
+                .unwrap_or_default()
+        };
+        match name.as_str() {
+            "testcase" => case = attr("name"),
+            "failure" | "error" => found.push((case.clone(), name, attr("message"))),
+            _ => {}
+        }
+    }
+    found
+}
