@@ -149,7 +149,7 @@ fn reports(c: &mut Criterion) {
         .map(|(k, v)| Axis::new(k.as_str(), v.iter().map(String::as_str)))
         .collect();
     let out = tempfile::tempdir().unwrap();
-    write_reports(out.path(), &results, &axes).unwrap();
+    write_reports(out.path(), &results, &axes, Default::default()).unwrap();
     for name in ["summary.json", "junit.xml", "summary.md", "report.html"] {
         let len = std::fs::metadata(out.path().join(name)).unwrap().len();
         eprintln!("{name}: {len} bytes for {PERMUTATIONS} permutations");
@@ -160,13 +160,22 @@ fn reports(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4));
     g.bench_function("write_reports/100", |b| {
-        b.iter(|| write_reports(out.path(), black_box(&results), &axes).unwrap())
+        b.iter(|| {
+            write_reports(out.path(), black_box(&results), &axes, Default::default()).unwrap()
+        })
     });
     g.bench_function("summary.json/100", |b| {
         b.iter(|| summarise(black_box(&runs), &declared).to_json())
     });
     g.bench_function("junit.xml/100", |b| {
-        b.iter(|| junit_for_runs(black_box(&results), "scenarios/disks.toml"))
+        b.iter(|| {
+            junit_for_runs(
+                black_box(&runs),
+                out.path(),
+                "scenarios/disks.toml",
+                Default::default(),
+            )
+        })
     });
     g.bench_function("summary.md/100", |b| {
         b.iter(|| matrix_summary_markdown(black_box(&runs), &summarise(&runs, &declared)))

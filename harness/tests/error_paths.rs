@@ -6,6 +6,7 @@
 //! created), and nothing of the run left: no QEMU, no disks, no live ISO copy, no
 //! sockets, no registration. None of them boots a VM further than QEMU's start-up.
 
+mod junit_xsd;
 mod run_watch;
 use run_watch::qemu_processes_for;
 
@@ -334,6 +335,98 @@ fn a_failing_installer_is_quoted_and_nothing_is_downloaded() {
     assert_eq!(server.requests(), 0, "a download was attempted");
     assert!(!cache.join("sno-harness/iso").exists());
     assert_nothing_left(&ran, &state);
+}
+
+/// Issue 18: a run that fails before any VM leaves `harness.log` (the debug lines whatever the
+/// terminal's level, and every line printed, the error with its reason too) and a junit.xml
+/// that validates against the Jenkins JUnit schema with the reason on the failed case; stderr,
+/// a pipe here, gets no colour codes even for the debug lines `-v` shows.
+#[test]
+fn a_failed_run_leaves_its_log_and_a_junit_that_validates() {
+    let work = tempfile::tempdir().unwrap();
+    let (state, cache) = (work.path().join("state"), work.path().join("cache"));
+    let create = r#"echo 'level=fatal msg="failed to fetch the release image: connection refused"' >&2; exit 1"#;
+    let installer = fake_installer(
+        work.path(),
+        create,
+        &stream_json("http://127.0.0.1:9/rhcos-live.iso", &"ab".repeat(32)),
+    );
+    let scenario = openshift_scenario(work.path(), &installer);
+    let quiet = run(&scenario, &work.path().join("quiet"), &state, |c| {
+        c.env("XDG_CACHE_HOME", &cache)
+            .env_remove("SNO_HARNESS_LOG");
+    });
+    let verbose = run(&scenario, &work.path().join("verbose"), &state, |c| {
+        c.env("XDG_CACHE_HOME", &cache)
+            .env_remove("SNO_HARNESS_LOG")
+            .env_remove("NO_COLOR")
+            .args(["-v", "--junit-flavour", "openshift"]);
+    });
+    for ran in [&quiet, &verbose] {
+        ran.assert_error(HARNESS_ERROR);
+        let log = std::fs::read_to_string(ran.dir.join("harness.log")).unwrap();
+        for debug in [
+            "run starting",
+            "running the installer",
+            "the installer exited",
+        ] {
+            assert!(
+                log.lines()
+                    .any(|l| l.contains(" DEBUG ") && l.contains(debug)),
+                "no debug line {debug:?} in harness.log:\n{log}"
+            );
+        }
+        let reason_line = format!(
+            " PRINT stderr:   reason: {}",
+            ran.reason().lines().next().unwrap()
+        );
+        assert!(log.contains(&reason_line), "{reason_line:?} not in:\n{log}");
+        assert!(log.contains(" PRINT stderr: sno-harness: "), "{log}");
+        assert!(
+            !log.contains('\u{1b}'),
+            "colour codes in harness.log:\n{log}"
+        );
+        assert!(!ran.stderr.contains('\u{1b}'), "colour codes on stderr");
+        assert_nothing_left(ran, &state);
+    }
+    assert!(!quiet.stderr.contains("running the installer"));
+    assert!(
+        verbose.stderr.contains("running the installer"),
+        "{}",
+        verbose.stderr
+    );
+
+    let harness = std::fs::read_to_string(quiet.dir.join("junit.xml")).unwrap();
+    junit_xsd::assert_valid(&harness);
+    assert_eq!(
+        junit_xsd::non_successes(&harness),
+        [(
+            "assets".to_string(),
+            "error".to_string(),
+            quiet.reason().to_string()
+        )]
+    );
+    let openshift = std::fs::read_to_string(verbose.dir.join("junit.xml")).unwrap();
+    junit_xsd::assert_valid(&openshift);
+    let error = |case: &str| {
+        (
+            case.to_string(),
+            "error".to_string(),
+            verbose.reason().to_string(),
+        )
+    };
+    assert_eq!(
+        junit_xsd::non_successes(&openshift),
+        [
+            error("install should succeed: configuration"),
+            error("install should succeed: overall"),
+        ]
+    );
+    let result_json = verbose.dir.join("result.json");
+    assert!(
+        openshift.contains(&format!("  result: {}\n", result_json.display())),
+        "{openshift}"
+    );
 }
 
 /// Case 2a: the stream metadata names an ISO over http whose digest is not the one it gives:

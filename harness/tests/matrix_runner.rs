@@ -75,6 +75,7 @@ fn every_permutation_gets_its_own_directory_and_result_in_order() {
                 backend: sno_harness::vm::running::Backend::Qemu,
                 interrupt: rx,
                 progress: Mode::Plain,
+                junit: Default::default(),
             },
         },
     ));
@@ -124,6 +125,7 @@ fn an_interrupt_before_the_start_leaves_every_permutation_not_run() {
                 backend: sno_harness::vm::running::Backend::Qemu,
                 interrupt: rx,
                 progress: Mode::Plain,
+                junit: Default::default(),
             },
         },
     ));

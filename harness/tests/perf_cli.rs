@@ -499,6 +499,7 @@ fn an_interrupt_between_runs_stops_before_the_next_one() {
                 backend: sno_harness::vm::running::Backend::Qemu,
                 interrupt: rx,
                 progress: sno_harness::run::progress::Mode::Plain,
+                junit: Default::default(),
             },
             disk_write_only: false,
         },

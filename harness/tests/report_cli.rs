@@ -195,3 +195,33 @@ fn report_compare_exits_1_on_a_regression_and_writes_nothing() {
         .unwrap()
         .contains("bootkube timed out"));
 }
+
+#[test]
+fn report_writes_the_junit_flavour_asked_for_and_refuses_an_unknown_one() {
+    let out = run_dir(&two_permutations());
+    let dir = path(out.path());
+    let o = sno_harness(&["report", dir, "--junit-flavour", "openshift"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let junit = std::fs::read_to_string(out.path().join("junit.xml")).unwrap();
+    assert_eq!(
+        junit.matches("<testsuite name=\"cluster install\"").count(),
+        2
+    );
+    assert_eq!(
+        junit
+            .matches("<testcase name=\"install should succeed: overall\"")
+            .count(),
+        2
+    );
+
+    let o = sno_harness(&["report", dir, "--junit-flavour", "jenkins"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown JUnit flavour \"jenkins\": expected harness or openshift"),
+        "{}",
+        stderr(&o)
+    );
+    // Refused before anything is written: the openshift flavour's file stays.
+    let again = std::fs::read_to_string(out.path().join("junit.xml")).unwrap();
+    assert_eq!(again, junit);
+}

@@ -78,6 +78,7 @@ fn run_one(
             // Test output is captured: plain lines, with heartbeats.
             progress: sno_harness::run::progress::Display::Plain,
             state: Default::default(),
+            junit: Default::default(),
         },
     ));
     let checked = check_expectation(s, &result).and_then(|m| {

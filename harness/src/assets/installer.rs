@@ -59,7 +59,9 @@ pub fn run_installer(
         dir.display(),
         args.join(" ")
     );
+    tracing::debug!(command = %what, log = %log.display(), "running the installer");
     let (code, output) = run_logged(&mut cmd, (log, req.deadline), &what)?;
+    tracing::debug!(code, "the installer exited");
     if code == 0 {
         return Ok(());
     }

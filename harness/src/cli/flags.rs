@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use sno_harness::report::junit::JunitFlavour;
 use sno_harness::run::job::RunSettings;
 use sno_harness::vm::running::Backend;
 
@@ -41,6 +42,22 @@ pub struct RunFlags {
     /// The libvirt URI for `--backend libvirt`.
     #[arg(long, default_value = sno_harness::vm::libvirt::DEFAULT_URI)]
     pub connect: String,
+    #[command(flatten)]
+    pub junit: JunitFlag,
+}
+
+/// `--junit-flavour`, wherever junit.xml is written (`run`, `matrix`, `perf`, `report`).
+#[derive(clap::Args)]
+pub struct JunitFlag {
+    /// The cases of junit.xml: `harness` (one per phase) or `openshift` (OpenShift CI's
+    /// install steps, in a suite named `cluster install`; docs/architecture.md "junit.xml").
+    #[arg(long = "junit-flavour", value_name = "FLAVOUR", default_value = "harness", value_parser = junit_flavour)]
+    pub flavour: JunitFlavour,
+}
+
+fn junit_flavour(s: &str) -> Result<JunitFlavour, String> {
+    s.parse()
+        .map_err(|e: sno_harness::report::junit::UnknownFlavour| e.to_string())
 }
 
 impl RunFlags {
@@ -62,6 +79,7 @@ impl RunFlags {
             backend: self.backend(),
             interrupt,
             progress: sno_harness::run::progress::Mode::detect(),
+            junit: self.junit.flavour,
         }
     }
 
@@ -93,6 +111,14 @@ impl RunFlags {
         std::fs::create_dir_all(&out)
             .map_err(|e| harness(format!("creating {}: {e}", out.display())))?;
         Ok(out)
+    }
+}
+
+/// Starts the harness's log in `dir` (a run's directory, or a matrix's or perf run's `--out`):
+/// a log that cannot be made is said, and the run goes on without it.
+pub fn open_log(dir: &Path) {
+    if let Err(e) = sno_harness::util::harness_log::open_in(dir) {
+        errln!("sno-harness: no harness log: {e}");
     }
 }
 

@@ -78,6 +78,7 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
     let needs: Vec<&Scenario> = perms.iter().map(|p| &p.scenario).collect();
     preflight(&needs, &a.flags.backend(), || Ok(()))?;
     let out = a.flags.created_out()?;
+    super::flags::open_log(&out);
     let jobs: Vec<Job> = perms
         .iter()
         .map(|p| Job {
@@ -112,7 +113,8 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
         .iter()
         .map(|ax| (ax.key.clone(), ax.labels.clone()))
         .collect();
-    let written = sno_harness::report::run_dir::write_reports(&out, &results, &axes);
+    let written =
+        sno_harness::report::run_dir::write_reports(&out, &results, &axes, a.flags.junit.flavour);
     if let Err(e) = &written {
         errln!("sno-harness: writing the reports: {e}");
     }

@@ -26,6 +26,19 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// More on the terminal: -v debug, -vv trace [default: info, or as $SNO_HARNESS_LOG says].
+    /// The run directory's harness.log is at debug whatever this says (trace with trace).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// The terminal's log level exactly: error, warn, info, debug or trace.
+    #[arg(
+        long,
+        global = true,
+        value_name = "LEVEL",
+        value_parser = sno_harness::util::harness_log::parse_level,
+        conflicts_with = "verbose"
+    )]
+    log_level: Option<tracing::Level>,
 }
 
 #[derive(Subcommand)]
@@ -59,6 +72,8 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    use sno_harness::util::harness_log;
+    harness_log::init(harness_log::terminal_level(cli.verbose, cli.log_level));
     error::exit_code(match cli.command {
         Command::Run(a) => run::run(a),
         Command::Matrix(a) => matrix::matrix(a),

@@ -80,6 +80,7 @@ pub fn perf(a: PerfArgs) -> Outcome {
         Ok(())
     })?;
     let out = a.flags.created_out()?;
+    super::flags::open_log(&out);
     let backing = sno_harness::run::backing::backing_for(&a.flags.backend(), &out);
     let started_at = rfc3339(std::time::SystemTime::now());
     let input =

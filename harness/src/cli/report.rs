@@ -51,6 +51,10 @@ pub struct ReportArgs {
     /// sno-harness/perf-compare/v1).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Run directories: the cases of the regenerated junit.xml (a run directory does not
+    /// record the flavour it was written with).
+    #[command(flatten)]
+    junit: super::flags::JunitFlag,
 }
 
 /// Exit 0, 1 (a regression), 2 (bad input: not a run directory, an unreadable result.json or
@@ -74,6 +78,7 @@ pub fn report(a: ReportArgs) -> Outcome {
                 Some(base),
                 a.html.as_deref(),
                 rules.thresholds(),
+                a.junit.flavour,
             ),
             (run_is_perf, _) => Err(mixed_kinds(&a.run_dir, base, run_is_perf)),
         },
@@ -82,7 +87,13 @@ pub fn report(a: ReportArgs) -> Outcome {
              --compare BASELINE_DIR",
         )),
         None if is_perf_dir(&a.run_dir) => perf_page(&a),
-        None => report_run_dir(&a.run_dir, None, a.html.as_deref(), rules.thresholds()),
+        None => report_run_dir(
+            &a.run_dir,
+            None,
+            a.html.as_deref(),
+            rules.thresholds(),
+            a.junit.flavour,
+        ),
     }
 }
 
@@ -196,6 +207,7 @@ fn report_run_dir(
     baseline: Option<&Path>,
     html: Option<&Path>,
     t: Thresholds,
+    junit: sno_harness::report::junit::JunitFlavour,
 ) -> Outcome {
     use sno_harness::report::dir_compare::{compare, render_text};
     use sno_harness::report::load::load_run_dir;
@@ -224,7 +236,7 @@ fn report_run_dir(
     }
     let written: Vec<PathBuf> = match (html, baseline) {
         (Some(file), _) => write_html(file, dir, &runs, &axes).map(|()| vec![file.to_path_buf()]),
-        (None, None) => write_reports_for(dir, &runs, &axes),
+        (None, None) => write_reports_for(dir, &runs, &axes, junit),
         // A comparison only reads.
         (None, Some(_)) => Ok(Vec::new()),
     }

@@ -43,6 +43,7 @@ pub fn run(a: RunArgs) -> Outcome {
     let dir = out_dir(a.flags.out.clone()).join(&s.name);
     std::fs::create_dir_all(&dir)
         .map_err(|e| harness(format!("creating {}: {e}", dir.display())))?;
+    super::flags::open_log(&dir);
     let replay = format!(
         "sno-harness run {} --keep{}",
         a.scenario.display(),
@@ -63,6 +64,7 @@ pub fn run(a: RunArgs) -> Outcome {
                 interrupt: interrupt_channel(),
                 progress: sno_harness::run::progress::Display::detect(),
                 state,
+                junit: a.flags.junit.flavour,
             },
         )
         .await;

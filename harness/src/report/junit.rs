@@ -1,39 +1,210 @@
-//! `junit.xml`: one test suite per run, one test case per phase.
+//! `junit.xml`: one test suite per run, in one of two flavours (docs/architecture.md,
+//! "junit.xml"). `harness`: a case per phase. `openshift`: the cases OpenShift CI's install
+//! step writes (`install should succeed: configuration`, ..., `... overall`) in a suite named
+//! `cluster install`, each standing for some phases, so that the tools keying on those names
+//! read a run of this harness as an install.
+//!
+//! A failed case carries the run's reason as its message, the failed phase as its type, and in
+//! its own `system-out` the last signals of that phase and the absolute paths of the artifacts
+//! to open. Cases that ran have a timestamp and a time; the suite names the host.
 
+use std::fmt;
 use std::io;
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::{Duration, SystemTime};
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::result::{PhaseStatus, RunResult, Verdict};
+use super::load::LocatedRun;
+use crate::flow::phase::Phase;
+use crate::result::{PhaseResult, PhaseStatus, RunResult, Verdict, RESULT_FILE};
 
-/// Renders runs as JUnit XML: a suite per run (named by its id), a case per phase (classname =
-/// run id). Failed or timed-out phases are failures (errors when the verdict is `error`),
-/// unreached phases are skipped, and a non-passing run without a failed phase gets a `harness`
-/// case that carries the reason.
-pub fn junit_for_runs(runs: &[RunResult], suite_name: &str) -> String {
-    let mut report = Report::new(suite_name);
-    for run in runs {
-        report.add_test_suite(suite_for_run(run));
+/// Which test cases a run's suite has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JunitFlavour {
+    /// One case per phase, named like the phase (the default).
+    #[default]
+    Harness,
+    /// OpenShift CI's install steps (`OPENSHIFT_STEPS` and `OPENSHIFT_OVERALL`).
+    Openshift,
+}
+
+impl JunitFlavour {
+    /// The names `--junit-flavour` takes.
+    pub const NAMES: [&'static str; 2] = ["harness", "openshift"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            JunitFlavour::Harness => "harness",
+            JunitFlavour::Openshift => "openshift",
+        }
+    }
+}
+
+impl fmt::Display for JunitFlavour {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A flavour name that is not one of [`JunitFlavour::NAMES`].
+#[derive(Debug, thiserror::Error)]
+#[error("unknown JUnit flavour {0:?}: expected harness or openshift")]
+pub struct UnknownFlavour(String);
+
+impl FromStr for JunitFlavour {
+    type Err = UnknownFlavour;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "harness" => Ok(JunitFlavour::Harness),
+            "openshift" => Ok(JunitFlavour::Openshift),
+            other => Err(UnknownFlavour(other.to_string())),
+        }
+    }
+}
+
+/// The suite name of the `openshift` flavour, as OpenShift CI's install step writes it.
+pub const OPENSHIFT_SUITE: &str = "cluster install";
+
+/// The OpenShift CI install steps and the phases each stands for (docs/architecture.md,
+/// "junit.xml"). A step fails when one of its phases failed, is skipped when none of them
+/// ran. The harness has no check of its own for operator stability: cluster-ready's judgement
+/// (ClusterVersion Available and every ClusterOperator settled for 30 s, what `openshift-install
+/// wait-for install-complete` waits for) is it, so cluster-ready stands for both the cluster's
+/// creation and its operators' stability.
+pub const OPENSHIFT_STEPS: [(&str, &[Phase]); 5] = [
+    ("install should succeed: configuration", &[Phase::Assets]),
+    // The VM's start is the start of live-boot; the host's preflight is not a phase (a host
+    // that is not ready ends before any run directory exists).
+    ("install should succeed: infrastructure", &[Phase::LiveBoot]),
+    (
+        "install should succeed: cluster bootstrap",
+        &[
+            Phase::Bootkube,
+            Phase::InstallToDisk,
+            Phase::Reboot,
+            Phase::DiskBoot,
+            Phase::ApiReady,
+            Phase::BootstrapComplete,
+            Phase::BootstrapCleanup,
+        ],
+    ),
+    (
+        "install should succeed: cluster creation",
+        &[Phase::NodeReady, Phase::ClusterReady],
+    ),
+    (
+        "install should succeed: cluster operator stability",
+        &[Phase::ClusterReady],
+    ),
+];
+
+/// The step that is the run's verdict.
+pub const OPENSHIFT_OVERALL: &str = "install should succeed: overall";
+
+/// Renders runs as JUnit XML: a report named `report_name` with a suite per run. Each run's
+/// directory is `base/<its dir>`, made absolute for the artifact paths of failed cases.
+pub fn junit_for_runs(
+    runs: &[LocatedRun],
+    base: &Path,
+    report_name: &str,
+    flavour: JunitFlavour,
+) -> String {
+    let host = crate::util::hostname();
+    let mut report = Report::new(report_name);
+    for located in runs {
+        let view = RunView::new(located, base);
+        report.add_test_suite(suite_for_run(&view, flavour, &host));
     }
     report
         .set_time(Duration::from_millis(
-            runs.iter().map(|r| r.duration_ms).sum(),
+            runs.iter().map(|r| r.result.duration_ms).sum(),
         ))
         .to_string()
         .expect("JUnit XML serializes to a string")
 }
 
 /// Writes [`junit_for_runs`] to `path`.
-pub fn write_junit(path: &Path, runs: &[RunResult], suite_name: &str) -> io::Result<()> {
-    std::fs::write(path, junit_for_runs(runs, suite_name))
+pub fn write_junit(
+    path: &Path,
+    runs: &[LocatedRun],
+    base: &Path,
+    report_name: &str,
+    flavour: JunitFlavour,
+) -> io::Result<()> {
+    std::fs::write(path, junit_for_runs(runs, base, report_name, flavour))
 }
 
-fn suite_for_run(run: &RunResult) -> TestSuite {
-    let mut suite = TestSuite::new(run.id.as_str());
+/// One run as the cases see it: its result, its directory, when it started.
+struct RunView<'a> {
+    run: &'a RunResult,
+    dir: PathBuf,
+    started: Option<SystemTime>,
+    kind: NonSuccessKind,
+}
+
+impl<'a> RunView<'a> {
+    fn new(located: &'a LocatedRun, base: &Path) -> Self {
+        let run = &located.result;
+        RunView {
+            run,
+            dir: crate::util::lexical_absolute(&base.join(&located.dir)),
+            // Empty for a run that never started; a hostile result.json may hold anything.
+            started: humantime::parse_rfc3339(&run.started_at).ok(),
+            kind: match run.verdict {
+                Verdict::Error => NonSuccessKind::Error,
+                _ => NonSuccessKind::Failure,
+            },
+        }
+    }
+
+    /// The wall-clock time `ms` after the run started.
+    fn at(&self, ms: u64) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+        let t = self.started?.checked_add(Duration::from_millis(ms))?;
+        Some(chrono::DateTime::<chrono::Utc>::from(t).fixed_offset())
+    }
+
+    fn phases(&self, names: &[Phase]) -> Vec<&'a PhaseResult> {
+        names
+            .iter()
+            .filter_map(|p| self.run.phase(p.name()))
+            .collect()
+    }
+
+    /// Where the run ended, for the skipped cases.
+    fn ended_at(&self) -> &str {
+        self.run.failed_phase.as_deref().unwrap_or("harness error")
+    }
+
+    /// The reason of the run, or its verdict in words when it gave none.
+    fn reason(&self) -> String {
+        if self.run.reason.is_empty() {
+            format!("run ended with verdict {}", self.run.verdict)
+        } else {
+            self.run.reason.clone()
+        }
+    }
+
+    fn failed_phase(&self) -> Option<&'a PhaseResult> {
+        self.run.phase(self.run.failed_phase.as_deref()?)
+    }
+}
+
+fn suite_for_run(view: &RunView<'_>, flavour: JunitFlavour, host: &str) -> TestSuite {
+    let run = view.run;
+    let mut suite = TestSuite::new(match flavour {
+        JunitFlavour::Harness => run.id.as_str(),
+        JunitFlavour::Openshift => OPENSHIFT_SUITE,
+    });
     suite.set_time(Duration::from_millis(run.duration_ms));
+    if let Some(t) = view.at(0) {
+        suite.set_timestamp(t);
+    }
+    suite.extra.insert("hostname".into(), host.into());
     suite.add_properties([
+        Property::new("id", run.id.as_str()),
         Property::new("profile", run.profile.as_str()),
         Property::new("backend", run.backend.as_str()),
         Property::new("accel", run.accel.as_str()),
@@ -46,87 +217,275 @@ fn suite_for_run(run: &RunResult) -> TestSuite {
             .iter()
             .map(|(k, v)| Property::new(format!("param.{k}"), v.as_str())),
     );
-
-    let kind = match run.verdict {
-        Verdict::Error => NonSuccessKind::Error,
-        _ => NonSuccessKind::Failure,
+    let cases = match flavour {
+        JunitFlavour::Harness => phase_cases(view),
+        JunitFlavour::Openshift => openshift_cases(view),
     };
-    let ended_at = run.failed_phase.as_deref().unwrap_or("harness error");
-    let mut any_failure = false;
-    for phase in &run.phases {
-        let status = match phase.status {
-            PhaseStatus::Pass => TestCaseStatus::success(),
-            PhaseStatus::Fail | PhaseStatus::Timeout => {
-                any_failure = true;
-                let message = if run.failed_phase.as_deref() == Some(phase.name.as_str())
-                    && !run.reason.is_empty()
-                {
-                    run.reason.clone()
-                } else if !phase.detail.is_empty() {
-                    phase.detail.clone()
-                } else {
-                    format!("phase {} {}", phase.name, phase.status)
-                };
-                let mut s = TestCaseStatus::non_success(kind);
-                s.set_message(message).set_type(phase.status.as_str());
-                if !phase.detail.is_empty() {
-                    s.set_description(phase.detail.as_str());
-                }
-                s
-            }
-            PhaseStatus::NotReached => {
-                let mut s = TestCaseStatus::skipped();
-                s.set_message(format!("not reached: run ended at {ended_at}"));
-                s
-            }
-        };
-        let mut case = TestCase::new(phase.name.as_str(), status);
-        case.set_classname(run.id.as_str());
-        if let Some(ms) = phase.duration_ms {
-            case.set_time(Duration::from_millis(ms));
-        }
-        suite.add_test_case(case);
-    }
-
-    // A run that did not pass must not look green: carry its reason in a `harness` case.
-    if run.verdict != Verdict::Pass && !any_failure {
-        let mut s = TestCaseStatus::non_success(kind);
-        let message = if run.reason.is_empty() {
-            format!("run ended with verdict {}", run.verdict)
-        } else {
-            run.reason.clone()
-        };
-        s.set_message(message).set_type(run.verdict.as_str());
-        let mut case = TestCase::new("harness", s);
-        case.set_classname(run.id.as_str());
-        suite.add_test_case(case);
-    }
-
-    if run.verdict != Verdict::Pass {
-        let mut out = String::new();
-        for sig in &run.last_signals {
-            out.push_str(&format!(
-                "[{:>9.3}s] {}: {}\n",
-                sig.t_ms as f64 / 1000.0,
-                sig.source,
-                sig.summary
-            ));
-        }
-        if !run.replay.is_empty() {
-            out.push_str(&format!("replay: {}\n", run.replay));
-        }
-        if !out.is_empty() {
-            suite.set_system_out(out);
-        }
-    }
+    suite.add_test_cases(cases);
     suite
+}
+
+/// How a group of phases (one phase, or an OpenShift step) ended.
+#[derive(Debug, PartialEq)]
+enum Outcome<'a> {
+    /// Every phase of the group passed.
+    Passed,
+    /// This phase of the group failed or timed out.
+    Failed(&'a PhaseResult),
+    /// Some phases ran, no phase of the run failed, and the run ended without passing (a
+    /// harness error, an interrupt) before the next phase of this group.
+    Stopped,
+    /// None of its phases ran.
+    Skipped,
+}
+
+fn outcome<'a>(run: &RunResult, phases: &[&'a PhaseResult]) -> Outcome<'a> {
+    let failed: Vec<&PhaseResult> = phases
+        .iter()
+        .copied()
+        .filter(|p| p.status.is_failure())
+        .collect();
+    // The run's failed phase first: its reason is the run's.
+    if let Some(p) = failed
+        .iter()
+        .find(|p| run.failed_phase.as_deref() == Some(p.name.as_str()))
+        .or(failed.first())
+    {
+        return Outcome::Failed(p);
+    }
+    if phases.iter().all(|p| p.status == PhaseStatus::NotReached) {
+        return Outcome::Skipped;
+    }
+    let stopped_inside = run.verdict != Verdict::Pass
+        && !run.phases.iter().any(|p| p.status.is_failure())
+        && stop_phase(run).is_some_and(|stop| phases.iter().any(|p| p.name == stop));
+    if stopped_inside {
+        Outcome::Stopped
+    } else {
+        // Its phases that ran passed; those that did not were after a failure elsewhere (a
+        // step's phases need not be consecutive: bootstrap-cleanup follows cluster-ready).
+        Outcome::Passed
+    }
+}
+
+/// The phase a run that ended without a failed phase did not get to: the one after the last
+/// it reached.
+fn stop_phase(run: &RunResult) -> Option<&str> {
+    let last = run
+        .phases
+        .iter()
+        .rposition(|p| p.status != PhaseStatus::NotReached)?;
+    run.phases.get(last + 1).map(|p| p.name.as_str())
+}
+
+/// The case of a group of phases, named `name`.
+fn group_case(view: &RunView<'_>, name: &str, phases: &[&PhaseResult]) -> TestCase {
+    let (status, evidence) = match outcome(view.run, phases) {
+        Outcome::Passed => (TestCaseStatus::success(), None),
+        Outcome::Failed(p) => (failed_status(view, p), Some(evidence(view, Some(p)))),
+        Outcome::Stopped => (
+            stopped_status(view, view.run.verdict.as_str()),
+            Some(evidence(view, None)),
+        ),
+        Outcome::Skipped => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(format!("not reached: run ended at {}", view.ended_at()));
+            (s, None)
+        }
+    };
+    let mut case = TestCase::new(name, status);
+    case.set_classname(view.run.id.as_str());
+    let start = phases.iter().filter_map(|p| p.start_ms).min();
+    let end = phases.iter().filter_map(|p| p.end_ms).max();
+    if let Some(t) = start.and_then(|ms| view.at(ms)) {
+        case.set_timestamp(t);
+    }
+    match (start, end) {
+        (Some(s), Some(e)) if e >= s => {
+            case.set_time(Duration::from_millis(e - s));
+        }
+        _ => {
+            if let Some(ms) = phases
+                .iter()
+                .filter_map(|p| p.duration_ms)
+                .reduce(u64::saturating_add)
+            {
+                case.set_time(Duration::from_millis(ms));
+            }
+        }
+    }
+    if let Some(out) = evidence {
+        case.set_system_out(out);
+    }
+    case
+}
+
+/// The failure (error when the verdict is `error`) of phase `p`: the run's reason when `p`
+/// is the run's failed phase, else what the phase says.
+fn failed_status(view: &RunView<'_>, p: &PhaseResult) -> TestCaseStatus {
+    let message = if view.run.failed_phase.as_deref() == Some(p.name.as_str()) {
+        view.reason()
+    } else if !p.detail.is_empty() {
+        p.detail.clone()
+    } else {
+        format!("phase {} {}", p.name, p.status)
+    };
+    let mut s = TestCaseStatus::non_success(view.kind);
+    s.set_message(message).set_type(p.name.as_str());
+    if !p.detail.is_empty() {
+        s.set_description(p.detail.as_str());
+    }
+    s
+}
+
+/// The failure (or error) of a run that ended without a failed phase.
+fn stopped_status(view: &RunView<'_>, kind: &str) -> TestCaseStatus {
+    let mut s = TestCaseStatus::non_success(view.kind);
+    s.set_message(view.reason()).set_type(kind);
+    s
+}
+
+/// What a non-passing case shows: the last signals of the phase it failed in (the run's last
+/// signals when there is none), the artifacts to open, the replay command.
+fn evidence(view: &RunView<'_>, failed: Option<&PhaseResult>) -> String {
+    let mut out = last_signals_text(view.run, failed);
+    out.push_str("artifacts:\n");
+    for (name, path) in artifact_paths(view) {
+        out.push_str(&format!("  {name}: {}\n", path.display()));
+    }
+    if !view.run.replay.is_empty() {
+        out.push_str(&format!("replay: {}\n", view.run.replay));
+    }
+    out
+}
+
+/// The last signals within `phase`'s span, with their source; all of the run's when the
+/// phase has none (or no phase failed).
+fn last_signals_text(run: &RunResult, phase: Option<&PhaseResult>) -> String {
+    let line = |s: &crate::result::LastSignal| {
+        format!(
+            "  [{:>9.3}s] {}: {}\n",
+            s.t_ms as f64 / 1000.0,
+            s.source,
+            s.summary
+        )
+    };
+    let within: Vec<_> = match phase {
+        Some(p) => {
+            let (from, to) = (p.start_ms.unwrap_or(0), p.end_ms.unwrap_or(u64::MAX));
+            run.last_signals
+                .iter()
+                .filter(|s| (from..=to).contains(&s.t_ms))
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    let (title, signals): (String, Vec<_>) = match phase {
+        Some(p) if !within.is_empty() => (format!("last signals of {}", p.name), within),
+        Some(p) => (
+            format!("no signal within {}; the run's last signals", p.name),
+            run.last_signals.iter().collect(),
+        ),
+        None => (
+            "the run's last signals".to_string(),
+            run.last_signals.iter().collect(),
+        ),
+    };
+    if signals.is_empty() {
+        return format!("{title}: none recorded\n");
+    }
+    let mut out = format!("{title}:\n");
+    for s in signals {
+        out.push_str(&line(s));
+    }
+    out
+}
+
+/// The evidence a reader opens first, as absolute paths: result.json, the timeline, the
+/// console, the journals, and the gathered logs when there are some.
+fn artifact_paths(view: &RunView<'_>) -> Vec<(String, PathBuf)> {
+    let mut paths = vec![("result".to_string(), view.dir.join(RESULT_FILE))];
+    let first = |name: &str| {
+        ["events", "serial"]
+            .iter()
+            .position(|f| *f == name)
+            .unwrap_or(2)
+    };
+    let mut named: Vec<(&String, &String)> = view
+        .run
+        .artifacts
+        .iter()
+        .filter(|(name, _)| {
+            matches!(name.as_str(), "events" | "serial") || name.starts_with("journal-")
+        })
+        .collect();
+    named.sort_by_key(|(name, _)| (first(name), name.as_str()));
+    paths.extend(
+        named
+            .into_iter()
+            .map(|(name, rel)| (name.clone(), view.dir.join(rel))),
+    );
+    let gather = view.dir.join("gather");
+    if gather.is_dir() {
+        paths.push(("gather".to_string(), gather));
+    }
+    paths
+}
+
+/// The `harness` flavour: a case per phase, and a `harness` case carrying the reason of a
+/// run that did not pass without a failed phase (it must not look green).
+fn phase_cases(view: &RunView<'_>) -> Vec<TestCase> {
+    let run = view.run;
+    let mut cases: Vec<TestCase> = run
+        .phases
+        .iter()
+        .map(|p| group_case(view, &p.name, &[p]))
+        .collect();
+    let any_failure = run.phases.iter().any(|p| p.status.is_failure());
+    if run.verdict != Verdict::Pass && !any_failure {
+        let mut case = TestCase::new("harness", stopped_status(view, run.verdict.as_str()));
+        case.set_classname(run.id.as_str());
+        case.set_system_out(evidence(view, None));
+        cases.push(case);
+    }
+    cases
+}
+
+/// The `openshift` flavour: OpenShift CI's install steps, then the verdict as `overall`.
+fn openshift_cases(view: &RunView<'_>) -> Vec<TestCase> {
+    let mut cases: Vec<TestCase> = OPENSHIFT_STEPS
+        .iter()
+        .map(|(name, phases)| group_case(view, name, &view.phases(phases)))
+        .collect();
+    cases.push(overall_case(view));
+    cases
+}
+
+fn overall_case(view: &RunView<'_>) -> TestCase {
+    let run = view.run;
+    let failed = view.failed_phase().filter(|p| p.status.is_failure());
+    let status = match (run.verdict, failed) {
+        (Verdict::Pass, _) => TestCaseStatus::success(),
+        (_, Some(p)) => failed_status(view, p),
+        (v, None) => stopped_status(view, v.as_str()),
+    };
+    let mut case = TestCase::new(OPENSHIFT_OVERALL, status);
+    case.set_classname(run.id.as_str());
+    if let Some(t) = view.at(0) {
+        case.set_timestamp(t);
+    }
+    case.set_time(Duration::from_millis(run.duration_ms));
+    if run.verdict != Verdict::Pass {
+        case.set_system_out(evidence(view, failed));
+    }
+    case
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::result::tests::{sample_fail, sample_pass};
-    use crate::result::PhaseResult;
+    use crate::result::{LastSignal, PhaseResult};
     use quick_xml::events::Event;
 
     type Element = (String, Vec<(String, String)>, String);
@@ -194,16 +553,48 @@ mod tests {
         els.iter().filter(|e| e.0 == name).count()
     }
 
+    fn located(runs: Vec<RunResult>) -> Vec<LocatedRun> {
+        runs.into_iter().map(LocatedRun::in_own_dir).collect()
+    }
+
+    fn case<'a>(els: &'a [Element], name: &str) -> &'a Element {
+        els.iter()
+            .find(|e| e.0 == "testcase" && attr(&e.1, "name") == Some(name))
+            .unwrap_or_else(|| panic!("no case {name}"))
+    }
+
+    /// The elements inside the case named `name` (up to the next case or suite).
+    fn inside<'a>(els: &'a [Element], name: &str) -> &'a [Element] {
+        let at = els
+            .iter()
+            .position(|e| e.0 == "testcase" && attr(&e.1, "name") == Some(name))
+            .unwrap_or_else(|| panic!("no case {name}"));
+        let end = els[at + 1..]
+            .iter()
+            .position(|e| e.0 == "testcase" || e.0 == "testsuite")
+            .map_or(els.len(), |n| at + 1 + n);
+        &els[at + 1..end]
+    }
+
+    fn child<'a>(els: &'a [Element], case_name: &str, child: &str) -> Option<&'a Element> {
+        inside(els, case_name).iter().find(|e| e.0 == child)
+    }
+
     #[test]
     fn pass_and_fail_runs() {
-        let runs = [
+        let runs = located(vec![
             sample_pass("virtio.512.bios.by-id"),
             sample_fail(
                 "nvme.4k.uefi.by-path",
                 "bootkube: no <done> marker & 600 s silent",
             ),
-        ];
-        let xml = junit_for_runs(&runs, "disks");
+        ]);
+        let xml = junit_for_runs(
+            &runs,
+            Path::new("/runs/out"),
+            "disks",
+            JunitFlavour::Harness,
+        );
         let els = elements(&xml);
         assert_eq!(attr(&els[0].1, "name"), Some("disks"));
         assert_eq!(count(&els, "testsuite"), 2);
@@ -217,7 +608,7 @@ mod tests {
             attr(&failure.1, "message"),
             Some("bootkube: no <done> marker & 600 s silent")
         );
-        assert_eq!(attr(&failure.1, "type"), Some("timeout"));
+        assert_eq!(attr(&failure.1, "type"), Some("bootkube"));
         assert_eq!(failure.2, "last seen: bootkube.sh line 40, 600 s ago");
 
         let skipped = els.iter().find(|e| e.0 == "skipped").unwrap();
@@ -226,12 +617,23 @@ mod tests {
             Some("not reached: run ended at bootkube")
         );
 
-        let case = els
-            .iter()
-            .find(|e| e.0 == "testcase" && attr(&e.1, "name") == Some("install-to-disk"))
-            .unwrap();
+        let case = case(&els, "install-to-disk");
         assert_eq!(attr(&case.1, "classname"), Some("virtio.512.bios.by-id"));
         assert_eq!(attr(&case.1, "time"), Some("1.000"));
+        // Started 3 s into a run that started at 23:00:00.
+        assert_eq!(
+            attr(&case.1, "timestamp"),
+            Some("2026-11-29T23:00:03.000+00:00")
+        );
+        let suite = els.iter().find(|e| e.0 == "testsuite").unwrap();
+        assert_eq!(
+            attr(&suite.1, "hostname"),
+            Some(crate::util::hostname().as_str())
+        );
+        assert_eq!(
+            attr(&suite.1, "timestamp"),
+            Some("2026-11-29T23:00:00.000+00:00")
+        );
 
         let props: Vec<_> = els.iter().filter(|e| e.0 == "property").collect();
         assert!(props
@@ -239,7 +641,67 @@ mod tests {
             .any(|p| attr(&p.1, "name") == Some("accel") && attr(&p.1, "value") == Some("tcg")));
         assert!(props.iter().any(|p| attr(&p.1, "name") == Some("backend")));
         assert!(props.iter().any(|p| attr(&p.1, "name") == Some("profile")));
-        assert!(xml.contains("bootkube.sh: waiting for etcd"));
+        // Only the failed case has an output: the run's passing cases have none.
+        assert_eq!(count(&els, "system-out"), 1);
+    }
+
+    #[test]
+    fn the_failed_case_shows_its_phase_signals_and_the_artifacts() {
+        let mut run = sample_fail("nvme", "bootkube timed out");
+        run.last_signals = vec![
+            LastSignal {
+                t_ms: 1500,
+                source: "ssh".into(),
+                summary: "live system up".into(),
+            },
+            LastSignal {
+                t_ms: 2500,
+                source: "serial".into(),
+                summary: "bootkube.sh: waiting for etcd".into(),
+            },
+        ];
+        run.artifacts
+            .insert("journal-live".into(), "journal-live.txt".into());
+        run.artifacts.insert("vm".into(), "vm.txt".into());
+        let base = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(base.path().join("nvme/gather")).unwrap();
+        let xml = junit_for_runs(&located(vec![run]), base.path(), "x", JunitFlavour::Harness);
+        let els = elements(&xml);
+        let out = &child(&els, "bootkube", "system-out").unwrap().2;
+        let dir = base.path().join("nvme");
+        let expected = format!(
+            "last signals of bootkube:\n  [    2.500s] serial: bootkube.sh: waiting for etcd\n\
+             artifacts:\n  result: {d}/result.json\n  events: {d}/events.jsonl\n  \
+             serial: {d}/serial.log\n  journal-live: {d}/journal-live.txt\n  gather: {d}/gather\n\
+             replay: sno-harness run scenarios/disks.toml --filter nvme --keep\n",
+            d = dir.display()
+        );
+        assert_eq!(out, &expected);
+        // The signal of live-boot is not bootkube's; vm.txt is not what one opens first.
+        assert!(
+            !out.contains("live system up") && !out.contains("vm.txt"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_failed_phase_without_signals_of_its_own_shows_the_runs() {
+        let mut run = sample_fail("f", "bootkube timed out");
+        run.last_signals[0].t_ms = 100;
+        let xml = junit_for_runs(
+            &located(vec![run]),
+            Path::new("/o"),
+            "x",
+            JunitFlavour::Harness,
+        );
+        let els = elements(&xml);
+        let out = &child(&els, "bootkube", "system-out").unwrap().2;
+        assert!(
+            out.starts_with(
+                "no signal within bootkube; the run's last signals:\n  [    0.100s] serial: "
+            ),
+            "{out}"
+        );
     }
 
     #[test]
@@ -257,7 +719,11 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("junit.xml");
-        write_junit(&path, &[run], "smoke").unwrap();
+        let runs = [LocatedRun {
+            dir: ".".into(),
+            result: run,
+        }];
+        write_junit(&path, &runs, dir.path(), "smoke", JunitFlavour::Harness).unwrap();
         let els = elements(&std::fs::read_to_string(&path).unwrap());
         assert_eq!(count(&els, "testsuite"), 1);
         assert_eq!(count(&els, "testcase"), 12);
@@ -269,12 +735,179 @@ mod tests {
             attr(&errors[0].1, "message"),
             Some("qemu exited with status 1: could not open disk")
         );
+        assert_eq!(attr(&errors[0].1, "type"), Some("error"));
         let last_case = els.iter().rfind(|e| e.0 == "testcase").unwrap();
         assert_eq!(attr(&last_case.1, "name"), Some("harness"));
+        let out = &child(&els, "harness", "system-out").unwrap().2;
+        let result_json = crate::util::lexical_absolute(dir.path()).join("result.json");
+        assert!(
+            out.contains(&format!("  result: {}\n", result_json.display())),
+            "{out}"
+        );
         let skipped = els.iter().find(|e| e.0 == "skipped").unwrap();
         assert_eq!(
             attr(&skipped.1, "message"),
             Some("not reached: run ended at harness error")
+        );
+    }
+
+    /// The names OpenShift CI's install step gives its cases, in its order.
+    const OPENSHIFT_CASES: [&str; 6] = [
+        "install should succeed: configuration",
+        "install should succeed: infrastructure",
+        "install should succeed: cluster bootstrap",
+        "install should succeed: cluster creation",
+        "install should succeed: cluster operator stability",
+        "install should succeed: overall",
+    ];
+
+    fn case_names(els: &[Element]) -> Vec<&str> {
+        els.iter()
+            .filter(|e| e.0 == "testcase")
+            .filter_map(|e| attr(&e.1, "name"))
+            .collect()
+    }
+
+    #[test]
+    fn every_phase_is_in_an_openshift_step() {
+        for p in Phase::ALL {
+            assert!(
+                OPENSHIFT_STEPS.iter().any(|(_, ps)| ps.contains(&p)),
+                "{p} is in no step"
+            );
+        }
+    }
+
+    #[test]
+    fn openshift_flavour_of_a_passed_run() {
+        let xml = junit_for_runs(
+            &located(vec![sample_pass("ok")]),
+            Path::new("/o"),
+            "smoke",
+            JunitFlavour::Openshift,
+        );
+        let els = elements(&xml);
+        let suite = els.iter().find(|e| e.0 == "testsuite").unwrap();
+        assert_eq!(attr(&suite.1, "name"), Some("cluster install"));
+        assert_eq!(case_names(&els), OPENSHIFT_CASES);
+        assert_eq!(
+            count(&els, "failure") + count(&els, "error") + count(&els, "skipped"),
+            0
+        );
+        // bootkube (2 s) to bootstrap-cleanup (ends at 11 s).
+        let bootstrap = case(&els, OPENSHIFT_CASES[2]);
+        assert_eq!(attr(&bootstrap.1, "time"), Some("9.000"));
+        assert_eq!(
+            attr(&bootstrap.1, "timestamp"),
+            Some("2026-11-29T23:00:02.000+00:00")
+        );
+        assert_eq!(
+            attr(&case(&els, OPENSHIFT_CASES[5]).1, "time"),
+            Some("61.234")
+        );
+    }
+
+    #[test]
+    fn openshift_flavour_of_a_run_failed_in_bootkube() {
+        let xml = junit_for_runs(
+            &located(vec![sample_fail("nvme", "bootkube timed out")]),
+            Path::new("/o"),
+            "smoke",
+            JunitFlavour::Openshift,
+        );
+        let els = elements(&xml);
+        assert_eq!(case_names(&els), OPENSHIFT_CASES);
+        assert!(inside(&els, OPENSHIFT_CASES[0]).is_empty());
+        assert!(inside(&els, OPENSHIFT_CASES[1]).is_empty());
+        for failed in [OPENSHIFT_CASES[2], OPENSHIFT_CASES[5]] {
+            let f = child(&els, failed, "failure").unwrap();
+            assert_eq!(attr(&f.1, "message"), Some("bootkube timed out"));
+            assert_eq!(attr(&f.1, "type"), Some("bootkube"));
+            let out = &child(&els, failed, "system-out").unwrap().2;
+            assert!(
+                out.contains("serial: bootkube.sh: waiting for etcd"),
+                "{out}"
+            );
+            assert!(out.contains("  result: /o/nvme/result.json\n"), "{out}");
+        }
+        for skipped in [OPENSHIFT_CASES[3], OPENSHIFT_CASES[4]] {
+            let s = child(&els, skipped, "skipped").unwrap();
+            assert_eq!(
+                attr(&s.1, "message"),
+                Some("not reached: run ended at bootkube")
+            );
+        }
+    }
+
+    #[test]
+    fn a_cluster_ready_failure_fails_creation_and_operator_stability() {
+        let mut run = sample_pass("co");
+        run.verdict = Verdict::Fail;
+        run.failed_phase = Some("cluster-ready".into());
+        run.reason = "ClusterOperator etcd Degraded".into();
+        run.phases[9].status = PhaseStatus::Fail;
+        run.phases[10] = PhaseResult::not_reached("bootstrap-cleanup");
+        let xml = junit_for_runs(
+            &located(vec![run]),
+            Path::new("/o"),
+            "x",
+            JunitFlavour::Openshift,
+        );
+        let els = elements(&xml);
+        for name in [OPENSHIFT_CASES[3], OPENSHIFT_CASES[4], OPENSHIFT_CASES[5]] {
+            let f = child(&els, name, "failure").unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(attr(&f.1, "message"), Some("ClusterOperator etcd Degraded"));
+            assert_eq!(attr(&f.1, "type"), Some("cluster-ready"));
+        }
+        // The bootstrap step ran partly (bootstrap-cleanup, after cluster-ready, never did)
+        // and failed nowhere: the failure is cluster-ready's, not its.
+        assert!(inside(&els, OPENSHIFT_CASES[2]).is_empty());
+    }
+
+    #[test]
+    fn a_harness_error_inside_a_step_is_that_steps_error() {
+        let mut run = sample_pass("err");
+        run.verdict = Verdict::Error;
+        run.reason = "qemu died".into();
+        for p in &mut run.phases[3..] {
+            *p = PhaseResult::not_reached(p.name.clone());
+        }
+        let xml = junit_for_runs(
+            &located(vec![run]),
+            Path::new("/o"),
+            "x",
+            JunitFlavour::Openshift,
+        );
+        let els = elements(&xml);
+        let e = child(&els, OPENSHIFT_CASES[2], "error").unwrap();
+        assert_eq!(attr(&e.1, "message"), Some("qemu died"));
+        assert_eq!(attr(&e.1, "type"), Some("error"));
+        assert!(child(&els, OPENSHIFT_CASES[5], "error").is_some());
+        assert!(child(&els, OPENSHIFT_CASES[3], "skipped").is_some());
+    }
+
+    #[test]
+    fn a_start_time_that_is_no_time_gives_no_timestamps() {
+        let mut run = sample_fail("h", "x");
+        run.started_at = "yesterday".into();
+        let xml = junit_for_runs(
+            &located(vec![run]),
+            Path::new("/o"),
+            "x",
+            JunitFlavour::Openshift,
+        );
+        assert!(!xml.contains("timestamp="), "{xml}");
+    }
+
+    #[test]
+    fn flavour_names_round_trip() {
+        for name in JunitFlavour::NAMES {
+            assert_eq!(name.parse::<JunitFlavour>().unwrap().name(), name);
+        }
+        let e = "jenkins".parse::<JunitFlavour>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown JUnit flavour \"jenkins\": expected harness or openshift"
         );
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::coverage::{merge_axes, Axis};
 use super::html::{render_html, render_perf_html, REPORT_HTML_FILE};
-use super::junit::junit_for_runs;
+use super::junit::{junit_for_runs, JunitFlavour};
 use super::load::LocatedRun;
 use super::summary::matrix_summary_markdown;
 use super::summary_json::{Summary, SUMMARY_JSON_FILE};
@@ -23,11 +23,13 @@ const JUNIT_NAME: &str = "sno-harness";
 /// Writes the four reports of a matrix run into `out_dir`, each permutation's directory being
 /// `out_dir/<id>/`. `axes` are the matrix axes with all their values (so values no
 /// permutation ran show as "not run"); pass `&[]` when unknown, they are then the union of the
-/// runs' params. Each file is replaced atomically; an error names the file.
+/// runs' params. junit.xml has the cases of `junit`. Each file is replaced atomically; an
+/// error names the file.
 pub fn write_reports(
     out_dir: &Path,
     results: &[RunResult],
     axes: &[(String, Vec<String>)],
+    junit: JunitFlavour,
 ) -> io::Result<()> {
     let runs: Vec<LocatedRun> = results
         .iter()
@@ -38,7 +40,7 @@ pub fn write_reports(
         .iter()
         .map(|(key, values)| Axis::new(key.as_str(), values.iter().map(String::as_str)))
         .collect();
-    write_reports_for(out_dir, &runs, &axes).map(|_| ())
+    write_reports_for(out_dir, &runs, &axes, junit).map(|_| ())
 }
 
 /// The reports of `runs` (their directories relative to `out_dir`), written into `out_dir`.
@@ -47,12 +49,14 @@ pub fn write_reports_for(
     out_dir: &Path,
     runs: &[LocatedRun],
     axes: &[Axis],
+    junit: JunitFlavour,
 ) -> io::Result<Vec<PathBuf>> {
     let summary = summarise(runs, axes);
     let results: Vec<RunResult> = runs.iter().map(|r| r.result.clone()).collect();
+    let junit_xml = junit_for_runs(runs, out_dir, &junit_name(&results), junit);
     let files = [
         (SUMMARY_JSON_FILE, summary.to_json()),
-        (JUNIT_FILE, junit_for_runs(&results, &junit_name(&results))),
+        (JUNIT_FILE, junit_xml),
         (SUMMARY_MD_FILE, matrix_summary_markdown(runs, &summary)),
         (REPORT_HTML_FILE, render_html(runs, &summary)),
     ];
@@ -180,7 +184,7 @@ mod tests {
             "disks.install.bus".to_string(),
             vec!["virtio".to_string(), "nvme".to_string(), "scsi".to_string()],
         )];
-        write_reports(out.path(), &results, &axes).unwrap();
+        write_reports(out.path(), &results, &axes, JunitFlavour::Harness).unwrap();
 
         let names: Vec<String> = std::fs::read_dir(out.path())
             .unwrap()

@@ -14,6 +14,12 @@ use crate::vm::VmSpec;
 /// Writes result.json, junit.xml and summary.md of the run.
 pub fn finish(s: &Scenario, opts: &RunOptions, rec: RunRecord) -> RunResult {
     let result = build_result(s, opts, &rec);
+    tracing::debug!(
+        id = %result.id,
+        verdict = %result.verdict,
+        failed_phase = result.failed_phase.as_deref().unwrap_or(""),
+        "writing the run's result and reports"
+    );
     if let Err(e) = result.write(&opts.dir) {
         errln!(
             "sno-harness: writing {}/result.json: {e}",
@@ -21,9 +27,14 @@ pub fn finish(s: &Scenario, opts: &RunOptions, rec: RunRecord) -> RunResult {
         );
     }
     let _ = crate::report::junit::write_junit(
-        &opts.dir.join("junit.xml"),
-        std::slice::from_ref(&result),
+        &opts.dir.join(crate::report::run_dir::JUNIT_FILE),
+        &[crate::report::load::LocatedRun {
+            dir: ".".into(),
+            result: result.clone(),
+        }],
+        &opts.dir,
         &result.id,
+        opts.junit,
     );
     let _ = fs::write(
         opts.dir.join("summary.md"),

@@ -271,6 +271,7 @@ impl Board {
         match &self.live {
             Some(l) => {
                 let _ = l.multi.println(text);
+                crate::util::harness_log::printed(crate::util::harness_log::Stream::Stderr, text);
             }
             None => errln!("{text}"),
         }

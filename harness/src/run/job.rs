@@ -33,6 +33,8 @@ pub struct RunSettings {
     pub interrupt: tokio::sync::watch::Receiver<bool>,
     /// On a terminal: one live display; elsewhere plain lines.
     pub progress: Mode,
+    /// The cases of each run's junit.xml (`--junit-flavour`).
+    pub junit: crate::report::junit::JunitFlavour,
 }
 
 impl RunSettings {
@@ -56,6 +58,7 @@ impl RunSettings {
             interrupt: self.interrupt.clone(),
             progress,
             state,
+            junit: self.junit,
         }
     }
 }

@@ -62,6 +62,8 @@ pub struct RunOptions {
     /// The whole flow, or save the VM once bootkube is done, or resume a saved VM for
     /// install-to-disk alone.
     pub state: state::StateMode,
+    /// The cases of the run's junit.xml (`--junit-flavour`).
+    pub junit: crate::report::junit::JunitFlavour,
 }
 
 /// Resolves once the run must stop; never when the sender is gone without asking.
@@ -95,6 +97,14 @@ pub struct RunRecord {
 pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
     let started = Instant::now();
     let started_at = SystemTime::now();
+    tracing::debug!(
+        id = %opts.id,
+        dir = %opts.dir.display(),
+        scenario = %s.path.display(),
+        backend = ?opts.backend,
+        timeout_scale = opts.timeout_scale,
+        "run starting"
+    );
     // Lines carry the run's id: a matrix interleaves several runs' lines.
     let mut ui = progress::Progress::new(started, &opts.progress, &opts.id);
     let mut artifacts = BTreeMap::new();

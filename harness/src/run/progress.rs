@@ -115,7 +115,10 @@ impl Progress {
         );
         match (&self.board, &self.bar) {
             (Some(board), _) => board.println(&line),
-            (None, Some(bar)) => bar.println(line),
+            (None, Some(bar)) => {
+                crate::util::harness_log::printed(crate::util::harness_log::Stream::Stderr, &line);
+                bar.println(line);
+            }
             (None, None) => errln!("{line}"),
         }
     }

@@ -160,6 +160,7 @@ pub(crate) const RESERVED_NAMES: &[&str] = &[
     "report.html",
     "perf.json",
     "perf.md",
+    crate::util::harness_log::HARNESS_LOG_FILE,
 ];
 
 /// Why `name` cannot name a run directory of its own inside `--out`, if it cannot: one path

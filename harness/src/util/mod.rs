@@ -1,6 +1,7 @@
 //! Small helpers shared by every layer.
 
 pub mod children;
+pub mod harness_log;
 pub mod out;
 pub mod process;
 pub mod socket_path;
@@ -24,6 +25,19 @@ pub fn lexical_absolute(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// This host's name (gethostname(2)), empty when it cannot be had: the `hostname` of JUnit
+/// suites.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length, which is what gethostname is given.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 /// The first executable called `name` on `$PATH`.

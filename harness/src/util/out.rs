@@ -1,11 +1,14 @@
 //! Printing that never panics. `println!` panics when stdout is a closed pipe
 //! (`sno-harness plan ... | head -1`), and `eprintln!` when stderr is: a run would then stop
 //! half-way for a reader that went away. Here a write that fails ends that stream's output,
-//! never the process, so every run still cleans up and exits with its own code.
+//! never the process, so every run still cleans up and exits with its own code. Whatever is
+//! printed also goes to the harness's log (util::harness_log), even once the reader is gone.
 
 use std::fmt;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::harness_log::{self, Stream};
 
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
 static STDERR_GONE: AtomicBool = AtomicBool::new(false);
@@ -25,12 +28,26 @@ fn write_to(w: &mut dyn Write, gone: &AtomicBool, args: fmt::Arguments, newline:
 
 /// `print!`/`println!` to stdout, as the macros `out!` and `outln!` call it.
 pub fn stdout(args: fmt::Arguments, newline: bool) {
-    write_to(&mut io::stdout().lock(), &STDOUT_GONE, args, newline);
+    let text = args.to_string();
+    write_to(
+        &mut io::stdout().lock(),
+        &STDOUT_GONE,
+        format_args!("{text}"),
+        newline,
+    );
+    harness_log::printed(Stream::Stdout, &text);
 }
 
 /// `eprintln!` to stderr, as the macro `errln!` calls it.
 pub fn stderr(args: fmt::Arguments, newline: bool) {
-    write_to(&mut io::stderr().lock(), &STDERR_GONE, args, newline);
+    let text = args.to_string();
+    write_to(
+        &mut io::stderr().lock(),
+        &STDERR_GONE,
+        format_args!("{text}"),
+        newline,
+    );
+    harness_log::printed(Stream::Stderr, &text);
 }
 
 #[cfg(test)]
