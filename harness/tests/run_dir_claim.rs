@@ -211,6 +211,8 @@ fn replace_removes_the_previous_run_and_the_new_one_writes_its_own() {
     for gone in ["disks", "live.iso"] {
         assert!(!dir.join(gone).exists(), "{gone} of the first run remains");
     }
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the run directory is owner-only");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 pub mod children;
 pub mod out;
+pub mod private;
 pub mod process;
 pub mod socket_path;
 pub mod wait;
