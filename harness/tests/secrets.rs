@@ -1,6 +1,8 @@
 //! Secrets stay in `assets/`: a whole run with a canary pull secret, then every artifact, every
 //! report and the harness's own output are searched for the pull secret, the kubeadmin password
-//! and every private key the run made. Asset files must be readable by their owner only.
+//! and every private key the run made. Whatever holds secrets at rest (the assets, the disks
+//! with master.ign, the live ISO with its Ignition) must be the owner's alone, and so must
+//! every directory on the way to them.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -203,6 +205,8 @@ fn canary_secrets_never_leave_the_assets_directory() {
     let redacted = std::fs::read_to_string(dir.join("install-config.yaml")).unwrap();
     assert!(redacted.contains("<redacted>"));
 
+    assert_secrets_are_owner_only(&dir);
+
     // Assets: owner only.
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&assets), 0o700, "assets/");
@@ -218,4 +222,49 @@ fn canary_secrets_never_leave_the_assets_directory() {
             mode(&f)
         );
     }
+}
+
+/// What in a run directory carries secrets at rest: the assets, the disks (master.ign, with the
+/// cluster CA's key and the pull secret, once installed), the live ISO (its Ignition), a saved
+/// VM's state (the guest's memory) and QEMU's sockets (QMP runs anything as the harness's
+/// user). Logs and reports are searched for leaks instead.
+fn carries_secrets(run_dir: &Path, p: &Path) -> bool {
+    p.starts_with(run_dir.join("assets"))
+        || p.starts_with(run_dir.join("disks"))
+        || p.extension().is_some_and(|x| {
+            ["iso", "qcow2", "state", "sock", "fd"]
+                .iter()
+                .any(|e| x == *e)
+        })
+}
+
+/// No secret under `run_dir` (the QEMU backend's) grants group or others anything, nor does any
+/// directory from `run_dir` down to one (the sockets are gone once the run ended; they are
+/// judged by the directory they were in).
+fn assert_secrets_are_owner_only(run_dir: &Path) {
+    use sno_harness::util::private::{exposures, DirAccess};
+    let mut secret_files = Vec::new();
+    files_under(run_dir, &mut secret_files);
+    secret_files.retain(|p| carries_secrets(run_dir, p));
+    assert!(
+        secret_files.iter().any(|p| p.ends_with("live.iso"))
+            && secret_files
+                .iter()
+                .any(|p| p.extension().is_some_and(|x| x == "qcow2")),
+        "--keep leaves the disks and the ISO to judge: {secret_files:?}"
+    );
+    let found = exposures(
+        run_dir,
+        &|p| carries_secrets(run_dir, p),
+        DirAccess::OwnerOnly,
+    )
+    .expect("reading the run directory");
+    let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert!(
+        found.is_empty(),
+        "secrets at rest others can reach:\n{}",
+        shown.join("\n")
+    );
+    let mode = std::fs::metadata(run_dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the run directory (QEMU's sockets are in it)");
 }

@@ -493,7 +493,10 @@ fn build_live_iso(
         &["iso", "kargs", "modify", "-a", "console=ttyS0,115200n8"],
         &[live_iso],
     )?;
-    Ok(())
+    // It carries the live Ignition (the pull secret, the bootstrap's keys): owner-only, as
+    // coreos-installer made it under the umask (in the owner-only run directory).
+    crate::util::private::set_mode(live_iso, crate::util::private::PRIVATE_FILE)
+        .map_err(|e| AssetsError::io(format!("chmod 600 {}", live_iso.display()), e))
 }
 
 #[cfg(test)]

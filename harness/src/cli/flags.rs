@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use sno_harness::report::junit::JunitFlavour;
 use sno_harness::run::job::RunSettings;
+use sno_harness::run::run_dir::{self, Claim, ClaimError, DirKind};
 use sno_harness::vm::running::Backend;
 
 use super::error::{bad, harness, CliError};
@@ -33,6 +34,10 @@ pub struct RunFlags {
     /// Keep the VMs' disks and the live ISO, and print how to boot them.
     #[arg(long)]
     pub keep: bool,
+    /// Remove a previous run from the run directory (its disks, live ISO, timeline, result)
+    /// instead of refusing the directory; never one that another run holds.
+    #[arg(long)]
+    pub replace: bool,
     /// Multiply every phase timeout.
     #[arg(long, default_value_t = 1.0)]
     pub timeout_scale: f64,
@@ -104,13 +109,15 @@ impl RunFlags {
             ))
         }
     }
+}
 
-    /// The output directory, created.
-    pub fn created_out(&self) -> Result<PathBuf, CliError> {
-        let out = out_dir(self.out.clone());
-        std::fs::create_dir_all(&out)
-            .map_err(|e| harness(format!("creating {}: {e}", out.display())))?;
-        Ok(out)
+/// A directory refused (bad input: another `--out`, or `--replace`) or that could not be
+/// claimed (the host failed).
+fn claim_failed(e: ClaimError) -> CliError {
+    if e.is_refusal() {
+        bad(e)
+    } else {
+        harness(e)
     }
 }
 
@@ -120,6 +127,19 @@ pub fn open_log(dir: &Path) {
     if let Err(e) = sno_harness::util::harness_log::open_in(dir) {
         errln!("sno-harness: no harness log: {e}");
     }
+}
+
+/// Refuses any of `dirs` that another run holds or that holds a previous run (unless
+/// `--replace`); touches none. For the preflight: before the host is looked at.
+pub fn check_dirs(dirs: &[(PathBuf, DirKind)], replace: bool) -> Result<(), CliError> {
+    dirs.iter()
+        .try_for_each(|(d, kind)| run_dir::check(d, *kind, replace))
+        .map_err(claim_failed)
+}
+
+/// Claims all of `dirs` for the command's runs (held until the claims are dropped), or none.
+pub fn claim_dirs(dirs: &[(PathBuf, DirKind)], replace: bool) -> Result<Vec<Claim>, CliError> {
+    run_dir::claim_all(dirs, replace).map_err(claim_failed)
 }
 
 /// The runtime the runs go on.

@@ -5,11 +5,14 @@ use std::path::PathBuf;
 
 use sno_harness::run::job::Job;
 use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions, Schedule};
+use sno_harness::run::run_dir;
 use sno_harness::scenario::matrix::{self, Matrix, Permutation, Strategy};
 use sno_harness::scenario::Scenario;
 
 use super::error::{bad, CliError, Outcome};
-use super::flags::{interrupt_channel, matrix_replay, runtime, RunFlags, Tally};
+use super::flags::{
+    check_dirs, claim_dirs, interrupt_channel, matrix_replay, out_dir, runtime, RunFlags, Tally,
+};
 use super::preflight::preflight;
 
 /// Run every permutation of a matrix file, in parallel as far as the host has memory,
@@ -76,8 +79,16 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
     }
     let perms = filtered(&m, &a.matrix, a.filter.as_deref())?;
     let needs: Vec<&Scenario> = perms.iter().map(|p| &p.scenario).collect();
-    preflight(&needs, &a.flags.backend(), || Ok(()))?;
-    let out = a.flags.created_out()?;
+    let out = out_dir(a.flags.out.clone());
+    // The matrix's reports and each permutation's run directory.
+    let claimed: Vec<_> = std::iter::once((out.clone(), run_dir::MATRIX))
+        .chain(perms.iter().map(|p| (out.join(&p.id), run_dir::RUN)))
+        .collect();
+    preflight(&needs, &a.flags.backend(), || {
+        check_dirs(&claimed, a.flags.replace)
+    })?;
+    // Held until the reports are written.
+    let _claims = claim_dirs(&claimed, a.flags.replace)?;
     super::flags::open_log(&out);
     let jobs: Vec<Job> = perms
         .iter()

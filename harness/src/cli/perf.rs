@@ -11,10 +11,14 @@ use sno_harness::report::html::{render_perf_html, REPORT_HTML_FILE};
 use sno_harness::result::rfc3339;
 use sno_harness::run::job::Job;
 use sno_harness::run::perf_runner::{run_perf, PerfOptions, PerfRuns};
+use sno_harness::run::run_dir;
 use sno_harness::scenario::{self, matrix::is_matrix_file, Scenario};
 
 use super::error::{bad, CliError, Outcome};
-use super::flags::{interrupt_channel, matrix_replay, runtime, write_atomically, RunFlags, Tally};
+use super::flags::{
+    check_dirs, claim_dirs, interrupt_channel, matrix_replay, out_dir, runtime, write_atomically,
+    RunFlags, Tally,
+};
 use super::matrix::{filtered, load_with_strategy};
 use super::preflight::preflight;
 
@@ -71,7 +75,16 @@ pub fn perf(a: PerfArgs) -> Outcome {
     a.flags.check()?;
     let (jobs, strategy) = jobs_of(&a)?;
     let needs: Vec<&Scenario> = jobs.iter().map(|j| &j.scenario).collect();
+    let out = out_dir(a.flags.out.clone());
+    // The perf run's reports and each permutation's directory of runs.
+    let claimed: Vec<_> = std::iter::once((out.clone(), run_dir::PERF))
+        .chain(
+            jobs.iter()
+                .map(|j| (out.join(&j.id), run_dir::PERF_PERMUTATION)),
+        )
+        .collect();
     preflight(&needs, &a.flags.backend(), || {
+        check_dirs(&claimed, a.flags.replace)?;
         if a.disk_write_only {
             sno_harness::run::state::can_save(&needs, &a.flags.backend())
                 .map_err(|e| bad(format!("--disk-write-only: {e}")))?;
@@ -79,7 +92,8 @@ pub fn perf(a: PerfArgs) -> Outcome {
         warn_if_too_few(a.repeat);
         Ok(())
     })?;
-    let out = a.flags.created_out()?;
+    // Held until the reports are written.
+    let _claims = claim_dirs(&claimed, a.flags.replace)?;
     super::flags::open_log(&out);
     let backing = sno_harness::run::backing::backing_for(&a.flags.backend(), &out);
     let started_at = rfc3339(std::time::SystemTime::now());

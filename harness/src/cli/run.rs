@@ -4,12 +4,13 @@ use std::path::{Path, PathBuf};
 
 use sno_harness::exit;
 use sno_harness::result::Verdict;
+use sno_harness::run::run_dir;
 use sno_harness::run::state::{can_save, Manifest, StateMode};
 use sno_harness::run::{run_scenario, RunOptions};
 use sno_harness::scenario::{self, Scenario};
 
-use super::error::{bad, harness, Outcome};
-use super::flags::{interrupt_channel, out_dir, runtime, RunFlags};
+use super::error::{bad, Outcome};
+use super::flags::{check_dirs, claim_dirs, interrupt_channel, out_dir, runtime, RunFlags};
 use super::preflight::preflight;
 
 /// Run one scenario: assets, VM, bootstrap, install, reboot, API checks; write the run
@@ -37,12 +38,14 @@ pub fn run(a: RunArgs) -> Outcome {
     let s = scenario::load(&a.scenario).map_err(bad)?;
     a.flags.check()?;
     let backend = a.flags.backend();
+    let dir = out_dir(a.flags.out.clone()).join(&s.name);
+    let claimed = [(dir.clone(), run_dir::RUN)];
     let state = preflight(&[&s], &backend, || {
+        check_dirs(&claimed, a.flags.replace)?;
         state_mode(&s, &a.flags, a.save_state.clone(), a.resume_state.clone()).map_err(bad)
     })?;
-    let dir = out_dir(a.flags.out.clone()).join(&s.name);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| harness(format!("creating {}: {e}", dir.display())))?;
+    // Held until the run has written its result.
+    let _claim = claim_dirs(&claimed, a.flags.replace)?;
     super::flags::open_log(&dir);
     let replay = format!(
         "sno-harness run {} --keep{}",

@@ -71,6 +71,14 @@ pub async fn drive(
         keep: opts.keep,
         registration: None,
     };
+    // Owner-only before anything is in it: QEMU's sockets, the disks and the live ISO get
+    // their protection from it (see util::private).
+    let access = opts.backend.dir_access();
+    if let Err(e) = crate::util::private::set_mode(&opts.dir, access.mode()) {
+        let why = format!("chmod {:o} {}: {e}", access.mode(), opts.dir.display());
+        RunError::Harness(why).record(&mut machine, 0);
+        return (machine, None);
+    }
     let log = match EventLog::create(&opts.dir.join("events.jsonl"), started) {
         Ok(l) => l,
         Err(e) => {

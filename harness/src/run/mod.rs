@@ -25,6 +25,7 @@ mod ports;
 pub mod preflight;
 pub mod progress;
 pub mod registry;
+pub mod run_dir;
 mod session;
 pub mod state;
 

@@ -360,13 +360,21 @@ fn make_vm_files(
     network: Option<&NatNetwork>,
 ) -> Result<(), RunError> {
     let dir = run.opts.dir.as_path();
-    fs::create_dir_all(dir.join("disks")).map_err(|e| format!("creating disks/: {e}"))?;
+    // As the run directory: the disks are secrets (see util::private).
+    crate::util::private::create_dir_with_mode(
+        &dir.join("disks"),
+        run.opts.backend.dir_access().mode(),
+    )
+    .map_err(|e| format!("creating disks/: {e}"))?;
     for (d, sd) in spec.disks.iter().zip(&run.s.disks) {
         life.make_disk(d, sd.size_bytes)?;
     }
     if let Some(vars) = &spec.uefi_vars {
         let from = life.uefi_vars_template();
-        fs::copy(&from, vars).map_err(|e| format!("copying {}: {e}", from.display()))?;
+        // fs::copy gives the copy the template's mode (0644 from the firmware package).
+        fs::copy(&from, vars)
+            .and_then(|_| crate::util::private::set_mode(vars, crate::util::private::PRIVATE_FILE))
+            .map_err(|e| format!("copying {}: {e}", from.display()))?;
     }
     if let Some(n) = network {
         let _ = fs::write(dir.join("network.xml"), nat_network_xml(n));

@@ -13,6 +13,7 @@
 //! qcow2 overlays on them), the live ISO, the UEFI variables, and the SSH key the guest trusts.
 
 use std::fs;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -329,8 +330,15 @@ pub async fn save_vm_state(dir: &Path, i: SaveInputs<'_>) -> Result<Manifest, St
             Err(e) => return Err(format!("cannot save the VM state: block stats: {e}")),
         }
     }
-    fs::create_dir(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    // Owner-only: the state is the guest's memory (its keys, the pull secret), and QEMU's
+    // `cat > FILE` makes it under the umask unless it exists already, as it does here.
+    fs::DirBuilder::new()
+        .mode(crate::util::private::PRIVATE_DIR)
+        .create(dir)
+        .map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let state = dir.join(STATE_FILE);
+    crate::util::private::create_empty_private(&state)
+        .map_err(|e| format!("creating {}: {e}", state.display()))?;
     let saved =
         i.vm.save_state(&state, STATE_TIMEOUT)
             .await

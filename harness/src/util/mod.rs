@@ -3,6 +3,7 @@
 pub mod children;
 pub mod harness_log;
 pub mod out;
+pub mod private;
 pub mod process;
 pub mod socket_path;
 pub mod wait;

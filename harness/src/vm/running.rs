@@ -31,6 +31,23 @@ impl Backend {
             Backend::Libvirt { .. } => "libvirt",
         }
     }
+
+    /// How far others may reach into the run directory and its `disks/`: not at all, except
+    /// that a local libvirtd runs QEMU as its own user (`libvirt-qemu` on Debian), which opens
+    /// the disks and the ISO by path and so must traverse the directories (never list them;
+    /// the files themselves stay owner-only and libvirt relabels them for that user). A remote
+    /// libvirtd's QEMU opens copies on its own host.
+    pub fn dir_access(&self) -> crate::util::private::DirAccess {
+        use crate::util::private::DirAccess;
+        match self {
+            Backend::Libvirt { uri }
+                if matches!(crate::vm::libvirt::remote::remote_target(uri), Ok(None)) =>
+            {
+                DirAccess::Traverse
+            }
+            _ => DirAccess::OwnerOnly,
+        }
+    }
 }
 
 pub enum RunningVm {

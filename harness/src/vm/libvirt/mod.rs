@@ -10,6 +10,7 @@ pub mod gc;
 pub mod host_facts;
 pub mod network;
 mod ppm;
+pub mod qemu_user;
 pub mod remote;
 pub mod remote_run;
 pub mod runtime;

@@ -122,6 +122,36 @@ fn check_reachable(path: &Path) -> Result<(), LibvirtError> {
     Ok(())
 }
 
+/// NVMe disks reach QEMU through the command-line passthrough, which libvirt does not relabel
+/// for its QEMU user: that user alone gets them (`qemu_user`), never the world (a disk holds the
+/// cluster CA's key once installed).
+fn give_nvme_disks_to_qemu(spec: &VmSpec) -> Result<(), LibvirtError> {
+    let nvme: Vec<&Path> = spec
+        .disks
+        .iter()
+        .filter(|d| d.bus == Bus::Nvme)
+        .map(|d| d.path.as_path())
+        .collect();
+    if nvme.is_empty() {
+        return Ok(());
+    }
+    let user = super::qemu_user::qemu_user()
+        .map_err(|e| other("libvirt's QEMU user, for the NVMe disks", e))?;
+    for path in nvme {
+        super::qemu_user::grant(path, &user).map_err(|e| {
+            other(
+                &format!(
+                    "giving libvirt's QEMU user {} {} (an NVMe disk, which libvirt does not relabel; a filesystem without POSIX ACLs cannot, unless the harness runs as root: give --out one with them)",
+                    user.name,
+                    path.display()
+                ),
+                e,
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// What an event callback needs; owned by libvirt between registration and the free callback.
 struct Sink {
     tx: SignalTx,
@@ -337,13 +367,7 @@ impl LibvirtVm {
                     ),
                 ));
             }
-            // NVMe disks reach QEMU through the command-line passthrough, which libvirt does
-            // not relabel for its QEMU user: open them up (they live in this run's directory
-            // only). Remote volumes are made that way.
-            for d in spec.disks.iter().filter(|d| d.bus == Bus::Nvme) {
-                std::fs::set_permissions(&d.path, std::fs::Permissions::from_mode(0o666))
-                    .map_err(|e| other(&format!("chmod {}", d.path.display()), e))?;
-            }
+            give_nvme_disks_to_qemu(spec)?;
         }
         let conn = connect(uri)?;
         let mut spec = spec.clone();

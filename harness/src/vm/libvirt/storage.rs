@@ -19,6 +19,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::raw::{c_char, c_longlong, c_uint};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -266,7 +267,18 @@ impl RunPool {
             path: local_file.to_path_buf(),
             source,
         };
-        let mut file = File::create(local_file).map_err(|e| io("creating", e))?;
+        // Owner-only: a disk holds the cluster's keys once installed (util::private).
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(crate::util::private::PRIVATE_FILE)
+            .open(local_file)
+            .and_then(|f| {
+                crate::util::private::set_mode(local_file, crate::util::private::PRIVATE_FILE)
+                    .map(|()| f)
+            })
+            .map_err(|e| io("creating", e))?;
         let stream = self.stream()?;
         vol.download(&stream, 0, 0, sys::VIR_STORAGE_VOL_DOWNLOAD_SPARSE_STREAM)
             .map_err(|e| libvirt(format!("starting the download of {name}"), e))?;
