@@ -63,7 +63,7 @@ pub fn layout(machine_network: &[String]) -> Result<NatLayout, String> {
         .ok_or("a NAT network needs an IPv4 machine network")?;
     if !(8..=24).contains(&p4) {
         return Err(format!(
-            "machine network {v4}/{p4}: a NAT network needs a prefix from /8 to /24 (the node is at .10, DHCP at .100-.200; a wider one would route the whole Internet to the bridge)"
+            "machine network {v4}/{p4}: a NAT network needs a prefix from /8 to /24 (the node is at .10, DHCP at .100-.200)"
         ));
     }
     if v4.is_loopback() || v4.is_multicast() || v4.octets()[0] == 0 || v4.octets()[0] >= 240 {

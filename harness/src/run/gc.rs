@@ -54,9 +54,27 @@ fn runs_vm_of(args: &[String], cwd: &Path, dir: &Path) -> bool {
     }
     let disks = dir.join("disks");
     args.iter()
-        .flat_map(|a| a.split(','))
-        .filter_map(|part| part.strip_prefix("file="))
+        .flat_map(|a| qemu_options(a))
+        .filter_map(|part| part.strip_prefix("file=").map(str::to_string))
         .any(|file| crate::util::lexical_absolute(&cwd.join(file)).starts_with(&disks))
+}
+
+/// The options of one QEMU option argument: split at single commas, a doubled one being a
+/// comma of the value (as QEMU reads them, and as the harness writes paths).
+fn qemu_options(arg: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = arg.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            ',' if chars.peek() == Some(&',') => {
+                chars.next();
+                out.last_mut().expect("never empty").push(',');
+            }
+            ',' => out.push(String::new()),
+            c => out.last_mut().expect("never empty").push(c),
+        }
+    }
+    out
 }
 
 /// The files a run makes that are not evidence: disks (GiBs), the ISO copy, sockets.
@@ -365,6 +383,23 @@ mod tests {
             keep: false,
             qemu,
         }
+    }
+
+    #[test]
+    fn a_disk_path_with_a_comma_is_read_as_qemu_reads_it() {
+        assert_eq!(
+            qemu_options("file=/o/a,,b/disks/x.qcow2,format=qcow2"),
+            vec!["file=/o/a,b/disks/x.qcow2", "format=qcow2"]
+        );
+        let args: Vec<String> = [
+            "qemu-system-x86_64",
+            "-drive",
+            "file=/o/a,,b/disks/x.qcow2,if=none",
+        ]
+        .map(String::from)
+        .into();
+        assert!(runs_vm_of(&args, Path::new("/"), Path::new("/o/a,b")));
+        assert!(!runs_vm_of(&args, Path::new("/"), Path::new("/o/a")));
     }
 
     #[test]

@@ -16,6 +16,15 @@ use crate::flow::phase::Phase;
 use crate::hw::slots::disk_place;
 use crate::hw::{naming, AioMode, Bus, Disk, DiskIo, Firmware, Sector, Throttle};
 
+/// The QEMU ids the harness gives its own devices (`vm/qemu/argv.rs`), which no disk may take.
+const HARNESS_QEMU_IDS: &[(&str, &str)] = &[
+    ("cdrom0", "live ISO's drive"),
+    ("net0", "network"),
+    ("serial0", "serial console"),
+    ("qmp0", "QMP socket"),
+    ("rng0", "random number source"),
+    ("scsi0", "SCSI controller"),
+];
 /// More memory than any host this runs on has is a typo; admission control would refuse it
 /// only after the run directory exists.
 const MAX_MEMORY: u64 = 16 << 40;
@@ -127,14 +136,30 @@ fn disks(cx: &Ctx, sections: &[Spanned<DiskSection>]) -> Result<Vec<Disk>, Scena
     let mut serials = HashSet::new();
     for sd in sections {
         let d = sd.get_ref();
-        let id_ok = !d.id.is_empty()
+        // It becomes a QEMU id (`-drive id=`): a letter first.
+        let id_ok = d.id.starts_with(|c: char| c.is_ascii_lowercase())
             && d.id
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
         if !id_ok {
             return Err(cx.at(
                 sd,
-                format!("disk id {:?}: use lowercase letters, digits and '-'", d.id),
+                format!(
+                    "disk id {:?}: a lowercase letter, then lowercase letters, digits and '-'",
+                    d.id
+                ),
+            ));
+        }
+        if let Some(what) = HARNESS_QEMU_IDS
+            .iter()
+            .find_map(|(id, what)| (*id == d.id).then_some(what))
+        {
+            return Err(cx.at(
+                sd,
+                format!(
+                    "disk id {:?} is the harness's own QEMU id of the {what}: choose another",
+                    d.id
+                ),
             ));
         }
         if !seen.insert(d.id.clone()) {
@@ -404,6 +429,54 @@ fn fixture_version(cx: &Ctx, v: Option<&Spanned<String>>) -> Result<Option<Strin
     }
 }
 
+/// The most faults a scenario names: the fixture takes them in one environment variable,
+/// and no fault needs repeating.
+const MAX_FAULTS: usize = 32;
+
+/// Each fault one the fixture knows, in its form, once; a parameter a name (it travels in a
+/// comma-separated list, and names a Kubernetes object).
+fn check_faults<T>(
+    cx: &Ctx,
+    section: &Spanned<T>,
+    faults: &[Spanned<String>],
+) -> Result<(), ScenarioError> {
+    if faults.len() > MAX_FAULTS {
+        return Err(cx.at(
+            section,
+            format!(
+                "fixture.faults: {} faults; at most {MAX_FAULTS}",
+                faults.len()
+            ),
+        ));
+    }
+    let mut seen = HashSet::new();
+    for fault in faults {
+        let named = sno_fixture_faults::parse(fault.get_ref())
+            .map_err(|e| cx.at(fault, format!("fixture.faults: {e}")))?;
+        let param_ok = named.parameter.is_none_or(|p| {
+            p.len() <= 63
+                && p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        });
+        if !param_ok {
+            return Err(cx.at(
+                fault,
+                format!(
+                    "fixture.faults: {:?}: the parameter is a name: lowercase letters, digits and '-', at most 63",
+                    fault.get_ref()
+                ),
+            ));
+        }
+        if !seen.insert(fault.get_ref().trim()) {
+            return Err(cx.at(
+                fault,
+                format!("fixture.faults: {:?} is named twice", fault.get_ref()),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn fixture_section(
     cx: &Ctx,
     f: &ScenarioFile,
@@ -418,11 +491,7 @@ fn fixture_section(
         }
         (Some(s), Profile::Fixture) => {
             let sec = s.get_ref();
-            for fault in &sec.faults {
-                if let Err(e) = sno_fixture_faults::parse(fault.get_ref()) {
-                    return Err(cx.at(fault, format!("fixture.faults: {e}")));
-                }
-            }
+            check_faults(cx, s, &sec.faults)?;
             if !["fast", "normal"].contains(&sec.schedule.as_str()) {
                 return Err(cx.at(
                     s,

@@ -175,7 +175,7 @@ fn a_nat_network_needs_a_machine_network_it_can_lay_out() {
     );
     let e = err(&narrow);
     assert_eq!(e.line, Some(6), "the network line: {e}");
-    assert!(e.message.contains("/24 or wider"), "{e}");
+    assert!(e.message.contains("from /8 to /24"), "{e}");
     assert!(e.message.contains("install.machine_network"), "{e}");
     let v6 = nat.replace("[install]", "[install]\nmachine_network = [\"fd00::/64\"]");
     assert!(err(&v6).message.contains("needs an IPv4"));

@@ -1166,7 +1166,7 @@ fn a_nat_network_is_laid_out_in_the_machine_network() {
     let xml = nat_network_xml(&n);
     assert!(xml.contains("api.sno.example.test"), "{xml}");
     for (cidrs, why) in [
-        (vec!["10.0.2.0/25".to_string()], "/24 or wider"),
+        (vec!["10.0.2.0/25".to_string()], "from /8 to /24"),
         (vec!["fd00::/64".to_string()], "needs an IPv4"),
         (vec!["10.0.2.0".to_string()], "not a CIDR"),
     ] {

@@ -17,6 +17,12 @@ pub const TCG_TB_SIZE_MIB: u32 = 64;
 use crate::hw::slots::{self as plan, DiskPlace, CDROM_AHCI_PORT};
 
 /// `bus=pcie.0,addr=0xSS`: a device's fixed place on q35's root bus.
+/// A path as the value of a QEMU option: a comma doubled, as QEMU's option syntax requires
+/// (a single one would end the value and start an option of the path's choosing).
+fn opt_path(p: &std::path::Path) -> String {
+    p.display().to_string().replace(',', ",,")
+}
+
 fn pci_addr(slot: u8) -> String {
     format!("bus=pcie.0,addr={slot:#04x}")
 }
@@ -90,7 +96,7 @@ fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<Str
             "-drive",
             &format!("if=pflash,format=raw,unit=0,readonly=on,file={OVMF_CODE}"),
             "-drive",
-            &format!("if=pflash,format=raw,unit=1,file={}", vars.display()),
+            &format!("if=pflash,format=raw,unit=1,file={}", opt_path(vars)),
         ]);
     }
     push(&["-device", &format!("VGA,{}", pci_addr(plan::VGA_SLOT))]);
@@ -99,7 +105,7 @@ fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<Str
             "-chardev",
             &format!(
                 "socket,id=serial0,path={},server=on,wait=on",
-                socket_path::for_qemu(&spec.serial_socket, socket_dir_fd).display()
+                opt_path(&socket_path::for_qemu(&spec.serial_socket, socket_dir_fd))
             ),
             "-serial",
             "chardev:serial0",
@@ -111,7 +117,7 @@ fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<Str
             "-chardev",
             &format!(
                 "socket,id=qmp0,path={},server=on,wait=off",
-                socket_path::for_qemu(qmp, socket_dir_fd).display()
+                opt_path(&socket_path::for_qemu(qmp, socket_dir_fd))
             ),
             "-mon",
             "chardev=qmp0,mode=control",
@@ -149,7 +155,7 @@ fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<Str
                 // comparable. A scenario asks for another mode (and aio) to measure realistic
                 // throughput.
                 "file={},format={},if=none,id={},discard=unmap,cache={},aio={}{}",
-                d.path.display(),
+                opt_path(&d.path),
                 d.format,
                 d.id,
                 d.io.cache.name(),
@@ -196,7 +202,7 @@ fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<Str
             "-drive",
             &format!(
                 "file={},format=raw,if=none,id=cdrom0,media=cdrom,readonly=on",
-                cd.path.display()
+                opt_path(&cd.path)
             ),
         ]);
         let mut dev = format!("ide-cd,bus=ide.{CDROM_AHCI_PORT},drive=cdrom0");
@@ -306,6 +312,39 @@ pub(crate) mod tests {
             "{s}"
         );
         assert!(!s.contains("-boot"), "{s}");
+    }
+
+    #[test]
+    fn a_comma_in_a_path_is_doubled_so_it_cannot_start_an_option() {
+        let mut s = spec();
+        let dir = PathBuf::from("/r/x,readonly=off,file=/etc");
+        s.disks[0].path = dir.join("install.qcow2");
+        s.cdrom.as_mut().unwrap().path = dir.join("live.iso");
+        s.serial_socket = dir.join("serial.sock");
+        s.qmp_socket = Some(dir.join("qmp.sock"));
+        let a = qemu_argv(&s);
+        let doubled = "/r/x,,readonly=off,,file=/etc/";
+        for (opt, val) in [
+            (
+                "-drive",
+                format!("file={doubled}install.qcow2,format=qcow2,if=none,id=install,"),
+            ),
+            ("-drive", format!("file={doubled}live.iso,format=raw,")),
+            (
+                "-chardev",
+                format!("socket,id=serial0,path={doubled}serial.sock,server=on"),
+            ),
+            (
+                "-chardev",
+                format!("socket,id=qmp0,path={doubled}qmp.sock,server=on"),
+            ),
+        ] {
+            assert!(
+                a.windows(2).any(|w| w[0] == opt && w[1].starts_with(&val)),
+                "{val}: {a:?}"
+            );
+        }
+        assert!(!a.iter().any(|x| x.contains("/r/x,readonly")), "{a:?}");
     }
 
     #[test]
