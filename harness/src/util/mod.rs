@@ -1,6 +1,7 @@
 //! Small helpers shared by every layer.
 
 pub mod children;
+pub mod input_file;
 pub mod out;
 pub mod process;
 pub mod socket_path;

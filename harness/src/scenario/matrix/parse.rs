@@ -17,6 +17,7 @@ use super::rules::{self, Expectation};
 use super::space::{Row, Space, Tuple};
 use crate::scenario::model::ScenarioFile;
 use crate::scenario::{self, shorten_long_words, Scenario};
+use crate::util::input_file;
 
 /// A label is one part of a permutation id, which names a directory (at most 255 bytes).
 const MAX_LABEL_LEN: usize = 64;
@@ -201,22 +202,14 @@ fn check_name(cx: &Ctx, name: &Spanned<String>) -> Result<(), MatrixError> {
 fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<(PathBuf, Table, Scenario), MatrixError> {
     let dir = cx.file.parent().unwrap_or(Path::new(""));
     let path = tidy(&dir.join(base.get_ref()));
-    // A device or FIFO would be read forever, or block.
-    if path.exists() && !path.is_file() {
-        return Err(cx.err(
-            base,
-            format!(
-                "the base scenario {} is not a regular file; base names a scenario file, relative to the matrix file",
-                path.display()
-            ),
-        ));
-    }
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    // A device or FIFO would be read forever, or block; a huge file would take the memory.
+    let text = input_file::read_text(&path, input_file::SCENARIO).map_err(|e| {
         cx.err(
             base,
             format!(
-                "cannot read the base scenario {} ({e}); base is relative to the matrix file",
-                path.display()
+                "cannot read the base scenario {} ({}); base names a scenario file, relative to the matrix file",
+                path.display(),
+                e.problem
             ),
         )
     })?;
