@@ -8,6 +8,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::util::input_file;
+
 /// The schema tag every `result.json` carries.
 pub const SCHEMA: &str = "sno-harness/result/v1";
 /// The file name inside a run directory.
@@ -233,8 +235,12 @@ pub struct Restarts {
 /// Reading a `result.json` failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ResultError {
+    /// Missing, not a regular file, larger than a result may be, not UTF-8.
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Read {
+        path: PathBuf,
+        source: input_file::Problem,
+    },
     #[error("{path}: not a valid result document: {source}")]
     Json {
         path: PathBuf,
@@ -329,10 +335,11 @@ impl RunResult {
     /// Reads a `result.json` file and checks its schema tag.
     pub fn read(path: impl AsRef<Path>) -> Result<RunResult, ResultError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ResultError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text =
+            input_file::read_text(path, input_file::RESULT).map_err(|e| ResultError::Read {
+                path: e.path,
+                source: e.problem,
+            })?;
         let r: RunResult = serde_json::from_str(&text).map_err(|source| ResultError::Json {
             path: path.to_owned(),
             source,
@@ -526,7 +533,7 @@ pub(crate) mod tests {
         ));
         assert!(matches!(
             RunResult::read(dir.path().join("missing.json")),
-            Err(ResultError::Io { .. })
+            Err(ResultError::Read { .. })
         ));
     }
 }

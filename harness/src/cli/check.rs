@@ -8,6 +8,7 @@ use sno_harness::health::check::{check_cluster, Report};
 use sno_harness::health::checks::Inputs;
 use sno_harness::health::{ApiEndpoint, HealthError};
 use sno_harness::scenario::model::EtcdCheck;
+use sno_harness::util::input_file;
 
 use super::error::{bad, harness, CliError, Outcome};
 use super::flags::write_atomically;
@@ -41,7 +42,10 @@ pub struct CheckArgs {
 }
 
 /// The largest install-config read (a real one is a few KiB).
-const MAX_INSTALL_CONFIG: u64 = 1 << 20;
+const INSTALL_CONFIG: input_file::Cap = input_file::Cap {
+    what: "an install-config",
+    bytes: 1 << 20,
+};
 
 pub fn check(a: CheckArgs) -> Outcome {
     let wait = match &a.wait {
@@ -95,17 +99,8 @@ pub fn check(a: CheckArgs) -> Outcome {
 /// An install-config file as JSON: a regular file of at most 1 MiB, in YAML.
 fn read_install_config(path: &Path) -> Result<serde_json::Value, CliError> {
     let what = |e: String| bad(format!("--install-config {}: {e}", path.display()));
-    let meta = std::fs::metadata(path).map_err(|e| what(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(what("not a regular file".into()));
-    }
-    if meta.len() > MAX_INSTALL_CONFIG {
-        return Err(what(format!(
-            "{} bytes; an install-config is at most {MAX_INSTALL_CONFIG}",
-            meta.len()
-        )));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| what(e.to_string()))?;
+    let text =
+        input_file::read_text(path, INSTALL_CONFIG).map_err(|e| what(e.problem.to_string()))?;
     let v: serde_json::Value = serde_saphyr::from_str(&text).map_err(|e| what(e.to_string()))?;
     if !v.is_object() {
         return Err(what(

@@ -15,6 +15,14 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::ApiResource;
 use kube::Client;
 
+use crate::util::input_file;
+
+/// The largest kubeconfig read.
+const KUBECONFIG: input_file::Cap = input_file::Cap {
+    what: "a kubeconfig",
+    bytes: 1 << 20,
+};
+
 pub use judge::{Condition, Judgement};
 
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +61,14 @@ pub struct ClusterApi {
 impl ClusterApi {
     pub async fn connect(ep: &ApiEndpoint) -> Result<ClusterApi, HealthError> {
         let path = ep.kubeconfig.display().to_string();
+        // kube reads the file whole and blocks on a FIFO: refused first unless it is a regular
+        // file of at most 1 MiB (a kubeconfig is a few KiB, even with its certificates inline).
+        input_file::read_bytes(&ep.kubeconfig, KUBECONFIG).map_err(|e| {
+            HealthError::Kubeconfig {
+                path: path.clone(),
+                message: e.problem.to_string(),
+            }
+        })?;
         let mut kc = Kubeconfig::read_from(Path::new(&ep.kubeconfig)).map_err(|e| {
             HealthError::Kubeconfig {
                 path: path.clone(),

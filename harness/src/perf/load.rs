@@ -1,21 +1,26 @@
 //! Reading a perf directory back: `OUT/perf.json`, for `report` and `report --compare`.
 
-use std::io;
 use std::path::{Path, PathBuf};
 
 use super::model::{PerfReport, PERF_JSON, SCHEMA};
+use crate::util::input_file;
 
 /// Whether `dir` is the output of `sno-harness perf`: it holds a perf.json (whatever its
-/// state: reading it is what tells whether it is usable).
+/// state, even a FIFO or a directory: reading it is what tells whether it is usable, and says
+/// why not).
 pub fn is_perf_dir(dir: &Path) -> bool {
-    dir.join(PERF_JSON).is_file()
+    std::fs::symlink_metadata(dir.join(PERF_JSON)).is_ok()
 }
 
 /// Reading a perf.json failed; every case names the file and what is wrong with it.
 #[derive(Debug, thiserror::Error)]
 pub enum PerfJsonError {
+    /// Missing, not a regular file, larger than a perf.json may be, not UTF-8.
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Read {
+        path: PathBuf,
+        source: input_file::Problem,
+    },
     #[error("{path}: not JSON: {source}")]
     NotJson {
         path: PathBuf,
@@ -40,9 +45,9 @@ pub fn read_perf_dir(dir: &Path) -> Result<PerfReport, PerfJsonError> {
 /// Reads a perf.json, checking its schema tag before its shape: a document of another schema
 /// version would otherwise fail on some field, and the message would hide the real cause.
 pub fn read_perf_json(path: &Path) -> Result<PerfReport, PerfJsonError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PerfJsonError::Io {
-        path: path.to_owned(),
-        source,
+    let text = input_file::read_text(path, input_file::PERF).map_err(|e| PerfJsonError::Read {
+        path: e.path,
+        source: e.problem,
     })?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|source| PerfJsonError::NotJson {
@@ -104,7 +109,7 @@ mod tests {
         let missing = dir.path().join("nope").join(PERF_JSON);
         assert!(matches!(
             read_perf_json(&missing).unwrap_err(),
-            PerfJsonError::Io { .. }
+            PerfJsonError::Read { .. }
         ));
     }
 }

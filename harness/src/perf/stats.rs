@@ -363,20 +363,128 @@ fn erfc(x: f64) -> f64 {
     FRAC_2_SQRT_PI / 2.0 * (-x * x).exp() / t
 }
 
-/// The median of all pairwise differences a_i - b_j, both samples non-empty and finite.
-/// Materialises the n1·n2 differences: fine for perf runs of tens of samples.
+/// The median of all pairwise differences a_i - b_j, both samples non-empty and finite, in
+/// O(n1 + n2) memory: the n1·n2 differences are never materialised (10^5 runs a side would be
+/// 80 GB). The middle differences are selected from the implicit matrix they form once both
+/// samples are sorted (see `PairwiseDifferences`).
 fn hodges_lehmann(a: &[f64], b: &[f64]) -> f64 {
-    let mut diffs: Vec<f64> = a
-        .iter()
-        .flat_map(|x| b.iter().map(move |y| x - y))
-        .collect();
-    diffs.sort_by(f64::total_cmp);
-    let m = diffs.len();
+    let d = PairwiseDifferences::new(a, b);
+    let m = d.len();
     match m {
         0 => f64::NAN,
         // Halves first: the midpoint of two huge differences must not overflow.
-        _ if m.is_multiple_of(2) => diffs[m / 2 - 1] / 2.0 + diffs[m / 2] / 2.0,
-        _ => diffs[m / 2],
+        _ if m.is_multiple_of(2) => d.kth(m / 2 - 1) / 2.0 + d.kth(m / 2) / 2.0,
+        _ => d.kth(m / 2),
+    }
+}
+
+/// The differences a_i - b_j as a matrix whose rows and columns are sorted: row i is a's i-th
+/// smallest value, column j b's j-th largest, so a row grows to the right and a column
+/// downwards (floating-point subtraction is monotonic in each operand). The k-th smallest
+/// element is found by randomised selection over that matrix (as Monahan's 1984 algorithm
+/// for the Hodges-Lehmann estimator): each row keeps the range of columns still in play, a
+/// pivot drawn from those splits every row by binary search, and the side that holds rank k
+/// stays. Expected O(log(n1·n2)) rounds of O(n1 log n2); memory O(n1 + n2).
+///
+/// Differences are ordered as numbers (the inputs are finite, so no difference is NaN): the
+/// value selected is the one a sort of all differences gives, except that 0.0 and -0.0 count
+/// as equal, and the sign of a zero shift may differ.
+struct PairwiseDifferences {
+    a_ascending: Vec<f64>,
+    b_descending: Vec<f64>,
+}
+
+impl PairwiseDifferences {
+    fn new(a: &[f64], b: &[f64]) -> PairwiseDifferences {
+        let mut a_ascending = a.to_vec();
+        a_ascending.sort_by(f64::total_cmp);
+        let mut b_descending = b.to_vec();
+        b_descending.sort_by(|x, y| y.total_cmp(x));
+        PairwiseDifferences {
+            a_ascending,
+            b_descending,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.a_ascending.len() * self.b_descending.len()
+    }
+
+    fn at(&self, row: usize, col: usize) -> f64 {
+        self.a_ascending[row] - self.b_descending[col]
+    }
+
+    /// The first column of `row` within `from..to` whose difference is not `below` the pivot.
+    fn split(&self, row: usize, from: usize, to: usize, below: impl Fn(f64) -> bool) -> usize {
+        from + self.b_descending[from..to].partition_point(|&y| below(self.a_ascending[row] - y))
+    }
+
+    /// The k-th smallest difference (0-based), for k < len().
+    fn kth(&self, k: usize) -> f64 {
+        let rows = self.a_ascending.len();
+        let cols = self.b_descending.len();
+        // Columns lo[i]..hi[i] of row i are in play; `skipped` elements below them all.
+        let mut lo = vec![0usize; rows];
+        let mut hi = vec![cols; rows];
+        let mut skipped = 0usize;
+        let mut rng = SplitMix64(0x4c48_5348_4946_5453);
+        loop {
+            let left: usize = (0..rows).map(|i| hi[i] - lo[i]).sum();
+            let want = k - skipped;
+            // Few enough to sort: no more than the samples themselves hold.
+            if left <= (rows + cols).max(64) {
+                let mut rest: Vec<f64> = (0..rows)
+                    .flat_map(|i| (lo[i]..hi[i]).map(move |j| (i, j)))
+                    .map(|(i, j)| self.at(i, j))
+                    .collect();
+                rest.sort_by(|x, y| x.partial_cmp(y).expect("differences of finite values"));
+                return rest[want];
+            }
+            let pivot = self.nth_in_play(&lo, &hi, (rng.next() % left as u64) as usize);
+            let less: Vec<usize> = (0..rows)
+                .map(|i| self.split(i, lo[i], hi[i], |d| d < pivot))
+                .collect();
+            let not_more: Vec<usize> = (0..rows)
+                .map(|i| self.split(i, less[i], hi[i], |d| d <= pivot))
+                .collect();
+            let n_less: usize = (0..rows).map(|i| less[i] - lo[i]).sum();
+            let n_equal: usize = (0..rows).map(|i| not_more[i] - less[i]).sum();
+            if want < n_less {
+                hi = less;
+            } else if want < n_less + n_equal {
+                return pivot;
+            } else {
+                // The pivot is in play and not kept: every round leaves fewer in play.
+                skipped += n_less + n_equal;
+                lo = not_more;
+            }
+        }
+    }
+
+    /// The element in play numbered `n`, counting row by row.
+    fn nth_in_play(&self, lo: &[usize], hi: &[usize], mut n: usize) -> f64 {
+        for i in 0..lo.len() {
+            let width = hi[i] - lo[i];
+            if n < width {
+                return self.at(i, lo[i] + n);
+            }
+            n -= width;
+        }
+        unreachable!("n is below the number in play")
+    }
+}
+
+/// SplitMix64 (Steele, Lea and Flood 2014), for the selection's pivots: seeded, so that the
+/// work done is the same on every run (the result does not depend on the pivots).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
     }
 }
 

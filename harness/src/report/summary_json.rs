@@ -42,6 +42,7 @@ use super::coverage::{coverage, Axis, AxisCoverage};
 use super::load::LocatedRun;
 use super::slowest::{slowest_phases, SlowPhase, SLOWEST_SHOWN};
 use crate::result::{RunResult, Verdict};
+use crate::util::input_file;
 
 /// The schema tag of `summary.json`.
 pub const SUMMARY_SCHEMA: &str = "sno-harness/summary/v1";
@@ -128,9 +129,10 @@ impl Summary {
     }
 
     /// Reads a `summary.json`; `None` when it is missing, unreadable, or of another schema
-    /// (it is a derived file: the result.json files are the record).
+    /// (it is a derived file: the result.json files are the record). Also `None` for a FIFO
+    /// or device put in its place, or a file over 16 MiB: never blocks or reads without end.
     pub fn read(path: &Path) -> Option<Summary> {
-        let text = std::fs::read_to_string(path).ok()?;
+        let text = input_file::read_text(path, input_file::SUMMARY).ok()?;
         let summary: Summary = serde_json::from_str(&text).ok()?;
         (summary.schema == SUMMARY_SCHEMA).then_some(summary)
     }

@@ -9,9 +9,6 @@
 //! bytes. Messages say what a file is not and where; they never quote it: a file named by
 //! mistake may be a secret (`/etc/shadow`, `/proc/self/environ`).
 
-use std::fs;
-use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
@@ -97,41 +94,29 @@ pub fn read_pull_secret(path: &Path) -> Result<String, FileError> {
     Ok(text.trim().to_string())
 }
 
-/// A regular file's text: stat before opening (no device is even opened), fstat after (the
-/// file opened is the file checked), O_NONBLOCK (a FIFO swapped in between cannot block),
-/// size-capped whatever the size the file claims (/proc files claim 0).
+/// A regular file's text, at most [`MAX_NAMED_FILE`] bytes, read by the one reader of named
+/// files (`util::input_file`: no FIFO blocks, no device is read, the opened file is the one
+/// checked); bad UTF-8 named by its line, never quoted.
 fn read_text(path: &Path, what: &'static str) -> Result<String, FileError> {
-    let unreadable = |e: std::io::Error| FileError::Unreadable {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
+    use crate::util::input_file::{read_bytes, Cap, Problem};
+    let cap = Cap {
+        what,
+        bytes: MAX_NAMED_FILE,
     };
-    let not_regular = |t: fs::FileType| FileError::NotRegular {
-        path: path.to_path_buf(),
-        kind: kind_of(t),
-    };
-    let before = fs::metadata(path).map_err(unreadable)?;
-    if !before.is_file() {
-        return Err(not_regular(before.file_type()));
-    }
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(unreadable)?;
-    let opened = file.metadata().map_err(unreadable)?;
-    if !opened.is_file() {
-        return Err(not_regular(opened.file_type()));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_NAMED_FILE + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
-    if bytes.len() as u64 > MAX_NAMED_FILE {
-        return Err(FileError::TooLarge {
+    let bytes = read_bytes(path, cap).map_err(|e| match e.problem {
+        Problem::NotRegular { kind } => FileError::NotRegular {
+            path: path.to_path_buf(),
+            kind,
+        },
+        Problem::TooLarge { .. } => FileError::TooLarge {
             path: path.to_path_buf(),
             what,
-        });
-    }
+        },
+        p => FileError::Unreadable {
+            path: path.to_path_buf(),
+            reason: p.to_string(),
+        },
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         FileError::NotText {
@@ -140,22 +125,6 @@ fn read_text(path: &Path, what: &'static str) -> Result<String, FileError> {
             what,
         }
     })
-}
-
-fn kind_of(t: fs::FileType) -> &'static str {
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_char_device() {
-        "a character device"
-    } else {
-        "a special file"
-    }
 }
 
 const BEGIN_CERT: &str = "-----BEGIN CERTIFICATE-----";

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use toml::Spanned;
 
+use crate::util::input_file;
+
 use super::model::*;
 use super::validate::validate;
 
@@ -109,18 +111,15 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         column: None,
         message,
     };
-    // A device or FIFO would be read forever, or block: only a regular file is a scenario.
-    match std::fs::metadata(path) {
-        Ok(m) if !m.is_file() => {
-            return Err(whole_file(
-                "cannot read the scenario: not a regular file; a scenario is a TOML file".into(),
-            ))
-        }
-        Err(e) => return Err(whole_file(format!("cannot read the scenario: {e}"))),
-        Ok(_) => {}
-    }
-    let bytes =
-        std::fs::read(path).map_err(|e| whole_file(format!("cannot read the scenario: {e}")))?;
+    // A device or FIFO would be read forever, or block, and a huge file would take the
+    // host's memory: only a regular file of at most 1 MiB is a scenario.
+    let bytes = input_file::read_bytes(path, input_file::SCENARIO).map_err(|e| {
+        let hint = match e.problem {
+            input_file::Problem::NotRegular { .. } => "; a scenario is a TOML file",
+            _ => "",
+        };
+        whole_file(format!("cannot read the scenario: {}{hint}", e.problem))
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let (line, column) = line_column(e.as_bytes(), at);

@@ -2,6 +2,7 @@
 
 pub mod children;
 pub mod harness_log;
+pub mod input_file;
 pub mod out;
 pub mod private;
 pub mod process;

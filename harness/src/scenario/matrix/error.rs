@@ -74,7 +74,7 @@ pub enum MatrixError {
     Read {
         file: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: crate::util::input_file::Problem,
     },
     /// The matrix file itself: syntax, unknown keys, axes, values, rules.
     #[error("{at}: {message}")]

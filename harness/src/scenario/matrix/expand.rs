@@ -12,6 +12,7 @@ use super::error::{Location, MatrixError};
 use super::ids::permutation_id;
 use super::keys::{apply_all, Change};
 use super::parse::Spec;
+use super::space::Row;
 use crate::scenario::{self, Scenario, RESERVED_NAMES};
 
 /// The most permutations a matrix may expand to: more is not a test run anyone can wait for.
@@ -81,7 +82,7 @@ pub fn expand(spec: &Spec, strategy: Strategy) -> Result<Vec<Permutation>, Matri
                 ),
             }
         })?,
-        Strategy::Pairwise => spec.pairwise_rows(),
+        Strategy::Pairwise => pairwise_rows(spec)?,
     };
     if rows.is_empty() {
         let message = if space.count() == 0 {
@@ -115,6 +116,44 @@ pub fn expand(spec: &Spec, strategy: Strategy) -> Result<Vec<Permutation>, Matri
         permutations.push(p);
     }
     Ok(permutations)
+}
+
+/// The pairwise rows, capped like the full product: refused before they are built when two
+/// axes alone need too many, and after when the array has more rows than the cap anyway.
+fn pairwise_rows(spec: &Spec) -> Result<Vec<Row>, MatrixError> {
+    let too_many = |message: String| MatrixError::Invalid {
+        at: spec.strategy_at.clone(),
+        message,
+    };
+    if let Some(t) = spec.pairwise_exceeds(MAX_PERMUTATIONS) {
+        let (a, b) = (&spec.axes[t.axes.0], &spec.axes[t.axes.1]);
+        let pairs = match t.pairs {
+            Some(n) => format!("{n} pairs"),
+            None => format!("more than {MAX_PERMUTATIONS} pairs"),
+        };
+        return Err(too_many(format!(
+            "pairwise needs more than {MAX_PERMUTATIONS} permutations: axes {} ({} values) and {} ({} values) have {pairs} of values to cover, one permutation each; use fewer values or exclude combinations",
+            a.key,
+            a.values.len(),
+            b.key,
+            b.values.len(),
+        )));
+    }
+    let over = |gives: String| {
+        too_many(format!(
+            "pairwise gives {gives}: use fewer axes or values, or exclude combinations"
+        ))
+    };
+    let Some(rows) = spec.pairwise_rows_within(MAX_PERMUTATIONS) else {
+        return Err(over(format!("more than {MAX_PERMUTATIONS} permutations")));
+    };
+    if rows.len() > MAX_PERMUTATIONS {
+        return Err(over(format!(
+            "{} permutations, more than {MAX_PERMUTATIONS}",
+            rows.len()
+        )));
+    }
+    Ok(rows)
 }
 
 fn permutation(spec: &Spec, row: &[usize]) -> Result<Permutation, MatrixError> {

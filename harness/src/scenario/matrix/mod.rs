@@ -59,6 +59,8 @@ pub mod space;
 
 use std::path::{Path, PathBuf};
 
+use crate::util::input_file;
+
 pub use error::{Location, MatrixError};
 pub use expand::{Permutation, Strategy, MAX_PERMUTATIONS};
 pub use filter::matches_filter;
@@ -94,9 +96,10 @@ pub struct Axis {
 
 /// Reads a matrix file, loads its base scenario and expands it with the file's strategy.
 pub fn load(path: &Path) -> Result<Matrix, MatrixError> {
-    let text = std::fs::read_to_string(path).map_err(|source| MatrixError::Read {
-        file: path.to_path_buf(),
-        source,
+    // Only a regular file of at most 1 MiB: a FIFO would block, a device be read forever.
+    let text = input_file::read_text(path, input_file::MATRIX).map_err(|e| MatrixError::Read {
+        file: e.path,
+        source: e.problem,
     })?;
     parse_str(path, &text)
 }
@@ -171,10 +174,10 @@ pub fn looks_like_matrix(text: &str) -> bool {
     parse::looks_like_matrix(text)
 }
 
-/// Whether the file is a matrix; false when it cannot be read or is not TOML, so the scenario
-/// loader reports those.
+/// Whether the file is a matrix; false when it cannot be read (not a regular file, larger
+/// than a matrix may be, not UTF-8) or is not TOML, so the scenario loader reports those.
 pub fn is_matrix_file(path: &Path) -> bool {
-    std::fs::read_to_string(path).is_ok_and(|t| looks_like_matrix(&t))
+    input_file::read_text(path, input_file::MATRIX).is_ok_and(|t| looks_like_matrix(&t))
 }
 
 #[cfg(test)]

@@ -22,7 +22,9 @@
 
 use std::collections::HashSet;
 
+#[cfg(test)]
 use super::pairwise::covering_array;
+use super::pairwise::covering_array_within;
 use super::space::{Row, Space, Tuple};
 
 /// An `[[expect]]` rule by value index.
@@ -53,9 +55,16 @@ pub struct Planned {
 /// The pairwise rows of `space` under `rules` (in file order): positive rows in lexicographic
 /// order, then each negative rule's rows, lexicographic within the rule. Without negative rules
 /// this is exactly `covering_array(space)`.
+#[cfg(test)]
 pub fn pairwise(space: &Space, rules: &[Rule]) -> Vec<Planned> {
-    let positive = space.forbidding(claimed(rules, space.sizes()));
-    let mut out: Vec<Planned> = covering_array(&positive)
+    pairwise_within(space, rules, usize::MAX).expect("no limit")
+}
+
+/// As `pairwise`, or `None` when the covering array of the positive rows gives up above
+/// `limit` (see `covering_array_within`); the caller checks the total against its cap.
+pub fn pairwise_within(space: &Space, rules: &[Rule], limit: usize) -> Option<Vec<Planned>> {
+    let positive = positive_space(space, rules);
+    let mut out: Vec<Planned> = covering_array_within(&positive, limit)?
         .into_iter()
         .map(|row| Planned {
             row,
@@ -67,7 +76,7 @@ pub fn pairwise(space: &Space, rules: &[Rule]) -> Vec<Planned> {
         .map(|k| Group::new(space, rules, k))
         .collect();
     if groups.is_empty() {
-        return out;
+        return Some(out);
     }
     let sizes = space.sizes();
     let singles: Vec<Tuple> = (0..sizes.len())
@@ -104,7 +113,13 @@ pub fn pairwise(space: &Space, rules: &[Rule]) -> Vec<Planned> {
             negative: Some(g.rule),
         }));
     }
-    out
+    Some(out)
+}
+
+/// `space` without the rows the negative rules give their expectation to: the space the
+/// positive rows cover.
+pub fn positive_space(space: &Space, rules: &[Rule]) -> Space {
+    space.forbidding(claimed(rules, space.sizes()))
 }
 
 /// One negative rule's rows.

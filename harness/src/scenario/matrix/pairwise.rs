@@ -39,16 +39,79 @@ const SEED: u64 = 0x5eed_5eed_5eed_5eed;
 /// A covering array of strength 2 for `space`, rows in lexicographic order. With fewer than
 /// two axes there are no pairs: every allowed row is returned.
 pub fn covering_array(space: &Space) -> Vec<Row> {
+    covering_array_within(space, usize::MAX).expect("no limit")
+}
+
+/// As `covering_array`, or `None` as soon as the greedy step has more than `limit` rows and a
+/// tenth: the steps after it remove a few percent at most (2% each on nine axes of 100
+/// values), and a greedy array far over a cap is not worth finishing. So refusing costs no
+/// more time than building the largest array within the cap.
+pub fn covering_array_within(space: &Space, limit: usize) -> Option<Vec<Row>> {
     if space.axes() < 2 {
-        return space.all_rows(usize::MAX).unwrap_or_default();
+        return space.all_rows(limit);
     }
     let pairs = Pairs::new(space);
-    let rows = greedy(space, &pairs);
+    let rows = greedy(space, &pairs, limit.saturating_add(limit / 10))?;
     let mut rows = shrink(space, &pairs, rows, MOVES_PER_SIZE, WORK_LIMIT);
     rows.sort();
     // A row twice covers nothing more.
     rows.dedup();
-    rows
+    Some(rows)
+}
+
+/// Two axes with more pairs of values that allowed rows can hold than a limit: a covering
+/// array has a row for each of them, so it has more rows than the limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooManyPairs {
+    pub axes: (usize, usize),
+    /// How many pairs of their values the rows can hold, when known exactly; `None` when the
+    /// count stopped once past the limit.
+    pub pairs: Option<usize>,
+}
+
+/// Whether every covering array of `space` has more than `limit` rows, because two axes have
+/// more than `limit` pairs of values to cover. Cheap, so that it can come before the array:
+/// two 3000-value axes would otherwise build a table of 9 million pairs and search it for
+/// minutes. Two axes no exclusion names hold all their s_i·s_j pairs (if any row is
+/// allowed); for others, pairs are tried only until more than `limit` are found.
+pub fn more_rows_than(space: &Space, limit: usize) -> Option<TooManyPairs> {
+    let sizes = space.sizes();
+    let n = sizes.len();
+    let mut candidates: Vec<(usize, usize, usize)> = (0..n)
+        .flat_map(|i| (i + 1..n).map(move |j| (i, j, sizes[i].saturating_mul(sizes[j]))))
+        .filter(|&(_, _, product)| product > limit)
+        .collect();
+    if candidates.is_empty() || !space.completable(&vec![None; n]) {
+        return None;
+    }
+    // The largest first: the likeliest to be over the limit.
+    candidates.sort_by(|x, y| y.2.cmp(&x.2).then((x.0, x.1).cmp(&(y.0, y.1))));
+    candidates.into_iter().find_map(|(i, j, product)| {
+        if !space.constrains(i) && !space.constrains(j) {
+            return Some(TooManyPairs {
+                axes: (i, j),
+                pairs: Some(product),
+            });
+        }
+        let mut held = 0usize;
+        let mut partial = vec![None; n];
+        for a in 0..sizes[i] {
+            for b in 0..sizes[j] {
+                partial[i] = Some(a);
+                partial[j] = Some(b);
+                if space.completable(&partial) {
+                    held += 1;
+                    if held > limit {
+                        return Some(TooManyPairs {
+                            axes: (i, j),
+                            pairs: None,
+                        });
+                    }
+                }
+            }
+        }
+        None
+    })
 }
 
 /// Every pair of cells `(axis i, value a)`, `(axis j, value b)` with `i < j`, numbered block by
@@ -207,7 +270,8 @@ impl<'p> Coverage<'p> {
     }
 }
 
-fn greedy(space: &Space, pairs: &Pairs) -> Vec<Row> {
+/// The greedy array, or `None` once it has more than `give_up_above` rows.
+fn greedy(space: &Space, pairs: &Pairs, give_up_above: usize) -> Option<Vec<Row>> {
     let n = space.axes();
     // Larger axes first: their pairs are the hardest to fit late in a row.
     let mut order: Vec<usize> = (0..n).collect();
@@ -252,6 +316,9 @@ fn greedy(space: &Space, pairs: &Pairs) -> Vec<Row> {
         let row: Row = partial.into_iter().flatten().collect();
         cov.add(&row);
         rows.push(row);
+        if rows.len() > give_up_above {
+            return None;
+        }
     }
     // Later rows may cover everything an early row covered.
     for r in (0..rows.len()).rev() {
@@ -260,7 +327,7 @@ fn greedy(space: &Space, pairs: &Pairs) -> Vec<Row> {
             cov.remove(&row);
         }
     }
-    rows
+    Some(rows)
 }
 
 /// Tries ever smaller arrays; returns the smallest complete one found.

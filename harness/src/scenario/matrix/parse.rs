@@ -2,22 +2,25 @@
 //! resolved, every value checked against the scenario schema, rules turned into value indexes.
 //! Errors name the matrix file, the line and what would be valid.
 
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 
 use toml::{Spanned, Table};
 
 use super::error::{Location, MatrixError};
-use super::expand::Strategy;
+use super::expand::{Strategy, MAX_PERMUTATIONS};
 use super::file::{AxisSection, MatrixFile};
 use super::ids::{id_part, split_label};
 use super::keys::{apply_all, Change, Target};
 use super::negative::{self, Rule};
+use super::pairwise::{more_rows_than, TooManyPairs};
 use super::rules::{self, Expectation};
 use super::space::{Row, Space, Tuple};
 use crate::scenario::files;
 use crate::scenario::model::ScenarioFile;
 use crate::scenario::{self, shorten_long_words, Scenario};
+use crate::util::input_file;
 
 /// A label is one part of a permutation id, which names a directory (at most 255 bytes).
 const MAX_LABEL_LEN: usize = 64;
@@ -76,12 +79,24 @@ impl Spec {
             .collect()
     }
 
+    /// Two axes whose pairs of values alone need more than `limit` pairwise rows (positive
+    /// ones), if some do: checked before `pairwise_rows`, which would take long to find out.
+    pub fn pairwise_exceeds(&self, limit: usize) -> Option<TooManyPairs> {
+        more_rows_than(
+            &negative::positive_space(&self.space(), &self.rules()),
+            limit,
+        )
+    }
+
     /// The pairwise rows: positive rows, then each negative rule's rows.
     pub fn pairwise_rows(&self) -> Vec<Row> {
-        negative::pairwise(&self.space(), &self.rules())
-            .into_iter()
-            .map(|p| p.row)
-            .collect()
+        self.pairwise_rows_within(usize::MAX).expect("no limit")
+    }
+
+    /// As `pairwise_rows`, or `None` when building them gives up above `limit`.
+    pub fn pairwise_rows_within(&self, limit: usize) -> Option<Vec<Row>> {
+        let planned = negative::pairwise_within(&self.space(), &self.rules(), limit)?;
+        Some(planned.into_iter().map(|p| p.row).collect())
     }
 }
 
@@ -202,22 +217,14 @@ fn check_name(cx: &Ctx, name: &Spanned<String>) -> Result<(), MatrixError> {
 fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<(PathBuf, Table, Scenario), MatrixError> {
     let dir = cx.file.parent().unwrap_or(Path::new(""));
     let path = tidy(&dir.join(base.get_ref()));
-    // A device or FIFO would be read forever, or block.
-    if path.exists() && !path.is_file() {
-        return Err(cx.err(
-            base,
-            format!(
-                "the base scenario {} is not a regular file; base names a scenario file, relative to the matrix file",
-                path.display()
-            ),
-        ));
-    }
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    // A device or FIFO would be read forever, or block; a huge file would take the memory.
+    let text = input_file::read_text(&path, input_file::SCENARIO).map_err(|e| {
         cx.err(
             base,
             format!(
-                "cannot read the base scenario {} ({e}); base is relative to the matrix file",
-                path.display()
+                "cannot read the base scenario {} ({}); base names a scenario file, relative to the matrix file",
+                path.display(),
+                e.problem
             ),
         )
     })?;
@@ -334,7 +341,18 @@ fn parse_axis(
     if section.values.get_ref().is_empty() {
         return Err(cx.err(&section.values, format!("axis {key} has no values")));
     }
+    let count = section.values.get_ref().len();
+    if count > MAX_PERMUTATIONS {
+        return Err(cx.err(
+            &section.values,
+            format!("axis {key} has {count} values, more than the {MAX_PERMUTATIONS} permutations a matrix may have: use fewer values"),
+        ));
+    }
     let mut values: Vec<ValueSpec> = Vec::new();
+    // Labels and id parts seen so far, by hash: an axis of thousands of values is refused by
+    // the permutation cap in milliseconds, not checked pair by pair for seconds first.
+    let mut labels: HashSet<String> = HashSet::new();
+    let mut id_parts: HashMap<String, String> = HashMap::new();
     for raw in section.values.get_ref() {
         let (label, value) = split_label(raw.get_ref()).map_err(|m| cx.err(raw, m))?;
         let change = Change::new(&target, &value).map_err(|m| cx.err(raw, m))?;
@@ -362,14 +380,12 @@ fn parse_axis(
         if let Some(m) = bad_named_file(cx, &target, &value) {
             return Err(cx.err(raw, format!("{key} = {label:?}: {m}")));
         }
-        if let Some(same) = values.iter().find(|v| v.label == label) {
-            return Err(cx.err(
-                raw,
-                format!("axis {key} has the value {:?} twice", same.label),
-            ));
+        if labels.contains(&label) {
+            return Err(cx.err(raw, format!("axis {key} has the value {label:?} twice")));
         }
-        if let Some(same) = values.iter().find(|v| id_part(&v.label) == id_part(&label)) {
-            return Err(cx.err(raw, format!("axis {key}: labels {:?} and {label:?} give the same id part {:?}; give one of them another label", same.label, id_part(&label))));
+        let part = id_part(&label);
+        if let Some(same) = id_parts.get(&part) {
+            return Err(cx.err(raw, format!("axis {key}: labels {same:?} and {label:?} give the same id part {part:?}; give one of them another label")));
         }
         if let Some(same) = values.iter().find(|v| v.change == change) {
             return Err(cx.err(
@@ -377,6 +393,8 @@ fn parse_axis(
                 format!("axis {key}: {label:?} means the same as {:?}", same.label),
             ));
         }
+        labels.insert(label.clone());
+        id_parts.insert(part, label.clone());
         values.push(ValueSpec { label, change });
     }
     Ok(AxisSpec {

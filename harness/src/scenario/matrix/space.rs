@@ -45,6 +45,12 @@ impl Space {
         self.sizes.len()
     }
 
+    /// Whether some exclusion names `axis`: if none does, any value of it can replace another
+    /// in an allowed row.
+    pub fn constrains(&self, axis: usize) -> bool {
+        self.forbidden.iter().any(|t| names(t, axis))
+    }
+
     /// The same axes with `extra` forbidden as well.
     pub fn forbidding(&self, extra: impl IntoIterator<Item = Tuple>) -> Space {
         let mut forbidden = self.forbidden.clone();

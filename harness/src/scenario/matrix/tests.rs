@@ -748,6 +748,86 @@ fn a_huge_full_product_is_refused_and_pairwise_plans_it() {
     assert!(m.with_strategy(Strategy::Full).is_err());
 }
 
+/// An axis of `n` distinct timeouts (any scenario accepts every one of them).
+fn timeout_axis(phase: &str, n: usize) -> String {
+    let values = (1..=n)
+        .map(|s| format!("\"{s}s\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!("[[axis]]\nkey = \"timeouts.{phase}\"\nvalues = [{values}]\n")
+}
+
+#[test]
+fn pairwise_is_capped_like_the_full_product_before_any_row_is_built() {
+    // 3000 x 3000 took minutes to build (9 million pairs); 300 x 300 gave 90,000 permutations.
+    for n in [3000, 300, 101] {
+        let text = with_head(&format!(
+            "strategy = \"pairwise\"\n{}{}",
+            timeout_axis("bootkube", n),
+            timeout_axis("install-to-disk", n)
+        ));
+        let started = std::time::Instant::now();
+        let e = err(&text);
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+        assert_eq!(e.line(), Some(3), "{e}");
+        let said = e.to_string();
+        assert!(
+            said.contains("pairwise needs more than 10000 permutations")
+                && said.contains(&format!("{} pairs of values", n * n))
+                && said.contains(&format!("timeouts.bootkube ({n} values)")),
+            "{said}"
+        );
+    }
+    // 100 x 100 is exactly the cap: every pair once, as the full product.
+    let text = with_head(&format!(
+        "strategy = \"pairwise\"\n{}{}",
+        timeout_axis("bootkube", 100),
+        timeout_axis("install-to-disk", 100)
+    ));
+    assert_eq!(parse(&text).unwrap().permutations.len(), MAX_PERMUTATIONS);
+}
+
+#[test]
+fn the_pairwise_bound_counts_only_pairs_the_exclusions_allow() {
+    // 150 x 100 pairs, but values 101 to 150 of the first axis are excluded: 10,000 remain.
+    let excluded: String = (101..=150)
+        .map(|s| format!("[[exclude]]\n\"timeouts.bootkube\" = \"{s}s\"\n"))
+        .collect();
+    let text = with_head(&format!(
+        "strategy = \"pairwise\"\n{}{}{excluded}",
+        timeout_axis("bootkube", 150),
+        timeout_axis("install-to-disk", 100)
+    ));
+    assert_eq!(parse(&text).unwrap().permutations.len(), MAX_PERMUTATIONS);
+    let text = with_head(&format!(
+        "strategy = \"pairwise\"\n{}{}{}",
+        timeout_axis("bootkube", 150),
+        timeout_axis("install-to-disk", 100),
+        excluded.replacen("[[exclude]]\n\"timeouts.bootkube\" = \"101s\"\n", "", 1)
+    ));
+    let e = err(&text).to_string();
+    assert!(
+        e.contains("pairwise needs more than 10000 permutations")
+            && e.contains("more than 10000 pairs of values"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_axis_of_more_values_than_permutations_is_refused_at_its_values() {
+    let text = with_head(&format!(
+        "strategy = \"pairwise\"\n{}",
+        timeout_axis("bootkube", 10_001)
+    ));
+    let e = err(&text);
+    assert_eq!(e.line(), Some(6), "{e}");
+    assert!(
+        e.to_string()
+            .contains("axis timeouts.bootkube has 10001 values, more than the 10000 permutations"),
+        "{e}"
+    );
+}
+
 #[test]
 fn strategies_parse_from_the_command_line() {
     assert_eq!("pairwise".parse::<Strategy>(), Ok(Strategy::Pairwise));
