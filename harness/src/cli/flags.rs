@@ -96,18 +96,23 @@ impl RunFlags {
         }
     }
 
-    /// Refuses flag values that cannot be used.
+    /// Refuses flag values that cannot be used, before anything is made.
     pub fn check(&self) -> Result<(), CliError> {
-        if self.timeout_scale.is_finite()
+        let scale_ok = self.timeout_scale.is_finite()
             && self.timeout_scale > 0.0
-            && self.timeout_scale <= 1000.0
-        {
-            Ok(())
-        } else {
-            Err(bad(
+            && self.timeout_scale <= 1000.0;
+        if !scale_ok {
+            return Err(bad(
                 "--timeout-scale must be a number above 0 and at most 1000 (a phase deadline is at most a week whatever the scale)",
-            ))
+            ));
         }
+        // The URI a libvirt run connects to, with the transports it can use: refused here,
+        // not once the run directory exists.
+        if self.backend == "libvirt" {
+            sno_harness::vm::libvirt::remote::remote_target(&self.connect)
+                .map_err(|e| bad(format!("--connect: {e}")))?;
+        }
+        Ok(())
     }
 }
 
