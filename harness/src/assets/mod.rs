@@ -324,6 +324,10 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
     )?;
     write_private(&dir.join("install-config.yaml"), ic.to_yaml().as_bytes())?;
     create_ignition_config(req, &dir, &log)?;
+    // The installer writes under its own modes (auth/ 0750): what it made holds the cluster's
+    // keys, so group and others lose their bits.
+    crate::util::private::make_tree_owner_only(&dir)
+        .map_err(|e| AssetsError::io("making assets/ owner-only", e))?;
     let ignition = dir.join("bootstrap-in-place-for-live-iso.ign");
     let kubeconfig = dir.join("auth/kubeconfig");
     let (location, sha256) = iso_of_stream(req)?;

@@ -84,6 +84,26 @@ impl DirAccess {
     }
 }
 
+/// Takes group and other permissions away from `root` and everything below it (links left
+/// as they are, never followed): for what a tool wrote into a private directory under its own
+/// modes (the installer makes `auth/` 0750).
+pub fn make_tree_owner_only(root: &Path) -> io::Result<()> {
+    let meta = fs::symlink_metadata(root)?;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    if meta.is_dir() {
+        for e in fs::read_dir(root)? {
+            make_tree_owner_only(&e?.path())?;
+        }
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        set_mode(root, mode & 0o700)?;
+    }
+    Ok(())
+}
+
 /// Every way under `root` (itself included) that lets group or others at a secret: an entry
 /// `secret` selects (a file, a socket, a directory) with any group or other permission, and any
 /// directory from `root` down to one that lets group or others in beyond `dirs` allows.
@@ -278,5 +298,25 @@ mod tests {
                 .len(),
             2
         );
+    }
+
+    #[test]
+    fn a_tree_made_owner_only_keeps_the_owners_bits_and_links() {
+        let d = tempfile::tempdir().unwrap();
+        let auth = d.path().join("auth");
+        fs::create_dir(&auth).unwrap();
+        fs::write(auth.join("kubeconfig"), "x").unwrap();
+        set_mode(&auth, 0o750).unwrap();
+        set_mode(&auth.join("kubeconfig"), 0o644).unwrap();
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        set_mode(outside.path(), 0o644).unwrap();
+        std::os::unix::fs::symlink(outside.path(), d.path().join("link")).unwrap();
+        make_tree_owner_only(d.path()).unwrap();
+        assert_eq!(mode(&auth), 0o700);
+        assert_eq!(mode(&auth.join("kubeconfig")), 0o600);
+        assert_eq!(mode(outside.path()), 0o644, "a link was followed");
+        let all = |_: &Path| true;
+        let found = exposures(d.path(), &all, DirAccess::OwnerOnly).unwrap();
+        assert!(found.is_empty(), "{found:?}");
     }
 }
