@@ -109,9 +109,10 @@ impl Progress {
     /// A log line: phases, decisions, the verdict. Above the status line when there is one.
     pub fn line(&self, text: &str) {
         let line = format!(
-            "[{:6.1} s] {}{text}",
+            "[{:6.1} s] {}{}",
             self.started.elapsed().as_secs_f64(),
-            self.prefix()
+            self.prefix(),
+            crate::util::out::printable(text)
         );
         match (&self.board, &self.bar) {
             (Some(board), _) => board.println(&line),
@@ -128,14 +129,14 @@ impl Progress {
     /// `eprintln!` would be overwritten by their next redraw.
     pub fn print(&self, text: &str) {
         match &self.board {
-            Some(board) => board.println(text),
+            Some(board) => board.println(&crate::util::out::printable(text)),
             None => errln!("{text}"),
         }
     }
 
     /// The status, given every tick: redrawn live, or printed as a heartbeat every 30 s.
     pub fn status(&mut self, machine: &Machine, now_ms: u64) {
-        let text = status_text(machine, now_ms);
+        let text = crate::util::out::printable(&status_text(machine, now_ms)).into_owned();
         if let Some(board) = &self.board {
             board.set_status(&self.label, &text);
         }

@@ -26,9 +26,29 @@ fn write_to(w: &mut dyn Write, gone: &AtomicBool, args: fmt::Arguments, newline:
     }
 }
 
+/// `text` with its control characters (but newlines and tabs) shown as `\xNN`: lines carry
+/// what guests and files said (journal messages, console lines, reasons quoting them), and an
+/// escape sequence in them must not reach the terminal as one (it could retitle, clear or
+/// rewrite the screen, or hide what is printed after it).
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if bad(c) {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `print!`/`println!` to stdout, as the macros `out!` and `outln!` call it.
 pub fn stdout(args: fmt::Arguments, newline: bool) {
-    let text = args.to_string();
+    let text = printable(&args.to_string()).into_owned();
     write_to(
         &mut io::stdout().lock(),
         &STDOUT_GONE,
@@ -40,7 +60,7 @@ pub fn stdout(args: fmt::Arguments, newline: bool) {
 
 /// `eprintln!` to stderr, as the macro `errln!` calls it.
 pub fn stderr(args: fmt::Arguments, newline: bool) {
-    let text = args.to_string();
+    let text = printable(&args.to_string()).into_owned();
     write_to(
         &mut io::stderr().lock(),
         &STDERR_GONE,
@@ -63,6 +83,16 @@ mod tests {
         fn flush(&mut self) -> io::Result<()> {
             Ok(())
         }
+    }
+
+    #[test]
+    fn control_characters_are_shown_not_sent() {
+        assert_eq!(printable("plain\tline\nnext"), "plain\tline\nnext");
+        assert_eq!(
+            printable("\u{1b}]0;owned\u{7}\u{1b}[2Jx\r"),
+            "\\x1b]0;owned\\x07\\x1b[2Jx\\x0d"
+        );
+        assert_eq!(printable("\u{9b}31m"), "\\x9b31m");
     }
 
     #[test]
