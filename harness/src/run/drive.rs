@@ -115,6 +115,7 @@ impl Run<'_> {
         self.pending = life.begin(&mut self.machine, now);
         let text = format!("run {} started", self.opts.id);
         let _ = self.log.record(Source::Harness, Signal::Note { text });
+        files.registration = super::session::register(self);
         let (key, assets) = match life.saved_assets() {
             Some(saved) => saved?,
             None => self.make_assets(&life).await?,

@@ -131,7 +131,13 @@ impl Registration {
     /// Adds the run's QEMU process to the registration, replacing the file whole (a new file
     /// renamed over it: a reader sees the old entry or the new one, never half).
     pub fn record_qemu(&mut self, qemu: ProcessId) -> std::io::Result<()> {
-        self.entry.qemu = Some(qemu);
+        self.update(|e| e.qemu = Some(qemu))
+    }
+
+    /// Changes the registered entry (the libvirt domain once it is named, the QEMU once it
+    /// runs), replacing the file whole.
+    pub fn update(&mut self, change: impl FnOnce(&mut Entry)) -> std::io::Result<()> {
+        change(&mut self.entry);
         let tmp = self.path.with_extension("json.tmp");
         let _ = fs::remove_file(&tmp);
         let mut f = fs::OpenOptions::new()

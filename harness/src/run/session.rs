@@ -71,7 +71,7 @@ impl Session {
             (ssh_port, api_port),
             (&run.opts.id, &meta),
         )?;
-        files.registration = register(run, &spec);
+        name_domain(run, files, &spec);
         make_vm_files(run, life, &spec, network.as_ref())?;
         let reach = match &network {
             Some(n) => Reach {
@@ -302,9 +302,10 @@ fn reason_suffix(o: &Outcome) -> String {
     }
 }
 
-/// Registers the run, so that `gc` finds what a killed harness leaves. A failure is a warning:
-/// the run goes on, but a kill would leave what gc cannot find.
-fn register(run: &Run<'_>, spec: &VmSpec) -> Option<registry::Registration> {
+/// Registers the run before it makes anything (the assets phase writes the live ISO copy), so
+/// that `gc` finds what a killed harness leaves. A failure is a warning: the run goes on, but
+/// a kill would leave what gc cannot find.
+pub fn register(run: &Run<'_>) -> Option<registry::Registration> {
     let registry_dir = registry::dir();
     let dir = run.opts.dir.as_path();
     let entry = registry::Entry {
@@ -317,7 +318,8 @@ fn register(run: &Run<'_>, spec: &VmSpec) -> Option<registry::Registration> {
             Backend::Libvirt { uri } => Some(uri.clone()),
             Backend::Qemu => None,
         },
-        domain: matches!(run.opts.backend, Backend::Libvirt { .. }).then(|| spec.name.clone()),
+        // Named once the VM is planned (`name_domain`).
+        domain: None,
         keep: run.opts.keep,
         qemu: None,
     };
@@ -330,6 +332,23 @@ fn register(run: &Run<'_>, spec: &VmSpec) -> Option<registry::Registration> {
             ));
             None
         }
+    }
+}
+
+/// Adds the libvirt domain's name to the registration, before the domain (or its network or
+/// pool) exists.
+fn name_domain(run: &Run<'_>, files: &mut RunFiles, spec: &VmSpec) {
+    if !matches!(run.opts.backend, Backend::Libvirt { .. }) {
+        return;
+    }
+    let Some(reg) = files.registration.as_mut() else {
+        return;
+    };
+    if let Err(e) = reg.update(|e| e.domain = Some(spec.name.clone())) {
+        run.ui.line(&format!(
+            "warning: cannot record the domain {} in the run's registration ({e}): if the harness is killed, `sno-harness gc` will not find it by its run",
+            spec.name
+        ));
     }
 }
 
