@@ -294,9 +294,11 @@ fn journal_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool) {
                         }
                     }
                 }
-                // The session's read timeout fires while the journal is quiet; the channel
-                // is only gone once it reports end of file.
-                Err(_) if !ch.eof() && session.alive() => continue,
+                // The session's read timeout fires while the journal is quiet: then the guest
+                // is asked whether it still answers in this boot (a reboot or a cut session
+                // is found within one timeout and a probe), and the follower reconnects and
+                // resumes from the cursor when it does not.
+                Err(_) if !ch.eof() && session.answers_in_boot(&boot) => continue,
                 Err(_) => break,
             }
         }

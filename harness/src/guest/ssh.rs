@@ -248,9 +248,13 @@ impl SshSession {
         Ok(ch)
     }
 
-    /// Whether the connection still answers (a keepalive round trip).
-    pub fn alive(&self) -> bool {
-        self.session.keepalive_send().is_ok()
+    /// Whether the guest still answers on this session, and is still in boot `boot_id`: a
+    /// command run on it within the session's timeout. A keepalive proves nothing here: it is
+    /// only sent, and under QEMU's user networking the TCP peer is QEMU itself, which takes it
+    /// whether the guest is alive, rebooted or gone.
+    pub fn answers_in_boot(&self, boot_id: &str) -> bool {
+        self.succeed("cat /proc/sys/kernel/random/boot_id")
+            .is_ok_and(|b| b.trim() == boot_id)
     }
 
     /// Runs a command that must succeed; returns its stdout.

@@ -107,6 +107,9 @@ fn poll_blockstats(vm: &RunningVm, drive: String, tx: &SignalTx) -> tokio::task:
 pub struct JournalFiles {
     live: Option<fs::File>,
     disk: Option<fs::File>,
+    /// The boots written so far, in order: each file's first entry of a boot is preceded by
+    /// a header naming it (the installed system boots more than once when something resets it).
+    boots: Vec<String>,
 }
 
 impl JournalFiles {
@@ -114,6 +117,7 @@ impl JournalFiles {
         JournalFiles {
             live: fs::File::create(dir.join("journal-live.txt")).ok(),
             disk: fs::File::create(dir.join("journal-disk.txt")).ok(),
+            boots: Vec::new(),
         }
     }
 
@@ -126,12 +130,22 @@ impl JournalFiles {
             boot_id,
         } = signal
         {
-            let f = if Some(crate::flow::machine::boot_key(boot_id).as_str()) == live_boot {
-                &mut self.live
+            let key = crate::flow::machine::boot_key(boot_id);
+            let live = Some(key.as_str()) == live_boot;
+            let new_boot = !self.boots.contains(&key);
+            if new_boot {
+                self.boots.push(key.clone());
+            }
+            let (f, system) = if live {
+                (&mut self.live, "live system")
             } else {
-                &mut self.disk
+                (&mut self.disk, "installed system")
             };
             if let Some(f) = f {
+                if new_boot {
+                    let n = self.boots.len();
+                    let _ = writeln!(f, "-- boot {n} of the run: {system}, boot id {key} --");
+                }
                 let t = guest_time(*guest_usec);
                 let _ = writeln!(f, "{t} {unit} {identifier}: {message}");
             }
@@ -181,7 +195,41 @@ mod tests {
         files.write(&entry(0), Some("b1"));
         drop(files);
         let text = fs::read_to_string(d.path().join("journal-live.txt")).unwrap();
-        assert_eq!(text.lines().count(), 2, "{text}");
-        assert!(text.starts_with("@18446744073709.551615s-past-9999 bootkube.service"));
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(text
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("@18446744073709.551615s-past-9999 bootkube.service"));
+    }
+
+    #[test]
+    fn each_boot_is_headed_in_the_file_of_its_system() {
+        let d = tempfile::tempdir().unwrap();
+        let mut files = JournalFiles::new(d.path());
+        let entry = |boot: &str, message: &str| Signal::Journal {
+            unit: "bootkube.service".into(),
+            identifier: "bootkube.sh".into(),
+            message: message.into(),
+            guest_usec: 1_700_000_000_000_000,
+            boot_id: boot.into(),
+        };
+        for (boot, m) in [
+            ("aa", "live 1"),
+            ("aa", "live 2"),
+            ("bb", "disk 1"),
+            ("cc", "disk again"),
+        ] {
+            files.write(&entry(boot, m), Some("aa"));
+        }
+        drop(files);
+        let live = fs::read_to_string(d.path().join("journal-live.txt")).unwrap();
+        let disk = fs::read_to_string(d.path().join("journal-disk.txt")).unwrap();
+        let heads = |t: &str| t.lines().filter(|l| l.starts_with("-- boot ")).count();
+        assert_eq!((heads(&live), heads(&disk)), (1, 2), "{live}\n{disk}");
+        assert!(live.starts_with("-- boot 1 of the run: live system, boot id aa --\n"));
+        assert!(disk.contains("-- boot 3 of the run: installed system, boot id cc --\n"));
+        assert!(live.contains("live 2") && !live.contains("disk"));
+        assert!(disk.contains("disk 1") && disk.contains("disk again"));
     }
 }
