@@ -104,13 +104,25 @@ fn poll_blockstats(vm: &RunningVm, drive: String, tx: &SignalTx) -> tokio::task:
 }
 
 /// journal-live.txt and journal-disk.txt: the BiP units' entries of each system, as they come.
+/// An entry's system is known by its boot, and a boot's by the status poller (it reads
+/// /run/ostree-live), which may report a boot after its first entries arrive: those wait here
+/// until it does (or the run ends), so the live system's first lines do not land in the
+/// installed system's file.
 pub struct JournalFiles {
     live: Option<fs::File>,
     disk: Option<fs::File>,
     /// The boots written so far, in order: each file's first entry of a boot is preceded by
     /// a header naming it (the installed system boots more than once when something resets it).
     boots: Vec<String>,
+    /// Boot key -> whether it is the live system, as the status poller reported.
+    systems: std::collections::HashMap<String, bool>,
+    /// Entries of boots whose system is not known yet, in arrival order.
+    pending: Vec<(String, Signal)>,
 }
+
+/// How many entries wait for their boot's system: past this they are written as of an
+/// unidentified system (a status poller that never answers must not grow memory).
+const MAX_PENDING: usize = 20_000;
 
 impl JournalFiles {
     pub fn new(dir: &Path) -> JournalFiles {
@@ -118,37 +130,77 @@ impl JournalFiles {
             live: fs::File::create(dir.join("journal-live.txt")).ok(),
             disk: fs::File::create(dir.join("journal-disk.txt")).ok(),
             boots: Vec::new(),
+            systems: Default::default(),
+            pending: Vec::new(),
         }
     }
 
-    pub fn write(&mut self, signal: &Signal, live_boot: Option<&str>) {
-        if let Signal::Journal {
+    /// The status poller says which system boot `boot_id` is: its waiting entries are written.
+    pub fn learn(&mut self, boot_id: &str, live: bool) {
+        let key = crate::flow::machine::boot_key(boot_id);
+        if self.systems.insert(key.clone(), live).is_some() {
+            return;
+        }
+        let (now, still): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(k, _)| *k == key);
+        self.pending = still;
+        for (k, sig) in now {
+            self.emit(&k, Some(live), &sig);
+        }
+    }
+
+    /// A journal entry: written to its system's file, or kept until its boot is known.
+    pub fn write(&mut self, signal: &Signal) {
+        let Signal::Journal { boot_id, .. } = signal else {
+            return;
+        };
+        let key = crate::flow::machine::boot_key(boot_id);
+        match self.systems.get(&key) {
+            Some(live) => self.emit(&key, Some(*live), signal),
+            None if self.pending.len() < MAX_PENDING => self.pending.push((key, signal.clone())),
+            None => self.emit(&key, None, signal),
+        }
+    }
+
+    /// The run ends: entries of boots never identified are written to journal-disk.txt under
+    /// a header that says so.
+    pub fn finish(&mut self) {
+        for (k, sig) in std::mem::take(&mut self.pending) {
+            self.emit(&k, None, &sig);
+        }
+    }
+
+    fn emit(&mut self, key: &str, live: Option<bool>, signal: &Signal) {
+        let Signal::Journal {
             unit,
             identifier,
             message,
             guest_usec,
-            boot_id,
+            ..
         } = signal
-        {
-            let key = crate::flow::machine::boot_key(boot_id);
-            let live = Some(key.as_str()) == live_boot;
-            let new_boot = !self.boots.contains(&key);
+        else {
+            return;
+        };
+        let new_boot = !self.boots.iter().any(|b| b == key);
+        if new_boot {
+            self.boots.push(key.to_string());
+        }
+        let (f, system) = match live {
+            Some(true) => (&mut self.live, "live system"),
+            Some(false) => (&mut self.disk, "installed system"),
+            None => (
+                &mut self.disk,
+                "a system the status poller never identified",
+            ),
+        };
+        if let Some(f) = f {
             if new_boot {
-                self.boots.push(key.clone());
+                let n = self.boots.len();
+                let _ = writeln!(f, "-- boot {n} of the run: {system}, boot id {key} --");
             }
-            let (f, system) = if live {
-                (&mut self.live, "live system")
-            } else {
-                (&mut self.disk, "installed system")
-            };
-            if let Some(f) = f {
-                if new_boot {
-                    let n = self.boots.len();
-                    let _ = writeln!(f, "-- boot {n} of the run: {system}, boot id {key} --");
-                }
-                let t = guest_time(*guest_usec);
-                let _ = writeln!(f, "{t} {unit} {identifier}: {message}");
-            }
+            let t = guest_time(*guest_usec);
+            let _ = writeln!(f, "{t} {unit} {identifier}: {message}");
         }
     }
 }
@@ -191,8 +243,9 @@ mod tests {
             guest_usec,
             boot_id: "b1".into(),
         };
-        files.write(&entry(u64::MAX), Some("b1"));
-        files.write(&entry(0), Some("b1"));
+        files.learn("b1", true);
+        files.write(&entry(u64::MAX));
+        files.write(&entry(0));
         drop(files);
         let text = fs::read_to_string(d.path().join("journal-live.txt")).unwrap();
         assert_eq!(text.lines().count(), 3, "{text}");
@@ -214,22 +267,28 @@ mod tests {
             guest_usec: 1_700_000_000_000_000,
             boot_id: boot.into(),
         };
-        for (boot, m) in [
-            ("aa", "live 1"),
-            ("aa", "live 2"),
-            ("bb", "disk 1"),
-            ("cc", "disk again"),
-        ] {
-            files.write(&entry(boot, m), Some("aa"));
-        }
+        // The live boot's first entry comes before the poller reports the boot.
+        files.write(&entry("aa", "live 1"));
+        files.learn("aa", true);
+        files.write(&entry("aa", "live 2"));
+        files.learn("bb", false);
+        files.write(&entry("bb", "disk 1"));
+        files.write(&entry("cc", "disk again"));
+        files.learn("cc", false);
+        files.write(&entry("dd", "never identified"));
+        files.finish();
         drop(files);
         let live = fs::read_to_string(d.path().join("journal-live.txt")).unwrap();
         let disk = fs::read_to_string(d.path().join("journal-disk.txt")).unwrap();
         let heads = |t: &str| t.lines().filter(|l| l.starts_with("-- boot ")).count();
-        assert_eq!((heads(&live), heads(&disk)), (1, 2), "{live}\n{disk}");
+        assert_eq!((heads(&live), heads(&disk)), (1, 3), "{live}\n{disk}");
         assert!(live.starts_with("-- boot 1 of the run: live system, boot id aa --\n"));
+        assert!(live.contains("live 1") && live.contains("live 2") && !live.contains("disk"));
+        assert!(live.find("live 1") < live.find("live 2"));
         assert!(disk.contains("-- boot 3 of the run: installed system, boot id cc --\n"));
-        assert!(live.contains("live 2") && !live.contains("disk"));
         assert!(disk.contains("disk 1") && disk.contains("disk again"));
+        assert!(disk.contains(
+            "-- boot 4 of the run: a system the status poller never identified, boot id dd --\n"
+        ));
     }
 }

@@ -39,8 +39,6 @@ pub struct Session {
     /// What background work of the run's own (not an observer) found fatal.
     harness_failures: UnboundedReceiver<String>,
     journal: JournalFiles,
-    /// The live system's boot id, once seen: its journal lines go to journal-live.txt.
-    live_boot: Option<String>,
 }
 
 /// Where the harness reaches the guest's SSH and API.
@@ -143,7 +141,6 @@ impl Session {
             signals,
             harness_failures,
             journal: JournalFiles::new(dir),
-            live_boot: None,
         })
     }
 
@@ -221,12 +218,10 @@ impl Session {
 
     fn on_signal(&mut self, run: &mut Run<'_>, source: Source, signal: Signal) {
         if let Signal::GuestStatus(st) = &signal {
-            if st.live && self.live_boot.is_none() {
-                self.live_boot = Some(crate::flow::machine::boot_key(&st.boot_id));
-            }
+            self.journal.learn(&st.boot_id, st.live);
         }
         if let Signal::Journal { .. } = &signal {
-            self.journal.write(&signal, self.live_boot.as_deref());
+            self.journal.write(&signal);
         }
         run.handle(source, signal);
     }
@@ -241,6 +236,7 @@ impl Session {
         assets: &Assets,
     ) {
         self.observers.stop();
+        self.journal.finish();
         let passed = run
             .machine
             .outcome()
