@@ -80,6 +80,11 @@ pub struct Sshd {
 
 impl Sshd {
     pub fn start() -> Sshd {
+        Sshd::start_with("")
+    }
+
+    /// With `extra` lines appended to sshd_config (`SetEnv PATH=...` for a test's own tools).
+    pub fn start_with(extra: &str) -> Sshd {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         keygen(&d.join("host_ed25519"), "ed25519");
@@ -103,7 +108,7 @@ impl Sshd {
              KbdInteractiveAuthentication no\n\
              AllowTcpForwarding yes\n\
              PidFile {d}/sshd.pid\n\
-             LogLevel VERBOSE\n",
+             LogLevel VERBOSE\n{extra}",
             d = d.display()
         );
         std::fs::write(d.join("sshd_config"), config).unwrap();
