@@ -113,7 +113,13 @@ done
         key,
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut followers = Followers::start(target, tx, Duration::from_secs(3600));
+    let raw = tempfile::tempdir().unwrap();
+    let mut followers = Followers::start(
+        target,
+        tx,
+        Duration::from_secs(3600),
+        Some(raw.path().to_path_buf()),
+    );
     let mut got = Vec::new();
 
     append(&entries, &boot, 1, 5);
@@ -141,5 +147,14 @@ done
     followers.stop();
     let want: Vec<String> = (1..=15).map(|n| format!("entry {n}")).collect();
     assert_eq!(got, want, "every entry once, in order");
+    // The raw journal of the boot has every entry once too, in order, as journalctl gave it.
+    let gz = raw.path().join(format!("journal-1-{boot}.json.gz"));
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    assert_eq!(text, std::fs::read_to_string(&entries).unwrap());
     eprintln!("a frozen session was left and its entries resumed in {resumed_after:?}");
 }

@@ -4,6 +4,7 @@
 //! guest goes away (the host key changes with the system), and sends what it sees as signals.
 
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,10 +114,19 @@ pub const STOP_WAIT: Duration = Duration::from_secs(2);
 pub struct Followers {
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
+    /// Closed by `stop` itself: the journal thread may still be in a blocking read then.
+    raw: Option<Arc<std::sync::Mutex<RawJournal>>>,
 }
 
 impl Followers {
-    pub fn start(target: SshTarget, tx: SignalTx, poll: Duration) -> Followers {
+    /// Starts both followers; `raw_dir` gets each boot's whole journal, compressed
+    /// ([`RawJournal`]).
+    pub fn start(
+        target: SshTarget,
+        tx: SignalTx,
+        poll: Duration,
+        raw_dir: Option<std::path::PathBuf>,
+    ) -> Followers {
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         {
@@ -128,16 +138,17 @@ impl Followers {
                     .expect("spawn"),
             );
         }
+        let raw = raw_dir.map(|d| Arc::new(std::sync::Mutex::new(RawJournal::new(d))));
         {
-            let stop2 = stop.clone();
+            let (stop2, raw2) = (stop.clone(), raw.clone());
             threads.push(
                 std::thread::Builder::new()
                     .name("guest-journal".into())
-                    .spawn(move || journal_loop(&target, &tx, &stop2))
+                    .spawn(move || journal_loop(&target, &tx, &stop2, raw2.as_deref()))
                     .expect("spawn"),
             );
         }
-        Followers { stop, threads }
+        Followers { stop, threads, raw }
     }
 
     /// Tells the threads to stop and waits up to [`STOP_WAIT`] for them. A thread inside a
@@ -155,6 +166,9 @@ impl Followers {
             if t.is_finished() {
                 let _ = t.join();
             }
+        }
+        if let Some(raw) = &self.raw {
+            raw.lock().unwrap_or_else(|e| e.into_inner()).close();
         }
     }
 }
@@ -246,7 +260,76 @@ fn status_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool, poll: Durat
     }
 }
 
-fn journal_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool) {
+/// Every entry of every boot, as journalctl gave it, into `journal-<n>-<boot id>.json.gz`
+/// (n counting the boots the follower met; kola keeps `journal-raw.txt.gz`): what the files by
+/// system leave out is still there for a postmortem. Gzip, so that a run killed mid-boot
+/// leaves a file whose complete members still read (`zcat` reads up to the cut).
+pub struct RawJournal {
+    dir: std::path::PathBuf,
+    boots: u32,
+    current: Option<(String, flate2::write::GzEncoder<std::fs::File>)>,
+    closed: bool,
+}
+
+impl RawJournal {
+    pub fn new(dir: std::path::PathBuf) -> RawJournal {
+        RawJournal {
+            dir,
+            boots: 0,
+            current: None,
+            closed: false,
+        }
+    }
+
+    /// One entry (a line with its newline) of boot `boot` (its id as /proc gives it).
+    pub fn line(&mut self, boot: &str, line: &[u8]) {
+        use std::io::Write;
+        if self.closed {
+            return;
+        }
+        let key = crate::flow::machine::boot_key(boot);
+        if self.current.as_ref().is_none_or(|(b, _)| *b != key) {
+            self.finish();
+            self.boots += 1;
+            let path = self
+                .dir
+                .join(format!("journal-{}-{key}.json.gz", self.boots));
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path);
+            let Ok(file) = file else {
+                return;
+            };
+            let gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+            self.current = Some((key, gz));
+        }
+        if let Some((_, gz)) = self.current.as_mut() {
+            let _ = gz.write_all(line);
+        }
+    }
+
+    /// Ends the current boot's file.
+    fn finish(&mut self) {
+        if let Some((_, gz)) = self.current.take() {
+            let _ = gz.finish();
+        }
+    }
+
+    /// Ends the current file and takes no more lines (the run is over).
+    pub fn close(&mut self) {
+        self.finish();
+        self.closed = true;
+    }
+}
+
+fn journal_loop(
+    target: &SshTarget,
+    tx: &SignalTx,
+    stop: &AtomicBool,
+    raw: Option<&std::sync::Mutex<RawJournal>>,
+) {
     // The last cursor seen per boot, so a reconnect resumes without repeating entries.
     let mut cursor: Option<(String, String)> = None;
     while !stop.load(Ordering::SeqCst) {
@@ -288,6 +371,11 @@ fn journal_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool) {
                         let line: Vec<u8> = pending.drain(..=pos).collect();
                         if let Some((sig, c)) = parse_journal(&String::from_utf8_lossy(&line)) {
                             cursor = Some((boot.clone(), c));
+                            if let Some(r) = raw {
+                                r.lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .line(&boot, &line);
+                            }
                             if worth_sending(&sig, &line) {
                                 let _ = tx.send((Source::Journal, sig));
                             }

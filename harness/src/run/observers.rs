@@ -34,7 +34,7 @@ impl Observers {
         vm: &RunningVm,
         console: &Console,
         install_drive: Option<String>,
-        target: &SshTarget,
+        (target, run_dir): (&SshTarget, &Path),
         endpoint: ApiEndpoint,
         checks: Inputs,
         tx: &SignalTx,
@@ -42,7 +42,12 @@ impl Observers {
         forward_console(console, tx);
         Observers {
             blockstats: install_drive.map(|drive| poll_blockstats(vm, drive, tx)),
-            followers: Followers::start(target.clone(), tx.clone(), Duration::from_secs(2)),
+            followers: Followers::start(
+                target.clone(),
+                tx.clone(),
+                Duration::from_secs(2),
+                Some(run_dir.to_path_buf()),
+            ),
             api: None,
             endpoint,
             checks,

@@ -114,7 +114,7 @@ impl Session {
             &vm,
             &console,
             run.s.install.install_disk_id.clone(),
-            &target,
+            (&target, run.opts.dir.as_path()),
             endpoint,
             Inputs {
                 install_config: Some(assets.install_config.clone()),
