@@ -67,12 +67,6 @@ pub enum AssetsError {
 }
 
 impl AssetsError {
-    /// A rejection is the system under test's verdict (fail); everything else is an error of
-    /// the host or the harness.
-    pub fn is_rejection(&self) -> bool {
-        matches!(self, AssetsError::Rejected { .. })
-    }
-
     fn io(what: impl Into<String>, source: std::io::Error) -> Self {
         AssetsError::Io {
             what: what.into(),
