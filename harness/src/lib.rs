@@ -4,7 +4,8 @@
 //! `util` (helpers), `hw` (the hardware vocabulary), `flow` (signals, phases, the state
 //! machine), `result` (result.json), `scenario` (scenario and matrix files), `guest` (serial
 //! console, SSH, followers), `fixture` (building minisno), `vm` (QEMU and libvirt), `assets`
-//! (install-config, installer, live ISO), `health` (the API checks), `perf` (the model and
+//! (install-config, installer, live ISO), `health` (the API checks), `gather` (a failed run's evidence:
+//! guest, API and VM collectors), `perf` (the model and
 //! statistics of repeated runs), `report` (JUnit, Markdown, HTML, comparisons), `run` (one run
 //! as named steps, the runners of many, gc). The command line (`cli/`, in the binary) sits on
 //! top. docs/architecture.md tells the way of one run through them.
@@ -32,6 +33,7 @@ macro_rules! errln {
 pub mod assets;
 pub mod fixture;
 pub mod flow;
+pub mod gather;
 pub mod guest;
 pub mod health;
 pub mod hw;

@@ -76,6 +76,7 @@ fn every_permutation_gets_its_own_directory_and_result_in_order() {
                 interrupt: rx,
                 progress: Mode::Plain,
                 junit: Default::default(),
+                gather: Default::default(),
             },
         },
     ));
@@ -126,6 +127,7 @@ fn an_interrupt_before_the_start_leaves_every_permutation_not_run() {
                 interrupt: rx,
                 progress: Mode::Plain,
                 junit: Default::default(),
+                gather: Default::default(),
             },
         },
     ));

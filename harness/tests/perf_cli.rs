@@ -500,6 +500,7 @@ fn an_interrupt_between_runs_stops_before_the_next_one() {
                 interrupt: rx,
                 progress: sno_harness::run::progress::Mode::Plain,
                 junit: Default::default(),
+                gather: Default::default(),
             },
             disk_write_only: false,
         },

@@ -49,6 +49,37 @@ pub struct RunFlags {
     pub connect: String,
     #[command(flatten)]
     pub junit: JunitFlag,
+    /// When a run collects the guest's, the API's and the VM's evidence into
+    /// `<run>/gather/` before the VM stops: `on-failure`, `always` or `never`.
+    #[arg(long, value_name = "WHEN", default_value = "on-failure", value_parser = gather_when)]
+    pub gather: sno_harness::gather::When,
+    /// Each gather collector's time limit (the whole journal gets twice this), e.g. `60s`.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = gather_limit)]
+    pub gather_limit: std::time::Duration,
+}
+
+fn gather_when(s: &str) -> Result<sno_harness::gather::When, String> {
+    s.parse()
+}
+
+/// A limit from 1 s to 1 h, in the scenario files' duration forms.
+fn gather_limit(s: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("{s:?} is not a duration such as 30s or 2m ({e})"))?;
+    if d < std::time::Duration::from_secs(1) || d > std::time::Duration::from_secs(3600) {
+        return Err(format!("{s:?}: a collector's limit is from 1s to 1h"));
+    }
+    Ok(d)
+}
+
+impl RunFlags {
+    /// How each run gathers.
+    pub fn gather(&self) -> sno_harness::gather::Settings {
+        sno_harness::gather::Settings {
+            when: self.gather,
+            limit: self.gather_limit,
+        }
+    }
 }
 
 /// `--junit-flavour`, wherever junit.xml is written (`run`, `matrix`, `perf`, `report`).
@@ -85,6 +116,7 @@ impl RunFlags {
             interrupt,
             progress: sno_harness::run::progress::Mode::detect(),
             junit: self.junit.flavour,
+            gather: self.gather(),
         }
     }
 

@@ -68,6 +68,7 @@ pub fn run(a: RunArgs) -> Outcome {
                 progress: sno_harness::run::progress::Display::detect(),
                 state,
                 junit: a.flags.junit.flavour,
+                gather: a.flags.gather(),
             },
         )
         .await;

@@ -99,6 +99,16 @@ pub struct CommandOutput {
     pub stderr: String,
 }
 
+/// A command's output with stdout as bytes, at most the cap asked for.
+#[derive(Debug, Clone)]
+pub struct BytesOutput {
+    pub status: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    /// stdout reached the cap and the rest was not read.
+    pub truncated: bool,
+}
+
 /// Where and as whom to log in.
 #[derive(Debug, Clone)]
 pub struct SshTarget {
@@ -202,6 +212,18 @@ impl SshSession {
     }
 
     pub fn exec(&self, command: &str) -> Result<CommandOutput, SshError> {
+        let out = self.exec_bytes(command, u64::MAX)?;
+        Ok(CommandOutput {
+            status: out.status,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: out.stderr,
+        })
+    }
+
+    /// Runs a command and keeps at most `max_stdout` bytes of its stdout, as bytes (a tarball,
+    /// a journal with invalid UTF-8). Past the cap the channel is closed: the command sees a
+    /// broken pipe.
+    pub fn exec_bytes(&self, command: &str, max_stdout: u64) -> Result<BytesOutput, SshError> {
         let proto = |stage, source| SshError::Protocol {
             addr: self.addr,
             stage,
@@ -216,16 +238,27 @@ impl SshSession {
             command: command.into(),
             source,
         };
-        let mut stdout = String::new();
-        ch.read_to_string(&mut stdout).map_err(read_err)?;
+        let mut stdout = Vec::new();
+        (&mut ch)
+            .take(max_stdout)
+            .read_to_end(&mut stdout)
+            .map_err(read_err)?;
+        let truncated = stdout.len() as u64 >= max_stdout;
+        if truncated {
+            let _ = ch.close();
+        }
         let mut stderr = String::new();
-        ch.stderr().read_to_string(&mut stderr).map_err(read_err)?;
+        ch.stderr()
+            .take(1 << 20)
+            .read_to_string(&mut stderr)
+            .map_err(read_err)?;
         ch.wait_close().map_err(|e| proto("close", e))?;
         let status = ch.exit_status().map_err(|e| proto("exit status", e))?;
-        Ok(CommandOutput {
+        Ok(BytesOutput {
             status,
             stdout,
             stderr,
+            truncated,
         })
     }
 

@@ -129,6 +129,17 @@ impl ClusterApi {
         }
     }
 
+    /// GET `path` as the server's text (for gather: objects kept as the API gave them).
+    pub async fn get_text(&self, path: &str) -> Result<String, HealthError> {
+        let req = http::Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| HealthError::Client(e.to_string()))?;
+        self.client
+            .request_text(req)
+            .await
+            .map_err(|e| self.api_error(&format!("GET {path}"), e))
+    }
+
     /// `data.status` of configmap kube-system/bootstrap, None while it does not exist.
     pub async fn bootstrap_status(&self) -> Result<Option<String>, HealthError> {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), "kube-system");

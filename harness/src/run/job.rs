@@ -35,6 +35,8 @@ pub struct RunSettings {
     pub progress: Mode,
     /// The cases of each run's junit.xml (`--junit-flavour`).
     pub junit: crate::report::junit::JunitFlavour,
+    /// When each run gathers, and each collector's limit (`--gather`, `--gather-limit`).
+    pub gather: crate::gather::Settings,
 }
 
 impl RunSettings {
@@ -59,6 +61,7 @@ impl RunSettings {
             progress,
             state,
             junit: self.junit,
+            gather: self.gather,
         }
     }
 }

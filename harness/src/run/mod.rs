@@ -12,6 +12,7 @@ pub mod board;
 mod drive;
 mod error;
 mod expect;
+mod gather_step;
 pub mod gc;
 mod installer;
 pub mod job;
@@ -65,6 +66,8 @@ pub struct RunOptions {
     pub state: state::StateMode,
     /// The cases of the run's junit.xml (`--junit-flavour`).
     pub junit: crate::report::junit::JunitFlavour,
+    /// When the run gathers, and each collector's limit.
+    pub gather: crate::gather::Settings,
 }
 
 /// Resolves once the run must stop; never when the sender is gone without asking.

@@ -39,6 +39,8 @@ pub struct Session {
     /// What background work of the run's own (not an observer) found fatal.
     harness_failures: UnboundedReceiver<String>,
     journal: JournalFiles,
+    /// The API, for the gather.
+    endpoint: ApiEndpoint,
 }
 
 /// Where the harness reaches the guest's SSH and API.
@@ -115,7 +117,7 @@ impl Session {
             &console,
             run.s.install.install_disk_id.clone(),
             (&target, run.opts.dir.as_path()),
-            endpoint,
+            endpoint.clone(),
             Inputs {
                 install_config: Some(assets.install_config.clone()),
                 etcd: run.s.etcd_check,
@@ -141,6 +143,7 @@ impl Session {
             signals,
             harness_failures,
             journal: JournalFiles::new(dir),
+            endpoint,
         })
     }
 
@@ -226,8 +229,8 @@ impl Session {
         run.handle(source, signal);
     }
 
-    /// Observers first, then the evidence (a failed run's screenshot, a saving run's state),
-    /// then the VM; `--keep` prints how to boot the disks again.
+    /// Observers first, then the evidence (a failed run's gather, a saving run's state), then
+    /// the VM; `--keep` prints how to boot the disks again.
     pub async fn tear_down(
         mut self,
         run: &mut Run<'_>,
@@ -241,9 +244,13 @@ impl Session {
             .machine
             .outcome()
             .is_some_and(|o| o.verdict == Verdict::Pass);
-        if !passed {
-            self.screenshot(run).await;
-        } else {
+        let reach = super::gather_step::Reach {
+            vm: &self.vm,
+            guest: &self.target,
+            api: &self.endpoint,
+        };
+        super::gather_step::gather(run, reach, passed).await;
+        if passed {
             let saved = life
                 .after_pass(
                     SaveInputs {
@@ -274,18 +281,6 @@ impl Session {
                 key,
                 self.ssh_port,
             ));
-        }
-    }
-
-    async fn screenshot(&self, run: &mut Run<'_>) {
-        let png = run.opts.dir.join("screenshot-final.png");
-        if tokio::time::timeout(Duration::from_secs(5), self.vm.screenshot(&png))
-            .await
-            .map(|r| r.is_ok())
-            .unwrap_or(false)
-        {
-            run.artifacts
-                .insert("screenshot".into(), "screenshot-final.png".into());
         }
     }
 }

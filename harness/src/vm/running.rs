@@ -163,20 +163,6 @@ impl RunningVm {
         }
     }
 
-    /// The primary display as PNG.
-    pub async fn screenshot(&self, png: &Path) -> Result<(), String> {
-        match self {
-            RunningVm::Qemu { qmp, .. } => qmp.screendump(png).await.map_err(|e| e.to_string()),
-            RunningVm::Libvirt(vm) => {
-                let (vm, png) = (vm.clone(), png.to_path_buf());
-                tokio::task::spawn_blocking(move || lock(&vm).screenshot(&png))
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| e.to_string())
-            }
-        }
-    }
-
     /// Pauses the VM and saves its state to `path` (QEMU backend only; see
     /// `qemu::state_file`).
     pub async fn save_state(
@@ -226,7 +212,57 @@ pub enum RunningVmHandle {
     Libvirt(Arc<std::sync::Mutex<LibvirtVm>>),
 }
 
+/// A QMP query whose reply gather keeps as QEMU gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VmQuery {
+    Status,
+    BlockStats,
+}
+
+impl VmQuery {
+    pub fn command(self) -> &'static str {
+        match self {
+            VmQuery::Status => "query-status",
+            VmQuery::BlockStats => "query-blockstats",
+        }
+    }
+}
+
 impl RunningVmHandle {
+    /// The primary display as PNG.
+    pub async fn screenshot(&self, png: &Path) -> Result<(), String> {
+        match self {
+            RunningVmHandle::Qemu(qmp) => qmp.screendump(png).await.map_err(|e| e.to_string()),
+            RunningVmHandle::Libvirt(vm) => {
+                let (vm, png) = (vm.clone(), png.to_path_buf());
+                tokio::task::spawn_blocking(move || lock(&vm).screenshot(&png))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// QEMU's reply to `q`, raw (through libvirt's monitor passthrough on libvirt).
+    pub async fn query(&self, q: VmQuery) -> Result<serde_json::Value, String> {
+        use super::qemu::qmp::{QueryBlockstats, QueryStatus};
+        match self {
+            RunningVmHandle::Qemu(qmp) => match q {
+                VmQuery::Status => qmp.execute_raw::<QueryStatus>(Default::default()).await,
+                VmQuery::BlockStats => qmp.execute_raw::<QueryBlockstats>(Default::default()).await,
+            }
+            .map_err(|e| e.to_string()),
+            RunningVmHandle::Libvirt(vm) => {
+                let vm = vm.clone();
+                let command = serde_json::json!({ "execute": q.command() });
+                tokio::task::spawn_blocking(move || lock(&vm).monitor(&command))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
     /// Bytes written so far to the disk with this id (the guest's writes, from QEMU's block
     /// stats), None when QEMU does not list it.
     pub async fn disk_written_bytes(&self, disk_id: &str) -> Result<Option<u64>, String> {

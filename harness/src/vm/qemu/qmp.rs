@@ -187,6 +187,14 @@ impl RawCommandName for QueryBlockstats {
     const NAME: &'static str = "query-blockstats";
 }
 
+/// `query-status`, raw.
+#[derive(Debug, Clone, Copy)]
+pub struct QueryStatus;
+
+impl RawCommandName for QueryStatus {
+    const NAME: &'static str = "query-status";
+}
+
 type Service = QapiService<QmpStreamTokio<OwnedWriteHalf>>;
 
 /// A connected QMP client. Clones share the connection; dropping the last one closes it and

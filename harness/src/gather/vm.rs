@@ -1,0 +1,56 @@
+//! The VM's collectors: what the screen shows, what QEMU says of the machine and its disks,
+//! and how the VM was defined (the QEMU command line or the domain XML).
+
+use std::time::Duration;
+
+use super::Collector;
+use crate::vm::running::{RunningVmHandle, VmQuery};
+
+pub fn collectors(vm: RunningVmHandle, definition: String, limit: Duration) -> Vec<Collector> {
+    let query = |file: &'static str, q: VmQuery| {
+        let vm = vm.clone();
+        Collector::new(file, limit, move |sink| {
+            Box::pin(async move {
+                let reply = vm.query(q).await?;
+                let text = serde_json::to_string_pretty(&reply).map_err(|e| e.to_string())?;
+                sink.write(file, format!("{text}\n").as_bytes())?;
+                Ok(None)
+            })
+        })
+    };
+    let screen = vm.clone();
+    vec![
+        Collector::new("vm/screenshot.png", limit, move |sink| {
+            Box::pin(async move { screenshot(&screen, &sink).await })
+        }),
+        query("vm/query-status.json", VmQuery::Status),
+        query("vm/blockstats.json", VmQuery::BlockStats),
+        Collector::new("vm/definition.txt", limit, move |sink| {
+            Box::pin(async move {
+                sink.write("vm/definition.txt", format!("{definition}\n").as_bytes())?;
+                Ok(None)
+            })
+        }),
+    ]
+}
+
+/// QEMU (or libvirt) writes the picture into a scratch file first; the sink then keeps it
+/// like every other file, owner-only and listed.
+async fn screenshot(vm: &RunningVmHandle, sink: &super::Sink) -> Result<Option<String>, String> {
+    let scratch = tempfile::Builder::new()
+        .prefix("sno-harness-screen")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let png = scratch.path().join("screen.png");
+    let shot = vm.screenshot(&png).await;
+    // QEMU without PNG support writes a PPM beside it and says so (see qmp::screendump).
+    let ppm = png.with_extension("ppm");
+    let (file, path) = match (png.exists(), ppm.exists()) {
+        (true, _) => ("vm/screenshot.png", png),
+        (false, true) => ("vm/screenshot.ppm", ppm),
+        (false, false) => return Err(shot.err().unwrap_or_else(|| "no picture written".into())),
+    };
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    sink.write(file, &bytes)?;
+    Ok(None)
+}
