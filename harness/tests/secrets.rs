@@ -127,7 +127,8 @@ fn canary_secrets_never_leave_the_assets_directory() {
     let run = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
         .arg("run")
         .arg(&scenario)
-        .args(["--keep", "--out"])
+        // A passing run gathers too, so that what gather/ keeps is searched.
+        .args(["--keep", "--gather", "always", "--out"])
         .arg(&out)
         .env("SNO_HARNESS_PROGRESS", "plain")
         .stdin(Stdio::null())
@@ -177,7 +178,14 @@ fn canary_secrets_never_leave_the_assets_directory() {
             && searched.iter().any(|p| p.ends_with("serial.log"))
             && searched
                 .iter()
-                .any(|p| p.extension().is_some_and(|x| x == "gz")),
+                .any(|p| p.extension().is_some_and(|x| x == "gz"))
+            && searched.iter().any(|p| p.ends_with("gather/index.json"))
+            && searched
+                .iter()
+                .any(|p| p.ends_with("gather/installed/journal.txt"))
+            && searched
+                .iter()
+                .any(|p| p.ends_with("gather/api/clusteroperators.json")),
         "{searched:?}"
     );
     let mut leaks = Vec::new();
@@ -210,8 +218,13 @@ fn canary_secrets_never_leave_the_assets_directory() {
 
     assert_secrets_are_owner_only(&dir);
 
-    // Assets: owner only.
+    // Assets and what gather kept: owner only.
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let mut gathered = Vec::new();
+    files_under(&dir.join("gather"), &mut gathered);
+    for f in gathered {
+        assert_eq!(mode(&f), 0o600, "{}", f.display());
+    }
     assert_eq!(mode(&assets), 0o700, "assets/");
     let mut asset_files = Vec::new();
     files_under(&assets, &mut asset_files);

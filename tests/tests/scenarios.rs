@@ -79,13 +79,17 @@ fn run_one(
             progress: sno_harness::run::progress::Display::Plain,
             state: Default::default(),
             junit: Default::default(),
+            gather: Default::default(),
         },
     ));
     let checked = check_expectation(s, &result).and_then(|m| {
         if result.verdict == sno_harness::flow::machine::Verdict::Pass {
             check_timeline(out.path(), &result)?;
+            Ok(m)
+        } else {
+            let gathered = check_gather(out.path(), &s.name, &result)?;
+            Ok(format!("{m}; {gathered}"))
         }
-        Ok(m)
     });
     match checked {
         Ok(m) => {
@@ -146,6 +150,117 @@ fn check_timeline(dir: &Path, r: &sno_harness::result::RunResult) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// Files a failed run's gather must hold, with content, by scenario: what a reader of that
+/// failure opens first.
+const GATHERED: &[(&str, &[&str])] = &[
+    (
+        "fault-install-fail",
+        &[
+            "live/journal/install-to-disk.service.txt",
+            "live/journal/bootkube.service.txt",
+            "live/opt-openshift.txt",
+            "live/master.ign.redacted.json",
+            "live/service-records.txt",
+            "live/block-devices.txt",
+        ],
+    ),
+    (
+        "fault-post-reboot-fail",
+        &[
+            "installed/log-bundle-bootstrap.tar.gz",
+            "installed/journal.txt",
+            "installed/kubelet-status.txt",
+            "api/clusterversion.json",
+            "api/nodes.json",
+        ],
+    ),
+    (
+        "fault-operator-degraded",
+        &[
+            "api/clusteroperators.json",
+            "api/events.json",
+            "api/pods/openshift-ingress-operator.json",
+            "installed/journal.txt",
+        ],
+    ),
+];
+
+/// What a failed run's gather must be: gather/index.json, linked from result.json, listing
+/// the VM's collectors (ok) and either the guest's or why the guest did not answer; every
+/// collector that did not succeed says why; the files this scenario's failure needs are there
+/// and not empty; master.ign is kept without its inline contents. Returns the index's summary.
+fn check_gather(
+    dir: &Path,
+    name: &str,
+    r: &sno_harness::result::RunResult,
+) -> Result<String, String> {
+    if r.artifacts.get("gather").map(String::as_str) != Some("gather/index.json") {
+        return Err(format!(
+            "result.json links no gather index: {:?}",
+            r.artifacts
+        ));
+    }
+    let text = std::fs::read_to_string(dir.join("gather/index.json"))
+        .map_err(|e| format!("gather/index.json: {e}"))?;
+    let index: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("gather/index.json: {e}"))?;
+    let entries = index["collectors"].as_array().cloned().unwrap_or_default();
+    let status = |n: &str| {
+        entries
+            .iter()
+            .find(|c| c["name"] == n)
+            .map(|c| c["status"].as_str().unwrap_or("").to_string())
+    };
+    for vm in [
+        "vm/screenshot.png",
+        "vm/query-status.json",
+        "vm/blockstats.json",
+        "vm/definition.txt",
+    ] {
+        if status(vm).as_deref() != Some("ok") {
+            return Err(format!("gather: {vm} is {:?}:\n{text}", status(vm)));
+        }
+    }
+    let guest_ran = entries.iter().any(|c| {
+        let n = c["name"].as_str().unwrap_or("");
+        n.starts_with("live/") || n.starts_with("installed/")
+    });
+    if !guest_ran && status("guest").is_none() {
+        return Err(format!(
+            "gather has neither the guest's collectors nor why not:\n{text}"
+        ));
+    }
+    if let Some(c) = entries
+        .iter()
+        .find(|c| c["status"] != "ok" && c["reason"].is_null())
+    {
+        return Err(format!(
+            "a collector that did not succeed says not why: {c}"
+        ));
+    }
+    let wanted = GATHERED
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&[][..], |(_, f)| f);
+    for f in wanted {
+        let len = std::fs::metadata(dir.join("gather").join(f)).map_or(0, |m| m.len());
+        if len == 0 {
+            return Err(format!("gather/{f} is missing or empty:\n{text}"));
+        }
+    }
+    if let Ok(ign) = std::fs::read_to_string(dir.join("gather/live/master.ign.redacted.json")) {
+        if ign.contains("\"data:") || ign.contains("PRIVATE KEY") {
+            return Err("gather/live/master.ign.redacted.json keeps inline contents".into());
+        }
+    }
+    Ok(format!(
+        "gather: {} collectors, {} bytes in {} ms",
+        entries.len(),
+        index["bytes"],
+        index["ms"]
+    ))
 }
 
 /// The permutations of every shipped matrix, as ignored test cases.
