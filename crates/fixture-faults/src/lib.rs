@@ -91,6 +91,10 @@ pub const FAULTS: &[FaultName] = &[
         "oom-kill",
         "after the reboot a process is OOM-killed; the install succeeds",
     ),
+    plain(
+        "gather-hang",
+        "a service record in /var/log/openshift is a FIFO no one writes: reading it blocks forever; the install is not affected",
+    ),
 ];
 
 /// A fault as a scenario names it, checked against the list.

@@ -4,7 +4,9 @@ use crate::app::App;
 use crate::config::Fault;
 use crate::resources::health::Check;
 use crate::resources::openshift::Singleton;
-use crate::resources::{certificates, core, discovery, health, openshift, tables, Reply};
+use crate::resources::{
+    certificates, core, discovery, events, health, openshift, pods, tables, Reply,
+};
 
 fn has_flag(query: Option<&str>, flag: &str) -> bool {
     query.is_some_and(|q| {
@@ -28,8 +30,8 @@ pub fn route_negotiated(
     if method != "GET" || reply.code != 200 {
         return reply;
     }
-    let reply = match field_selector_name(query) {
-        Some(name) => filter_list_by_name(reply, &name),
+    let reply = match field_selector(query) {
+        Some(terms) => filter_list(reply, &terms),
         None => reply,
     };
     if !tables::wants_table(accept) {
@@ -43,24 +45,93 @@ pub fn route_negotiated(
         .unwrap_or(reply)
 }
 
-/// `fieldSelector=metadata.name=X` (what kubectl wait and informers send), URL-decoded.
-fn field_selector_name(query: Option<&str>) -> Option<String> {
+/// `%3D` and the like of a query value, and `+` as a space.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One term of a field selector: `path=value`, `path==value` or `path!=value`.
+#[derive(Debug, PartialEq)]
+struct Term {
+    path: String,
+    value: String,
+    equal: bool,
+}
+
+/// `fieldSelector=metadata.name=X` (what kubectl wait and informers send), or several terms
+/// joined by commas (`involvedObject.kind=Node,type=Warning`, `spec.nodeName=n`), URL-decoded.
+fn field_selector(query: Option<&str>) -> Option<Vec<Term>> {
     let value = query?
         .split('&')
         .find_map(|kv| kv.strip_prefix("fieldSelector="))?;
-    let decoded = value.replace("%3D", "=").replace("%3d", "=");
-    decoded
-        .strip_prefix("metadata.name==")
-        .or_else(|| decoded.strip_prefix("metadata.name="))
-        .map(str::to_string)
+    let decoded = percent_decode(value);
+    let terms = decoded
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .filter_map(|t| {
+            let (path, value, equal) = if let Some((p, v)) = t.split_once("!=") {
+                (p, v, false)
+            } else {
+                let (p, v) = t.split_once('=')?;
+                (p, v.strip_prefix('=').unwrap_or(v), true)
+            };
+            Some(Term {
+                path: path.trim().to_string(),
+                value: value.trim().to_string(),
+                equal,
+            })
+        })
+        .collect();
+    Some(terms)
 }
 
-fn filter_list_by_name(reply: Reply, name: &str) -> Reply {
+/// The field at a dotted path as a selector compares it: a missing field is the empty string
+/// (as the apiserver's field sets have it), a number or a boolean its text.
+fn field(item: &serde_json::Value, path: &str) -> String {
+    let v = path.split('.').fold(item, |v, k| &v[k]);
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Keeps the list's items every term matches. The real apiserver knows a few fields per kind
+/// and refuses others; this one reads any path of the object, which answers the same for the
+/// fields the real one knows.
+fn filter_list(reply: Reply, terms: &[Term]) -> Reply {
     let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&reply.body) else {
         return reply;
     };
     match v.get_mut("items").and_then(|i| i.as_array_mut()) {
-        Some(items) => items.retain(|o| o["metadata"]["name"] == name),
+        Some(items) => items.retain(|o| {
+            terms
+                .iter()
+                .all(|t| (field(o, &t.path) == t.value) == t.equal)
+        }),
         None => return reply,
     }
     Reply::json(200, &v)
@@ -108,6 +179,14 @@ pub fn route(app: &App, method: &str, path: &str, query: Option<&str>, body: &[u
         ["api", "v1", "nodes", name] => get(&|| core::get_node(app, name)),
         ["api", "v1", "namespaces"] => get(&|| core::list_namespaces(app)),
         ["api", "v1", "namespaces", ns] => get(&|| core::get_namespace(app, ns)),
+        ["api", "v1", "events"] => get(&|| events::list_events(app, None)),
+        ["api", "v1", "namespaces", ns, "events"] => get(&|| events::list_events(app, Some(ns))),
+        ["api", "v1", "namespaces", ns, "events", name] => {
+            get(&|| events::get_event(app, ns, name))
+        }
+        ["api", "v1", "pods"] => get(&|| pods::list_pods(app, None)),
+        ["api", "v1", "namespaces", ns, "pods"] => get(&|| pods::list_pods(app, Some(ns))),
+        ["api", "v1", "namespaces", ns, "pods", name] => get(&|| pods::get_pod(app, ns, name)),
         ["api", "v1", "configmaps"] => get(&|| core::list_configmaps(app, None)),
         ["api", "v1", "namespaces", ns, "configmaps"] => match method {
             "GET" => core::list_configmaps(app, Some(ns)),

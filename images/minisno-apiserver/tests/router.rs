@@ -5,6 +5,7 @@ mod common;
 use common::*;
 use minisno_apiserver::app::App;
 use minisno_apiserver::router::route;
+use minisno_apiserver::Schedule;
 use serde_json::Value;
 
 /// An app whose API is up at once and whose node has registered (api-int resolves) but is
@@ -50,7 +51,10 @@ fn discovery_documents() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["configmaps", "namespaces", "nodes"]);
+    assert_eq!(
+        names,
+        ["configmaps", "events", "namespaces", "nodes", "pods"]
+    );
     let (_, v) = get(&app, "/apis/config.openshift.io");
     assert_eq!(v["kind"], "APIGroup");
     assert_eq!(
@@ -299,4 +303,196 @@ fn no_node_and_no_csr_before_api_int_resolves() {
         "/apis/certificates.k8s.io/v1/certificatesigningrequests",
     );
     assert_eq!(csrs["items"], serde_json::json!([]));
+}
+
+/// An app whose every milestone has come at once (all delays 0), with `faults`.
+fn converged(faults: &[&str]) -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new(&dir.path().join("pki"));
+    let mut cfg = config(dir.path(), &pki, faults);
+    cfg.schedule = Schedule::fast().scaled(0.0);
+    let app = App::new(cfg, None).unwrap();
+    app.look_up_api_int();
+    (dir, app)
+}
+
+fn items(v: &Value) -> &Vec<Value> {
+    v["items"].as_array().unwrap()
+}
+
+#[test]
+fn a_healthy_clusters_pods_are_running_and_ready() {
+    let (_d, app) = converged(&[]);
+    let (code, pods) = get(&app, "/api/v1/pods");
+    assert_eq!(code, 200);
+    assert_eq!(
+        (pods["kind"].as_str(), pods["apiVersion"].as_str()),
+        (Some("PodList"), Some("v1"))
+    );
+    assert!(pods["metadata"]["resourceVersion"].is_string());
+    assert!(items(&pods).len() > 33);
+    for p in items(&pods) {
+        assert_eq!(p["status"]["phase"], "Running", "{}", p["metadata"]["name"]);
+        assert_eq!(p["status"]["containerStatuses"][0]["ready"], true);
+        assert_eq!(p["status"]["containerStatuses"][0]["restartCount"], 0);
+        assert_eq!(p["spec"]["nodeName"], "minisno");
+        for f in ["name", "namespace", "uid", "creationTimestamp"] {
+            assert!(p["metadata"][f].is_string(), "{f}");
+        }
+    }
+    let (_, one) = get(&app, "/api/v1/namespaces/openshift-etcd/pods");
+    assert_eq!(items(&one).len(), 1);
+    assert_eq!(one["items"][0]["metadata"]["name"], "etcd-minisno");
+    let (code, pod) = get(&app, "/api/v1/namespaces/openshift-etcd/pods/etcd-minisno");
+    assert_eq!((code, pod["kind"].as_str()), (200, Some("Pod")));
+    let (_, none) = get(&app, "/api/v1/namespaces/no-such/pods");
+    assert_eq!(none["items"], serde_json::json!([]));
+    let (code, _) = get(&app, "/api/v1/namespaces/openshift-etcd/pods/other");
+    assert_eq!(code, 404);
+}
+
+#[test]
+fn a_degraded_operators_namespaces_hold_a_crashlooping_pod() {
+    let (_d, app) = converged(&["operator-degraded:ingress"]);
+    let (_, cos) = get(
+        &app,
+        "/apis/config.openshift.io/v1/clusteroperators/ingress",
+    );
+    let namespaces: Vec<&str> = cos["status"]["relatedObjects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["resource"] == "namespaces" && r["group"] == "")
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        namespaces,
+        [
+            "openshift-ingress-operator",
+            "openshift-ingress",
+            "openshift-ingress-canary"
+        ]
+    );
+    for ns in namespaces {
+        let (_, pods) = get(&app, &format!("/api/v1/namespaces/{ns}/pods"));
+        let p = &pods["items"][0];
+        assert_eq!(p["metadata"]["namespace"], ns);
+        let c = &p["status"]["containerStatuses"][0];
+        assert_eq!(c["state"]["waiting"]["reason"], "CrashLoopBackOff", "{ns}");
+        assert!(c["restartCount"].as_i64().unwrap() > 0);
+        assert_eq!(c["ready"], false);
+        let term = &c["lastState"]["terminated"];
+        assert_eq!(term["exitCode"], 1);
+        assert!(term["message"]
+            .as_str()
+            .unwrap()
+            .contains("operator-degraded:ingress"));
+    }
+    // the operator's status change is a Warning event in its namespace
+    let (_, ev) = get(&app, "/api/v1/namespaces/openshift-ingress-operator/events");
+    assert_eq!(ev["kind"], "EventList");
+    assert!(items(&ev)
+        .iter()
+        .all(|e| e["metadata"]["namespace"] == "openshift-ingress-operator"));
+    let warning = items(&ev)
+        .iter()
+        .find(|e| e["reason"] == "OperatorStatusChanged" && e["type"] == "Warning")
+        .unwrap();
+    assert_eq!(warning["involvedObject"]["kind"], "Deployment");
+    assert_eq!(
+        warning["source"]["component"],
+        "ingress-operator-status-controller-statussyncer_ingress"
+    );
+    assert!(warning["count"].as_i64().unwrap() >= 1);
+    for f in ["firstTimestamp", "lastTimestamp"] {
+        assert!(warning[f].is_string(), "{f}");
+    }
+}
+
+#[test]
+fn events_of_all_namespaces_and_their_selectors_and_tables() {
+    use minisno_apiserver::router::route_negotiated;
+    let (_d, app) = converged(&[]);
+    let (_, all) = get(&app, "/api/v1/events");
+    let node = items(&all)
+        .iter()
+        .find(|e| e["reason"] == "NodeReady")
+        .unwrap();
+    assert_eq!(node["metadata"]["namespace"], "default");
+    assert_eq!(node["involvedObject"]["kind"], "Node");
+    assert_eq!(node["involvedObject"]["name"], "minisno");
+    assert!(node["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .starts_with("minisno."));
+    for f in ["uid", "creationTimestamp", "resourceVersion"] {
+        assert!(node["metadata"][f].is_string(), "{f}");
+    }
+    let names: std::collections::HashSet<&str> = items(&all)
+        .iter()
+        .map(|e| e["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), items(&all).len(), "event names are unique");
+    let r = route_negotiated(
+        &app,
+        "GET",
+        "/api/v1/events",
+        Some("fieldSelector=involvedObject.kind%3DNode%2Creason%21%3DStarting"),
+        None,
+        b"",
+    );
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert!(!items(&v).is_empty());
+    assert!(items(&v)
+        .iter()
+        .all(|e| e["involvedObject"]["kind"] == "Node" && e["reason"] != "Starting"));
+    let r = route_negotiated(
+        &app,
+        "GET",
+        "/api/v1/pods",
+        Some("fieldSelector=metadata.name%3Detcd-minisno"),
+        None,
+        b"",
+    );
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(items(&v).len(), 1);
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let r = route_negotiated(
+        &app,
+        "GET",
+        "/api/v1/namespaces/openshift-etcd/pods",
+        None,
+        Some(accept),
+        b"",
+    );
+    let t: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(t["kind"], "Table");
+    assert_eq!(t["rows"][0]["cells"][0], "etcd-minisno");
+    assert_eq!(t["rows"][0]["cells"][1], "1/1");
+    assert_eq!(t["rows"][0]["cells"][2], "Running");
+    let r = route_negotiated(&app, "GET", "/api/v1/events", None, Some(accept), b"");
+    let t: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(t["columnDefinitions"][3]["name"], "Object");
+    let r = route(&app, "GET", "/api/v1/events", Some("watch=1"), b"");
+    assert_eq!(r.code, 405);
+}
+
+#[test]
+fn no_pod_and_no_event_before_the_node_registers() {
+    let dir = tempfile::tempdir().unwrap();
+    write_hosts(dir.path(), false);
+    let pki = Pki::new(&dir.path().join("pki"));
+    let mut cfg = config(dir.path(), &pki, &["operator-degraded:ingress"]);
+    cfg.schedule = Schedule::fast().scaled(0.0);
+    let app = App::new(cfg, None).unwrap();
+    app.look_up_api_int();
+    for path in [
+        "/api/v1/pods",
+        "/api/v1/events",
+        "/api/v1/namespaces/openshift-ingress-operator/pods",
+        "/api/v1/namespaces/default/events",
+    ] {
+        let (code, v) = get(&app, path);
+        assert_eq!((code, &v["items"]), (200, &serde_json::json!([])), "{path}");
+    }
 }

@@ -137,8 +137,13 @@ pub fn get_node(app: &App, name: &str) -> Reply {
     }
 }
 
+/// The base namespaces, those the operators run in (their pods and events are listed there)
+/// and those configmaps were created in.
 fn namespace_names(app: &App) -> Vec<String> {
     let mut names: Vec<String> = BASE_NAMESPACES.iter().map(|s| s.to_string()).collect();
+    for op in schedule::operator_names(&app.faults) {
+        names.extend(schedule::operator_namespaces(&op));
+    }
     app.read(|s| {
         for key in s.configmaps.keys() {
             if let Some((ns, _)) = key.split_once('/') {

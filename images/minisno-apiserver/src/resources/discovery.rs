@@ -40,6 +40,14 @@ pub const CORE_V1: GroupVersion = GroupVersion {
             short_names: &["cm"],
         },
         Res {
+            name: "events",
+            singular: "event",
+            kind: "Event",
+            namespaced: true,
+            verbs: READ,
+            short_names: &["ev"],
+        },
+        Res {
             name: "namespaces",
             singular: "namespace",
             kind: "Namespace",
@@ -54,6 +62,14 @@ pub const CORE_V1: GroupVersion = GroupVersion {
             namespaced: false,
             verbs: READ,
             short_names: &["no"],
+        },
+        Res {
+            name: "pods",
+            singular: "pod",
+            kind: "Pod",
+            namespaced: true,
+            verbs: READ,
+            short_names: &["po"],
         },
     ],
 };

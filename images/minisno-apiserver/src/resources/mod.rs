@@ -4,9 +4,11 @@
 pub mod certificates;
 pub mod core;
 pub mod discovery;
+pub mod events;
 pub mod health;
 pub mod openshift;
 pub mod openshift_types;
+pub mod pods;
 pub mod tables;
 
 use std::hash::{Hash, Hasher};

@@ -143,7 +143,22 @@ fn cluster_operator(app: &App, name: &str, index: usize, timeline: &Timeline) ->
     let version = &app.config.release.version;
     let conds =
         schedule::operator_conditions(name, index, app.elapsed(), timeline, &app.faults, version);
-    let namespace = format!("openshift-{name}");
+    // the namespaces first, then the operator itself, as the real operators list them
+    let mut related: Vec<ObjectReference> = schedule::operator_namespaces(name)
+        .into_iter()
+        .map(|ns| ObjectReference {
+            group: String::new(),
+            resource: "namespaces".to_string(),
+            namespace: String::new(),
+            name: ns,
+        })
+        .collect();
+    related.push(ObjectReference {
+        group: "config.openshift.io".to_string(),
+        resource: "clusteroperators".to_string(),
+        namespace: String::new(),
+        name: name.to_string(),
+    });
     ClusterOperator {
         api_version: CONFIG_V1.to_string(),
         kind: "ClusterOperator".to_string(),
@@ -155,20 +170,7 @@ fn cluster_operator(app: &App, name: &str, index: usize, timeline: &Timeline) ->
                 name: "operator".to_string(),
                 version: version.clone(),
             }],
-            related_objects: vec![
-                ObjectReference {
-                    group: "".to_string(),
-                    resource: "namespaces".to_string(),
-                    namespace: String::new(),
-                    name: namespace.clone(),
-                },
-                ObjectReference {
-                    group: "config.openshift.io".to_string(),
-                    resource: "clusteroperators".to_string(),
-                    namespace: String::new(),
-                    name: name.to_string(),
-                },
-            ],
+            related_objects: related,
         },
     }
 }

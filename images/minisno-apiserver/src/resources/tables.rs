@@ -1,5 +1,5 @@
-//! Server-side printing: when a client asks for `as=Table` (kubectl does), nodes, cluster
-//! operators and cluster versions come back as a `meta.k8s.io/v1` Table with the columns
+//! Server-side printing: when a client asks for `as=Table` (kubectl does), nodes, pods, events,
+//! cluster operators and cluster versions come back as a `meta.k8s.io/v1` Table with the columns
 //! `oc get` shows, instead of kubectl's bare NAME/AGE fallback.
 
 use serde_json::{json, Value};
@@ -113,6 +113,46 @@ fn version_row(o: &Value, now_s: i64) -> Vec<Value> {
     ]
 }
 
+/// READY `0/1`, STATUS the waiting reason (`CrashLoopBackOff`) or else the phase, RESTARTS.
+fn pod_row(o: &Value, now_s: i64) -> Vec<Value> {
+    let statuses: &[Value] = o["status"]["containerStatuses"]
+        .as_array()
+        .map_or(&[], |v| v.as_slice());
+    let ready = statuses.iter().filter(|c| c["ready"] == true).count();
+    let restarts: i64 = statuses
+        .iter()
+        .filter_map(|c| c["restartCount"].as_i64())
+        .sum();
+    let waiting = statuses
+        .iter()
+        .find_map(|c| c["state"]["waiting"]["reason"].as_str());
+    let status = waiting
+        .or(o["status"]["phase"].as_str())
+        .unwrap_or_default();
+    vec![
+        o["metadata"]["name"].clone(),
+        json!(format!("{ready}/{}", statuses.len())),
+        json!(status),
+        json!(restarts),
+        json!(since(&o["metadata"]["creationTimestamp"], now_s)),
+    ]
+}
+
+fn event_row(o: &Value, now_s: i64) -> Vec<Value> {
+    let involved = &o["involvedObject"];
+    let kind = involved["kind"].as_str().unwrap_or_default().to_lowercase();
+    vec![
+        json!(since(&o["lastTimestamp"], now_s)),
+        o["type"].clone(),
+        o["reason"].clone(),
+        json!(format!(
+            "{kind}/{}",
+            involved["name"].as_str().unwrap_or_default()
+        )),
+        o["message"].clone(),
+    ]
+}
+
 fn columns(kind: &str) -> Option<Columns> {
     match kind {
         "Node" => Some((
@@ -147,6 +187,26 @@ fn columns(kind: &str) -> Option<Columns> {
                 ("Status", "string"),
             ],
             version_row,
+        )),
+        "Pod" => Some((
+            &[
+                ("Name", "string"),
+                ("Ready", "string"),
+                ("Status", "string"),
+                ("Restarts", "integer"),
+                ("Age", "string"),
+            ],
+            pod_row,
+        )),
+        "Event" => Some((
+            &[
+                ("Last Seen", "string"),
+                ("Type", "string"),
+                ("Reason", "string"),
+                ("Object", "string"),
+                ("Message", "string"),
+            ],
+            event_row,
         )),
         _ => None,
     }

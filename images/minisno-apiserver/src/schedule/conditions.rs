@@ -33,7 +33,7 @@ fn cond(
     }
 }
 
-fn reached(at: Option<f64>, elapsed: f64) -> Option<f64> {
+pub(super) fn reached(at: Option<f64>, elapsed: f64) -> Option<f64> {
     at.filter(|t| elapsed >= *t)
 }
 

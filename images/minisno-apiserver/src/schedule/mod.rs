@@ -10,10 +10,14 @@
 //! comes either.
 
 mod conditions;
+mod events;
 #[cfg(test)]
 mod tests;
+mod workloads;
 
 pub use conditions::*;
+pub use events::*;
+pub use workloads::*;
 
 use crate::config::{Fault, Faults, Schedule};
 

@@ -263,3 +263,97 @@ fn generation_grows_with_each_milestone() {
     assert_eq!(t.generation(3.0), 3);
     assert_eq!(t.generation(1e6), 8);
 }
+
+#[test]
+fn events_come_in_time_order_as_the_timeline_advances() {
+    let s = Schedule::fast();
+    let f = faults(&["operator-degraded:ingress"]);
+    let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(4.0)));
+    // nothing before the node registers (3 s)
+    assert!(events(2.9, &t, &f, "4.17.0", "n", 1).is_empty());
+    let mut seen = 0;
+    for elapsed in [3.0, 5.0, 7.0, 20.0, 60.0] {
+        let ev = events(elapsed, &t, &f, "4.17.0", "n", 1);
+        assert!(ev.len() >= seen, "events never disappear");
+        seen = ev.len();
+        assert!(ev.windows(2).all(|w| w[0].first_s <= w[1].first_s));
+        assert!(ev
+            .iter()
+            .all(|e| e.first_s <= elapsed && e.last_s <= elapsed));
+    }
+    let reasons = |elapsed: f64| -> Vec<String> {
+        events(elapsed, &t, &f, "4.17.0", "n", 1)
+            .iter()
+            .filter(|e| e.involved.kind == "Node")
+            .map(|e| e.reason.clone())
+            .collect()
+    };
+    assert!(reasons(3.0).contains(&"RegisteredNode".to_string()));
+    assert!(!reasons(4.9).contains(&"NodeReady".to_string()));
+    assert_eq!(reasons(5.0).last().unwrap(), "NodeReady");
+    // the degraded operator's status change is a Warning in its own namespace
+    let ev = events(60.0, &t, &f, "4.17.0", "n", 1);
+    let degraded = ev
+        .iter()
+        .find(|e| e.message.contains("Degraded changed from False to True"))
+        .unwrap();
+    assert_eq!(
+        (degraded.type_, degraded.namespace.as_str()),
+        ("Warning", "openshift-ingress-operator")
+    );
+    assert_eq!(degraded.involved.name, "ingress-operator");
+    // its pods back off, counted up at every restart
+    let backoff = ev.iter().find(|e| e.reason == "BackOff").unwrap();
+    assert!(backoff.count > 1 && backoff.last_s > backoff.first_s);
+    // a healthy operator's changes are Normal
+    let dns: Vec<_> = ev
+        .iter()
+        .filter(|e| e.namespace == "openshift-dns-operator" && e.reason == "OperatorStatusChanged")
+        .collect();
+    assert_eq!(dns.len(), 3, "first status, Available, settled");
+    assert!(dns.iter().all(|e| e.type_ == "Normal"));
+    assert!(dns[1]
+        .message
+        .contains("Available changed from False to True"));
+}
+
+#[test]
+fn pods_follow_the_node_and_their_operator() {
+    let s = Schedule::fast();
+    let f = faults(&["operator-unavailable:etcd"]);
+    let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(4.0)));
+    assert!(pods(2.9, &t, &f, "n", 1).is_empty());
+    // registered, not Ready: every pod waits for its container
+    let p = pods(3.0, &t, &f, "n", 1);
+    assert!(p
+        .iter()
+        .all(|p| matches!(p.phase, PodPhase::Creating { .. })));
+    let later = pods(100.0, &t, &f, "n", 1);
+    let etcd = later.iter().find(|p| p.name == "etcd-n").unwrap();
+    assert!(matches!(etcd.phase, PodPhase::CrashLooping { restarts, .. } if restarts > 1));
+    let dns = later
+        .iter()
+        .find(|p| p.workload.namespace == "openshift-dns")
+        .unwrap();
+    assert!(matches!(
+        dns.phase,
+        PodPhase::Running {
+            ready_at: Some(_),
+            ..
+        }
+    ));
+    assert!(dns.name.starts_with("dns-default-") && dns.name.len() == "dns-default-".len() + 5);
+    assert_eq!(
+        pod_name(&later[0].workload, "n", 1),
+        later[0].name,
+        "stable names"
+    );
+    assert_eq!(
+        operator_namespaces("kube-apiserver"),
+        [
+            "openshift-kube-apiserver-operator",
+            "openshift-kube-apiserver"
+        ]
+    );
+    assert_eq!(operator_namespaces("made-up"), ["openshift-made-up"]);
+}

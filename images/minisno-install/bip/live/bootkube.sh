@@ -7,6 +7,7 @@ set -euoE pipefail
 
 STAGE_DELAY={{STAGE_DELAY}}
 cd /opt/openshift
+{{FAULT_BOOTKUBE_START}}
 
 # stage MARKER "ECHO LINE": runs one stage unless its marker says it is done.
 stage() {

@@ -48,8 +48,16 @@ exit 1";
 /// cgroup. The kernel and systemd report it in their own words; the install goes on.
 const MEMORY_HOG: &str = "systemd-run --unit=minisno-memory-hog --property=MemoryMax=32M --property=MemorySwapMax=0 tail /dev/zero";
 
+/// gather-hang: a FIFO among the service records, which no one ever writes, so a read of it
+/// blocks forever (GNU tar, as bip-gather runs it, archives a FIFO without reading it). Made
+/// only if absent: under `set -e` a second mkfifo, after a restart of the unit, would fail.
+const STALLED_RECORD: &str = "mkdir -p /var/log/openshift
+[ -p /var/log/openshift/minisno-stalled.json ] || mkfifo /var/log/openshift/minisno-stalled.json";
+
 /// The snippets pasted into the scripts; `:` where no fault applies.
 pub struct FaultSnippets {
+    /// At the start of bootkube.sh; independent of `bootkube`, so it combines with its faults.
+    pub bootkube_start: &'static str,
     pub bootkube: &'static str,
     pub install: &'static str,
     pub post_reboot: &'static str,
@@ -64,6 +72,7 @@ impl FaultSnippets {
                 .map_or(":", |(_, s)| *s)
         };
         FaultSnippets {
+            bootkube_start: pick(&[(Fault::GatherHang, STALLED_RECORD)]),
             bootkube: pick(&[
                 (Fault::BootkubeFail, CLUSTER_BOOTSTRAP_FAILS),
                 (Fault::BootkubeFlaky, CLUSTER_BOOTSTRAP_FAILS_TWICE),

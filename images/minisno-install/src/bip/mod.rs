@@ -221,6 +221,7 @@ pub fn live_ignition(inputs: &BipInputs) -> Result<Value, BipError> {
                 script!("live/bootkube.sh"),
                 &[
                     ("STAGE_DELAY", o.schedule.stage_delay()),
+                    ("FAULT_BOOTKUBE_START", faults.bootkube_start),
                     ("FAULT_BOOTKUBE", faults.bootkube),
                 ],
             ),

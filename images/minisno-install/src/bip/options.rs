@@ -47,6 +47,9 @@ pub enum Fault {
     EtcdMemberNotRemoved,
     NetworkTypeDrift,
     OomKill,
+    /// A service record that is a FIFO no one writes: whoever gathers the logs by reading
+    /// every file of /var/log/openshift blocks on it; the install is not affected.
+    GatherHang,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +81,7 @@ pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
     ("etcd-member-not-removed", Fault::EtcdMemberNotRemoved),
     ("network-type-drift", Fault::NetworkTypeDrift),
     ("oom-kill", Fault::OomKill),
+    ("gather-hang", Fault::GatherHang),
 ];
 
 impl Fault {

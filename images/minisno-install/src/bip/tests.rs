@@ -150,6 +150,7 @@ fn every_script_is_valid_bash() {
         "bootkube-fail",
         "bootkube-hang,install-fail,no-reboot,post-reboot-fail",
         "bootkube-flaky,oom-kill,no-dns,install-reset",
+        "gather-hang,bootkube-fail",
     ] {
         let o = FixtureOptions::parse(Some(faults), Some("fast"), None).unwrap();
         let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
@@ -380,4 +381,46 @@ fn no_dns_is_accepted_and_left_to_the_harness() {
     ))
     .unwrap();
     assert_eq!(apiserver["faults"], json!([]));
+}
+
+#[test]
+fn gather_hang_makes_a_fifo_at_the_start_of_bootkube_beside_bootkube_fail() {
+    let o = FixtureOptions::parse(Some("gather-hang,bootkube-fail"), Some("fast"), None).unwrap();
+    assert_eq!(o.faults, [Fault::GatherHang, Fault::BootkubeFail]);
+    assert_eq!(Fault::GatherHang.name(), "gather-hang");
+    let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
+    let script = file_contents(&cfg, "/usr/local/bin/bootkube.sh");
+    let fifo = script
+        .find("mkfifo /var/log/openshift/minisno-stalled.json")
+        .expect("the FIFO is made");
+    assert!(
+        fifo < script.find("stage openshift-manifests").unwrap(),
+        "at the start"
+    );
+    assert!(
+        script.contains("timed out waiting for the condition"),
+        "bootkube-fail still acts"
+    );
+    // without the fault, no FIFO
+    let plain = live_ignition(&inputs(&FixtureOptions::default(), "/dev/vda")).unwrap();
+    assert!(!file_contents(&plain, "/usr/local/bin/bootkube.sh").contains("mkfifo"));
+}
+
+#[test]
+fn gather_hang_survives_restarts_and_bip_gather_archives_the_fifo() {
+    require_jq();
+    // bootkube-fail restarts the unit: the FIFO, already there, must not fail the next run
+    // before cluster-bootstrap does
+    for (ok, out) in run_bootkube("gather-hang,bootkube-fail", 2) {
+        assert!(!ok, "{out}");
+        assert!(out.contains("timed out waiting for the condition"), "{out}");
+    }
+    // alone, the install goes through bip-gather's tar (GNU tar does not read a FIFO)
+    let runs = run_bootkube("gather-hang", 1);
+    let (ok, out) = &runs[0];
+    assert!(ok, "{out}");
+    assert!(
+        out.trim_end().ends_with("bootkube.service complete"),
+        "{out}"
+    );
 }
