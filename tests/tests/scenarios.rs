@@ -79,12 +79,19 @@ fn run_one(
             progress: sno_harness::run::progress::Display::Plain,
             state: Default::default(),
             junit: Default::default(),
-            gather: Default::default(),
+            gather: sno_harness::gather::Settings {
+                when: sno_harness::gather::When::OnFailure,
+                limit: GATHER_LIMIT,
+            },
         },
     ));
     let checked = check_expectation(s, &result).and_then(|m| {
         if result.verdict == sno_harness::flow::machine::Verdict::Pass {
             check_timeline(out.path(), &result)?;
+            if s.name == "fault-journal-cut" {
+                let resumed = check_journal_resumed(out.path())?;
+                return Ok(format!("{m}; {resumed}"));
+            }
             Ok(m)
         } else {
             let gathered = check_gather(out.path(), &s.name, &result)?;
@@ -152,6 +159,95 @@ fn check_timeline(dir: &Path, r: &sno_harness::result::RunResult) -> Result<(), 
     Ok(())
 }
 
+/// Each gather collector's limit in these runs: shorter than the default, so that the
+/// gather-hang scenario's hung collector costs half a minute.
+const GATHER_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What the journal-cut scenario must show: the live boot's raw journal has every entry of the
+/// boot once and in order (journald's sequence numbers, one counter for all of a boot's journal
+/// files, run 1..N without a gap or a repeat), including the line the fault wrote after it cut
+/// the follower's connection, and entries after it.
+fn check_journal_resumed(dir: &Path) -> Result<String, String> {
+    let raw = std::fs::read_dir(dir)
+        .map_err(|e| e.to_string())?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let n = p.file_name().unwrap_or_default().to_string_lossy();
+            n.starts_with("journal-1-") && n.ends_with(".json.gz")
+        })
+        .ok_or("no journal-1-<boot id>.json.gz")?;
+    let mut text = String::new();
+    let file = std::fs::File::open(&raw).map_err(|e| e.to_string())?;
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut text)
+        .map_err(|e| format!("{}: {e}", raw.display()))?;
+    let entries: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("{}: {e}: {l}", raw.display())))
+        .collect::<Result<_, _>>()?;
+    for (n, e) in entries.iter().enumerate() {
+        let cursor = e["__CURSOR"].as_str().unwrap_or("");
+        let seqnum = cursor
+            .split(';')
+            .find_map(|kv| kv.strip_prefix("i="))
+            .and_then(|i| u64::from_str_radix(i, 16).ok());
+        if seqnum != Some(n as u64 + 1) {
+            return Err(format!(
+                "entry {} of the live boot has sequence number {seqnum:?}: an entry lost or repeated ({cursor})",
+                n + 1
+            ));
+        }
+    }
+    let cut = entries
+        .iter()
+        .position(|e| {
+            e["MESSAGE"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("minisno fault journal-cut: killed the SSH session"))
+        })
+        .ok_or("the fault's line after the cut is not in the live boot's journal")?;
+    if cut + 1 == entries.len() {
+        return Err("nothing after the cut was read".into());
+    }
+    Ok(format!(
+        "the live boot's {} entries once and in order, the cut at entry {}",
+        entries.len(),
+        cut + 1
+    ))
+}
+
+/// What gather-hang's gather must show: the collector reading the service records (one of
+/// them a FIFO) was cut at its limit, kept what it read before, and every other collector of
+/// the live system still ran and succeeded.
+fn check_gather_hang(entries: &[serde_json::Value]) -> Result<(), String> {
+    let hung = entries
+        .iter()
+        .find(|c| c["name"] == "live/service-records.txt")
+        .ok_or("no live/service-records.txt collector")?;
+    let reason = hung["reason"].as_str().unwrap_or("");
+    if hung["status"] != "timed-out" || !reason.contains("cut at its limit") {
+        return Err(format!(
+            "the hung collector was not cut at its limit: {hung}"
+        ));
+    }
+    let ms = hung["ms"].as_u64().unwrap_or(u64::MAX);
+    if ms > GATHER_LIMIT.as_millis() as u64 + 20_000 {
+        return Err(format!(
+            "the hung collector took {ms} ms, past its limit: {hung}"
+        ));
+    }
+    let live_ok = entries
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap_or("").starts_with("live/") && c["status"] == "ok")
+        .count();
+    if live_ok < 10 {
+        return Err(format!(
+            "only {live_ok} of the live system's collectors succeeded beside the hung one"
+        ));
+    }
+    Ok(())
+}
+
 /// Files a failed run's gather must hold, with content, by scenario: what a reader of that
 /// failure opens first.
 const GATHERED: &[(&str, &[&str])] = &[
@@ -164,6 +260,13 @@ const GATHERED: &[(&str, &[&str])] = &[
             "live/master.ign.redacted.json",
             "live/service-records.txt",
             "live/block-devices.txt",
+        ],
+    ),
+    (
+        "fault-gather-hang",
+        &[
+            "live/service-records.txt",
+            "live/journal/bootkube.service.txt",
         ],
     ),
     (
@@ -239,6 +342,9 @@ fn check_gather(
         return Err(format!(
             "a collector that did not succeed says not why: {c}"
         ));
+    }
+    if name == "fault-gather-hang" {
+        check_gather_hang(&entries)?;
     }
     let wanted = GATHERED
         .iter()

@@ -95,6 +95,10 @@ pub const FAULTS: &[FaultName] = &[
         "gather-hang",
         "a service record in /var/log/openshift is a FIFO no one writes: reading it blocks forever; the install is not affected",
     ),
+    plain(
+        "journal-cut",
+        "mid-bootkube the guest kills the SSH session of every journal reader, as a dropped connection would; the install is not affected",
+    ),
 ];
 
 /// A fault as a scenario names it, checked against the list.

@@ -31,6 +31,9 @@ stage_hook() {
             echo "Unable to validate. https://localhost:6443/readyz is currently unreachable."
             {{FAULT_BOOTKUBE}}
             ;;
+        kube-scheduler-bootstrap)
+            {{FAULT_BOOTKUBE_MID}}
+            ;;
         bip-master-ignition)
             create_master_ignition
             ;;

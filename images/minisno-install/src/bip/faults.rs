@@ -54,11 +54,37 @@ const MEMORY_HOG: &str = "systemd-run --unit=minisno-memory-hog --property=Memor
 const STALLED_RECORD: &str = "mkdir -p /var/log/openshift
 [ -p /var/log/openshift/minisno-stalled.json ] || mkfifo /var/log/openshift/minisno-stalled.json";
 
+/// journal-cut: the SSH sessions of every process that follows the journal (`journalctl ...
+/// -f`), killed with SIGKILL from inside the guest: each sshd process above the reader but the
+/// listening daemon (whose parent is pid 1), so the TCP connection closes as a cut would. The
+/// line it writes is read only by a reader that came back.
+const CUT_JOURNAL_READERS: &str = r#"for minisno_p in /proc/[0-9]*; do
+                case "$(tr '\0' ' ' < "$minisno_p/cmdline" 2>/dev/null)" in
+                    "journalctl "*" -f "*) ;;
+                    *) continue ;;
+                esac
+                minisno_reader=${minisno_p#/proc/}
+                minisno_s=$minisno_reader
+                minisno_cut=""
+                while minisno_parent=$(awk '/^PPid:/ {print $2}' "/proc/$minisno_s/status" 2>/dev/null) && [ "${minisno_parent:-1}" -gt 1 ]; do
+                    case "$(cat "/proc/$minisno_s/comm" 2>/dev/null)" in
+                        sshd|sshd-session) minisno_cut="$minisno_cut $minisno_s" ;;
+                    esac
+                    minisno_s=$minisno_parent
+                done
+                if [ -n "$minisno_cut" ]; then
+                    kill -KILL $minisno_cut 2>/dev/null || true
+                    echo "minisno fault journal-cut: killed the SSH session (sshd$minisno_cut) of journal reader $minisno_reader"
+                fi
+            done"#;
+
 /// The snippets pasted into the scripts; `:` where no fault applies.
 pub struct FaultSnippets {
     /// At the start of bootkube.sh; independent of `bootkube`, so it combines with its faults.
     pub bootkube_start: &'static str,
     pub bootkube: &'static str,
+    /// In the middle of bootkube's stages (kube-scheduler-bootstrap).
+    pub bootkube_mid: &'static str,
     pub install: &'static str,
     pub post_reboot: &'static str,
 }
@@ -78,6 +104,7 @@ impl FaultSnippets {
                 (Fault::BootkubeFlaky, CLUSTER_BOOTSTRAP_FAILS_TWICE),
                 (Fault::BootkubeHang, CLUSTER_BOOTSTRAP_HANGS),
             ]),
+            bootkube_mid: pick(&[(Fault::JournalCut, CUT_JOURNAL_READERS)]),
             install: pick(&[
                 (Fault::InstallFail, TRUNCATED_IMAGE),
                 (Fault::InstallReset, RESET_MID_WRITE),

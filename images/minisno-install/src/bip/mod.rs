@@ -223,6 +223,7 @@ pub fn live_ignition(inputs: &BipInputs) -> Result<Value, BipError> {
                     ("STAGE_DELAY", o.schedule.stage_delay()),
                     ("FAULT_BOOTKUBE_START", faults.bootkube_start),
                     ("FAULT_BOOTKUBE", faults.bootkube),
+                    ("FAULT_BOOTKUBE_MID", faults.bootkube_mid),
                 ],
             ),
         ),

@@ -50,6 +50,9 @@ pub enum Fault {
     /// A service record that is a FIFO no one writes: whoever gathers the logs by reading
     /// every file of /var/log/openshift blocks on it; the install is not affected.
     GatherHang,
+    /// Mid-bootkube, every `journalctl -f` reader's SSH session is killed from inside the
+    /// guest: the connection drops as a network cut would; the install is not affected.
+    JournalCut,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +85,7 @@ pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
     ("network-type-drift", Fault::NetworkTypeDrift),
     ("oom-kill", Fault::OomKill),
     ("gather-hang", Fault::GatherHang),
+    ("journal-cut", Fault::JournalCut),
 ];
 
 impl Fault {

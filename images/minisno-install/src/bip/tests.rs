@@ -151,6 +151,7 @@ fn every_script_is_valid_bash() {
         "bootkube-hang,install-fail,no-reboot,post-reboot-fail",
         "bootkube-flaky,oom-kill,no-dns,install-reset",
         "gather-hang,bootkube-fail",
+        "journal-cut",
     ] {
         let o = FixtureOptions::parse(Some(faults), Some("fast"), None).unwrap();
         let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
