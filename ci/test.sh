@@ -24,8 +24,12 @@ cat target/fresh-host-check.log
 # Every test, except (to stay near 30 minutes on 2 cores):
 # - the fault scenarios that end by a phase timeout whose mechanism others cover (bootkube-hang:
 #   bootkube-fail's twin; no-reboot, api-never-ready, operator-unavailable, operator-degraded,
-#   small-disk: the state machine's unit tests), and oom-kill-allowed (the allow-list is
-#   unit-tested; oom-kill itself runs here). The faults of the real order after the reboot run:
+#   small-disk: the state machine's unit tests), oom-kill-allowed (the allow-list is
+#   unit-tested; oom-kill itself runs here), network-type-drift (the config difference is judged
+#   in health::applied's and the machine's unit tests, on the API server's own objects) and
+#   cdrom-first (the live ISO booting again is the machine's unit test
+#   the_live_iso_booting_again_fails_disk_boot; both boot orders' bootindex values are
+#   vm::qemu::argv's boot_order_is_per_device_and_never_mixed_with_boot_order). The faults of the real order after the reboot run:
 #   node-not-ready, etcd-member-not-removed, no-dns; bootkube's restarts: bootkube-fail (a
 #   limit) and bootkube-flaky (recovers). ci/scenarios.sh runs every shipped scenario.
 # - matrix permutations, which are ignored tests (run whole matrices with `sno-harness matrix`
@@ -41,7 +45,7 @@ cat target/fresh-host-check.log
 # - the soak (harness/tests/soak.rs, ignored) and the flake count (ci/flakes.sh).
 # - the end-to-end perf run (three smoke runs in a row, harness/tests/perf_cli.rs, ignored);
 #   its aggregation and CLI paths run here without VMs.
-not_in_ci='bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|oom-kill-allowed'
+not_in_ci='bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|oom-kill-allowed|network-type-drift|cdrom-first'
 ci_permutations='test(=install-config::ipv6.OVNKubernetes.proxy.bundle.always.fips.skip-hostcrypt.caps-default)
   or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)'
 cargo nextest run --workspace --locked --profile ci --run-ignored all -E "

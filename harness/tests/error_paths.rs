@@ -853,3 +853,82 @@ impl TrickleServer {
         TrickleServer { url }
     }
 }
+
+/// Case 7: the QMP connection is lost while QEMU runs on. The wrapper in front of QEMU moves
+/// QMP's socket aside (`qmp.sock.real`); this test stands at `qmp.sock`, passes the harness's
+/// connection through to QEMU, and cuts it 15 s in, with QEMU and its guest untouched. Without
+/// QMP the harness sees no reset, panic or block statistics: the run must end as `error`
+/// naming the lost connection (before, it ran on blind, to a phase timeout and a `fail`), and
+/// leave nothing behind.
+#[test]
+fn a_lost_qmp_connection_is_an_error_naming_it_and_leaves_nothing() {
+    use std::os::unix::net::{UnixListener, UnixStream};
+    fixture_ready();
+    let work = tempfile::tempdir().unwrap();
+    let (out, state) = (work.path().join("out"), work.path().join("state"));
+    let qemu = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("qemu-system-x86_64"))
+        .find(|p| p.is_file())
+        .expect("qemu-system-x86_64 on PATH");
+    let shim = work.path().join("shim");
+    std::fs::create_dir(&shim).unwrap();
+    let wrapper = shim.join("qemu-system-x86_64");
+    std::fs::write(
+        &wrapper,
+        format!(
+            r#"#!/bin/bash
+args=()
+for a in "$@"; do
+  if [[ $a =~ ^(socket,id=qmp0,path=)([^,]+)(,.*)$ ]]; then
+    a="${{BASH_REMATCH[1]}}${{BASH_REMATCH[2]}}.real${{BASH_REMATCH[3]}}"
+  fi
+  args+=("$a")
+done
+exec {} "${{args[@]}}"
+"#,
+            qemu.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(shim.clone())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let dir = out.join("smoke");
+    let cut = std::thread::spawn(move || -> Result<(), String> {
+        let real = dir.join("qmp.sock.real");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !real.exists() {
+            if std::time::Instant::now() > until {
+                return Err("QEMU made no QMP socket".into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let listener = UnixListener::bind(dir.join("qmp.sock")).map_err(|e| e.to_string())?;
+        let (harness, _) = listener.accept().map_err(|e| e.to_string())?;
+        let qemu = UnixStream::connect(&real).map_err(|e| e.to_string())?;
+        let pass = |mut from: UnixStream, mut to: UnixStream| {
+            std::thread::spawn(move || std::io::copy(&mut from, &mut to))
+        };
+        pass(harness.try_clone().unwrap(), qemu.try_clone().unwrap());
+        pass(qemu.try_clone().unwrap(), harness.try_clone().unwrap());
+        std::thread::sleep(std::time::Duration::from_secs(15));
+        let _ = harness.shutdown(std::net::Shutdown::Both);
+        let _ = qemu.shutdown(std::net::Shutdown::Both);
+        Ok(())
+    });
+    let ran = run(&smoke(), &out, &state, |c| {
+        c.env("PATH", path);
+    });
+    cut.join().unwrap().unwrap();
+    ran.assert_error(HARNESS_ERROR);
+    ran.assert_says(&["lost the QMP connection while the VM runs"]);
+    assert!(
+        ran.reason().contains("can no longer be seen"),
+        "{}",
+        ran.reason()
+    );
+    assert_nothing_left(&ran, &state);
+}

@@ -85,6 +85,12 @@ pub enum Signal {
     VmExited {
         status: String,
     },
+    /// An instrument the verdict depends on is lost while the VM runs (the QMP connection,
+    /// the libvirt connection, the serial console): the run cannot be judged any more.
+    InstrumentLost {
+        instrument: String,
+        detail: String,
+    },
     /// A console line.
     Console {
         line: String,
@@ -187,6 +193,9 @@ impl Signal {
             Signal::VmStarted { pid } => format!("VM started (pid {pid})"),
             Signal::Qmp { name, .. } => format!("QMP {name}"),
             Signal::VmExited { status } => format!("VM exited ({status})"),
+            Signal::InstrumentLost { instrument, detail } => {
+                format!("lost the {instrument}: {detail}")
+            }
             Signal::Console { line } => format!("console: {line}"),
             Signal::Journal { unit, message, .. } => format!("{unit}: {message}"),
             Signal::GuestStatus(s) => format!(

@@ -412,6 +412,12 @@ impl Machine {
                     &mut out,
                 );
             }
+            Signal::InstrumentLost { instrument, detail } => {
+                let reason = format!(
+                    "lost the {instrument} while the VM runs ({detail}); the harness cannot judge the run without it"
+                );
+                out.extend(self.error(now, reason));
+            }
             Signal::Console { line } => {
                 self.scan_for_badness(("serial console", None), line, now, &mut out);
                 self.note_orderly_reboot(line, now);

@@ -107,6 +107,11 @@ impl Console {
             .push(Box::new(hook));
     }
 
+    /// Whether the console's stream has ended (QEMU closed it, or it broke).
+    pub fn is_closed(&self) -> bool {
+        self.shared.0.lock().expect("console lock").closed
+    }
+
     pub fn lines(&self) -> Vec<String> {
         self.shared.0.lock().expect("console lock").lines.clone()
     }
@@ -126,6 +131,7 @@ fn read_loop(
     let mut pending: Vec<u8> = Vec::new();
     loop {
         let n = match stream.read(&mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };

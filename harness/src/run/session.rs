@@ -26,7 +26,7 @@ use crate::health::ApiEndpoint;
 use crate::vm::libvirt::network::{bridge_name, NatNetwork};
 use crate::vm::libvirt::runtime::StartOptions;
 use crate::vm::libvirt::{nat_network_xml, RunMeta};
-use crate::vm::running::{Backend, RunningVm};
+use crate::vm::running::{Backend, Liveness, RunningVm};
 use crate::vm::VmSpec;
 
 pub struct Session {
@@ -39,6 +39,8 @@ pub struct Session {
     /// What background work of the run's own (not an observer) found fatal.
     harness_failures: UnboundedReceiver<String>,
     journal: JournalFiles,
+    /// The serial console, watched for a stream that ends while the VM runs.
+    console: crate::guest::console::Console,
     /// The API, for the gather.
     endpoint: ApiEndpoint,
 }
@@ -143,6 +145,7 @@ impl Session {
             signals,
             harness_failures,
             journal: JournalFiles::new(dir),
+            console,
             endpoint,
         })
     }
@@ -160,10 +163,7 @@ impl Session {
             tokio::select! {
                 Some((source, signal)) = self.signals.recv() => self.on_signal(run, source, signal),
                 _ = tick.tick() => {
-                    if !self.vm.is_running() {
-                        let status = format!("the {} VM is gone", run.opts.backend.name());
-                        run.handle(Source::Harness, Signal::VmExited { status });
-                    }
+                    self.check_instruments(run);
                     let now = run.now();
                     let actions = run.machine.tick(now);
                     run.pending.extend(actions);
@@ -180,6 +180,33 @@ impl Session {
                     let actions = run.machine.error(now, "interrupted".into());
                     run.pending.extend(actions);
                 }
+            }
+        }
+    }
+
+    /// Whether the VM still runs, and whether the harness can still see it: the VM's end is
+    /// the system's outcome; a lost libvirt connection or console is the harness's (QMP's
+    /// loss is its event stream's end, see vm::running).
+    fn check_instruments(&mut self, run: &mut Run<'_>) {
+        match self.vm.liveness() {
+            Liveness::Running if self.console.is_closed() => {
+                let lost = Signal::InstrumentLost {
+                    instrument: "serial console".into(),
+                    detail: "the console's stream closed while the VM runs".into(),
+                };
+                run.handle(Source::Harness, lost);
+            }
+            Liveness::Running => {}
+            Liveness::Gone => {
+                let status = format!("the {} VM is gone", run.opts.backend.name());
+                run.handle(Source::Harness, Signal::VmExited { status });
+            }
+            Liveness::Lost { instrument, detail } => {
+                let lost = Signal::InstrumentLost {
+                    instrument: instrument.into(),
+                    detail,
+                };
+                run.handle(Source::Harness, lost);
             }
         }
     }

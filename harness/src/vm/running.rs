@@ -50,6 +50,30 @@ impl Backend {
     }
 }
 
+/// QMP's event stream ended: QEMU exited (its own signal says so), or QEMU runs on without the
+/// harness's QMP connection, which is then lost. QEMU closes the socket a moment before it
+/// exits, so the process is looked at after a second.
+async fn qmp_lost(pid: u32, start: Option<u64>) -> Option<Signal> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let runs = start.is_some_and(|s| crate::util::process::still_runs(pid, s));
+    runs.then(|| Signal::InstrumentLost {
+        instrument: "QMP connection".into(),
+        detail: format!(
+            "QEMU (pid {pid}) runs on, but its QMP socket closed the harness's connection: resets, panics and disk statistics can no longer be seen"
+        ),
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Liveness {
+    Running,
+    Gone,
+    Lost {
+        instrument: &'static str,
+        detail: String,
+    },
+}
+
 pub enum RunningVm {
     Qemu {
         process: QemuProcess,
@@ -85,6 +109,8 @@ impl RunningVm {
                 match Qmp::connect(&qmp_path, Duration::from_secs(30)).await {
                     Ok((q, mut events)) => {
                         let tx = tx.clone();
+                        let qemu = process.pid();
+                        let qemu_start = crate::util::process::process_start(qemu);
                         tokio::spawn(async move {
                             while let Some(ev) = events.recv().await {
                                 let _ = tx.send((
@@ -94,6 +120,9 @@ impl RunningVm {
                                         data: ev.data,
                                     },
                                 ));
+                            }
+                            if let Some(lost) = qmp_lost(qemu, qemu_start).await {
+                                let _ = tx.send((Source::Harness, lost));
                             }
                         });
                         Ok((
@@ -156,10 +185,22 @@ impl RunningVm {
         }
     }
 
-    pub fn is_running(&mut self) -> bool {
+    /// Whether the VM runs, has ended, or cannot be told because the instrument that says is
+    /// lost (the libvirt connection).
+    pub fn liveness(&mut self) -> Liveness {
         match self {
-            RunningVm::Qemu { process, .. } => process.is_running(),
-            RunningVm::Libvirt(vm) => lock(vm).is_running(),
+            RunningVm::Qemu { process, .. } => match process.is_running() {
+                true => Liveness::Running,
+                false => Liveness::Gone,
+            },
+            RunningVm::Libvirt(vm) => match lock(vm).liveness() {
+                Ok(true) => Liveness::Running,
+                Ok(false) => Liveness::Gone,
+                Err(e) => Liveness::Lost {
+                    instrument: "libvirt connection",
+                    detail: e.to_string(),
+                },
+            },
         }
     }
 

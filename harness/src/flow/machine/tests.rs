@@ -523,6 +523,47 @@ fn a_panic_fails_the_current_phase() {
 }
 
 #[test]
+fn a_lost_instrument_is_the_harness_error_naming_it_not_the_systems_failure() {
+    for instrument in ["QMP connection", "libvirt connection", "serial console"] {
+        let mut m = machine();
+        through_bootkube(&mut m);
+        let a = feed(
+            &mut m,
+            vec![(
+                31_000,
+                Signal::InstrumentLost {
+                    instrument: instrument.into(),
+                    detail: "closed".into(),
+                },
+            )],
+        );
+        let Some(Action::Finished(o)) = a.last() else {
+            panic!("{a:?}")
+        };
+        assert_eq!(o.verdict, Verdict::Error, "{instrument}");
+        assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+        assert!(
+            o.reason
+                .starts_with(&format!("lost the {instrument} while the VM runs (closed)")),
+            "{}",
+            o.reason
+        );
+        // What comes after (the VM's end at teardown) changes nothing.
+        let a = feed(
+            &mut m,
+            vec![(
+                32_000,
+                Signal::VmExited {
+                    status: "killed".into(),
+                },
+            )],
+        );
+        assert!(a.is_empty());
+        assert_eq!(m.outcome().unwrap().verdict, Verdict::Error);
+    }
+}
+
+#[test]
 fn a_timeout_quotes_the_last_signal_and_what_was_missing() {
     let mut m = machine();
     through_bootkube(&mut m);

@@ -294,6 +294,8 @@ pub struct LibvirtVm {
     remote: Option<RemoteRun>,
     console_pump: Option<ConsolePump>,
     keep_disks: bool,
+    /// Where the connection went: a lost one is opened again there to destroy the domain.
+    uri: String,
     /// The run directory, where libvirt's log of the domain's QEMU ends up (local libvirtd).
     dir: PathBuf,
 }
@@ -418,6 +420,7 @@ impl LibvirtVm {
             remote,
             console_pump: None,
             keep_disks: opts.keep_disks,
+            uri: uri.to_string(),
             dir: dir.to_path_buf(),
             name: spec.name.clone(),
             xml,
@@ -554,10 +557,15 @@ impl LibvirtVm {
         text.trim().parse().ok()
     }
 
-    pub fn is_running(&self) -> bool {
-        self.dom
-            .as_ref()
-            .is_some_and(|d| d.is_active().unwrap_or(false))
+    /// Whether the domain runs; an error when libvirt cannot say (the connection to libvirtd
+    /// is gone), which is not the domain's end.
+    pub fn liveness(&self) -> Result<bool, LibvirtError> {
+        match &self.dom {
+            None => Ok(false),
+            Some(d) => d
+                .is_active()
+                .map_err(|e| other("asking libvirtd whether the domain runs", e)),
+        }
     }
 
     /// A raw QMP command through libvirt's monitor passthrough; returns `return`.
@@ -609,6 +617,29 @@ impl LibvirtVm {
             .map_err(|e| other("converting the screenshot", e))
     }
 
+    /// Destroys the run's domain through a connection opened for it, when the run's own is
+    /// lost; a failure is a warning naming what gc will do.
+    fn destroy_over_a_new_connection(&self) {
+        let destroyed = connect(&self.uri).and_then(|c| {
+            let dom = c
+                .lookup_domain_by_name(&self.name)
+                .map_err(|e| other("finding the domain again", e))?;
+            match dom.is_active() {
+                Ok(true) => dom
+                    .destroy()
+                    .map(drop)
+                    .map_err(|e| other("destroying the domain", e)),
+                _ => Ok(()),
+            }
+        });
+        if let Err(e) = destroyed {
+            tracing::warn!(
+                "the libvirt connection was lost and the domain {} could not be destroyed over a new one: {e} (`sno-harness gc` removes it)",
+                self.name
+            );
+        }
+    }
+
     /// Destroys the domain (idempotent) and drops the event subscriptions. Files stay: they
     /// are the run directory's.
     pub fn stop(&mut self) {
@@ -617,8 +648,14 @@ impl LibvirtVm {
             unsafe { sys::virConnectDomainEventDeregisterAny(self.conn.as_ptr(), id) };
         }
         if let Some(dom) = self.dom.take() {
-            if dom.is_active().unwrap_or(false) {
-                let _ = dom.destroy();
+            match dom.is_active() {
+                Ok(true) => {
+                    let _ = dom.destroy();
+                }
+                Ok(false) => {}
+                // The connection is gone (libvirtd restarted): the domain is not, and a new
+                // connection destroys it.
+                Err(_) => self.destroy_over_a_new_connection(),
             }
         }
         // The stream ends with the domain; the pump's thread is joined here.
