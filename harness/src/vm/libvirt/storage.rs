@@ -90,6 +90,9 @@ pub struct RunPool {
     pool: Option<StoragePool>,
     name: String,
     dir: String,
+    /// libvirt's QEMU user on that host (uid, gid), which owns the volumes; None when the host
+    /// does not say (no DAC security driver).
+    qemu_owner: Option<(u32, u32)>,
 }
 
 impl RunPool {
@@ -103,12 +106,14 @@ impl RunPool {
         }
         let name = format!("{POOL_PREFIX}{run_id}");
         let dir = format!("{}/{name}", base.trim_end_matches('/'));
+        let qemu_owner = conn.capabilities().ok().and_then(|c| qemu_owner(&c));
         let xml = pool_xml(&name, &dir)?;
         match conn.create_storage_pool_xml(&xml, sys::VIR_STORAGE_POOL_CREATE_WITH_BUILD) {
             Ok(pool) => Ok(RunPool {
                 pool: Some(pool),
                 name,
                 dir,
+                qemu_owner,
             }),
             Err(_) if conn.lookup_storage_pool_by_name(&name).is_ok() => {
                 Err(StorageError::Exists { name })
@@ -144,6 +149,8 @@ impl RunPool {
             pool: Some(pool),
             name: name.into(),
             dir,
+            // gc only removes an adopted pool; it makes no volume in it.
+            qemu_owner: None,
         })
     }
 
@@ -170,8 +177,10 @@ impl RunPool {
     }
 
     /// A new volume of `capacity_bytes` (sparse where the format allows); returns its path on
-    /// the libvirt host. Mode 0666: volumes reach QEMU also through command-line passthrough
-    /// (NVMe), which libvirt does not relabel for its QEMU user.
+    /// the libvirt host. Owned by libvirt's QEMU user, mode 0600: volumes reach QEMU also
+    /// through command-line passthrough (NVMe), which libvirt does not relabel for that user,
+    /// and they hold the installed system's secrets. A host that names no QEMU user gets 0666,
+    /// as the only mode that works there, with a warning.
     pub fn create_volume(
         &self,
         name: &str,
@@ -179,7 +188,12 @@ impl RunPool {
         format: VolumeFormat,
     ) -> Result<PathBuf, StorageError> {
         check_name("volume name", name)?;
-        let xml = volume_xml(name, capacity_bytes, format)?;
+        if self.qemu_owner.is_none() {
+            tracing::warn!(
+                "the libvirt host names no QEMU user (no DAC security driver): volume {name} is made 0666"
+            );
+        }
+        let xml = volume_xml(name, capacity_bytes, format, self.qemu_owner)?;
         let vol = StorageVol::create_xml(self.pool()?, &xml, 0)
             .map_err(|e| libvirt(format!("creating the volume {name} in {}", self.name), e))?;
         vol.path()
@@ -505,13 +519,43 @@ struct PoolXml<'a> {
 #[derive(Serialize)]
 struct PoolTarget<'a> {
     path: &'a str,
-    /// 0755: QEMU runs as libvirt's own user and must reach the volumes.
+    /// 0711: QEMU runs as libvirt's own user and must reach the volumes by path; nobody else
+    /// needs to list them.
     permissions: Permissions,
 }
 
 #[derive(Serialize)]
 struct Permissions {
     mode: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<u32>,
+}
+
+impl Permissions {
+    fn mode(mode: &'static str) -> Permissions {
+        Permissions {
+            mode,
+            owner: None,
+            group: None,
+        }
+    }
+}
+
+/// libvirt's QEMU user from the host's capabilities: the DAC security model's base label
+/// (`<baselabel type='kvm'>+64055:+64055</baselabel>`), as uid and gid.
+pub fn qemu_owner(capabilities: &str) -> Option<(u32, u32)> {
+    let dac = capabilities
+        .split("<secmodel>")
+        .skip(1)
+        .map(|s| s.split("</secmodel>").next().unwrap_or(""))
+        .find(|s| s.contains("<model>dac</model>"))?;
+    let label = dac.split("<baselabel").nth(1)?;
+    let text = label.split_once('>')?.1.split('<').next()?;
+    let (uid, gid) = text.trim().split_once(':')?;
+    let id = |s: &str| s.trim_start_matches('+').parse::<u32>().ok();
+    Some((id(uid)?, id(gid)?))
 }
 
 #[derive(Serialize)]
@@ -561,12 +605,17 @@ fn pool_xml(name: &str, dir: &str) -> Result<String, StorageError> {
         name,
         target: PoolTarget {
             path: dir,
-            permissions: Permissions { mode: "0755" },
+            permissions: Permissions::mode("0711"),
         },
     })
 }
 
-fn volume_xml(name: &str, capacity: u64, format: VolumeFormat) -> Result<String, StorageError> {
+fn volume_xml(
+    name: &str,
+    capacity: u64,
+    format: VolumeFormat,
+    owner: Option<(u32, u32)>,
+) -> Result<String, StorageError> {
     to_xml(&VolumeXml {
         name,
         capacity: Bytes {
@@ -581,7 +630,14 @@ fn volume_xml(name: &str, capacity: u64, format: VolumeFormat) -> Result<String,
             format: Format {
                 kind: format.as_str(),
             },
-            permissions: Permissions { mode: "0666" },
+            permissions: match owner {
+                Some((uid, gid)) => Permissions {
+                    mode: "0600",
+                    owner: Some(uid),
+                    group: Some(gid),
+                },
+                None => Permissions::mode("0666"),
+            },
         },
     })
 }

@@ -86,7 +86,8 @@ fn a_run_pool_holds_volumes_moves_bytes_both_ways_and_goes_away() {
     let transient = conn.lookup_storage_pool_by_name(pool.name()).unwrap();
     assert!(!transient.is_persistent().unwrap());
 
-    // A sparse raw volume of 64 MiB, open to libvirt's QEMU user.
+    // A sparse raw volume of 64 MiB, libvirt's QEMU user's alone, in a directory others may
+    // only traverse.
     let raw = pool
         .create_volume("disk0.raw", 64 * MIB, VolumeFormat::Raw)
         .unwrap();
@@ -94,7 +95,13 @@ fn a_run_pool_holds_volumes_moves_bytes_both_ways_and_goes_away() {
     assert_eq!(pool.path("disk0.raw").unwrap(), raw);
     let meta = std::fs::metadata(&raw).unwrap();
     assert_eq!(meta.len(), 64 * MIB);
-    assert_eq!(meta.permissions().mode() & 0o777, 0o666);
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let qemu = qemu_owner(&conn.capabilities().unwrap()).expect("the host's QEMU user");
+    assert_eq!((meta.uid(), meta.gid()), qemu);
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o711
+    );
     let info = pool.volume("disk0.raw").unwrap().info().unwrap();
     assert_eq!(info.capacity, 64 * MIB);
     // A qcow2 one: libvirt formats it (qemu-img).
@@ -203,23 +210,48 @@ fn run_ids_and_bases_are_checked_before_libvirt_sees_them() {
 }
 
 #[test]
+fn the_qemu_user_is_read_from_the_dac_security_model() {
+    let caps = "<capabilities><host>\n<secmodel>\n<model>none</model>\n<doi>0</doi>\n</secmodel>\n\
+        <secmodel>\n<model>dac</model>\n<doi>0</doi>\n\
+        <baselabel type='kvm'>+64055:+994</baselabel>\n<baselabel type='qemu'>+64055:+994</baselabel>\n\
+        </secmodel>\n</host></capabilities>";
+    assert_eq!(qemu_owner(caps), Some((64055, 994)));
+    for no_user in [
+        "<capabilities><host><secmodel><model>none</model></secmodel></host></capabilities>",
+        "<secmodel><model>dac</model><baselabel type='kvm'>+x:+1</baselabel></secmodel>",
+        "<secmodel><model>dac</model><baselabel type='kvm'>",
+        "",
+    ] {
+        assert_eq!(qemu_owner(no_user), None, "{no_user}");
+    }
+}
+
+#[test]
 fn pool_and_volume_xml_say_what_libvirt_needs() {
     let pool = pool_xml("sno-r1", "/var/lib/libvirt/images/sno-r1").unwrap();
     assert_eq!(
         pool,
-        "<pool type=\"dir\">\n  <name>sno-r1</name>\n  <target>\n    <path>/var/lib/libvirt/images/sno-r1</path>\n    <permissions>\n      <mode>0755</mode>\n    </permissions>\n  </target>\n</pool>\n"
+        "<pool type=\"dir\">\n  <name>sno-r1</name>\n  <target>\n    <path>/var/lib/libvirt/images/sno-r1</path>\n    <permissions>\n      <mode>0711</mode>\n    </permissions>\n  </target>\n</pool>\n"
     );
-    let vol = volume_xml("live.iso", 123, VolumeFormat::Raw).unwrap();
+    let vol = volume_xml("live.iso", 123, VolumeFormat::Raw, Some((64055, 64056))).unwrap();
     for needle in [
         "<name>live.iso</name>",
         "<capacity unit=\"bytes\">123</capacity>",
         "<allocation unit=\"bytes\">0</allocation>",
         "<format type=\"raw\"/>",
-        "<mode>0666</mode>",
+        "<mode>0600</mode>",
+        "<owner>64055</owner>",
+        "<group>64056</group>",
     ] {
         assert!(vol.contains(needle), "{needle} missing:\n{vol}");
     }
-    assert!(volume_xml("d", 1, VolumeFormat::Qcow2)
+    // A host without a DAC driver names no QEMU user: the one mode that works there.
+    let open = volume_xml("d", 1, VolumeFormat::Raw, None).unwrap();
+    assert!(
+        open.contains("<mode>0666</mode>") && !open.contains("<owner>"),
+        "{open}"
+    );
+    assert!(volume_xml("d", 1, VolumeFormat::Qcow2, None)
         .unwrap()
         .contains("<format type=\"qcow2\"/>"));
 }
