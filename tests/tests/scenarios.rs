@@ -361,11 +361,27 @@ fn check_gather(
             return Err("gather/live/master.ign.redacted.json keeps inline contents".into());
         }
     }
+    let mut slowest: Vec<(u64, &str)> = entries
+        .iter()
+        .map(|c| {
+            (
+                c["ms"].as_u64().unwrap_or(0),
+                c["name"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    slowest.sort_by(|a, b| b.cmp(a));
+    let slowest: Vec<String> = slowest
+        .iter()
+        .take(3)
+        .map(|(ms, n)| format!("{n} {ms} ms"))
+        .collect();
     Ok(format!(
-        "gather: {} collectors, {} bytes in {} ms",
+        "gather: {} collectors, {} bytes in {} ms (slowest: {})",
         entries.len(),
         index["bytes"],
-        index["ms"]
+        index["ms"],
+        slowest.join(", ")
     ))
 }
 

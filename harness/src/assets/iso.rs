@@ -186,7 +186,9 @@ fn verify_file(
 }
 
 /// Downloads into `cache/<sha256>.iso` unless it is there. The file is only ever renamed into
-/// place after its digest matched, so its presence is proof enough and no request is made.
+/// place after its digest matched, but a cache can be damaged afterwards (a full disk, a
+/// hand-made copy): a cached ISO is verified like a local one (hashed again only when its
+/// size or time changed), and one that does not match is removed and downloaded again.
 fn download_cached(
     agent: &ureq::Agent,
     location: &str,
@@ -195,7 +197,17 @@ fn download_cached(
 ) -> Result<PathBuf, IsoError> {
     let dest = cache.join(format!("{sha256}.iso"));
     if dest.is_file() {
-        return Ok(dest);
+        match verify_file(location, dest.clone(), sha256, cache) {
+            Ok(p) => return Ok(p),
+            Err(IsoError::Digest { actual, .. }) => {
+                tracing::warn!(
+                    "the cached ISO {} has sha256 {actual}, not {sha256}: removed, downloading it again",
+                    dest.display()
+                );
+                fs::remove_file(&dest).map_err(io(format!("removing {}", dest.display())))?;
+            }
+            Err(e) => return Err(e),
+        }
     }
     // One download per digest at a time, across threads and processes: a waiter finds the file
     // its holder made instead of downloading a GiB again, and a partial download seen under
@@ -425,6 +437,24 @@ mod tests {
             .collect();
         names.sort();
         names
+    }
+
+    #[test]
+    fn a_damaged_cached_iso_is_found_and_downloaded_again() {
+        let server = Server::start(None);
+        let d = tempfile::tempdir().unwrap();
+        let (url, digest) = (server.url("/live.iso"), iso_sha256());
+        let path = fetch_with(&agent(), &url, &digest, d.path()).unwrap();
+        // Truncated in the cache after the download (a full disk, a hand-made copy).
+        let bytes = iso_bytes();
+        fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        let again = fetch_with(&agent(), &url, &digest, d.path()).unwrap();
+        assert_eq!(again, path);
+        assert!(fs::read(&path).unwrap() == bytes);
+        assert_eq!(server.requests(), 2);
+        // Sound again: served from the cache.
+        fetch_with(&agent(), &url, &digest, d.path()).unwrap();
+        assert_eq!(server.requests(), 2);
     }
 
     #[test]
