@@ -14,6 +14,8 @@ type LineHook = Box<dyn Fn(&str) + Send>;
 struct Shared {
     lines: Vec<String>,
     closed: bool,
+    /// The first failure to write serial.log (a full disk): lines are being lost from it.
+    log_error: Option<String>,
     /// Called with every new line (the run's event timeline listens here).
     hooks: Vec<LineHook>,
 }
@@ -107,6 +109,16 @@ impl Console {
             .push(Box::new(hook));
     }
 
+    /// Why serial.log stopped taking lines, if it did.
+    pub fn log_error(&self) -> Option<String> {
+        self.shared
+            .0
+            .lock()
+            .expect("console lock")
+            .log_error
+            .clone()
+    }
+
     /// Whether the console's stream has ended (QEMU closed it, or it broke).
     pub fn is_closed(&self) -> bool {
         self.shared.0.lock().expect("console lock").closed
@@ -120,6 +132,14 @@ impl Console {
 fn tail(lines: &[String]) -> String {
     let start = lines.len().saturating_sub(15);
     lines[start..].join("\n")
+}
+
+/// Notes the first failure to write the log; the lines stay in memory either way.
+fn note_log_error(shared: &(Mutex<Shared>, Condvar), r: std::io::Result<()>) {
+    if let Err(e) = r {
+        let mut g = shared.0.lock().expect("console lock");
+        g.log_error.get_or_insert_with(|| e.to_string());
+    }
 }
 
 fn read_loop(
@@ -140,10 +160,10 @@ fn read_loop(
         while let Some(pos) = pending.iter().position(|&b| b == b'\n') {
             let raw: Vec<u8> = pending.drain(..=pos).collect();
             let line = clean_line(&raw);
-            let _ = writeln!(log, "{} {}", timestamp(), line);
+            note_log_error(&shared, writeln!(log, "{} {}", timestamp(), line));
             new_lines.push(line);
         }
-        let _ = log.flush();
+        note_log_error(&shared, log.flush());
         if !new_lines.is_empty() {
             let (lock, cv) = &*shared;
             let mut g = lock.lock().expect("console lock");
@@ -231,5 +251,21 @@ mod tests {
             .nth(1)
             .unwrap()
             .ends_with(" minisno: live system up"));
+    }
+
+    #[test]
+    fn a_log_that_cannot_be_written_is_said_and_the_lines_are_still_seen() {
+        // /dev/full: every write fails with ENOSPC, as on a full disk.
+        let (mut a, b) = UnixStream::pair().unwrap();
+        let console = Console::attach(b, Path::new("/dev/full")).unwrap();
+        a.write_all(b"a line the log cannot take\n").unwrap();
+        console
+            .wait_for_text("cannot take", Duration::from_secs(5))
+            .unwrap();
+        drop(a);
+        let _ = console.wait_for_text("never", Duration::from_secs(5));
+        let e = console.log_error().expect("the failure is kept");
+        assert!(e.contains("No space left on device"), "{e}");
+        assert!(console.is_closed());
     }
 }

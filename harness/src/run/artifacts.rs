@@ -11,36 +11,63 @@ use crate::result::RunResult;
 use crate::scenario::Scenario;
 use crate::vm::VmSpec;
 
-/// Writes result.json, junit.xml and summary.md of the run.
+/// Writes result.json, junit.xml and summary.md of the run. A record that cannot be written
+/// (a full disk) is never a quiet pass: the run becomes a harness error saying which file and
+/// why, and the returned result says so whatever reached the disk.
 pub fn finish(s: &Scenario, opts: &RunOptions, rec: RunRecord) -> RunResult {
-    let result = build_result(s, opts, &rec);
+    let mut result = build_result(s, opts, &rec);
     tracing::debug!(
         id = %result.id,
         verdict = %result.verdict,
         failed_phase = result.failed_phase.as_deref().unwrap_or(""),
         "writing the run's result and reports"
     );
-    if let Err(e) = result.write(&opts.dir) {
-        errln!(
-            "sno-harness: writing {}/result.json: {e}",
-            opts.dir.display()
-        );
+    let failures = write_record(opts, &result);
+    if !failures.is_empty() {
+        let why = failures.join("; ");
+        errln!("sno-harness: {why}");
+        mark_unrecorded(&mut result, &why);
+        // What can still be written says so (the first failure may have been result.json's).
+        let _ = write_record(opts, &result);
     }
-    let _ = crate::report::junit::write_junit(
-        &opts.dir.join(crate::report::run_dir::JUNIT_FILE),
-        &[crate::report::load::LocatedRun {
-            dir: ".".into(),
-            result: result.clone(),
-        }],
-        &opts.dir,
-        &result.id,
-        opts.junit,
-    );
-    let _ = fs::write(
-        opts.dir.join("summary.md"),
-        crate::report::summary::summary_markdown(std::slice::from_ref(&result)),
-    );
     result
+}
+
+/// result.json, junit.xml and summary.md; what could not be written, with why.
+fn write_record(opts: &RunOptions, result: &RunResult) -> Vec<String> {
+    let dir = &opts.dir;
+    let mut failures = Vec::new();
+    if let Err(e) = result.write(dir) {
+        failures.push(format!("writing {}/result.json: {e}", dir.display()));
+    }
+    let junit = dir.join(crate::report::run_dir::JUNIT_FILE);
+    let located = [crate::report::load::LocatedRun {
+        dir: ".".into(),
+        result: result.clone(),
+    }];
+    if let Err(e) = crate::report::junit::write_junit(&junit, &located, dir, &result.id, opts.junit)
+    {
+        failures.push(format!("writing {}: {e}", junit.display()));
+    }
+    let summary = crate::report::summary::summary_markdown(std::slice::from_ref(result));
+    if let Err(e) = fs::write(dir.join("summary.md"), summary) {
+        failures.push(format!("writing {}/summary.md: {e}", dir.display()));
+    }
+    failures
+}
+
+/// The run's record could not be written: a harness error, keeping what the run itself found.
+fn mark_unrecorded(result: &mut RunResult, why: &str) {
+    let was = match result.reason.is_empty() {
+        true => format!("the run's verdict was {}", result.verdict.as_str()),
+        false => format!(
+            "the run's verdict was {}: {}",
+            result.verdict.as_str(),
+            result.reason
+        ),
+    };
+    result.verdict = crate::result::Verdict::Error;
+    result.reason = format!("{why} ({was})");
 }
 
 /// What a run makes in its directory for the VM's sake only: the disks and the live ISO copy
@@ -81,4 +108,54 @@ pub fn keep_instructions(dir: &Path, spec: &VmSpec, key: &SshKeyPair, ssh_port: 
         dir.join("disks").display(),
         crate::vm::qemu::argv::shell_command_line(&crate::vm::qemu::argv::interactive_argv(spec)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(dir: PathBuf) -> RunOptions {
+        RunOptions {
+            dir,
+            id: "smoke".into(),
+            params: Default::default(),
+            keep: false,
+            timeout_scale: 1.0,
+            cache_dir: PathBuf::from("/nonexistent"),
+            replay: String::new(),
+            backend: crate::vm::running::Backend::Qemu,
+            interrupt: tokio::sync::watch::channel(false).1,
+            progress: super::super::progress::Display::Plain,
+            state: Default::default(),
+            junit: Default::default(),
+            gather: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_written_is_never_a_quiet_pass() {
+        let d = tempfile::tempdir().unwrap();
+        // Where the run directory should be, a file: every write fails (as on a full disk).
+        let not_a_dir = d.path().join("smoke");
+        fs::write(&not_a_dir, "").unwrap();
+        let opts = options(not_a_dir.clone());
+        let mut result = RunResult::unreached_error("smoke", "");
+        result.verdict = crate::result::Verdict::Pass;
+        result.reason.clear();
+        let failures = write_record(&opts, &result);
+        assert_eq!(failures.len(), 3, "{failures:?}");
+        assert!(failures[0].starts_with(&format!("writing {}/result.json: ", not_a_dir.display())));
+        mark_unrecorded(&mut result, &failures.join("; "));
+        assert_eq!(result.verdict, crate::result::Verdict::Error);
+        assert!(
+            result.reason.ends_with("(the run's verdict was pass)"),
+            "{}",
+            result.reason
+        );
+
+        // Written where it can be: nothing to mark.
+        let ok = options(d.path().to_path_buf());
+        assert!(write_record(&ok, &result).is_empty());
+        assert!(d.path().join("result.json").is_file());
+    }
 }

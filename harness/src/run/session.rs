@@ -189,6 +189,14 @@ impl Session {
     /// loss is its event stream's end, see vm::running).
     fn check_instruments(&mut self, run: &mut Run<'_>) {
         match self.vm.liveness() {
+            Liveness::Running if self.console.log_error().is_some() => {
+                let why = self.console.log_error().unwrap_or_default();
+                let lost = Signal::InstrumentLost {
+                    instrument: "serial console's log".into(),
+                    detail: format!("writing serial.log: {why}; console lines are being lost"),
+                };
+                run.handle(Source::Harness, lost);
+            }
             Liveness::Running if self.console.is_closed() => {
                 let lost = Signal::InstrumentLost {
                     instrument: "serial console".into(),
