@@ -149,6 +149,9 @@ pub struct Machine {
     badness_policy: BadnessPolicy,
     /// The run ends, passed, once this phase passes (a run that saves its state there).
     stop_after: Option<Phase>,
+    /// The SSH host key each boot first answered with: within a boot it cannot change, so a
+    /// change means another machine answers at the guest's address.
+    host_keys: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -211,6 +214,7 @@ impl Machine {
             badness_allow: AllowList::default(),
             badness_policy: BadnessPolicy::default(),
             stop_after: None,
+            host_keys: BTreeMap::new(),
         }
     }
 
@@ -443,7 +447,10 @@ impl Machine {
                     self.live_boot_id = Some(boot_key(boot_id));
                 }
             }
-            Signal::GuestStatus(s) => self.on_guest(s, now, &mut out),
+            Signal::GuestStatus(s) => match self.host_key_changed(s) {
+                Some(reason) => out.extend(self.error(now, reason)),
+                None => self.on_guest(s, now, &mut out),
+            },
             Signal::DiskWrite { bytes } => self.on_disk_write(*bytes, now, &mut out),
             Signal::Api { check, ok, detail } => {
                 self.api.insert(key(*check), (*ok, detail.clone()));
@@ -589,6 +596,27 @@ impl Machine {
         } else if message.contains("Install complete.") && cur == Some(Phase::InstallToDisk) {
             self.install_done(now, message.into(), out);
         }
+    }
+
+    /// Pins each boot's SSH host key at its first answer; a later answer of the same boot
+    /// with another key is what the harness cannot trust.
+    fn host_key_changed(&mut self, s: &GuestStatus) -> Option<String> {
+        if s.host_key.is_empty() {
+            return None;
+        }
+        let boot = boot_key(&s.boot_id);
+        let pinned = self
+            .host_keys
+            .entry(boot.clone())
+            .or_insert_with(|| s.host_key.clone());
+        (*pinned != s.host_key).then(|| {
+            let short = |k: &str| k.chars().take(16).collect::<String>();
+            format!(
+                "the guest's SSH host key changed within boot {boot} (SHA-256 {}... pinned, now {}...): another machine answers at the guest's address, and what it reports cannot be trusted",
+                short(pinned),
+                short(&s.host_key)
+            )
+        })
     }
 
     fn on_guest(&mut self, s: &GuestStatus, now: u64, out: &mut Vec<Action>) {

@@ -523,6 +523,37 @@ fn a_panic_fails_the_current_phase() {
 }
 
 #[test]
+fn a_host_key_that_changes_within_a_boot_is_an_error_and_a_new_boot_may_change_it() {
+    let with_key = |boot: &str, live: bool, key: &str| {
+        Signal::GuestStatus(GuestStatus {
+            host_key: key.into(),
+            ..guest(boot, live)
+        })
+    };
+    let mut m = machine();
+    through_bootkube(&mut m);
+    // The same boot, written with dashes or without, and the same key: nothing happens.
+    let a = feed(&mut m, vec![(31_000, with_key("live", true, "aaaa"))]);
+    assert!(a.is_empty(), "{a:?}");
+    let a = feed(&mut m, vec![(32_000, with_key("live", true, "bbbb"))]);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.verdict, Verdict::Error);
+    assert!(
+        o.reason.contains("host key changed within boot live"),
+        "{}",
+        o.reason
+    );
+    // Another boot (the installed system) has its own key.
+    let mut m = machine();
+    through_bootkube(&mut m);
+    feed(&mut m, vec![(31_000, with_key("live", true, "aaaa"))]);
+    feed(&mut m, vec![(40_000, with_key("disk", false, "cccc"))]);
+    assert!(m.outcome().is_none_or(|o| o.verdict != Verdict::Error));
+}
+
+#[test]
 fn a_lost_instrument_is_the_harness_error_naming_it_not_the_systems_failure() {
     for instrument in ["QMP connection", "libvirt connection", "serial console"] {
         let mut m = machine();
