@@ -17,6 +17,10 @@ pub const CUT_IN_GUEST: &str = "cut at its limit in the guest";
 /// that is not installed): the collector is skipped, saying so.
 const NOTHING: i32 = 99;
 
+/// How long a collector may take to log in: a 2-vCPU guest under TCG, busy with what failed
+/// (coreos-installer restarting every 5 s), can take many seconds to answer a handshake.
+const LOGIN: Duration = Duration::from_secs(20);
+
 /// The largest output kept from one command.
 const MAX_OUTPUT: u64 = 128 << 20;
 
@@ -192,9 +196,9 @@ pub fn collectors(target: &SshTarget, live_system: bool, limit: Duration) -> Vec
             let limit = limit * c.weight;
             let name = c.file.clone();
             let target = target.clone();
-            // The harness's guard is a little longer than the guest's own cut, so that a
-            // command the guest cuts comes back with what it wrote.
-            Collector::new(name, limit + Duration::from_secs(10), move |sink| {
+            // The harness's guard is the login's time and a little more than the guest's own
+            // cut, so that a command the guest cuts comes back with what it wrote.
+            Collector::new(name, LOGIN + limit + Duration::from_secs(10), move |sink| {
                 Box::pin(async move {
                     tokio::task::spawn_blocking(move || run_command(&target, &c, limit, &sink))
                         .await
@@ -212,8 +216,8 @@ fn run_command(
     limit: Duration,
     sink: &Sink,
 ) -> Result<Option<String>, String> {
-    let io = limit + Duration::from_secs(8);
-    let session = target.connect(io).map_err(|e| e.to_string())?;
+    let session = target.wait_for_ssh(LOGIN).map_err(|e| e.to_string())?;
+    session.set_io_timeout(limit + Duration::from_secs(8));
     let out = session
         .exec_bytes(&wrapped(c, limit), MAX_OUTPUT)
         .map_err(|e| e.to_string())?;

@@ -225,7 +225,9 @@ impl Session {
             match a {
                 Action::PhaseStarted(p) => {
                     let timeout_s = run.machine.phase(p).timeout.as_secs();
-                    run.ui.line(&format!("phase {p} started"));
+                    let timeout = run.machine.phase(p).timeout;
+                    run.ui
+                        .line(&format!("phase {p} started ({})", deadline_words(timeout)));
                     let phase = p.name().to_string();
                     let _ = run
                         .log
@@ -318,6 +320,19 @@ impl Session {
             ));
         }
     }
+}
+
+/// `timeout 20m, until 06:31:02 UTC`: the phase's timeout and when it runs out, from now.
+fn deadline_words(timeout: Duration) -> String {
+    let until = std::time::SystemTime::now()
+        .checked_add(timeout)
+        .map(|t| humantime::format_rfc3339_seconds(t).to_string())
+        .and_then(|s| s.get(11..19).map(str::to_string))
+        .unwrap_or_else(|| "far ahead".into());
+    format!(
+        "timeout {}, until {until} UTC",
+        humantime::format_duration(Duration::from_secs(timeout.as_secs()))
+    )
 }
 
 fn reason_suffix(o: &Outcome) -> String {
@@ -480,4 +495,27 @@ async fn start_vm(
     }
     life.after_start(&mut vm, run.ui, &mut run.log).await?;
     Ok((vm, console, reach))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_phase_start_says_its_timeout_and_when_it_runs_out() {
+        let w = deadline_words(Duration::from_secs(20 * 60));
+        let (timeout, until) = w.split_once(", until ").unwrap();
+        assert_eq!(timeout, "timeout 20m");
+        let clock = until.strip_suffix(" UTC").unwrap();
+        assert_eq!(clock.len(), 8, "{w}");
+        assert!(clock.bytes().enumerate().all(|(i, b)| if i == 2 || i == 5 {
+            b == b':'
+        } else {
+            b.is_ascii_digit()
+        }));
+        assert_eq!(
+            deadline_words(Duration::from_secs(90)).split(',').next(),
+            Some("timeout 1m 30s")
+        );
+    }
 }
