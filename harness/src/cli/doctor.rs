@@ -101,7 +101,7 @@ fn accelerator(c: &mut Checks) {
             d.accel == Accel::Kvm,
             false,
             "accelerator",
-            format!("{:?}: {}", d.accel, d.reason),
+            format!("{}: {}", d.accel, d.reason),
         ),
         Err(e) => c.line(false, true, "accelerator", e.to_string()),
     }

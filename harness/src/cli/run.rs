@@ -83,7 +83,7 @@ fn verdict_code(s: &Scenario, result: &sno_harness::result::RunResult, dir: &Pat
         result.id,
         result.verdict.as_str(),
         result.duration_ms as f64 / 1000.0,
-        dir.join("result.json").display()
+        sno_harness::util::lexical_absolute(&dir.join("result.json")).display()
     );
     if !result.reason.is_empty() {
         errln!("  reason: {}", result.reason);

@@ -33,7 +33,7 @@ pub fn finish(s: &Scenario, opts: &RunOptions, rec: RunRecord) -> RunResult {
     result
 }
 
-/// result.json, junit.xml and summary.md; what could not be written, with why.
+/// result.json, junit.xml, summary.md and report.html; what could not be written, with why.
 fn write_record(opts: &RunOptions, result: &RunResult) -> Vec<String> {
     let dir = &opts.dir;
     let mut failures = Vec::new();
@@ -52,6 +52,10 @@ fn write_record(opts: &RunOptions, result: &RunResult) -> Vec<String> {
     let summary = crate::report::summary::summary_markdown(std::slice::from_ref(result));
     if let Err(e) = fs::write(dir.join("summary.md"), summary) {
         failures.push(format!("writing {}/summary.md: {e}", dir.display()));
+    }
+    let html = dir.join(crate::report::html::REPORT_HTML_FILE);
+    if let Err(e) = crate::report::run_dir::write_html(&html, dir, &located, &[]) {
+        failures.push(format!("writing {}: {e}", html.display()));
     }
     failures
 }
@@ -143,7 +147,7 @@ mod tests {
         result.verdict = crate::result::Verdict::Pass;
         result.reason.clear();
         let failures = write_record(&opts, &result);
-        assert_eq!(failures.len(), 3, "{failures:?}");
+        assert_eq!(failures.len(), 4, "{failures:?}");
         assert!(failures[0].starts_with(&format!("writing {}/result.json: ", not_a_dir.display())));
         mark_unrecorded(&mut result, &failures.join("; "));
         assert_eq!(result.verdict, crate::result::Verdict::Error);
@@ -156,6 +160,8 @@ mod tests {
         // Written where it can be: nothing to mark.
         let ok = options(d.path().to_path_buf());
         assert!(write_record(&ok, &result).is_empty());
-        assert!(d.path().join("result.json").is_file());
+        for f in ["result.json", "junit.xml", "summary.md", "report.html"] {
+            assert!(d.path().join(f).is_file(), "{f}");
+        }
     }
 }
