@@ -194,14 +194,14 @@ pub fn cluster_operators(list: &Value, now: SystemTime, settle: Duration) -> Jud
             "{} of {} operators not ready: {}",
             problems.len(),
             items.len(),
-            problems.join("; ")
+            handful(&problems, "; ")
         ));
     }
     if !unsettled.is_empty() {
         return Judgement::not(format!(
             "operators settled for less than {} s: {}",
             settle.as_secs(),
-            unsettled.join(", ")
+            handful(&unsettled, ", ")
         ));
     }
     Judgement::ok(format!(
@@ -210,9 +210,32 @@ pub fn cluster_operators(list: &Value, now: SystemTime, settle: Duration) -> Jud
     ))
 }
 
+/// At most [`HANDFUL`] of `items`, and how many more: a real cluster has some 33 operators,
+/// and a line naming all of them (a heartbeat, a reason) is read by no one.
+fn handful(items: &[String], sep: &str) -> String {
+    let shown = items[..items.len().min(HANDFUL)].join(sep);
+    match items.len().saturating_sub(HANDFUL) {
+        0 => shown,
+        more => format!("{shown}{sep}and {more} more"),
+    }
+}
+
+const HANDFUL: usize = 5;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_list_names_a_handful_and_counts_the_rest() {
+        let items: Vec<String> = (1..=33).map(|i| format!("op{i}")).collect();
+        assert_eq!(
+            handful(&items, ", "),
+            "op1, op2, op3, op4, op5, and 28 more"
+        );
+        assert_eq!(handful(&items[..5], "; "), "op1; op2; op3; op4; op5");
+        assert_eq!(handful(&[], ", "), "");
+    }
     use serde_json::json;
 
     fn co(name: &str, a: &str, d: &str, p: &str, since: &str) -> Value {
