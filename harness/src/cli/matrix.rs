@@ -21,12 +21,13 @@ use super::preflight::preflight;
 /// ended as expected, 1 when one did not, 2 bad input, 4 harness error.
 #[derive(clap::Args)]
 pub struct MatrixArgs {
+    /// The matrix file (TOML: a base scenario and its axes; scenarios/README.md).
     matrix: PathBuf,
     /// Permutations at once [default: the host's CPUs]; admission control still applies.
     #[arg(long)]
     jobs: Option<u32>,
-    /// Override the matrix file's strategy: full | pairwise.
-    #[arg(long)]
+    /// Override the matrix file's strategy: every combination, or every pair of values.
+    #[arg(long, value_parser = ["full", "pairwise"])]
     strategy: Option<String>,
     /// Only the permutations whose id matches this glob (`*`, `?`; `a,b` for either).
     #[arg(long)]

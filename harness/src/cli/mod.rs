@@ -3,11 +3,14 @@
 //! anything is created, `flags` what `run`, `matrix` and `perf` share.
 
 mod check;
+mod completions;
 mod doctor;
 mod error;
 mod fixture;
 mod flags;
 mod gc;
+mod list;
+mod man;
 mod matrix;
 mod perf;
 mod plan;
@@ -51,6 +54,9 @@ enum Command {
     Report(report::ReportArgs),
     Gc(gc::GcArgs),
     Doctor(doctor::DoctorArgs),
+    List(list::ListArgs),
+    Completions(completions::CompletionsArgs),
+    Man(man::ManArgs),
     /// The minisno fixture appliance.
     Fixture {
         #[command(subcommand)]
@@ -83,6 +89,75 @@ pub fn main() -> i32 {
         Command::Report(a) => report::report(a),
         Command::Gc(a) => gc::gc(a),
         Command::Doctor(a) => doctor::doctor(a),
+        Command::List(a) => list::list(a),
+        Command::Completions(a) => completions::completions(a),
+        Command::Man(a) => man::man(a),
         Command::Fixture { command } => fixture::fixture(command),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every argument of every command, with the path of commands it belongs to.
+    fn all_args(cmd: &clap::Command, path: &str, out: &mut Vec<(String, clap::Arg)>) {
+        for a in cmd.get_arguments() {
+            out.push((path.to_string(), a.clone()));
+        }
+        for sub in cmd.get_subcommands() {
+            all_args(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_argument_and_command_is_described() {
+        let cmd = Cli::command();
+        cmd.clone().debug_assert();
+        let mut args = Vec::new();
+        all_args(&cmd, "sno-harness", &mut args);
+        let undescribed: Vec<String> = args
+            .iter()
+            .filter(|(_, a)| !["help", "version"].contains(&a.get_id().as_str()))
+            .filter(|(_, a)| a.get_help().is_none() && a.get_long_help().is_none())
+            .map(|(p, a)| format!("{p}: {}", a.get_id()))
+            .collect();
+        assert!(undescribed.is_empty(), "undescribed: {undescribed:#?}");
+        for sub in cmd.get_subcommands() {
+            assert!(
+                sub.get_about().is_some(),
+                "{} has no description",
+                sub.get_name()
+            );
+        }
+    }
+
+    #[test]
+    fn completions_and_the_manual_come_from_the_definition() {
+        let mut bash = Vec::new();
+        clap_complete::generate(
+            clap_complete::Shell::Bash,
+            &mut Cli::command(),
+            "sno-harness",
+            &mut bash,
+        );
+        let bash = String::from_utf8(bash).unwrap();
+        for word in ["sno-harness", "matrix", "--gather", "completions"] {
+            assert!(
+                bash.contains(word),
+                "{word} missing from the bash completions"
+            );
+        }
+        let mut page = Vec::new();
+        clap_mangen::Man::new(Cli::command())
+            .render(&mut page)
+            .unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert!(
+            page.starts_with(".ie") || page.contains(".TH sno-harness"),
+            "{page}"
+        );
+        assert!(page.contains("bootstrap"), "{page}");
+    }
 }

@@ -18,7 +18,9 @@ use super::error::{bad, Outcome};
 /// run nothing.
 #[derive(clap::Args)]
 pub struct PlanArgs {
+    /// A scenario file, or a matrix file (then its permutations are listed).
     scenario: PathBuf,
+    /// Print the plan as JSON, for tools.
     #[arg(long)]
     json: bool,
     /// Show the VM as this backend defines it: the QEMU command line, or the libvirt
