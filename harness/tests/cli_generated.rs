@@ -1,6 +1,6 @@
 //! The commands that describe the harness itself, through the real binary: `list --json`
 //! (parsed), `completions` for each shell, `man` (to stdout and as one page per command), and
-//! `--help` wrapped to the terminal's width.
+//! `--help` wrapped to the terminal's width; and docs/real-openshift.md's examples, planned.
 
 use std::process::Command;
 
@@ -88,4 +88,44 @@ fn help_is_wrapped_to_the_terminal_width() {
     assert!(out.status.success());
     let longest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
     assert!(longest <= 60, "a line of {longest} characters:\n{text}");
+}
+
+/// docs/real-openshift.md's two examples are scenarios `plan` accepts as they are (with a pull
+/// secret in the environment, as the page says), each on the backend the page gives it.
+#[test]
+fn the_real_openshift_examples_plan() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let page = std::fs::read_to_string(root.join("docs/real-openshift.md")).unwrap();
+    for (file, backend) in [
+        ("scenarios/openshift-example.toml", "qemu"),
+        ("scenarios/openshift-example-nat.toml", "libvirt"),
+    ] {
+        assert!(page.contains(file), "the page does not name {file}");
+        let out = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+            .args([
+                "plan",
+                root.join(file).to_str().unwrap(),
+                "--backend",
+                backend,
+            ])
+            .env(
+                "PULL_SECRET",
+                r#"{"auths":{"registry.example":{"auth":"dXNlcjpwYXNz"}}}"#,
+            )
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("profile openshift"), "{file}: {text}");
+        if backend == "libvirt" {
+            assert!(
+                text.contains("libvirt NAT network for the cluster"),
+                "{file}: {text}"
+            );
+        }
+    }
 }
