@@ -174,8 +174,15 @@ pub fn cluster_operators(list: &Value, now: SystemTime, settle: Duration) -> Jud
                 })
                 .map(|c| format!(" ({})", c.message))
                 .unwrap_or_default();
-            problems.push(format!(
-                "{name}: Available={a} Degraded={d} Progressing={p}{msg}"
+            // The worst first, so that the handful named are the ones to read.
+            let rank = match (d.as_str(), a.as_str()) {
+                ("True", _) => 0,
+                (_, "True") => 2,
+                _ => 1,
+            };
+            problems.push((
+                rank,
+                format!("{name}: Available={a} Degraded={d} Progressing={p}{msg}"),
             ));
             continue;
         }
@@ -190,6 +197,8 @@ pub fn cluster_operators(list: &Value, now: SystemTime, settle: Duration) -> Jud
         }
     }
     if !problems.is_empty() {
+        problems.sort_by_key(|(rank, _)| *rank);
+        let problems: Vec<String> = problems.into_iter().map(|(_, p)| p).collect();
         return Judgement::not(format!(
             "{} of {} operators not ready: {}",
             problems.len(),
@@ -225,6 +234,34 @@ const HANDFUL: usize = 5;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn of_many_operators_not_ready_the_degraded_and_unavailable_are_named_first() {
+        let op = |name: &str, a: &str, d: &str| {
+            serde_json::json!({"metadata": {"name": name}, "status": {"conditions": [
+                {"type": "Available", "status": a, "message": ""},
+                {"type": "Degraded", "status": d, "message": ""},
+                {"type": "Progressing", "status": "True", "message": ""}
+            ]}})
+        };
+        let mut items: Vec<serde_json::Value> = (0..8)
+            .map(|i| op(&format!("a{i}"), "True", "False"))
+            .collect();
+        items.push(op("ingress", "True", "True"));
+        items.push(op("dns", "False", "False"));
+        let j = cluster_operators(
+            &serde_json::json!({ "items": items }),
+            SystemTime::now(),
+            Duration::from_secs(30),
+        );
+        let d = j.detail;
+        assert!(
+            d.starts_with("10 of 10 operators not ready: ingress: "),
+            "{d}"
+        );
+        assert!(d.contains("; dns: Available=False"), "{d}");
+        assert!(d.ends_with("and 5 more"), "{d}");
+    }
 
     #[test]
     fn a_long_list_names_a_handful_and_counts_the_rest() {
