@@ -294,12 +294,24 @@ const GATHERED: &[(&str, &[&str])] = &[
 /// What a failed run's gather must be: gather/index.json, linked from result.json, listing
 /// the VM's collectors (ok) and either the guest's or why the guest did not answer; every
 /// collector that did not succeed says why; the files this scenario's failure needs are there
-/// and not empty; master.ign is kept without its inline contents. Returns the index's summary.
+/// and not empty; master.ign is kept without its inline contents. A run that ended before its
+/// VM (the installer refusing the install-config) has nothing to gather, and no gather/.
+/// Returns the index's summary.
 fn check_gather(
     dir: &Path,
     name: &str,
     r: &sno_harness::result::RunResult,
 ) -> Result<String, String> {
+    let vm_ran = r
+        .phases
+        .iter()
+        .any(|p| p.name != "assets" && p.start_ms.is_some());
+    if !vm_ran {
+        return match dir.join("gather").exists() || r.artifacts.contains_key("gather") {
+            true => Err("a run that ended before its VM has a gather".into()),
+            false => Ok("no VM ran: nothing to gather".into()),
+        };
+    }
     if r.artifacts.get("gather").map(String::as_str) != Some("gather/index.json") {
         return Err(format!(
             "result.json links no gather index: {:?}",
