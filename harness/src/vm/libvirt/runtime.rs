@@ -613,8 +613,7 @@ impl LibvirtVm {
             data.extend_from_slice(&buf[..n as usize]);
         }
         let _ = stream.finish();
-        super::ppm::write_png_from_ppm(&data, png)
-            .map_err(|e| other("converting the screenshot", e))
+        save_screenshot(&data, png)
     }
 
     /// Destroys the run's domain through a connection opened for it, when the run's own is
@@ -676,6 +675,16 @@ impl LibvirtVm {
     }
 }
 
+/// libvirt hands the screen over in the format QEMU wrote it: PNG when QEMU can (libvirt 9
+/// with QEMU 7.2 here), else PPM, which is converted.
+fn save_screenshot(data: &[u8], png: &Path) -> Result<(), LibvirtError> {
+    const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
+    if data.starts_with(PNG_MAGIC) {
+        return std::fs::write(png, data).map_err(|e| other("writing the screenshot", e));
+    }
+    super::ppm::write_png_from_ppm(data, png).map_err(|e| other("converting the screenshot", e))
+}
+
 impl Drop for LibvirtVm {
     fn drop(&mut self) {
         self.stop();
@@ -685,6 +694,28 @@ impl Drop for LibvirtVm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_screenshot_is_kept_as_png_whether_libvirt_sends_png_or_ppm() {
+        let d = tempfile::tempdir().unwrap();
+        let png = d.path().join("screen.png");
+        // A PNG as QEMU writes it: kept byte for byte.
+        let mut encoded = Vec::new();
+        {
+            let mut enc = ::png::Encoder::new(&mut encoded, 1, 1);
+            enc.set_color(::png::ColorType::Rgb);
+            enc.write_header()
+                .unwrap()
+                .write_image_data(&[1, 2, 3])
+                .unwrap();
+        }
+        save_screenshot(&encoded, &png).unwrap();
+        assert_eq!(std::fs::read(&png).unwrap(), encoded);
+        // A PPM: converted.
+        save_screenshot(b"P6\n1 1\n255\n\x01\x02\x03", &png).unwrap();
+        assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+        assert!(save_screenshot(b"neither", &png).is_err());
+    }
 
     #[test]
     fn libvirt_events_map_to_the_qemu_events_the_machine_reads() {
