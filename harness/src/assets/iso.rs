@@ -61,18 +61,7 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> IsoError {
     move |source| IsoError::Io { what, source }
 }
 
-fn sha256_of(mut r: impl Read) -> std::io::Result<String> {
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = r.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex::encode(h.finalize()))
-}
+use crate::util::digest::sha256_of;
 
 /// Percent-decoding of a file URL's path.
 fn file_url_path(url: &str) -> Option<PathBuf> {
@@ -160,13 +149,7 @@ fn verify_file(
         source,
     };
     let meta = fs::metadata(&path).map_err(missing)?;
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let stamp = format!("{}\n{}\n{}\n", path.display(), meta.len(), mtime);
+    let stamp = format!("{}\n{}", path.display(), crate::util::digest::stamp(&meta));
     let memo = cache.join(format!("{sha256}.verified"));
     if fs::read_to_string(&memo).ok().as_deref() == Some(stamp.as_str()) {
         return Ok(path);

@@ -1,6 +1,7 @@
 //! Small helpers shared by every layer.
 
 pub mod children;
+pub mod digest;
 pub mod harness_log;
 pub mod input_file;
 pub mod out;
