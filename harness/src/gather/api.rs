@@ -84,7 +84,8 @@ pub fn collectors(api: Arc<ClusterApi>, limit: Duration) -> Vec<Collector> {
                 false => Err(format!(
                     "related namespaces that are not namespace names were not asked for: {}",
                     refused.join(", ")
-                )),
+                )
+                .into()),
             }
         })
     }));

@@ -6,12 +6,8 @@
 
 use std::time::Duration;
 
-use super::{redact, Collector, Sink};
+use super::{redact, Collector, Failure, Sink};
 use crate::guest::ssh::SshTarget;
-
-/// How a failure of a command the guest cut at its limit begins (the index calls it timed
-/// out, not failed).
-pub const CUT_IN_GUEST: &str = "cut at its limit in the guest";
 
 /// The exit of a command that found nothing to collect (a file that does not exist, a unit
 /// that is not installed): the collector is skipped, saying so.
@@ -215,7 +211,7 @@ fn run_command(
     c: &GuestCommand,
     limit: Duration,
     sink: &Sink,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Failure> {
     let session = target.wait_for_ssh(LOGIN).map_err(|e| e.to_string())?;
     session.set_io_timeout(limit + Duration::from_secs(8));
     let out = session
@@ -226,11 +222,11 @@ fn run_command(
         // timeout(1)'s exits: 124 on the limit, 137 when it had to kill.
         124 | 137 => {
             sink.write(&c.file, &out.stdout)?;
-            return Err(format!(
-                "{CUT_IN_GUEST} of {} s; {} bytes kept",
+            return Err(Failure::Cut(format!(
+                "cut at its limit in the guest of {} s; {} bytes kept",
                 limit.as_secs(),
                 out.stdout.len()
-            ));
+            )));
         }
         _ => {}
     }
@@ -240,11 +236,11 @@ fn run_command(
     };
     sink.write(&c.file, &bytes)?;
     if out.status != 0 {
-        return Err(format!(
+        return Err(Failure::Failed(format!(
             "exited {}: {}",
             out.status,
             crate::util::out::printable(out.stderr.trim())
-        ));
+        )));
     }
     Ok(None)
 }

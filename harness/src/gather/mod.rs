@@ -87,7 +87,27 @@ const AT_ONCE: usize = 3;
 
 /// A collector's work: writes through the sink, and returns why it had nothing to collect
 /// (skipped) or succeeds; an error is its failure.
-pub type Work = Pin<Box<dyn Future<Output = Result<Option<String>, String>> + Send>>;
+pub type Work = Pin<Box<dyn Future<Output = Result<Option<String>, Failure>> + Send>>;
+
+/// Why a collector's work did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    Failed(String),
+    /// Something below the harness's guard (the guest's `timeout`) cut it at its limit.
+    Cut(String),
+}
+
+impl From<String> for Failure {
+    fn from(why: String) -> Failure {
+        Failure::Failed(why)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(why: &str) -> Failure {
+        Failure::Failed(why.to_string())
+    }
+}
 
 pub struct Collector {
     /// Where it writes, and its name in the index: `live/journal-bootkube.service`.
@@ -112,7 +132,7 @@ impl Collector {
     /// A collector that could not start, and says why: listed as failed.
     pub fn failed(name: impl Into<String>, why: String) -> Collector {
         Collector::new(name, Duration::ZERO, move |_| {
-            Box::pin(async move { Err(why) })
+            Box::pin(async move { Err(Failure::Failed(why)) })
         })
     }
 
@@ -247,18 +267,12 @@ async fn run_one(dir: &Path, c: Collector) -> Entry {
     let (status, reason) = match tokio::time::timeout(c.limit, work).await {
         Ok(Ok(None)) => (Status::Ok, None),
         Ok(Ok(Some(why))) => (Status::Skipped, Some(why)),
-        Ok(Err(why)) => (Status::Failed, Some(why)),
+        Ok(Err(Failure::Failed(why))) => (Status::Failed, Some(why)),
+        Ok(Err(Failure::Cut(why))) => (Status::TimedOut, Some(why)),
         Err(_) => (
             Status::TimedOut,
             Some(format!("cut at its limit of {} s", c.limit.as_secs_f64())),
         ),
-    };
-    // A command the guest cut at the limit reports itself as timed out.
-    let (status, reason) = match (status, reason) {
-        (Status::Failed, Some(r)) if r.starts_with(guest::CUT_IN_GUEST) => {
-            (Status::TimedOut, Some(r))
-        }
-        other => other,
     };
     Entry {
         name: c.name,

@@ -154,3 +154,22 @@ fn gather_modes_parse_as_the_cli_spells_them() {
     assert!(When::OnFailure.applies(false) && !When::OnFailure.applies(true));
     assert!(When::Always.applies(true) && !When::Never.applies(false));
 }
+
+#[tokio::test]
+async fn work_cut_below_the_guard_is_timed_out_not_failed() {
+    let d = tempfile::tempdir().unwrap();
+    let cut = Collector::new("cut", Duration::from_secs(10), |sink| {
+        Box::pin(async move {
+            sink.write("part.txt", b"what came before the cut")?;
+            Err(Failure::Cut("cut at its limit in the guest of 30 s".into()))
+        })
+    });
+    let index = run_all(d.path(), When::OnFailure, vec![cut]).await.unwrap();
+    let c = &index.collectors[0];
+    assert_eq!(c.status, Status::TimedOut);
+    assert_eq!(
+        c.reason.as_deref(),
+        Some("cut at its limit in the guest of 30 s")
+    );
+    assert_eq!(c.files[0].path, "part.txt");
+}

@@ -21,7 +21,7 @@ pub fn collectors(vm: RunningVmHandle, definition: String, limit: Duration) -> V
     let screen = vm.clone();
     vec![
         Collector::new("vm/screenshot.png", limit, move |sink| {
-            Box::pin(async move { screenshot(&screen, &sink).await })
+            Box::pin(async move { Ok(screenshot(&screen, &sink).await?) })
         }),
         query("vm/query-status.json", VmQuery::Status),
         query("vm/blockstats.json", VmQuery::BlockStats),
