@@ -614,6 +614,29 @@ fn a_missing_qemu_says_how_to_install_it() {
     }
 }
 
+/// A `qemu-system-x86_64` in front of the real one, in `work/shim`, that passes every
+/// argument `$a` through `rewrite` (bash, run once per argument) first; returns the PATH that
+/// finds it first.
+fn qemu_wrapper(work: &Path, rewrite: &str) -> std::ffi::OsString {
+    let qemu = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("qemu-system-x86_64"))
+        .find(|p| p.is_file())
+        .expect("qemu-system-x86_64 on PATH");
+    let shim = work.join("shim");
+    std::fs::create_dir(&shim).unwrap();
+    let wrapper = shim.join("qemu-system-x86_64");
+    let script = format!(
+        "#!/bin/bash\nargs=()\nfor a in \"$@\"; do\n  {rewrite}\n  args+=(\"$a\")\ndone\nexec {} \"${{args[@]}}\"\n",
+        qemu.display()
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::env::join_paths(
+        std::iter::once(shim).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap()
+}
+
 /// Case 5: the host port the SSH forward needs is taken when QEMU binds it. Another process
 /// taking it between the harness's choice and QEMU's start is what happens for real; here a
 /// wrapper in front of QEMU points the forward at a port this test holds, which is the same
@@ -625,36 +648,14 @@ fn a_taken_forward_port_is_named_and_qemu_does_not_stay() {
     let (out, state) = (work.path().join("out"), work.path().join("state"));
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
-    let qemu = std::env::split_paths(&std::env::var_os("PATH").unwrap())
-        .map(|d| d.join("qemu-system-x86_64"))
-        .find(|p| p.is_file())
-        .expect("qemu-system-x86_64 on PATH");
-    let shim = work.path().join("shim");
-    std::fs::create_dir(&shim).unwrap();
-    let wrapper = shim.join("qemu-system-x86_64");
-    std::fs::write(
-        &wrapper,
-        format!(
-            r#"#!/bin/bash
-args=()
-for a in "$@"; do
-  if [[ $a =~ ^(.*hostfwd=tcp:127\.0\.0\.1:)[0-9]+(-:22.*)$ ]]; then
+    let path = qemu_wrapper(
+        work.path(),
+        &format!(
+            r#"if [[ $a =~ ^(.*hostfwd=tcp:127\.0\.0\.1:)[0-9]+(-:22.*)$ ]]; then
     a="${{BASH_REMATCH[1]}}{port}${{BASH_REMATCH[2]}}"
-  fi
-  args+=("$a")
-done
-exec {} "${{args[@]}}"
-"#,
-            qemu.display()
+  fi"#
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = std::env::join_paths(
-        std::iter::once(shim.clone())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
-    )
-    .unwrap();
+    );
     let ran = run(&smoke(), &out, &state, |c| {
         c.env("PATH", path);
     });
@@ -866,36 +867,12 @@ fn a_lost_qmp_connection_is_an_error_naming_it_and_leaves_nothing() {
     fixture_ready();
     let work = tempfile::tempdir().unwrap();
     let (out, state) = (work.path().join("out"), work.path().join("state"));
-    let qemu = std::env::split_paths(&std::env::var_os("PATH").unwrap())
-        .map(|d| d.join("qemu-system-x86_64"))
-        .find(|p| p.is_file())
-        .expect("qemu-system-x86_64 on PATH");
-    let shim = work.path().join("shim");
-    std::fs::create_dir(&shim).unwrap();
-    let wrapper = shim.join("qemu-system-x86_64");
-    std::fs::write(
-        &wrapper,
-        format!(
-            r#"#!/bin/bash
-args=()
-for a in "$@"; do
-  if [[ $a =~ ^(socket,id=qmp0,path=)([^,]+)(,.*)$ ]]; then
-    a="${{BASH_REMATCH[1]}}${{BASH_REMATCH[2]}}.real${{BASH_REMATCH[3]}}"
-  fi
-  args+=("$a")
-done
-exec {} "${{args[@]}}"
-"#,
-            qemu.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = std::env::join_paths(
-        std::iter::once(shim.clone())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
-    )
-    .unwrap();
+    let path = qemu_wrapper(
+        work.path(),
+        r#"if [[ $a =~ ^(socket,id=qmp0,path=)([^,]+)(,.*)$ ]]; then
+    a="${BASH_REMATCH[1]}${BASH_REMATCH[2]}.real${BASH_REMATCH[3]}"
+  fi"#,
+    );
     let dir = out.join("smoke");
     let cut = std::thread::spawn(move || -> Result<(), String> {
         let real = dir.join("qmp.sock.real");
