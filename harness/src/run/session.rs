@@ -188,35 +188,34 @@ impl Session {
     /// the system's outcome; a lost libvirt connection or console is the harness's (QMP's
     /// loss is its event stream's end, see vm::running).
     fn check_instruments(&mut self, run: &mut Run<'_>) {
-        match self.vm.liveness() {
-            Liveness::Running if self.console.log_error().is_some() => {
-                let why = self.console.log_error().unwrap_or_default();
-                let lost = Signal::InstrumentLost {
-                    instrument: "serial console's log".into(),
-                    detail: format!("writing serial.log: {why}; console lines are being lost"),
-                };
-                run.handle(Source::Harness, lost);
-            }
-            Liveness::Running if self.console.is_closed() => {
-                let lost = Signal::InstrumentLost {
-                    instrument: "serial console".into(),
-                    detail: "the console's stream closed while the VM runs".into(),
-                };
-                run.handle(Source::Harness, lost);
-            }
-            Liveness::Running => {}
+        let lost = match self.vm.liveness() {
+            Liveness::Running => self.console_lost(),
             Liveness::Gone => {
                 let status = format!("the {} VM is gone", run.opts.backend.name());
                 run.handle(Source::Harness, Signal::VmExited { status });
+                None
             }
-            Liveness::Lost { instrument, detail } => {
-                let lost = Signal::InstrumentLost {
-                    instrument: instrument.into(),
-                    detail,
-                };
-                run.handle(Source::Harness, lost);
-            }
+            Liveness::Lost { instrument, detail } => Some((instrument.to_string(), detail)),
+        };
+        if let Some((instrument, detail)) = lost {
+            run.handle(
+                Source::Harness,
+                Signal::InstrumentLost { instrument, detail },
+            );
         }
+    }
+
+    /// The console as an instrument of a running VM: its log refusing lines, or its stream
+    /// closed; the instrument and what happened.
+    fn console_lost(&self) -> Option<(String, String)> {
+        if let Some(why) = self.console.log_error() {
+            let detail = format!("writing serial.log: {why}; console lines are being lost");
+            return Some(("serial console's log".into(), detail));
+        }
+        self.console.is_closed().then(|| {
+            let detail = "the console's stream closed while the VM runs";
+            ("serial console".to_string(), detail.to_string())
+        })
     }
 
     /// Prints what the machine did and starts what its phases need.
@@ -224,8 +223,8 @@ impl Session {
         for a in std::mem::take(&mut run.pending) {
             match a {
                 Action::PhaseStarted(p) => {
-                    let timeout_s = run.machine.phase(p).timeout.as_secs();
                     let timeout = run.machine.phase(p).timeout;
+                    let timeout_s = timeout.as_secs();
                     run.ui
                         .line(&format!("phase {p} started ({})", deadline_words(timeout)));
                     let phase = p.name().to_string();
