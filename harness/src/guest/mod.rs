@@ -3,4 +3,5 @@
 
 pub mod console;
 pub mod follow;
+pub mod journal;
 pub mod ssh;
