@@ -21,7 +21,7 @@ use super::preflight::preflight;
 /// ended as expected, 1 when one did not, 2 bad input, 4 harness error.
 #[derive(clap::Args)]
 pub struct MatrixArgs {
-    /// The matrix file (TOML: a base scenario and its axes; scenarios/README.md).
+    /// The matrix file (TOML: a base scenario and its axes; docs/scenario-format.md).
     matrix: PathBuf,
     /// Permutations at once [default: the host's CPUs]; admission control still applies.
     #[arg(long)]

@@ -18,7 +18,7 @@ use super::preflight::preflight;
 /// 2 (bad input), 3 (host not ready) or 4 (harness error).
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// The scenario file (TOML: scenarios/README.md lists its keys).
+    /// The scenario file (TOML: docs/scenario-format.md lists its keys).
     scenario: PathBuf,
     /// Stop once bootkube is done and save the VM into DIR (a new directory): its RAM and
     /// devices (QEMU migration to a file), disks, live ISO and SSH key. Install-to-disk is
