@@ -1,0 +1,157 @@
+//! docs/scenario-format.md against the real binary. Every key the parser knows is on the page:
+//! the keys come from the parser itself, because an unknown key makes `plan` list the keys
+//! valid where it stands. And the page's complete examples are files `plan` accepts.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn page() -> String {
+    std::fs::read_to_string(root().join("docs/scenario-format.md")).unwrap()
+}
+
+/// `plan` of a file holding `text`: its exit code and stderr.
+fn plan(text: &str) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .args(["plan", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The keys an "unknown field `zzz`, expected ..." error lists (or `[timeouts]`'s own "the
+/// keys are the phases (...), ... and ...").
+fn keys_listed(err: &str) -> Vec<String> {
+    if let Some((_, rest)) = err.split_once("the keys are the phases (") {
+        return rest
+            .split(|c: char| !(c.is_ascii_lowercase() || c == '-'))
+            .filter(|w| !w.is_empty() && *w != "and")
+            .map(str::to_string)
+            .collect();
+    }
+    let Some((_, rest)) = err.split_once("expected") else {
+        panic!("no list of keys in: {err}");
+    };
+    let rest = rest.split(';').next().unwrap_or(rest);
+    rest.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+const SCENARIO_HEAD: &str = "name = \"x\"\nprofile = \"fixture\"\n";
+const DISK: &str = "[[disks]]\nid = \"install\"\nsize = \"8GiB\"\n";
+const MATRIX_HEAD: &str = "name = \"x\"\nbase = \"BASE\"\n";
+
+/// Where an unknown key goes, in a file that is valid but for it: each table the two formats
+/// have, and each inline table.
+fn probes() -> Vec<(&'static str, String)> {
+    let s = |body: &str| format!("{SCENARIO_HEAD}{body}");
+    let base = root().join("scenarios/smoke.toml");
+    let m = |body: &str| format!("{MATRIX_HEAD}{body}").replace("BASE", base.to_str().unwrap());
+    vec![
+        ("scenario", s(&format!("zzz = 1\n{DISK}"))),
+        ("[vm]", s(&format!("{DISK}[vm]\nzzz = 1\n"))),
+        ("[[disks]]", s(&format!("{DISK}zzz = 1\n"))),
+        ("throttle", s(&format!("{DISK}throttle = {{ zzz = 1 }}\n"))),
+        ("[install]", s(&format!("{DISK}[install]\nzzz = 1\n"))),
+        (
+            "installation_disk",
+            s(&format!(
+                "{DISK}[install]\ninstallation_disk = {{ zzz = 1 }}\n"
+            )),
+        ),
+        (
+            "pull_secret",
+            s(&format!(
+                "{DISK}[install]\npull_secret = {{ zzz = \"a\" }}\n"
+            )),
+        ),
+        (
+            "proxy",
+            s(&format!("{DISK}[install]\nproxy = {{ zzz = \"a\" }}\n")),
+        ),
+        (
+            "capabilities",
+            s(&format!(
+                "{DISK}[install]\ncapabilities = {{ zzz = \"a\" }}\n"
+            )),
+        ),
+        (
+            "cluster_network",
+            s(&format!(
+                "{DISK}[install]\ncluster_network = [{{ zzz = 1 }}]\n"
+            )),
+        ),
+        (
+            "[timeouts]",
+            s(&format!("{DISK}[timeouts]\nzzz = \"1m\"\n")),
+        ),
+        ("[fixture]", s(&format!("{DISK}[fixture]\nzzz = 1\n"))),
+        ("[openshift]", s(&format!("{DISK}[openshift]\nzzz = 1\n"))),
+        ("[expect]", s(&format!("{DISK}[expect]\nzzz = 1\n"))),
+        ("[badness]", s(&format!("{DISK}[badness]\nzzz = 1\n"))),
+        ("[checks]", s(&format!("{DISK}[checks]\nzzz = 1\n"))),
+        ("matrix", m("zzz = 1\n")),
+        (
+            "[[axis]]",
+            m("[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\"]\nzzz = 1\n"),
+        ),
+        ("matrix [[expect]]", m("[[expect]]\nzzz = 1\n")),
+    ]
+}
+
+#[test]
+fn every_key_the_parser_knows_is_on_the_page() {
+    let page = page();
+    let mut missing = Vec::new();
+    for (place, text) in probes() {
+        let (code, err) = plan(&text);
+        assert_eq!(code, 2, "{place}: {err}");
+        let keys = keys_listed(&err);
+        assert!(!keys.is_empty(), "{place}: {err}");
+        for k in keys {
+            let shown = [
+                format!("`{k}`"),
+                format!("[{k}]"),
+                format!("[[{k}]]"),
+                format!("{k} ="),
+            ];
+            if !shown.iter().any(|s| page.contains(s.as_str())) {
+                missing.push(format!("{place}: {k}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "keys not on docs/scenario-format.md: {missing:?}"
+    );
+}
+
+#[test]
+fn the_complete_examples_on_the_page_plan() {
+    let page = page();
+    let base = root().join("scenarios/smoke.toml");
+    let blocks: Vec<&str> = page
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .filter(|b| b.contains("[[disks]]") || b.contains("[[axis]]"))
+        .collect();
+    assert_eq!(blocks.len(), 2, "one scenario and one matrix example");
+    for b in blocks {
+        let text = b.replace("base = \"smoke.toml\"", &format!("base = {base:?}"));
+        let (code, err) = plan(&text);
+        assert_eq!(code, 0, "{err}\n{text}");
+    }
+}
