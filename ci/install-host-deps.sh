@@ -7,6 +7,9 @@
 # this in a chroot, where the host's daemons must not be touched).
 set -euo pipefail
 
+# No Rust toolchain, or too old a one: say how to get it before installing anything (exit 3).
+bash "$(dirname "$0")/check-rust.sh"
+
 pins=$(dirname "$0")/../images/recipe/pins.env
 # shellcheck source=../images/recipe/pins.env
 . "$pins"
@@ -66,22 +69,7 @@ if ! command -v kubectl >/dev/null; then
     apt-get install -y -qq --no-install-recommends kubernetes-client >/dev/null
 fi
 
-# The Rust toolchain is not a Debian package (Debian 12's rustc is older than the workspace
-# needs): it comes from rustup. Without it, stop here and say how to get it (exit 3: the host
-# is not ready) rather than fail half-way through a build.
 export PATH="$HOME/.cargo/bin:$PATH"
-need_rust=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' "$(dirname "$0")/../Cargo.toml")
-have_rust=$(rustc --version 2>/dev/null | awk '{print $2}' || true)
-if ! command -v cargo >/dev/null || [ -z "$have_rust" ] \
-    || [ "$(printf '%s\n%s\n' "$need_rust" "$have_rust" | sort -V | head -1)" != "$need_rust" ]; then
-    cat >&2 <<EOF
-The workspace needs Rust $need_rust or newer (cargo and rustc); this host has ${have_rust:-none}.
-Install it with rustup, then run this script again:
-    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
-    . "\$HOME/.cargo/env"
-EOF
-    exit 3
-fi
 want=$MINISNO_COREOS_INSTALLER_VERSION
 have=$(coreos-installer --version 2>/dev/null | awk '{print $2}' || true)
 if [ "$have" != "$want" ]; then
