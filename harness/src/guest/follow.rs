@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::journal::{journal_loop, RawJournal};
 use super::ssh::{SshSession, SshTarget};
 use crate::flow::event::{GuestStatus, Signal, SignalTx, Source};
+use crate::util::wait::sleep_unless_stopped;
 
 /// One shell command that reports everything the state machine needs, `|`-separated.
 const STATUS_SCRIPT: &str = r#"b=$(cat /proc/sys/kernel/random/boot_id); l=0; [ -e /run/ostree-live ] && l=1
@@ -116,16 +117,6 @@ impl Followers {
 impl Drop for Followers {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-pub(super) fn sleep_unless_stopped(stop: &AtomicBool, d: Duration) {
-    let step = Duration::from_millis(100);
-    let mut left = d;
-    while !stop.load(Ordering::SeqCst) && !left.is_zero() {
-        let s = step.min(left);
-        std::thread::sleep(s);
-        left -= s;
     }
 }
 

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::follow::sleep_unless_stopped;
 use super::ssh::{SshSession, SshTarget};
 use crate::flow::event::{Signal, SignalTx, Source};
+use crate::util::wait::sleep_unless_stopped;
 
 /// The units whose journal the follower streams (docs/bip-contract.md §5, §6).
 pub const BIP_UNITS: &[&str] = &[

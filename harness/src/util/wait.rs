@@ -1,6 +1,7 @@
 //! Polling with a deadline that reports the last error, not a bare "timed out".
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// A condition that never held before its deadline.
@@ -57,6 +58,18 @@ pub fn wait_until_succeeds<T, E>(
                 std::thread::sleep(interval.min(timeout - elapsed));
             }
         }
+    }
+}
+
+/// Sleeps for `d`, or less once `stop` is set: a loop on its own thread that must stop
+/// promptly waits this way between attempts.
+pub fn sleep_unless_stopped(stop: &AtomicBool, d: Duration) {
+    let step = Duration::from_millis(100);
+    let mut left = d;
+    while !stop.load(Ordering::SeqCst) && !left.is_zero() {
+        let s = step.min(left);
+        std::thread::sleep(s);
+        left -= s;
     }
 }
 
