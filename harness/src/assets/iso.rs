@@ -1,5 +1,5 @@
-//! The live ISO named by stream metadata: a file URL or an http(s) download, verified against
-//! its sha256 and kept in a cache by digest.
+//! The live ISO named by stream metadata or the scenario: a file URL or an http(s) download,
+//! verified against its sha256 and kept in a cache by digest.
 
 use std::fs::{self, File};
 use std::io::{BufReader, ErrorKind, Read, Write};
@@ -9,26 +9,63 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+/// Who named the ISO and its digest: it decides the words of an error about them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The installer's `coreos print-stream-json`.
+    Stream,
+    /// The scenario's `[openshift] iso` and `iso_sha256`.
+    Scenario,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Origin::Stream => "the installer's stream metadata",
+            Origin::Scenario => "the scenario's [openshift] iso_sha256",
+        })
+    }
+}
+
+impl Origin {
+    fn missing_remedy(self) -> &'static str {
+        match self {
+            Origin::Stream => {
+                "the installer's stream metadata names it there: put the ISO in place, or use an \
+                 installer whose metadata points at it"
+            }
+            Origin::Scenario => "the scenario's [openshift] iso names it: fix the path or the URL",
+        }
+    }
+
+    fn digest_remedy(self) -> &'static str {
+        match self {
+            Origin::Stream => {
+                "replace it with the one the installer names, or use the installer that matches it"
+            }
+            Origin::Scenario => "give the ISO that iso_sha256 names, or the digest of this one",
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum IsoError {
-    #[error(
-        "the ISO at {location} is missing: {source}; the installer's stream metadata names it \
-         there: put the ISO in place, or use an installer whose metadata points at it"
-    )]
+    #[error("the ISO at {location} is missing: {source}; {}", origin.missing_remedy())]
     Missing {
         location: String,
+        origin: Origin,
         #[source]
         source: std::io::Error,
     },
-    #[error("the stream metadata gives {0:?} as the ISO's sha256, which is not 64 hex digits")]
-    BadSha256(String),
+    #[error("{origin} gives {digest:?} as the ISO's sha256, which is not 64 hex digits")]
+    BadSha256 { digest: String, origin: Origin },
     #[error(
-        "the ISO at {location} has sha256 {actual}, but the stream metadata says {expected}: a \
-         damaged or different build; replace it with the one the installer names, or use the \
-         installer that matches it"
+        "the ISO at {location} has sha256 {actual}, but {origin} says {expected}: a damaged or \
+         different build; {}", origin.digest_remedy()
     )]
     Digest {
         location: String,
+        origin: Origin,
         expected: String,
         actual: String,
     },
@@ -64,7 +101,7 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> IsoError {
 use crate::util::digest::sha256_of;
 
 /// Percent-decoding of a file URL's path.
-fn file_url_path(url: &str) -> Option<PathBuf> {
+pub(super) fn file_url_path(url: &str) -> Option<PathBuf> {
     let bytes = url.strip_prefix("file://")?.as_bytes();
     let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
     let mut out = Vec::with_capacity(bytes.len());
@@ -95,6 +132,7 @@ pub fn fetch_iso(location: &str, sha256: &str, cache: &Path) -> Result<PathBuf, 
 pub fn fetch_iso_within(
     location: &str,
     sha256: &str,
+    origin: Origin,
     cache: &Path,
     within: Duration,
 ) -> Result<PathBuf, IsoError> {
@@ -102,7 +140,20 @@ pub fn fetch_iso_within(
         .timeout_global(Some(within.max(Duration::from_millis(1))))
         .build()
         .new_agent();
-    fetch_with(&agent, location, sha256, cache)
+    fetch_with(&agent, location, sha256, cache).map_err(|e| e.named_by(origin))
+}
+
+impl IsoError {
+    /// The error as `origin` named the ISO (the functions below speak of the stream metadata).
+    fn named_by(mut self, by: Origin) -> IsoError {
+        if let IsoError::Missing { origin, .. }
+        | IsoError::BadSha256 { origin, .. }
+        | IsoError::Digest { origin, .. } = &mut self
+        {
+            *origin = by;
+        }
+        self
+    }
 }
 
 /// The HTTP client: ureq's rustls with the webpki roots, and the proxy from the environment.
@@ -122,7 +173,10 @@ fn fetch_with(
 ) -> Result<PathBuf, IsoError> {
     // The digest names files in the cache, so it must be nothing but a digest.
     if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(IsoError::BadSha256(sha256.into()));
+        return Err(IsoError::BadSha256 {
+            digest: sha256.into(),
+            origin: Origin::Stream,
+        });
     }
     let sha256 = &sha256.to_ascii_lowercase();
     let path = file_url_path(location);
@@ -146,6 +200,7 @@ fn verify_file(
 ) -> Result<PathBuf, IsoError> {
     let missing = |source| IsoError::Missing {
         location: location.into(),
+        origin: Origin::Stream,
         source,
     };
     let meta = fs::metadata(&path).map_err(missing)?;
@@ -159,6 +214,7 @@ fn verify_file(
     if actual != sha256 {
         return Err(IsoError::Digest {
             location: location.into(),
+            origin: Origin::Stream,
             expected: sha256.into(),
             actual,
         });
@@ -216,6 +272,7 @@ fn download_cached(
     if actual != sha256 {
         return Err(IsoError::Digest {
             location: location.into(),
+            origin: Origin::Stream,
             expected: sha256.into(),
             actual,
         });
@@ -412,11 +469,14 @@ mod tests {
     }
 
     /// Everything in the cache but the (empty) lock files.
+    /// The cache's ISOs and partial downloads: not its locks, nor the memos of verifications
+    /// (a fetch that finds the ISO already there verifies it, and so writes one, depending on
+    /// when it came).
     fn cached(cache: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(cache)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| !n.ends_with(".lock"))
+            .filter(|n| !n.ends_with(".lock") && !n.ends_with(".verified"))
             .collect();
         names.sort();
         names
@@ -475,6 +535,7 @@ mod tests {
                 location,
                 expected,
                 actual,
+                ..
             } => {
                 assert_eq!(location, url);
                 assert_eq!(expected, wrong);
@@ -682,7 +743,7 @@ mod tests {
         let cache = d.path().join("cache");
         for bad in ["../../etc/passwd", "", &"g".repeat(64), &"a".repeat(63)] {
             let e = fetch_iso("http://127.0.0.1:9/live.iso", bad, &cache).unwrap_err();
-            assert!(matches!(e, IsoError::BadSha256(_)), "{e}");
+            assert!(matches!(e, IsoError::BadSha256 { .. }), "{e}");
         }
         assert!(!cache.exists());
     }
@@ -740,5 +801,28 @@ mod tests {
         assert_eq!(p("file:///caf%C3%A9").as_deref(), Some("/café"));
         assert_eq!(p("file:///bad%FF"), None);
         assert_eq!(p("https://x/y.iso"), None);
+    }
+
+    #[test]
+    fn an_iso_the_scenario_names_is_blamed_on_the_scenario_not_the_installer() {
+        let d = tempfile::tempdir().unwrap();
+        let iso = d.path().join("own.iso");
+        std::fs::write(&iso, b"not the ISO the digest names").unwrap();
+        let url = format!("file://{}", iso.display());
+        let wrong = "cd".repeat(32);
+        let within = Duration::from_secs(5);
+        let e = fetch_iso_within(&url, &wrong, Origin::Scenario, d.path(), within).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("the scenario's [openshift] iso_sha256 says"),
+            "{text}"
+        );
+        assert!(!text.contains("installer"), "{text}");
+        let e = fetch_iso_within(&url, &wrong, Origin::Stream, d.path(), within).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("the installer's stream metadata says"),
+            "{e}"
+        );
     }
 }

@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
-pub use iso::{fetch_iso, fetch_iso_within, IsoError};
+pub use iso::{fetch_iso, fetch_iso_within, IsoError, Origin as IsoOrigin};
 
 use crate::scenario::files;
-use crate::scenario::model::{Scenario, SecretSource};
+use crate::scenario::model::{OwnIso, Scenario, SecretSource};
 use install_config::InstallConfig;
 
 /// A pull secret that satisfies the fixture's installer; it opens nothing.
@@ -324,9 +324,10 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
         .map_err(|e| AssetsError::io("making assets/ owner-only", e))?;
     let ignition = dir.join("bootstrap-in-place-for-live-iso.ign");
     let kubeconfig = dir.join("auth/kubeconfig");
-    let (location, sha256) = iso_of_stream(req)?;
+    let (location, sha256, origin) = iso_to_boot(req)?;
     let left = req.deadline.saturating_duration_since(Instant::now());
-    let source_iso = fetch_iso_within(&location, &sha256, &req.cache_dir.join("iso"), left)?;
+    let cache = req.cache_dir.join("iso");
+    let source_iso = fetch_iso_within(&location, &sha256, origin, &cache, left)?;
     let live_iso = req.run_dir.join("live.iso");
     build_live_iso(req, &dir, &log, (&ignition, &source_iso, &live_iso))?;
     Ok(Assets {
@@ -404,6 +405,42 @@ fn live_ignition(req: &AssetsRequest, dir: &Path, ignition: &Path) -> Result<Pat
 
 /// The live Ignition with the harness's additions (without the install hold).
 pub const LIVE_IGNITION_FILE: &str = "bootstrap-in-place-for-live-iso.sno-harness.ign";
+
+/// The ISO to boot, its SHA-256 and who named them: the scenario's `[openshift] iso` (a file
+/// given without a digest is hashed here), else the installer's stream metadata.
+fn iso_to_boot(req: &AssetsRequest) -> Result<(String, String, IsoOrigin), AssetsError> {
+    let own = req.scenario.openshift.as_ref().and_then(|o| o.iso.as_ref());
+    Ok(match own {
+        None => {
+            let (location, sha256) = iso_of_stream(req)?;
+            (location, sha256, IsoOrigin::Stream)
+        }
+        Some(OwnIso::Url { url, sha256 }) => (url.clone(), sha256.clone(), IsoOrigin::Scenario),
+        Some(OwnIso::File { path, sha256 }) => {
+            let sha256 = match sha256 {
+                Some(d) => d.clone(),
+                None => fs::File::open(path)
+                    .and_then(|f| crate::util::digest::sha256_of(std::io::BufReader::new(f)))
+                    .map_err(|e| AssetsError::io(format!("hashing {}", path.display()), e))?,
+            };
+            (file_url(path), sha256, IsoOrigin::Scenario)
+        }
+    })
+}
+
+/// A `file://` URL of `path`, percent-encoding what a URL path cannot hold as it is.
+fn file_url(path: &Path) -> String {
+    let mut url = String::from("file://");
+    for b in path.as_os_str().as_encoded_bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
+                url.push(*b as char)
+            }
+            _ => url.push_str(&format!("%{b:02X}")),
+        }
+    }
+    url
+}
 
 /// Where the live ISO comes from, by the installer's own stream metadata: its location and
 /// SHA-256.
@@ -500,6 +537,19 @@ fn build_live_iso(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_own_iso_path_becomes_a_file_url_that_reads_back_as_the_same_path() {
+        for p in ["/isos/rhcos-4.17.iso", "/a b/100%/caf\u{e9}#1?.iso"] {
+            let url = file_url(Path::new(p));
+            assert!(url.starts_with("file:///"), "{url}");
+            assert!(
+                !url.contains(' ') && !url.contains('#') && !url.contains('?'),
+                "{url}"
+            );
+            assert_eq!(iso::file_url_path(&url), Some(PathBuf::from(p)), "{url}");
+        }
+    }
 
     #[test]
     fn a_tool_message_is_its_error_and_causes_not_its_backtrace() {

@@ -191,10 +191,30 @@ fn commands(s: &Scenario) -> Vec<String> {
         ));
     }
     commands.extend([
-        format!("{env} {installer} --dir RUN/assets create single-node-ignition-config").trim().to_string(),
-        format!("{installer} coreos print-stream-json   # .architectures.x86_64.artifacts.metal.formats.iso.disk.{{location,sha256}}"),
-        format!("coreos-installer iso ignition embed -f -i RUN/assets/{live_ign} -o RUN/live.iso ISO"),
+        format!("{env} {installer} --dir RUN/assets create single-node-ignition-config")
+            .trim()
+            .to_string(),
+        iso_line(s, &installer),
+        format!(
+            "coreos-installer iso ignition embed -f -i RUN/assets/{live_ign} -o RUN/live.iso ISO"
+        ),
         "coreos-installer iso kargs modify -a console=ttyS0,115200n8 RUN/live.iso".into(),
     ]);
     commands
+}
+
+/// Where the ISO comes from: the scenario's `[openshift] iso`, or the installer's metadata.
+fn iso_line(s: &Scenario, installer: &str) -> String {
+    use sno_harness::scenario::model::OwnIso;
+    match s.openshift.as_ref().and_then(|o| o.iso.as_ref()) {
+        Some(OwnIso::File { path, sha256 }) => format!(
+            "# ISO: {} (the scenario's), sha256 {}",
+            path.display(),
+            sha256.as_deref().unwrap_or("computed at the run")
+        ),
+        Some(OwnIso::Url { url, sha256 }) => {
+            format!("# ISO: {url} (the scenario's), sha256 {sha256}, downloaded into the ISO cache")
+        }
+        None => format!("{installer} coreos print-stream-json   # .architectures.x86_64.artifacts.metal.formats.iso.disk.{{location,sha256}}"),
+    }
 }

@@ -682,6 +682,11 @@ pub struct OpenshiftSection {
     pub installer: Option<PathBuf>,
     /// `OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE` for the installer.
     pub release_image: Option<String>,
+    /// The live ISO to boot instead of the one the installer's stream metadata names: a path
+    /// (relative to the scenario) or an http(s) URL.
+    pub iso: Option<Spanned<String>>,
+    /// The ISO's SHA-256 (64 hex digits); required with a URL.
+    pub iso_sha256: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
@@ -742,6 +747,20 @@ pub struct FixtureSpec {
 pub struct OpenshiftSpec {
     pub installer: Option<PathBuf>,
     pub release_image: Option<String>,
+    /// `[openshift] iso`: None boots the ISO of the installer's stream metadata.
+    pub iso: Option<OwnIso>,
+}
+
+/// A live ISO the scenario names, and its digest.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub enum OwnIso {
+    /// A file on this host, resolved; without a digest it is hashed at the run.
+    File {
+        path: PathBuf,
+        sha256: Option<String>,
+    },
+    /// An http(s) URL, downloaded into the ISO cache.
+    Url { url: String, sha256: String },
 }
 
 /// A scenario that passed validation: everything the runner needs, resolved.

@@ -462,3 +462,65 @@ fn scenarios_name_the_installation_disk_by_path() {
         "/dev/disk/by-path/pci-0000:00:1f.2-ata-5.0"
     );
 }
+
+#[test]
+fn an_own_iso_is_a_url_with_its_digest_or_a_file_relative_to_the_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = |keys: &str| {
+        let text = SMOKE
+            .replace("profile = \"fixture\"", "profile = \"openshift\"")
+            .replace(
+                "[timeouts]",
+                &format!(
+                    "pull_secret = {{ env = \"PULL_SECRET\" }}\n\n[openshift]\n{keys}\n[timeouts]"
+                ),
+            );
+        parse_str(&dir.path().join("s.toml"), &text)
+    };
+    let own = |s: Scenario| s.openshift.unwrap().iso;
+    let digest = "AB".repeat(32);
+    std::fs::write(dir.path().join("rhcos.iso"), b"iso").unwrap();
+
+    assert_eq!(own(with("").unwrap()), None, "the stream metadata's ISO");
+    assert_eq!(
+        own(with("iso = \"rhcos.iso\"").unwrap()),
+        Some(OwnIso::File {
+            path: dir.path().join("rhcos.iso"),
+            sha256: None
+        })
+    );
+    assert_eq!(
+        own(with(&format!(
+            "iso = \"https://m.example/r.iso\"\niso_sha256 = \"{digest}\""
+        ))
+        .unwrap()),
+        Some(OwnIso::Url {
+            url: "https://m.example/r.iso".into(),
+            sha256: digest.to_ascii_lowercase()
+        })
+    );
+    for (keys, says) in [
+        (
+            "iso = \"https://m.example/r.iso\"",
+            "is a URL: add openshift.iso_sha256",
+        ),
+        (
+            "iso = \"missing.iso\"",
+            "missing.iso: No such file or directory",
+        ),
+        ("iso = \".\"", "is not a regular file"),
+        (
+            "iso = \"ftp://m.example/r.iso\"",
+            "a path to the ISO, or an http:// or https:// URL",
+        ),
+        ("iso = \"rhcos.iso\"\niso_sha256 = \"abc\"", "64 hex digits"),
+        (
+            &format!("iso_sha256 = \"{digest}\"") as &str,
+            "without openshift.iso",
+        ),
+    ] {
+        let e = with(keys).unwrap_err();
+        assert!(e.message.contains(says), "{keys}: {e}");
+        assert!(e.line.is_some(), "{keys}: {e}");
+    }
+}
