@@ -217,6 +217,58 @@ pub struct RunResult {
     /// The live system's bootkube.service restarts, when it restarted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootkube_restarts: Option<Restarts>,
+    /// The installer and the live ISO the run used; absent when it made no assets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assets: Option<AssetsUsed>,
+}
+
+/// What the assets phase used: the installer as it names itself, the release it installs, and
+/// the live ISO.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssetsUsed {
+    /// The installer run, as the scenario or PATH named it.
+    pub installer: String,
+    /// The first line of its `version` (`openshift-install 4.17.0`).
+    pub installer_version: String,
+    /// `built from commit ...`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installer_commit: Option<String>,
+    /// The release image installed: the scenario's override, else what `version` names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_image: Option<String>,
+    /// Where the live ISO came from (a URL; or the saved state of a resumed run).
+    pub iso: String,
+    #[serde(default)]
+    pub iso_sha256: String,
+}
+
+impl AssetsUsed {
+    /// One sentence for the reports: `Installer openshift-install 4.17.0 (commit abc; release
+    /// image quay.io/...); ISO https://... (sha256 ...).`
+    pub fn sentence(&self) -> String {
+        let mut about = Vec::new();
+        if let Some(c) = &self.installer_commit {
+            about.push(format!("commit {c}"));
+        }
+        if let Some(r) = &self.release_image {
+            about.push(format!("release image {r}"));
+        }
+        let version = match self.installer_version.as_str() {
+            "" => self.installer.clone(),
+            v => v.to_string(),
+        };
+        let about = if about.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", about.join("; "))
+        };
+        let digest = if self.iso_sha256.is_empty() {
+            String::new()
+        } else {
+            format!(" (sha256 {})", self.iso_sha256)
+        };
+        format!("Installer {version}{about}; ISO {}{digest}.", self.iso)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -279,6 +331,7 @@ impl RunResult {
             badness: vec![],
             etcd_rule: None,
             bootkube_restarts: None,
+            assets: None,
         }
     }
 
@@ -428,6 +481,7 @@ pub(crate) mod tests {
             badness: vec![],
             etcd_rule: None,
             bootkube_restarts: None,
+            assets: None,
         }
     }
 

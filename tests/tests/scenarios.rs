@@ -88,6 +88,7 @@ fn run_one(
     let checked = check_expectation(s, &result).and_then(|m| {
         if result.verdict == sno_harness::flow::machine::Verdict::Pass {
             check_timeline(out.path(), &result)?;
+            check_assets_named(&result)?;
             if s.name == "fault-journal-cut" {
                 let resumed = check_journal_resumed(out.path())?;
                 return Ok(format!("{m}; {resumed}"));
@@ -116,6 +117,24 @@ fn run_one(
             )))
         }
     }
+}
+
+/// A passed run names the installer it ran (the fixture's says it stands in for
+/// openshift-install, with its commit and release image) and the ISO with its digest.
+fn check_assets_named(r: &sno_harness::result::RunResult) -> Result<(), String> {
+    let a = r
+        .assets
+        .as_ref()
+        .ok_or("result.json names no installer and ISO")?;
+    let hex64 = a.iso_sha256.len() == 64 && a.iso_sha256.bytes().all(|b| b.is_ascii_hexdigit());
+    let named = a.installer_version.starts_with("minisno-install ")
+        && a.installer_commit.is_some()
+        && a.release_image.is_some()
+        && !a.iso.is_empty();
+    if !(hex64 && named) {
+        return Err(format!("result.json's assets are incomplete: {a:?}"));
+    }
+    Ok(())
 }
 
 /// What a passed run's record must say of its timeline: one reset (QEMU's burst of RESET

@@ -77,6 +77,39 @@ pub fn run_installer(
     })
 }
 
+/// What `openshift-install version` says of itself, in its own words: `openshift-install
+/// 4.17.0`, `built from commit <sha>`, `release image <pullspec>` (the fixture's installer
+/// says the same things). The output is the installer's, so each value is one cleaned line,
+/// cut at 300 characters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstallerVersion {
+    pub first_line: String,
+    pub commit: Option<String>,
+    pub release_image: Option<String>,
+}
+
+pub fn version_of(stdout: &str) -> InstallerVersion {
+    let clean = |l: &str| -> String {
+        l.chars()
+            .filter(|c| !c.is_control())
+            .take(300)
+            .collect::<String>()
+            .trim()
+            .to_string()
+    };
+    let after = |prefix: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(prefix).map(clean))
+            .filter(|v| !v.is_empty())
+    };
+    InstallerVersion {
+        first_line: stdout.lines().next().map(clean).unwrap_or_default(),
+        commit: after("built from commit "),
+        release_image: after("release image "),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +146,25 @@ mod tests {
         assert!(!is_rejection(1, "level=fatal msg=failed to fetch Single node bootstrap In Place Ignition Config: open /tmp/x: permission denied\n"));
         assert!(!is_rejection(1, ""));
         assert!(!is_rejection(3, "Segmentation fault\n"));
+    }
+
+    #[test]
+    fn the_version_names_the_installer_its_commit_and_release_image() {
+        let real = "openshift-install 4.17.0\nbuilt from commit 1a2b3c\nrelease image quay.io/openshift-release-dev/ocp-release@sha256:abc\nrelease architecture amd64\n";
+        let v = version_of(real);
+        assert_eq!(v.first_line, "openshift-install 4.17.0");
+        assert_eq!(v.commit.as_deref(), Some("1a2b3c"));
+        assert_eq!(
+            v.release_image.as_deref(),
+            Some("quay.io/openshift-release-dev/ocp-release@sha256:abc")
+        );
+        let quiet = version_of("openshift-install unreleased-master-123\n");
+        assert_eq!((quiet.commit, quiet.release_image), (None, None));
+        // The installer's output is not trusted: no control characters, no endless line.
+        let hostile = format!("x\u{1b}[31m{}\nrelease image \n", "y".repeat(5000));
+        let v = version_of(&hostile);
+        assert!(!v.first_line.contains('\u{1b}') && v.first_line.chars().count() == 300);
+        assert_eq!(v.release_image, None, "an empty value is none");
+        assert_eq!(version_of(""), InstallerVersion::default());
     }
 }

@@ -5,6 +5,7 @@
 pub mod dns;
 pub mod install_config;
 mod installer;
+pub use installer::InstallerVersion;
 mod iso;
 
 use std::fs;
@@ -100,6 +101,11 @@ pub struct Assets {
     pub live_iso: PathBuf,
     pub iso_source: String,
     pub iso_sha256: String,
+    /// The installer run, and what its `version` said.
+    pub installer: PathBuf,
+    pub installer_version: InstallerVersion,
+    /// The scenario's `OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE`, when it sets one.
+    pub release_override: Option<String>,
     /// The install-config given to the installer, pull secret redacted, as JSON.
     pub install_config: serde_json::Value,
 }
@@ -317,7 +323,7 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
         redacted.as_bytes(),
     )?;
     write_private(&dir.join("install-config.yaml"), ic.to_yaml().as_bytes())?;
-    create_ignition_config(req, &dir, &log)?;
+    let installer_version = create_ignition_config(req, &dir, &log)?;
     // The installer writes under its own modes (auth/ 0750): what it made holds the cluster's
     // keys, so group and others lose their bits.
     crate::util::private::make_tree_owner_only(&dir)
@@ -337,6 +343,13 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
         live_iso,
         iso_source: location,
         iso_sha256: sha256,
+        installer: req.installer.to_path_buf(),
+        installer_version,
+        release_override: req
+            .installer_env
+            .iter()
+            .find(|(k, _)| k == "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE")
+            .map(|(_, v)| v.clone()),
         install_config: ic.redacted_json(),
     })
 }
@@ -344,7 +357,11 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
 /// The installer's assets: `create manifests` first when the harness adds a manifest (the
 /// node's DNS records, `dns.rs`), then `create single-node-ignition-config`; each logged,
 /// a rejection of the install-config told apart from an installer that failed.
-fn create_ignition_config(req: &AssetsRequest, dir: &Path, log: &Path) -> Result<(), AssetsError> {
+fn create_ignition_config(
+    req: &AssetsRequest,
+    dir: &Path,
+    log: &Path,
+) -> Result<InstallerVersion, AssetsError> {
     let version = format!("{} version", req.installer.display());
     let probe = run_tracked(
         Command::new(req.installer).arg("version"),
@@ -366,13 +383,14 @@ fn create_ignition_config(req: &AssetsRequest, dir: &Path, log: &Path) -> Result
             },
         });
     }
-    probe?;
+    let version = installer::version_of(&String::from_utf8_lossy(&probe?.stdout));
     // The installer consumes install-config.yaml, so it runs in its own directory.
     if let Some(records) = dns::records_for(req.scenario) {
         installer::run_installer(req, dir, log, &["create", "manifests"])?;
         dns::write_machine_config(dir, &records)?;
     }
-    installer::run_installer(req, dir, log, &["create", "single-node-ignition-config"])
+    installer::run_installer(req, dir, log, &["create", "single-node-ignition-config"])?;
+    Ok(version)
 }
 
 /// The Ignition the live ISO gets: the installer's as it made it, or a copy next to it with

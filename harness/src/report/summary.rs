@@ -145,6 +145,9 @@ fn run_section(r: &RunResult, dir: &str, heading: &str) -> String {
         r.started_at,
         r.resets
     );
+    if let Some(a) = &r.assets {
+        let _ = writeln!(md, "\n{}", one_line(&a.sentence()));
+    }
     if !r.params.is_empty() {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
         let _ = writeln!(md, "\nParams: {}.", params.join(", "));
@@ -344,5 +347,24 @@ mod tests {
         assert!(reason_cell.replace("\\|", "|").trim().chars().count() <= REASON_MAX);
         assert_eq!(truncate("short", 120), "short");
         assert_eq!(cell("a|b\nc"), "a\\|b c");
+    }
+
+    #[test]
+    fn a_run_names_its_installer_release_and_iso() {
+        let mut r = sample_pass("smoke");
+        r.assets = Some(crate::result::AssetsUsed {
+            installer: "/usr/local/bin/openshift-install".into(),
+            installer_version: "openshift-install 4.17.0".into(),
+            installer_commit: Some("1a2b3c".into()),
+            release_image: Some("quay.io/ocp-release:4.17.0-x86_64".into()),
+            iso: "https://m.example/rhcos.iso".into(),
+            iso_sha256: "ab".repeat(32),
+        });
+        let md = summary_markdown(&[r]);
+        let want = format!(
+            "Installer openshift-install 4.17.0 (commit 1a2b3c; release image quay.io/ocp-release:4.17.0-x86_64); ISO https://m.example/rhcos.iso (sha256 {}).",
+            "ab".repeat(32)
+        );
+        assert!(md.contains(&want), "{md}");
     }
 }

@@ -19,7 +19,7 @@ use crate::flow::machine::{Action, Machine};
 use crate::flow::phase::Phase;
 use crate::guest::ssh::SshKeyPair;
 use crate::hw::Accel;
-use crate::result::HostContext;
+use crate::result::{AssetsUsed, HostContext};
 use crate::scenario::Scenario;
 
 /// What every step works on.
@@ -37,6 +37,16 @@ pub struct Run<'a> {
     pub pending: Vec<Action>,
     /// The host the VM ran on, when not this one (a remote libvirtd).
     pub vm_host: Option<HostContext>,
+    /// The installer and the live ISO, for result.json.
+    pub assets_used: Option<AssetsUsed>,
+}
+
+/// What [`drive`] leaves: the machine holding the outcome, the remote host the VM ran on, if
+/// any, and the installer and ISO it used, once the assets were made.
+pub struct Driven {
+    pub machine: Machine,
+    pub vm_host: Option<HostContext>,
+    pub assets: Option<AssetsUsed>,
 }
 
 impl Run<'_> {
@@ -55,8 +65,7 @@ impl Run<'_> {
     }
 }
 
-/// Everything between the start and the verdict. Returns the machine holding the outcome,
-/// and the remote host the VM ran on, if any.
+/// Everything between the start and the verdict.
 pub async fn drive(
     s: &Scenario,
     opts: &RunOptions,
@@ -64,7 +73,7 @@ pub async fn drive(
     (started, accel): (Instant, Accel),
     artifacts: &mut BTreeMap<String, String>,
     ui: &mut Progress,
-) -> (Machine, Option<HostContext>) {
+) -> Driven {
     // Declared first so that it goes last, after the VM, on every way out of here.
     let mut files = RunFiles {
         dir: opts.dir.clone(),
@@ -77,13 +86,13 @@ pub async fn drive(
     if let Err(e) = crate::util::private::set_mode(&opts.dir, access.mode()) {
         let why = format!("chmod {:o} {}: {e}", access.mode(), opts.dir.display());
         RunError::Harness(why).record(&mut machine, 0);
-        return (machine, None);
+        return Driven::before_assets(machine);
     }
     let log = match EventLog::create(&opts.dir.join("events.jsonl"), started) {
         Ok(l) => l,
         Err(e) => {
             RunError::Harness(format!("creating events.jsonl: {e}")).record(&mut machine, 0);
-            return (machine, None);
+            return Driven::before_assets(machine);
         }
     };
     artifacts.insert("events".into(), "events.jsonl".into());
@@ -98,14 +107,45 @@ pub async fn drive(
         accel,
         pending: Vec::new(),
         vm_host: None,
+        assets_used: None,
     };
     if let Err(e) = run.until_verdict(&mut files).await {
         let now = run.now();
         e.record(&mut run.machine, now);
     }
-    let (machine, vm_host) = (run.machine, run.vm_host);
+    let driven = Driven {
+        machine: run.machine,
+        vm_host: run.vm_host,
+        assets: run.assets_used,
+    };
     drop(files);
-    (machine, vm_host)
+    driven
+}
+
+impl Driven {
+    fn before_assets(machine: Machine) -> Driven {
+        Driven {
+            machine,
+            vm_host: None,
+            assets: None,
+        }
+    }
+}
+
+/// result.json's record of what the assets phase used.
+fn assets_used(a: &Assets) -> AssetsUsed {
+    let v = &a.installer_version;
+    AssetsUsed {
+        installer: a.installer.display().to_string(),
+        installer_version: v.first_line.clone(),
+        installer_commit: v.commit.clone(),
+        release_image: a
+            .release_override
+            .clone()
+            .or_else(|| v.release_image.clone()),
+        iso: a.iso_source.clone(),
+        iso_sha256: a.iso_sha256.clone(),
+    }
 }
 
 impl Run<'_> {
@@ -120,6 +160,7 @@ impl Run<'_> {
             Some(saved) => saved?,
             None => self.make_assets(&life).await?,
         };
+        self.assets_used = Some(assets_used(&assets));
         let mut session = Session::start(self, &life, (&key, &assets), files).await?;
         session.watch(self).await;
         session.tear_down(self, &life, &key, &assets).await;

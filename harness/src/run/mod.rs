@@ -94,6 +94,8 @@ pub struct RunRecord {
     pub install_disk: Option<String>,
     /// The host the VM ran on, when not this one (a remote libvirtd).
     pub vm_host: Option<crate::result::HostContext>,
+    /// The installer and the live ISO, once the assets were made.
+    pub assets: Option<crate::result::AssetsUsed>,
 }
 
 /// Runs a scenario to its verdict and writes result.json. Never panics on the guest's or the
@@ -121,6 +123,7 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
         artifacts,
         install_disk: s.install.install_disk_id.clone(),
         vm_host,
+        assets: None,
     };
     // Timeouts depend on the accelerator, so the machine is made once it is known.
     let (accel, accel_reason) = match accel::decide(s.vm.accel) {
@@ -136,12 +139,15 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
     };
     let machine = plan::machine_for(s, accel, opts.timeout_scale, &opts.state);
     ui.line(&format!("accelerator {accel} ({accel_reason})"));
-    let (machine, vm_host) =
-        drive::drive(s, &opts, machine, (started, accel), &mut artifacts, &mut ui).await;
+    let driven = drive::drive(s, &opts, machine, (started, accel), &mut artifacts, &mut ui).await;
     ui.finish();
-    artifacts::finish(
-        s,
-        &opts,
-        record(machine, accel, accel_reason, artifacts, vm_host),
-    )
+    let mut rec = record(
+        driven.machine,
+        accel,
+        accel_reason,
+        artifacts,
+        driven.vm_host,
+    );
+    rec.assets = driven.assets;
+    artifacts::finish(s, &opts, rec)
 }

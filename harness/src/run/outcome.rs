@@ -152,5 +152,6 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
             count: m.bootkube_restarts,
             last_error: m.last_bootkube_error().map(str::to_string),
         }),
+        assets: rec.assets.clone(),
     }
 }

@@ -200,6 +200,9 @@ pub fn resumed_assets(dir: &Path) -> Result<(SshKeyPair, crate::assets::Assets),
         live_iso: dir.join(ISO_FILE),
         iso_source: format!("the saved state in {}", dir.display()),
         iso_sha256: String::new(),
+        installer: PathBuf::new(),
+        installer_version: Default::default(),
+        release_override: None,
         install_config: serde_json::Value::Null,
     };
     Ok((key, assets))

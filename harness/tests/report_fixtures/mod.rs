@@ -67,5 +67,6 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         badness: vec![],
         etcd_rule: None,
         bootkube_restarts: None,
+        assets: None,
     }
 }

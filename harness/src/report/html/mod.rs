@@ -329,6 +329,11 @@ fn timelines_section(runs: &[LocatedRun]) -> Element {
                         .child(el("span").attr("class", "meta").text(format!("  {meta}"))),
                 )
                 .child(tables::artifact_links(run).attr("class", "artifacts inline"))
+                .children(
+                    r.assets
+                        .as_ref()
+                        .map(|a| el("p").attr("class", "meta assets").text(a.sentence())),
+                )
                 .child(gantt::gantt(r, scale)),
         );
     }
