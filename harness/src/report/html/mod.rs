@@ -389,6 +389,22 @@ mod tests {
     }
 
     #[test]
+    fn a_timeline_names_the_installer_and_the_iso_as_text() {
+        let mut r = sample_pass("a");
+        r.assets = Some(crate::result::AssetsUsed {
+            installer: "openshift-install".into(),
+            installer_version: "openshift-install 4.17.0 <b>".into(),
+            iso: "file:///isos/rhcos.iso".into(),
+            ..Default::default()
+        });
+        let html = page(vec![r]);
+        assert!(
+            html.contains("<p class=\"meta assets\">Installer openshift-install 4.17.0 &lt;b&gt;; ISO file:///isos/rhcos.iso.</p>"),
+            "{html}"
+        );
+    }
+
+    #[test]
     fn all_passed_says_so() {
         let html = page(vec![sample_pass("a")]);
         assert!(html.contains("None: every permutation passed."));
