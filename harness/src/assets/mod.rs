@@ -556,6 +556,56 @@ fn build_live_iso(
 mod tests {
     use super::*;
 
+    /// The ISO an openshift scenario with `keys` in its `[openshift]` boots, as assets picks it.
+    fn iso_picked(dir: &Path, keys: &str) -> (String, String, IsoOrigin) {
+        let text = format!(
+            "name = \"o\"\nprofile = \"openshift\"\n[[disks]]\nid = \"install\"\nsize = \"8GiB\"\n\
+             [install]\ninstallation_disk = {{ by = \"id\", disk = \"install\" }}\n\
+             pull_secret = {{ env = \"PULL_SECRET\" }}\n[openshift]\n{keys}\n"
+        );
+        let s = crate::scenario::parse_str(&dir.join("o.toml"), &text).unwrap();
+        let req = AssetsRequest {
+            scenario: &s,
+            run_dir: dir,
+            installer: Path::new("/nonexistent/openshift-install"),
+            installer_env: Vec::new(),
+            ssh_public_key: "",
+            cache_dir: dir,
+            hold_install: false,
+            deadline: Instant::now(),
+        };
+        iso_to_boot(&req).unwrap()
+    }
+
+    #[test]
+    fn an_own_iso_is_booted_instead_of_the_installers_and_a_file_without_a_digest_is_hashed() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("rhcos.iso"), b"an ISO").unwrap();
+        let digest_of_it = "c8b1b4d8fcb4f0e3b5fbd5e33e2e4a3cba9bd5d0a8e2e07bd2fcd2df0f6b4b1a";
+        let (location, sha256, origin) = iso_picked(d.path(), "iso = \"rhcos.iso\"");
+        assert_eq!(location, file_url(&d.path().join("rhcos.iso")));
+        let want = crate::util::digest::sha256_of(&b"an ISO"[..]).unwrap();
+        assert_eq!(
+            (sha256.as_str(), origin),
+            (want.as_str(), IsoOrigin::Scenario)
+        );
+        let keys = format!("iso = \"rhcos.iso\"\niso_sha256 = \"{digest_of_it}\"");
+        let (_, sha256, _) = iso_picked(d.path(), &keys);
+        assert_eq!(
+            sha256, digest_of_it,
+            "a given digest is taken, to be checked at the fetch"
+        );
+        let keys = format!("iso = \"https://m.example/r.iso\"\niso_sha256 = \"{digest_of_it}\"");
+        assert_eq!(
+            iso_picked(d.path(), &keys),
+            (
+                "https://m.example/r.iso".into(),
+                digest_of_it.into(),
+                IsoOrigin::Scenario
+            )
+        );
+    }
+
     #[test]
     fn an_own_iso_path_becomes_a_file_url_that_reads_back_as_the_same_path() {
         for p in ["/isos/rhcos-4.17.iso", "/a b/100%/caf\u{e9}#1?.iso"] {
