@@ -449,7 +449,7 @@ fn an_iso_with_the_wrong_sha256_is_refused_and_not_kept() {
     ran.assert_error(HARNESS_ERROR);
     ran.assert_says(&[
         &format!("the ISO at {} has sha256", server.url),
-        &format!("but the stream metadata says {expected}"),
+        &format!("but the installer's stream metadata says {expected}"),
         "replace it with the one the installer names",
     ]);
     assert_eq!(server.requests(), 1);
