@@ -192,6 +192,27 @@ fn fetch_with(
 
 /// Verifies a local ISO in place. Hashing a GiB on every run is slow, so a memo records the
 /// path, size and modification time that were last found to match.
+/// What a verification memo holds: the file's path, size and time when it was hashed.
+fn memo_stamp(path: &Path, meta: &fs::Metadata) -> String {
+    format!("{}\n{}", path.display(), crate::util::digest::stamp(meta))
+}
+
+/// The SHA-256 of a local ISO given without a digest, remembered in `cache` as a
+/// verification, so that the fetch that follows does not read the GiB again.
+pub fn digest_of_file(path: &Path, cache: &Path) -> Result<String, IsoError> {
+    let what = || format!("hashing {}", path.display());
+    let meta = fs::metadata(path).map_err(io(what()))?;
+    let f = File::open(path).map_err(io(what()))?;
+    let sha256 = sha256_of(BufReader::new(f)).map_err(io(what()))?;
+    fs::create_dir_all(cache).map_err(io(format!("creating {}", cache.display())))?;
+    // Only an optimisation, as in verify_file.
+    let _ = fs::write(
+        cache.join(format!("{sha256}.verified")),
+        memo_stamp(path, &meta),
+    );
+    Ok(sha256)
+}
+
 fn verify_file(
     location: &str,
     path: PathBuf,
@@ -204,7 +225,7 @@ fn verify_file(
         source,
     };
     let meta = fs::metadata(&path).map_err(missing)?;
-    let stamp = format!("{}\n{}", path.display(), crate::util::digest::stamp(&meta));
+    let stamp = memo_stamp(&path, &meta);
     let memo = cache.join(format!("{sha256}.verified"));
     if fs::read_to_string(&memo).ok().as_deref() == Some(stamp.as_str()) {
         return Ok(path);

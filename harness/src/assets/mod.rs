@@ -437,9 +437,7 @@ fn iso_to_boot(req: &AssetsRequest) -> Result<(String, String, IsoOrigin), Asset
         Some(OwnIso::File { path, sha256 }) => {
             let sha256 = match sha256 {
                 Some(d) => d.clone(),
-                None => fs::File::open(path)
-                    .and_then(|f| crate::util::digest::sha256_of(std::io::BufReader::new(f)))
-                    .map_err(|e| AssetsError::io(format!("hashing {}", path.display()), e))?,
+                None => iso::digest_of_file(path, &req.cache_dir.join("iso"))?,
             };
             (file_url(path), sha256, IsoOrigin::Scenario)
         }

@@ -260,9 +260,7 @@ impl Reader<'_> {
                 .filter_map(|l| {
                     let v: Value = serde_json::from_slice(l).ok()?;
                     let n = seqnum(v["__CURSOR"].as_str()?)?;
-                    (last < n && n < now)
-                        .then(|| ([l, b"\n"].concat(), v))
-                        .map(|(l, v)| (n, l, v))
+                    (last < n && n < now).then(|| (n, [l, b"\n"].concat(), v))
                 })
                 .collect(),
             Err(_) => Vec::new(),
