@@ -144,7 +144,8 @@ fn smoke() -> PathBuf {
     repo_file("scenarios/smoke.toml")
 }
 
-/// `scenarios/openshift-example.toml` with a pull secret file in `dir` and `installer`.
+/// `scenarios/openshift-example.toml` with a pull secret file in `dir` and `installer`, its VM
+/// made small enough for the preflight of a CI host (these runs end before any VM).
 fn openshift_scenario(dir: &Path, installer: &Path) -> PathBuf {
     let secret = dir.join("pull-secret.json");
     std::fs::write(
@@ -156,7 +157,10 @@ fn openshift_scenario(dir: &Path, installer: &Path) -> PathBuf {
     let env_secret = r#"pull_secret = { env = "PULL_SECRET" }"#;
     let default_installer = "# installer = \"/usr/local/bin/openshift-install\"";
     assert!(
-        example.contains(env_secret) && example.contains(default_installer),
+        example.contains(env_secret)
+            && example.contains(default_installer)
+            && example.contains("vcpus = 8")
+            && example.contains("memory = \"16GiB\""),
         "openshift-example.toml changed shape"
     );
     let text = example
@@ -170,7 +174,9 @@ fn openshift_scenario(dir: &Path, installer: &Path) -> PathBuf {
         .replace(
             default_installer,
             &format!("installer = {:?} #", installer.display().to_string()),
-        );
+        )
+        .replace("vcpus = 8", "vcpus = 1")
+        .replace("memory = \"16GiB\"", "memory = \"1GiB\"");
     let path = dir.join("openshift.toml");
     std::fs::write(&path, text).unwrap();
     path
@@ -252,28 +258,59 @@ impl IsoServer {
     }
 }
 
-/// Case 1a: the installer named by the scenario does not exist.
+/// Case 1a: the installer named by the scenario does not exist: the preflight refuses the
+/// run before anything exists (exit 3), saying what to do.
 #[test]
-fn a_missing_installer_is_a_harness_error_that_says_where_to_get_one() {
+fn a_missing_installer_is_refused_before_anything_and_says_where_to_get_one() {
     let work = tempfile::tempdir().unwrap();
-    let (out, state, cache) = (
-        work.path().join("out"),
-        work.path().join("state"),
-        work.path().join("cache"),
-    );
+    let (out, state) = (work.path().join("out"), work.path().join("state"));
     let scenario = openshift_scenario(work.path(), Path::new("/nonexistent/openshift-install"));
-    let ran = run(&scenario, &out, &state, |c| {
-        c.env("XDG_CACHE_HOME", &cache);
-    });
-    ran.assert_error(HARNESS_ERROR);
-    ran.assert_says(&[
-        "installer /nonexistent/openshift-install cannot be run",
-        "No such file or directory",
-        "install openshift-install",
-        "[openshift] installer = \"PATH\"",
-    ]);
-    assert_eq!(ran.result["failed_phase"], "assets");
-    assert_nothing_left(&ran, &state);
+    let output = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("run")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out)
+        .env("SNO_HARNESS_STATE_DIR", &state)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    for said in [
+        "the host is not ready",
+        "the installer /nonexistent/openshift-install: No such file or directory",
+        "sno-harness doctor SCENARIO",
+    ] {
+        assert!(stderr.contains(said), "{said:?} not in {stderr}");
+    }
+    assert!(!out.exists(), "the run created {}", out.display());
+    assert!(!state.join("runs").exists(), "a run was registered");
+}
+
+/// The installer exists but cannot be run: refused the same way, saying how to fix it.
+#[test]
+fn an_installer_that_is_not_executable_is_refused_saying_chmod() {
+    let work = tempfile::tempdir().unwrap();
+    let (out, state) = (work.path().join("out"), work.path().join("state"));
+    let installer = fake_installer(work.path(), CREATE_OK, &stream_json("http://x/", "00"));
+    std::fs::set_permissions(&installer, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let scenario = openshift_scenario(work.path(), &installer);
+    let output = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("run")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out)
+        .env("SNO_HARNESS_STATE_DIR", &state)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let said = format!("not executable (chmod +x {})", installer.display());
+    assert!(stderr.contains(&said), "{said:?} not in {stderr}");
+    assert!(!out.exists(), "the run created {}", out.display());
+    assert!(
+        !work.path().join("bin/calls").exists(),
+        "the installer was called"
+    );
 }
 
 /// Case 1b: the installer exits 1 with a fatal line; the run stops there, before the stream

@@ -240,6 +240,17 @@ fn no_vm_scenario(dir: &Path, expect_verdict: Option<&str>) -> PathBuf {
         r#"{"auths":{"registry.invalid":{"auth":"dGVzdDp0ZXN0"}}}"#,
     )
     .unwrap();
+    let installer = dir.join("failing-installer");
+    std::fs::write(
+        &installer,
+        "#!/bin/sh\n[ \"$1\" = version ] && { echo 'openshift-install 4.99.0'; exit 0; }\necho 'level=fatal msg=\"a failing stand-in\"' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &installer,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .unwrap();
     let mut text = String::from(
         r#"
 name = "novm"
@@ -258,12 +269,12 @@ size = "8GiB"
 pull_secret = { file = "pull-secret.json" }
 
 [openshift]
-installer = "/nonexistent/openshift-install"
+installer = "./failing-installer"
 "#,
     );
     if let Some(v) = expect_verdict {
         text.push_str(&format!(
-            "\n[expect]\nverdict = \"{v}\"\nfailed_phase = \"assets\"\nreason_contains = \"/nonexistent/openshift-install\"\n"
+            "\n[expect]\nverdict = \"{v}\"\nfailed_phase = \"assets\"\nreason_contains = \"a failing stand-in\"\n"
         ));
     }
     let path = dir.join("novm.toml");
@@ -337,10 +348,7 @@ fn no_vm_runs_warmups_first_into_their_own_directories() {
     for e in runs {
         assert_eq!(e["in_statistics"], false, "not passed: {e}");
         assert!(
-            e["reason"]
-                .as_str()
-                .unwrap()
-                .contains("/nonexistent/openshift-install"),
+            e["reason"].as_str().unwrap().contains("a failing stand-in"),
             "{e}"
         );
     }

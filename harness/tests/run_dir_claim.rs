@@ -168,10 +168,25 @@ fn stopping_at_assets(dir: &Path) -> PathBuf {
         )
         .replace(
             default_installer,
-            "installer = \"/nonexistent/openshift-install\" #",
-        );
+            &format!("installer = {:?} #", failing_installer(dir)),
+        )
+        .replace("vcpus = 8", "vcpus = 1")
+        .replace("memory = \"16GiB\"", "memory = \"1GiB\"");
     let path = dir.join("openshift.toml");
     std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// An installer that answers `version` and fails every other command, as one that cannot
+/// reach its release image does.
+fn failing_installer(dir: &Path) -> PathBuf {
+    let path = dir.join("openshift-install");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\n[ \"$1\" = version ] && { echo 'openshift-install 4.99.0'; exit 0; }\necho 'level=fatal msg=\"a failing stand-in\"' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }
 

@@ -1,35 +1,50 @@
-//! `sno-harness doctor`: what the host has and lacks for running scenarios.
+//! `sno-harness doctor [SCENARIO]`: what the host has and lacks for running scenarios, and
+//! with a scenario, the very checks `run` makes before it creates anything.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sno_harness::exit;
 use sno_harness::hw::{Accel, AccelChoice, OVMF_CODE, OVMF_VARS};
+use sno_harness::run::preflight::{Finding, Level, Probe};
+use sno_harness::vm::running::Backend;
 
-use super::error::Outcome;
+use super::error::{bad, Outcome};
 
-/// Check the host: QEMU, a usable KVM or TCG, OVMF, coreos-installer, disk space.
-/// Exit 3 when it cannot run a scenario.
+/// Check the host: QEMU, a usable KVM or TCG, OVMF, coreos-installer, disk space; with a
+/// SCENARIO also what `run` checks before it starts it (installer, pull secret, memory and
+/// CPUs for its VM, the accelerator, libvirt). Exit 0 when it can run, 3 when it cannot,
+/// 2 for a scenario that does not load.
 #[derive(clap::Args)]
-pub struct DoctorArgs {}
+pub struct DoctorArgs {
+    /// A scenario file to check the host for, as `run SCENARIO` would before it starts.
+    scenario: Option<PathBuf>,
+    /// Print the checks as JSON on stdout (`ready`, and each check's `check`, `level`
+    /// (`ok`, `warn` or `missing`) and `detail`).
+    #[arg(long)]
+    json: bool,
+    /// The backend the scenario would run on: `qemu` or `libvirt`.
+    #[arg(long, default_value = "qemu", value_parser = ["qemu", "libvirt"])]
+    backend: String,
+    /// The libvirt URI for `--backend libvirt`.
+    #[arg(long, default_value = sno_harness::vm::libvirt::DEFAULT_URI)]
+    connect: String,
+}
 
-/// The checks' lines, and what blocks running scenarios.
+/// The checks' findings.
 #[derive(Default)]
 struct Checks {
-    blocking: Vec<String>,
+    found: Vec<Finding>,
 }
 
 impl Checks {
-    /// One line: `ok`, `MISSING` (needed and absent: blocks) or `warn`.
+    /// One finding: ok, missing (needed and absent: blocks) or a warning.
     fn line(&mut self, ok: bool, needed: bool, what: &str, detail: String) {
-        let mark = match (ok, needed) {
-            (true, _) => "ok  ",
-            (false, true) => "MISSING",
-            (false, false) => "warn",
+        let level = match (ok, needed) {
+            (true, _) => Level::Ok,
+            (false, true) => Level::Missing,
+            (false, false) => Level::Warn,
         };
-        outln!("{mark:<8} {what:<22} {detail}");
-        if !ok && needed {
-            self.blocking.push(what.to_string());
-        }
+        self.found.push(Finding::new(what, level, detail));
     }
 
     /// A program's version line, or how to install it.
@@ -53,7 +68,30 @@ fn version(cmd: &str, args: &[&str]) -> Option<String> {
         .then(|| text.lines().next().unwrap_or("").trim().to_string())
 }
 
-pub fn doctor(_: DoctorArgs) -> Outcome {
+pub fn doctor(a: DoctorArgs) -> Outcome {
+    let scenario = match &a.scenario {
+        Some(path) => Some(scenario_findings(path, &a)?),
+        None => None,
+    };
+    let host = host_findings();
+    let ready = host
+        .iter()
+        .chain(scenario.iter().flat_map(|c| &c.found))
+        .all(|f| f.level != Level::Missing);
+    if a.json {
+        print_json(ready, &host, scenario.as_ref());
+    } else {
+        print_text(ready, &host, scenario.as_ref());
+    }
+    Ok(if ready {
+        exit::OK
+    } else {
+        exit::HOST_NOT_READY
+    })
+}
+
+/// What the host has, whatever the scenario.
+fn host_findings() -> Vec<Finding> {
     let mut c = Checks::default();
     c.program(
         "qemu-system-x86_64",
@@ -84,13 +122,84 @@ pub fn doctor(_: DoctorArgs) -> Outcome {
     );
     fixture_tools(&mut c);
     disk_space(&mut c);
-    Ok(if c.blocking.is_empty() {
-        outln!("\nthe host can run scenarios");
-        exit::OK
-    } else {
-        outln!("\nthe host cannot run scenarios: {}", c.blocking.join(", "));
-        exit::HOST_NOT_READY
+    c.found
+}
+
+/// A scenario and the run's own preflight findings for it on the chosen backend.
+struct ScenarioChecks {
+    name: String,
+    backend: &'static str,
+    found: Vec<Finding>,
+}
+
+/// A scenario that does not load, or does not fit the backend, is bad input.
+fn scenario_findings(
+    path: &Path,
+    a: &DoctorArgs,
+) -> Result<ScenarioChecks, super::error::CliError> {
+    let s = sno_harness::scenario::load(path).map_err(bad)?;
+    let backend = match a.backend.as_str() {
+        "libvirt" => {
+            sno_harness::vm::libvirt::remote::remote_target(&a.connect)
+                .map_err(|e| bad(format!("--connect: {e}")))?;
+            Backend::Libvirt {
+                uri: a.connect.clone(),
+            }
+        }
+        _ => Backend::Qemu,
+    };
+    sno_harness::run::preflight::backend_fits(&[&s], &backend).map_err(bad)?;
+    let found = sno_harness::run::preflight::findings(&[&s], &backend, &Probe::host());
+    Ok(ScenarioChecks {
+        name: s.name.clone(),
+        backend: backend.name(),
+        found,
     })
+}
+
+fn print_text(ready: bool, host: &[Finding], scenario: Option<&ScenarioChecks>) {
+    let print = |f: &Finding| {
+        let mark = match f.level {
+            Level::Ok => "ok",
+            Level::Warn => "warn",
+            Level::Missing => "MISSING",
+        };
+        outln!("{mark:<8} {:<22} {}", f.check, f.detail);
+    };
+    host.iter().for_each(print);
+    if let Some(c) = scenario {
+        outln!("\nscenario {} on {}:", c.name, c.backend);
+        c.found.iter().for_each(print);
+    }
+    let blocking: Vec<&str> = host
+        .iter()
+        .chain(scenario.iter().flat_map(|c| &c.found))
+        .filter(|f| f.level == Level::Missing)
+        .map(|f| f.check.as_str())
+        .collect();
+    let what = if scenario.is_some() {
+        "the scenario"
+    } else {
+        "scenarios"
+    };
+    if ready {
+        outln!("\nthe host can run {what}");
+    } else {
+        outln!("\nthe host cannot run {what}: {}", blocking.join(", "));
+    }
+}
+
+fn print_json(ready: bool, host: &[Finding], scenario: Option<&ScenarioChecks>) {
+    let doc = serde_json::json!({
+        "ready": ready,
+        "host": host,
+        "scenario": scenario.map(|c| serde_json::json!({
+            "name": c.name,
+            "backend": c.backend,
+            "checks": c.found,
+        })),
+    });
+    outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
 }
 
 /// Runs the KVM trial guest when the cheap checks pass. Falling back to TCG is a warning,

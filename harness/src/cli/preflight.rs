@@ -16,7 +16,10 @@ pub fn preflight<T>(
 ) -> Result<T, CliError> {
     sno_harness::run::preflight::backend_fits(scenarios, backend).map_err(CliError::BadInput)?;
     let decided = input()?;
-    sno_harness::run::preflight::check(scenarios, backend)
+    let warnings = sno_harness::run::preflight::check(scenarios, backend)
         .map_err(|e| CliError::HostNotReady(e.to_string()))?;
+    for w in warnings {
+        errln!("sno-harness: warning: {}: {}", w.check, w.detail);
+    }
     Ok(decided)
 }

@@ -1,17 +1,51 @@
-//! Before a run or a matrix creates anything: does this host have the programs and files the
-//! chosen backend and the scenarios need? A missing one is a host that is not ready (exit 3, the
-//! CLI contract), said with what to install, and nothing is created. A tool that goes missing
-//! after this check still fails the run itself, as a harness error with the same advice.
+//! Before a run or a matrix creates anything: does this host have what the chosen backend and
+//! the scenarios need? Programs, firmware, the installer and pull secret of the openshift
+//! profile, memory and CPUs for the VM, the accelerator, and a libvirtd that answers. A missing
+//! one is a host that is not ready (exit 3, the CLI contract), said with what to do, and nothing
+//! is created. `doctor SCENARIO` prints the same findings. A tool that goes missing after this
+//! check still fails the run itself, as a harness error with the same advice.
+
+mod probe;
 
 use crate::hw::{Firmware, OVMF_CODE, OVMF_VARS};
 use crate::scenario::{GuestNetwork, Scenario};
-use crate::vm::qemu::QEMU_BINARY;
 use crate::vm::running::Backend;
 use std::path::Path;
 
+pub use probe::Probe;
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Ok,
+    /// The run can go on, but should know this (a real install under TCG).
+    Warn,
+    /// The run cannot start.
+    Missing,
+}
+
+/// One check: what was looked at, how it came out, and in words (with what to do when not ok).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Finding {
+    pub check: String,
+    pub level: Level,
+    pub detail: String,
+}
+
+impl Finding {
+    pub fn new(check: &str, level: Level, detail: impl Into<String>) -> Self {
+        Finding {
+            check: check.into(),
+            level,
+            detail: detail.into(),
+        }
+    }
+}
+
 /// What the host lacks, one entry per missing thing, each saying how to get it.
 #[derive(Debug, thiserror::Error)]
-#[error("the host is not ready: {}; `sno-harness doctor` checks the whole host", .missing.join("; "))]
+#[error("the host is not ready: {}; `sno-harness doctor SCENARIO` checks the whole host", .missing.join("; "))]
 pub struct HostNotReady {
     pub missing: Vec<String>,
 }
@@ -28,23 +62,53 @@ pub fn backend_fits(scenarios: &[&Scenario], backend: &Backend) -> Result<(), St
     }
 }
 
-/// Checks what `scenarios` need on `backend`. Programs are looked up on PATH, as the run will.
-pub fn check(scenarios: &[&Scenario], backend: &Backend) -> Result<(), HostNotReady> {
-    check_with(scenarios, backend, &|tool| {
-        crate::util::which(tool).is_some()
-    })
+/// The checks on this host: Ok with the warnings when nothing is missing.
+pub fn check(scenarios: &[&Scenario], backend: &Backend) -> Result<Vec<Finding>, HostNotReady> {
+    verdict(findings(scenarios, backend, &Probe::host()))
 }
 
-fn check_with(
-    scenarios: &[&Scenario],
-    backend: &Backend,
-    on_path: &dyn Fn(&str) -> bool,
-) -> Result<(), HostNotReady> {
-    let mut missing = Vec::new();
+/// Nothing missing: the warnings; else every missing thing.
+pub fn verdict(all: Vec<Finding>) -> Result<Vec<Finding>, HostNotReady> {
+    let missing: Vec<String> = all
+        .iter()
+        .filter(|f| f.level == Level::Missing)
+        .map(|f| f.detail.clone())
+        .collect();
+    if missing.is_empty() {
+        Ok(all.into_iter().filter(|f| f.level == Level::Warn).collect())
+    } else {
+        Err(HostNotReady { missing })
+    }
+}
+
+/// Every finding for `scenarios` on `backend`, each said once.
+pub fn findings(scenarios: &[&Scenario], backend: &Backend, probe: &Probe) -> Vec<Finding> {
+    let mut all = tools(scenarios, backend, probe);
+    for s in scenarios {
+        all.extend(openshift_inputs(s, probe));
+        all.extend(probe::room_for(s, backend, probe));
+    }
+    all.extend(probe::accelerators(scenarios, probe));
+    if let Backend::Libvirt { uri } = backend {
+        all.push(probe::libvirt(uri, probe));
+    }
+    let mut seen = std::collections::HashSet::new();
+    all.retain(|f| seen.insert((f.check.clone(), f.detail.clone())));
+    all
+}
+
+/// The programs and firmware files the backend and the scenarios need.
+fn tools(scenarios: &[&Scenario], backend: &Backend, probe: &Probe) -> Vec<Finding> {
+    let mut out = Vec::new();
     let mut need = |tool: &str, install: &str| {
-        if !on_path(tool) {
-            missing.push(format!("{tool} is not on PATH ({install})"));
-        }
+        out.push(match (probe.which)(tool) {
+            Some(p) => Finding::new(tool, Level::Ok, p.display().to_string()),
+            None => Finding::new(
+                tool,
+                Level::Missing,
+                format!("{tool} is not on PATH ({install})"),
+            ),
+        });
     };
     // The live ISO gets its Ignition through coreos-installer, and the disks are made by
     // qemu-img, on either backend.
@@ -56,95 +120,44 @@ fn check_with(
         "qemu-img",
         "Debian and Ubuntu: apt-get install qemu-utils; Fedora: dnf install qemu-img",
     );
-    match backend {
-        // libvirtd starts QEMU from its own installation; a connection failure is reported by
-        // the run with libvirt's own words.
-        Backend::Libvirt { .. } => {}
-        Backend::Qemu => need(
-            QEMU_BINARY,
+    // libvirtd starts QEMU from its own installation.
+    if *backend == Backend::Qemu {
+        need(
+            crate::vm::qemu::QEMU_BINARY,
             "QEMU is not installed: Debian and Ubuntu: apt-get install qemu-system-x86; \
              Fedora: dnf install qemu-system-x86-core",
-        ),
+        );
     }
     if scenarios.iter().any(|s| s.vm.firmware == Firmware::Uefi) {
         for file in [OVMF_CODE, OVMF_VARS] {
-            if !Path::new(file).is_file() {
-                missing.push(format!(
-                    "{file} is missing, and firmware = \"uefi\" needs it (apt-get install ovmf)"
-                ));
-            }
+            out.push(if (probe.is_file)(Path::new(file)) {
+                Finding::new("OVMF (UEFI)", Level::Ok, file)
+            } else {
+                Finding::new(
+                    "OVMF (UEFI)",
+                    Level::Missing,
+                    format!(
+                        "{file} is missing, and firmware = \"uefi\" needs it (apt-get install ovmf)"
+                    ),
+                )
+            });
         }
     }
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(HostNotReady { missing })
+    out
+}
+
+/// The openshift profile's own inputs: an installer that can be run, and a pull secret that
+/// can be read (a variable is only read at the run, so it is looked at here).
+fn openshift_inputs(s: &Scenario, probe: &Probe) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if s.profile == crate::scenario::Profile::Openshift {
+        out.push(probe::installer(s, probe));
     }
+    if let Some(source) = &s.install.pull_secret {
+        out.push(probe::pull_secret(source, probe));
+    }
+    out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn smoke() -> Scenario {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml");
-        crate::scenario::load(&path).unwrap()
-    }
-
-    #[test]
-    fn a_host_with_every_tool_is_ready_on_both_backends() {
-        let s = smoke();
-        let all = |_: &str| true;
-        assert!(check_with(&[&s], &Backend::Qemu, &all).is_ok());
-        let libvirt = Backend::Libvirt {
-            uri: "qemu:///system".into(),
-        };
-        assert!(check_with(&[&s], &libvirt, &all).is_ok());
-    }
-
-    #[test]
-    fn each_missing_tool_is_named_with_how_to_install_it() {
-        let s = smoke();
-        let none = |_: &str| false;
-        let e = check_with(&[&s], &Backend::Qemu, &none).unwrap_err();
-        let text = e.to_string();
-        for said in [
-            "coreos-installer is not on PATH (cargo install coreos-installer",
-            "qemu-img is not on PATH (Debian and Ubuntu: apt-get install qemu-utils",
-            "qemu-system-x86_64 is not on PATH (QEMU is not installed",
-            "sno-harness doctor",
-        ] {
-            assert!(text.contains(said), "{said:?} not in {text}");
-        }
-        assert_eq!(e.missing.len(), 3);
-    }
-
-    #[test]
-    fn a_nat_network_is_for_the_libvirt_backend_only() {
-        let user = smoke();
-        let mut nat = smoke();
-        nat.vm.network = GuestNetwork::Nat;
-        assert!(backend_fits(&[&user], &Backend::Qemu).is_ok());
-        let e = backend_fits(&[&user, &nat], &Backend::Qemu).unwrap_err();
-        assert!(
-            e.contains("smoke.toml") && e.contains("--backend libvirt"),
-            "{e}"
-        );
-        let libvirt = Backend::Libvirt {
-            uri: "qemu:///system".into(),
-        };
-        assert!(backend_fits(&[&user, &nat], &libvirt).is_ok());
-    }
-
-    #[test]
-    fn the_libvirt_backend_does_not_need_qemu_on_our_path() {
-        let s = smoke();
-        let no_qemu = |t: &str| t != QEMU_BINARY;
-        let libvirt = Backend::Libvirt {
-            uri: "qemu:///system".into(),
-        };
-        assert!(check_with(&[&s], &libvirt, &no_qemu).is_ok());
-        let e = check_with(&[&s], &Backend::Qemu, &no_qemu).unwrap_err();
-        assert_eq!(e.missing.len(), 1, "{e}");
-    }
-}
+mod tests;

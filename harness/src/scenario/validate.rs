@@ -529,7 +529,7 @@ fn openshift_section(
             ))
         }
         (Some(s), Profile::Openshift) => Some(OpenshiftSpec {
-            // Not checked here: a missing installer is the run's error, at `assets`.
+            // Not checked here: the run's preflight looks for it (exit 3), as `doctor` does.
             installer: s
                 .get_ref()
                 .installer
