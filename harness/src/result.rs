@@ -220,6 +220,10 @@ pub struct RunResult {
     /// The installer and the live ISO the run used; absent when it made no assets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assets: Option<AssetsUsed>,
+    /// A passing `--keep` run left its VM running for the user: QEMU's pid (`sno-harness gc`
+    /// stops it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_left_running: Option<u32>,
 }
 
 /// What the assets phase used: the installer as it names itself, the release it installs, and
@@ -332,6 +336,7 @@ impl RunResult {
             etcd_rule: None,
             bootkube_restarts: None,
             assets: None,
+            vm_left_running: None,
         }
     }
 
@@ -482,6 +487,7 @@ pub(crate) mod tests {
             etcd_rule: None,
             bootkube_restarts: None,
             assets: None,
+            vm_left_running: None,
         }
     }
 

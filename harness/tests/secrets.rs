@@ -2,11 +2,16 @@
 //! report and the harness's own output are searched for the pull secret, the kubeadmin password
 //! and every private key the run made. Whatever holds secrets at rest (the assets, the disks
 //! with master.ign, the live ISO with its Ignition) must be the owner's alone, and so must
-//! every directory on the way to them.
+//! every directory on the way to them. The run is kept (`--keep`), so it also shows what a
+//! passing kept run hands on: its VM runs on, the kubeconfig written to `--kubeconfig-out` and
+//! `$SHARED_DIR` reaches its API, and `sno-harness gc` stops it.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+mod run_watch;
+use run_watch::qemu_processes_for;
 
 /// Distinctive enough to be found anywhere, unlike anything a run prints by itself.
 const CANARY: &str = "CANARY-PULL-SECRET-4e1f9b7c2d";
@@ -122,6 +127,14 @@ fn canary_secrets_never_leave_the_assets_directory() {
     )
     .unwrap();
     let out = work.path().join("out");
+    let state = work.path().join("state");
+    let (handed, shared) = (work.path().join("handed"), work.path().join("shared"));
+    std::fs::create_dir_all(&handed).unwrap();
+    std::fs::create_dir_all(&shared).unwrap();
+    let _stop_it = KeptVm {
+        state: state.clone(),
+        dir: out.join("smoke"),
+    };
     // --keep: the run's SSH private key is then saved (0600) in assets/, so it can be searched
     // for; the disks and the ISO it also keeps are VM data, not artifacts, and are not searched.
     let run = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
@@ -130,6 +143,10 @@ fn canary_secrets_never_leave_the_assets_directory() {
         // A passing run gathers too, so that what gather/ keeps is searched.
         .args(["--keep", "--gather", "always", "--out"])
         .arg(&out)
+        .arg("--kubeconfig-out")
+        .arg(handed.join("kubeconfig"))
+        .env("SHARED_DIR", &shared)
+        .env("SNO_HARNESS_STATE_DIR", &state)
         .env("SNO_HARNESS_PROGRESS", "plain")
         .stdin(Stdio::null())
         .output()
@@ -226,6 +243,7 @@ fn canary_secrets_never_leave_the_assets_directory() {
         assert_eq!(mode(&f), 0o600, "{}", f.display());
     }
     assert_eq!(mode(&assets), 0o700, "assets/");
+    the_kept_cluster_is_handed_on_and_gc_stops_it(&dir, &state, &harness_output, &handed, &shared);
     let mut asset_files = Vec::new();
     files_under(&assets, &mut asset_files);
     assert!(asset_files.len() >= 5, "{asset_files:?}");
@@ -238,6 +256,120 @@ fn canary_secrets_never_leave_the_assets_directory() {
             mode(&f)
         );
     }
+}
+
+/// Stops what a kept run left running, whatever became of the test: gc with the run's
+/// registry, then any QEMU still naming the run directory.
+struct KeptVm {
+    state: PathBuf,
+    dir: PathBuf,
+}
+
+impl Drop for KeptVm {
+    fn drop(&mut self) {
+        let _ = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+            .arg("gc")
+            .env("SNO_HARNESS_STATE_DIR", &self.state)
+            .output();
+        for line in qemu_processes_for(&self.dir) {
+            eprintln!("still running after gc, killed: {line}");
+        }
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-f"])
+            .arg(self.dir.join("disks").display().to_string())
+            .status();
+    }
+}
+
+/// A passing `--keep` run on the QEMU backend: the VM runs on after the harness has exited,
+/// the instructions say how to use and remove it, the kubeconfig it hands on (0600, both
+/// places) passes `sno-harness check` against the running VM, and `gc` stops the VM and leaves
+/// the disks.
+fn the_kept_cluster_is_handed_on_and_gc_stops_it(
+    dir: &Path,
+    state: &Path,
+    output: &str,
+    handed: &Path,
+    shared: &Path,
+) {
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("result.json")).unwrap()).unwrap();
+    let pid = result["vm_left_running"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no vm_left_running in {result}"));
+    assert_eq!(
+        result["artifacts"]["kubeconfig"],
+        "assets/auth/kubeconfig-forwarded"
+    );
+    assert_eq!(qemu_processes_for(dir).len(), 1, "the kept VM runs");
+    let forwarded = dir.join("assets/auth/kubeconfig-forwarded");
+    for said in [
+        format!("the cluster runs on in its VM (QEMU pid {pid})"),
+        format!("export KUBECONFIG={}", forwarded.display()),
+        "the console: https://console-openshift-console.apps.".to_string(),
+        format!(
+            "the kubeadmin password is in {}",
+            dir.join("assets/auth/kubeadmin-password").display()
+        ),
+        "stop the VM with `sno-harness gc`".to_string(),
+        format!(
+            "the admin kubeconfig is in {}",
+            handed.join("kubeconfig").display()
+        ),
+        format!(
+            "the admin kubeconfig is in {}",
+            shared.join("kubeconfig").display()
+        ),
+    ] {
+        assert!(output.contains(&said), "{said:?} not in:\n{output}");
+    }
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    for k in [handed.join("kubeconfig"), shared.join("kubeconfig")] {
+        assert_eq!(mode(&k), 0o600, "{}", k.display());
+        assert_eq!(
+            std::fs::read(&k).unwrap(),
+            std::fs::read(&forwarded).unwrap()
+        );
+        // The cluster answers through it, after the harness has gone.
+        let check = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+            .arg("check")
+            .arg("--kubeconfig")
+            .arg(&k)
+            .args(["--wait", "2m"])
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "check through {}: {}{}",
+            k.display(),
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+    let gc = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("gc")
+        .env("SNO_HARNESS_STATE_DIR", state)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&gc.stdout);
+    assert!(
+        gc.status.success(),
+        "gc: {said}{}",
+        String::from_utf8_lossy(&gc.stderr)
+    );
+    assert!(
+        said.contains("smoke: "),
+        "gc did nothing for the run: {said}"
+    );
+    assert_eq!(qemu_processes_for(dir), Vec::<String>::new(), "gc: {said}");
+    assert!(
+        dir.join("disks").is_dir(),
+        "gc removed the kept disks: {said}"
+    );
+    let left: Vec<_> = std::fs::read_dir(state.join("runs"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "registrations remain: {left:?}");
 }
 
 /// What in a run directory carries secrets at rest: the assets, the disks (master.ign, with the
@@ -267,8 +399,8 @@ fn carries_secrets(run_dir: &Path, p: &Path) -> bool {
 }
 
 /// No secret under `run_dir` (the QEMU backend's) grants group or others anything, nor does any
-/// directory from `run_dir` down to one (the sockets are gone once the run ended; they are
-/// judged by the directory they were in).
+/// directory from `run_dir` down to one (a kept VM's QEMU sockets stay while it runs, and must
+/// be the owner's alone too).
 fn assert_secrets_are_owner_only(run_dir: &Path) {
     use sno_harness::util::private::{exposures, DirAccess};
     let mut secret_files = Vec::new();

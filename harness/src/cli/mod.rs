@@ -9,6 +9,7 @@ mod error;
 mod fixture;
 mod flags;
 mod gc;
+mod hand_on;
 mod list;
 mod man;
 mod matrix;

@@ -9,8 +9,9 @@ use sno_harness::run::state::{can_save, Manifest, StateMode};
 use sno_harness::run::{run_scenario, RunOptions};
 use sno_harness::scenario::{self, Scenario};
 
-use super::error::{bad, Outcome};
+use super::error::{bad, harness, Outcome};
 use super::flags::{check_dirs, claim_dirs, interrupt_channel, out_dir, runtime, RunFlags};
+use super::hand_on::HandOn;
 use super::preflight::preflight;
 
 /// Run one scenario: assets, VM, bootstrap, install, reboot, API checks; write the run
@@ -31,6 +32,11 @@ pub struct RunArgs {
     /// the bootstrap. DIR is left as it was (the run writes into overlays).
     #[arg(long, value_name = "DIR")]
     resume_state: Option<PathBuf>,
+    /// When the run passes, write the admin kubeconfig to PATH (0600), pointed at the API as
+    /// the harness reached it; `$SHARED_DIR/kubeconfig` too when SHARED_DIR is set (OpenShift
+    /// CI's step registry). With --keep the VM runs on, so the kubeconfig stays usable.
+    #[arg(long, value_name = "PATH")]
+    kubeconfig_out: Option<PathBuf>,
     #[command(flatten)]
     flags: RunFlags,
 }
@@ -41,8 +47,10 @@ pub fn run(a: RunArgs) -> Outcome {
     let backend = a.flags.backend();
     let dir = out_dir(a.flags.out.clone()).join(&s.name);
     let claimed = [(dir.clone(), run_dir::RUN)];
+    let hand_on = HandOn::wanted(a.kubeconfig_out.clone());
     let state = preflight(&[&s], &backend, || {
         check_dirs(&claimed, a.flags.replace)?;
+        hand_on.check().map_err(bad)?;
         state_mode(&s, &a.flags, a.save_state.clone(), a.resume_state.clone()).map_err(bad)
     })?;
     // Held until the run has written its result.
@@ -73,7 +81,14 @@ pub fn run(a: RunArgs) -> Outcome {
             },
         )
         .await;
-        Ok(verdict_code(&s, &result, &dir))
+        let code = verdict_code(&s, &result, &dir);
+        if result.verdict != Verdict::Pass {
+            return Ok(code);
+        }
+        match hand_on.write(&dir, result.vm_left_running) {
+            Ok(()) => Ok(code),
+            Err(e) => Err(harness(e)),
+        }
     })
 }
 

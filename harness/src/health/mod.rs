@@ -53,23 +53,20 @@ pub struct ApiEndpoint {
     pub server: Option<String>,
 }
 
-pub struct ClusterApi {
-    client: Client,
-    server: String,
-}
-
-impl ClusterApi {
-    pub async fn connect(ep: &ApiEndpoint) -> Result<ClusterApi, HealthError> {
-        let path = ep.kubeconfig.display().to_string();
+impl ApiEndpoint {
+    /// The admin kubeconfig as the harness uses it: every cluster's server replaced by the
+    /// forwarded one, with the API's host name kept for TLS; and the server it names.
+    fn pointed(&self) -> Result<(Kubeconfig, String), HealthError> {
+        let path = self.kubeconfig.display().to_string();
         // kube reads the file whole and blocks on a FIFO: refused first unless it is a regular
         // file of at most 1 MiB (a kubeconfig is a few KiB, even with its certificates inline).
-        input_file::read_bytes(&ep.kubeconfig, KUBECONFIG).map_err(|e| {
+        input_file::read_bytes(&self.kubeconfig, KUBECONFIG).map_err(|e| {
             HealthError::Kubeconfig {
                 path: path.clone(),
                 message: e.problem.to_string(),
             }
         })?;
-        let mut kc = Kubeconfig::read_from(Path::new(&ep.kubeconfig)).map_err(|e| {
+        let mut kc = Kubeconfig::read_from(Path::new(&self.kubeconfig)).map_err(|e| {
             HealthError::Kubeconfig {
                 path: path.clone(),
                 message: e.to_string(),
@@ -79,7 +76,7 @@ impl ClusterApi {
         for named in &mut kc.clusters {
             if let Some(c) = named.cluster.as_mut() {
                 let original = c.server.clone().unwrap_or_default();
-                if let Some(s) = &ep.server {
+                if let Some(s) = &self.server {
                     if c.tls_server_name.is_none() {
                         c.tls_server_name = host_of(&original);
                     }
@@ -88,6 +85,29 @@ impl ClusterApi {
                 server = c.server.clone().unwrap_or_default();
             }
         }
+        Ok((kc, server))
+    }
+
+    /// The kubeconfig a person or a later CI step uses to reach the cluster from this host as
+    /// the harness did (kubectl and oc honour `tls-server-name`), as YAML.
+    pub fn kubeconfig_for_hand_on(&self) -> Result<String, HealthError> {
+        let (kc, _) = self.pointed()?;
+        serde_saphyr::to_string(&kc).map_err(|e| HealthError::Kubeconfig {
+            path: self.kubeconfig.display().to_string(),
+            message: format!("writing it again: {e}"),
+        })
+    }
+}
+
+pub struct ClusterApi {
+    client: Client,
+    server: String,
+}
+
+impl ClusterApi {
+    pub async fn connect(ep: &ApiEndpoint) -> Result<ClusterApi, HealthError> {
+        let path = ep.kubeconfig.display().to_string();
+        let (kc, server) = ep.pointed()?;
         let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
             .await
             .map_err(|e| HealthError::Kubeconfig {
@@ -275,5 +295,65 @@ mod tests {
             Some("api.sno.example.test")
         );
         assert_eq!(super::host_of("nonsense"), None);
+    }
+
+    /// The installer's shape: the cluster's CA, the admin's client certificate and key, all
+    /// inline (the values here are placeholders, not PEM).
+    const INSTALLER_KUBECONFIG: &str = "apiVersion: v1
+clusters:
+- cluster:
+    certificate-authority-data: Q0EtREFUQQ==
+    server: https://api.sno.example.test:6443
+  name: sno
+contexts:
+- context:
+    cluster: sno
+    user: admin
+  name: admin
+current-context: admin
+kind: Config
+preferences: {}
+users:
+- name: admin
+  user:
+    client-certificate-data: Q0VSVC1EQVRB
+    client-key-data: S0VZLURBVEEtY2FuYXJ5
+";
+
+    #[test]
+    fn the_handed_on_kubeconfig_points_at_the_forward_and_keeps_the_tls_name_and_credentials() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        std::fs::write(&path, INSTALLER_KUBECONFIG).unwrap();
+        let ep = super::ApiEndpoint {
+            kubeconfig: path,
+            server: Some("https://127.0.0.1:40123".into()),
+        };
+        let text = ep.kubeconfig_for_hand_on().unwrap();
+        let back: kube::config::Kubeconfig = serde_saphyr::from_str(&text).unwrap();
+        let cluster = back.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(cluster.server.as_deref(), Some("https://127.0.0.1:40123"));
+        assert_eq!(
+            cluster.tls_server_name.as_deref(),
+            Some("api.sno.example.test")
+        );
+        assert_eq!(
+            cluster.certificate_authority_data.as_deref(),
+            Some("Q0EtREFUQQ==")
+        );
+        assert_eq!(back.current_context.as_deref(), Some("admin"));
+        // The key itself, not a redaction of it: kubectl must be able to use the file.
+        assert!(
+            text.contains("client-key-data: S0VZLURBVEEtY2FuYXJ5"),
+            "{text}"
+        );
+        assert!(
+            text.contains("client-certificate-data: Q0VSVC1EQVRB"),
+            "{text}"
+        );
+        assert!(
+            text.contains("tls-server-name: api.sno.example.test"),
+            "{text}"
+        );
     }
 }

@@ -82,6 +82,9 @@ pub struct RunFiles {
     pub dir: PathBuf,
     pub keep: bool,
     pub registration: Option<registry::Registration>,
+    /// A passing `--keep` run left its VM running (QEMU's pid): its sockets and registration
+    /// stay (gc stops it later).
+    pub vm_left_running: Option<u32>,
 }
 
 impl Drop for RunFiles {
@@ -90,28 +93,87 @@ impl Drop for RunFiles {
             let _ = fs::remove_dir_all(self.dir.join("disks"));
             let _ = fs::remove_file(self.dir.join("live.iso"));
         }
-        let _ = fs::remove_file(self.dir.join("serial.sock"));
-        let _ = fs::remove_file(self.dir.join("qmp.sock"));
-        drop(self.registration.take());
+        match (self.vm_left_running, self.registration.take()) {
+            (Some(_), Some(r)) => {
+                // QEMU made them with the process umask; QMP runs anything as this user, so
+                // they become the owner's alone, as what they live beside is.
+                for s in ["serial.sock", "qmp.sock"] {
+                    let _ = crate::util::private::set_mode(&self.dir.join(s), 0o600);
+                }
+                r.leave_for_gc()
+            }
+            (_, r) => {
+                let _ = fs::remove_file(self.dir.join("serial.sock"));
+                let _ = fs::remove_file(self.dir.join("qmp.sock"));
+                drop(r);
+            }
+        }
     }
 }
+
+/// Where a passing run leaves the admin kubeconfig pointed at the address the harness reached
+/// the API on (with the API's name kept for TLS), relative to the run directory.
+pub const FORWARDED_KUBECONFIG: &str = "assets/auth/kubeconfig-forwarded";
 
 /// What `--keep` leaves and how to use it: the command that boots the kept disks with the
 /// console on the terminal, and how to log in (the run's key, saved 0600 under assets/).
 pub fn keep_instructions(dir: &Path, spec: &VmSpec, key: &SshKeyPair, ssh_port: u16) -> String {
+    format!(
+        "sno-harness: --keep: the VM's disks are in {}.\nTo boot them again (serial console on this terminal; Ctrl-a x quits QEMU):\n{}\n{}",
+        dir.join("disks").display(),
+        crate::vm::qemu::argv::shell_command_line(&crate::vm::qemu::argv::interactive_argv(spec)),
+        login_line(dir, key, ssh_port),
+    )
+}
+
+/// How to log in with the run's key, saved 0600 under assets/ for that.
+fn login_line(dir: &Path, key: &SshKeyPair, ssh_port: u16) -> String {
     let key_path = dir.join("assets").join("ssh-key");
-    let login = match crate::assets::write_private(&key_path, key.private_openssh.as_bytes()) {
+    match crate::assets::write_private(&key_path, key.private_openssh.as_bytes()) {
         Ok(()) => format!(
             "log in, once it is up:\n  ssh -i {} -p {ssh_port} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null core@127.0.0.1",
             key_path.display()
         ),
         Err(e) => format!("(the SSH key could not be saved: {e})"),
-    };
-    format!(
-        "sno-harness: --keep: the VM's disks are in {}.\nTo boot them again (serial console on this terminal; Ctrl-a x quits QEMU):\n{}\n{login}",
-        dir.join("disks").display(),
-        crate::vm::qemu::argv::shell_command_line(&crate::vm::qemu::argv::interactive_argv(spec)),
-    )
+    }
+}
+
+/// A passing `--keep` run whose VM runs on.
+pub struct KeptCluster<'a> {
+    pub dir: &'a Path,
+    pub qemu_pid: u32,
+    pub ssh_port: u16,
+    pub key: &'a SshKeyPair,
+    pub install: &'a crate::scenario::model::InstallSpec,
+}
+
+/// What `openshift-install wait-for install-complete` tells, for the cluster the run leaves
+/// running: the KUBECONFIG to export, the console, the kubeadmin password's file, how to log
+/// in, and how to remove the VM.
+pub fn kept_cluster_instructions(k: &KeptCluster<'_>) -> String {
+    let dir = crate::util::lexical_absolute(k.dir);
+    let apps = format!("apps.{}.{}", k.install.cluster, k.install.base_domain);
+    [
+        format!(
+            "sno-harness: --keep: the cluster runs on in its VM (QEMU pid {}); its API and SSH are forwarded to 127.0.0.1.",
+            k.qemu_pid
+        ),
+        "To use it:".into(),
+        format!("  export KUBECONFIG={}", dir.join(FORWARDED_KUBECONFIG).display()),
+        format!(
+            "  the console: https://console-openshift-console.{apps} (its name must reach the VM's ingress; only the API and SSH are forwarded here)"
+        ),
+        format!(
+            "  the kubeadmin password is in {}",
+            dir.join("assets/auth/kubeadmin-password").display()
+        ),
+        login_line(&dir, k.key, k.ssh_port).replace("log in, once it is up:\n", "  log in:\n"),
+        format!(
+            "When done, stop the VM with `sno-harness gc` (its disks stay in {}; remove the run directory to free them).",
+            dir.join("disks").display()
+        ),
+    ]
+    .join("\n")
 }
 
 #[cfg(test)]

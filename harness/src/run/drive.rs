@@ -47,6 +47,8 @@ pub struct Driven {
     pub machine: Machine,
     pub vm_host: Option<HostContext>,
     pub assets: Option<AssetsUsed>,
+    /// QEMU's pid when the run left its VM running (a passing `--keep` run).
+    pub vm_left_running: Option<u32>,
 }
 
 impl Run<'_> {
@@ -79,6 +81,7 @@ pub async fn drive(
         dir: opts.dir.clone(),
         keep: opts.keep,
         registration: None,
+        vm_left_running: None,
     };
     // Owner-only before anything is in it: QEMU's sockets, the disks and the live ISO get
     // their protection from it (see util::private).
@@ -117,6 +120,7 @@ pub async fn drive(
         machine: run.machine,
         vm_host: run.vm_host,
         assets: run.assets_used,
+        vm_left_running: files.vm_left_running,
     };
     drop(files);
     driven
@@ -128,6 +132,7 @@ impl Driven {
             machine,
             vm_host: None,
             assets: None,
+            vm_left_running: None,
         }
     }
 }
@@ -163,7 +168,11 @@ impl Run<'_> {
         self.assets_used = Some(assets_used(&assets));
         let mut session = Session::start(self, &life, (&key, &assets), files).await?;
         session.watch(self).await;
-        session.tear_down(self, &life, &key, &assets).await;
+        // Only a registered VM is left running: gc must be able to find it.
+        let registered = files.registration.is_some();
+        files.vm_left_running = session
+            .tear_down(self, (&life, registered), &key, &assets)
+            .await;
         Ok(())
     }
 

@@ -30,6 +30,8 @@ pub mod run_dir;
 mod session;
 pub mod state;
 
+pub use artifacts::FORWARDED_KUBECONFIG;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -96,6 +98,8 @@ pub struct RunRecord {
     pub vm_host: Option<crate::result::HostContext>,
     /// The installer and the live ISO, once the assets were made.
     pub assets: Option<crate::result::AssetsUsed>,
+    /// QEMU's pid when a passing `--keep` run left the VM running.
+    pub vm_left_running: Option<u32>,
 }
 
 /// Runs a scenario to its verdict and writes result.json. Never panics on the guest's or the
@@ -124,6 +128,7 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
         install_disk: s.install.install_disk_id.clone(),
         vm_host,
         assets: None,
+        vm_left_running: None,
     };
     // Timeouts depend on the accelerator, so the machine is made once it is known.
     let (accel, accel_reason) = match accel::decide(s.vm.accel) {
@@ -149,5 +154,6 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
         driven.vm_host,
     );
     rec.assets = driven.assets;
+    rec.vm_left_running = driven.vm_left_running;
     artifacts::finish(s, &opts, rec)
 }

@@ -153,5 +153,6 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
             last_error: m.last_bootkube_error().map(str::to_string),
         }),
         assets: rec.assets.clone(),
+        vm_left_running: rec.vm_left_running,
     }
 }

@@ -120,11 +120,13 @@ impl Entry {
     }
 }
 
-/// A registered run; the file goes when this is dropped (the run cleaned up after itself).
+/// A registered run; the file goes when this is dropped (the run cleaned up after itself),
+/// unless the run left its VM running for the user.
 #[derive(Debug)]
 pub struct Registration {
     path: PathBuf,
     entry: Entry,
+    left_running: bool,
 }
 
 impl Registration {
@@ -150,9 +152,19 @@ impl Registration {
     }
 }
 
+impl Registration {
+    /// The run ends with its VM still running (a passing `--keep` run): the file stays, so
+    /// that `sno-harness gc` finds the VM once the harness is gone and stops it.
+    pub fn leave_for_gc(mut self) {
+        self.left_running = true;
+    }
+}
+
 impl Drop for Registration {
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
+        if !self.left_running {
+            let _ = fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -185,7 +197,11 @@ pub fn register(registry: &Path, mut entry: Entry) -> std::io::Result<Registrati
         .mode(0o600)
         .open(&path)?;
     f.write_all(&serde_json::to_vec_pretty(&entry).expect("serialisable"))?;
-    Ok(Registration { path, entry })
+    Ok(Registration {
+        path,
+        entry,
+        left_running: false,
+    })
 }
 
 /// Creates the registry directory owner-only, or checks the one there: a directory (not a

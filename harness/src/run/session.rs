@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
-use super::artifacts::{keep_instructions, RunFiles};
+use super::artifacts::{
+    keep_instructions, kept_cluster_instructions, KeptCluster, RunFiles, FORWARDED_KUBECONFIG,
+};
 use super::drive::Run;
 use super::error::RunError;
 use super::lifecycle::Lifecycle;
@@ -266,14 +268,16 @@ impl Session {
     }
 
     /// Observers first, then the evidence (a failed run's gather, a saving run's state), then
-    /// the VM; `--keep` prints how to boot the disks again.
+    /// the VM. A passing run leaves the kubeconfig it reached the API with in assets/; with
+    /// `--keep` on the QEMU backend its VM runs on (QEMU's pid is returned) and the user is told how
+    /// to use and remove it; else `--keep` prints how to boot the disks again.
     pub async fn tear_down(
         mut self,
         run: &mut Run<'_>,
-        life: &Lifecycle,
+        (life, registered): (&Lifecycle, bool),
         key: &SshKeyPair,
         assets: &Assets,
-    ) {
+    ) -> Option<u32> {
         self.observers.stop();
         self.journal.finish();
         let passed = run
@@ -287,38 +291,85 @@ impl Session {
         };
         super::gather_step::gather(run, reach, passed).await;
         if passed {
-            let saved = life
-                .after_pass(
-                    SaveInputs {
-                        vm: &mut self.vm,
-                        machine: &run.machine,
-                        guest: &self.target,
-                        spec: &self.spec,
-                        key,
-                        assets,
-                        run_id: &run.opts.id,
-                        scenario: run.s,
-                        accel: run.accel,
-                    },
-                    run.ui,
-                    &mut run.log,
-                )
-                .await;
-            if let Err(e) = saved {
-                run.machine.error_after_pass(e);
-            }
+            self.after_pass(run, life, key, assets).await;
         }
-        self.vm.stop();
-        if life.keeps_disks(run.opts.keep) {
+        let keeps = life.keeps_disks(run.opts.keep);
+        let runs_on = match (passed && keeps && registered).then(|| self.vm.detach()) {
+            Some(Ok(pid)) => Some(pid),
+            Some(Err(why)) => {
+                run.ui.line(&format!("--keep: the VM is stopped: {why}"));
+                None
+            }
+            None => None,
+        };
+        if runs_on.is_none() {
+            self.vm.stop();
+        }
+        if keeps {
             run.ui.finish();
-            run.ui.print(&keep_instructions(
-                &run.opts.dir,
-                &self.spec,
-                key,
-                self.ssh_port,
-            ));
+            let text = match runs_on {
+                Some(pid) => kept_cluster_instructions(&KeptCluster {
+                    dir: &run.opts.dir,
+                    qemu_pid: pid,
+                    ssh_port: self.ssh_port,
+                    key,
+                    install: &run.s.install,
+                }),
+                None => keep_instructions(&run.opts.dir, &self.spec, key, self.ssh_port),
+            };
+            run.ui.print(&text);
+        }
+        runs_on
+    }
+
+    /// What a passing run does before its VM stops: the hand-on kubeconfig, and the saving
+    /// strategy's state.
+    async fn after_pass(
+        &mut self,
+        run: &mut Run<'_>,
+        life: &Lifecycle,
+        key: &SshKeyPair,
+        assets: &Assets,
+    ) {
+        match write_forwarded_kubeconfig(&run.opts.dir, &self.endpoint) {
+            Ok(()) => {
+                run.artifacts
+                    .insert("kubeconfig".into(), FORWARDED_KUBECONFIG.into());
+            }
+            Err(e) => run.ui.line(&format!("warning: {e}")),
+        }
+        let saved = life
+            .after_pass(
+                SaveInputs {
+                    vm: &mut self.vm,
+                    machine: &run.machine,
+                    guest: &self.target,
+                    spec: &self.spec,
+                    key,
+                    assets,
+                    run_id: &run.opts.id,
+                    scenario: run.s,
+                    accel: run.accel,
+                },
+                run.ui,
+                &mut run.log,
+            )
+            .await;
+        if let Err(e) = saved {
+            run.machine.error_after_pass(e);
         }
     }
+}
+
+/// The admin kubeconfig pointed where the harness reached the API, written 0600 into assets/
+/// (`FORWARDED_KUBECONFIG`): what `--kubeconfig-out` and `$SHARED_DIR` hand on.
+fn write_forwarded_kubeconfig(dir: &std::path::Path, ep: &ApiEndpoint) -> Result<(), String> {
+    let text = ep
+        .kubeconfig_for_hand_on()
+        .map_err(|e| format!("no hand-on kubeconfig: {e}"))?;
+    let path = dir.join(FORWARDED_KUBECONFIG);
+    crate::assets::write_private(&path, text.as_bytes())
+        .map_err(|e| format!("no hand-on kubeconfig: {e}"))
 }
 
 /// `timeout 20m, until 06:31:02 UTC`: the phase's timeout and when it runs out, from now.
@@ -463,6 +514,7 @@ async fn start_vm(
             reach: &[reach.ssh, reach.api],
             keep_disks: run.opts.keep,
             incoming: life.incoming(),
+            may_outlive: run.opts.keep && run.opts.backend == crate::vm::running::Backend::Qemu,
         },
         meta,
         dir,

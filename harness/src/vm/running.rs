@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::libvirt::runtime::StartOptions;
 use super::libvirt::{LibvirtVm, RunMeta};
+use super::qemu::process::Tether;
 use super::qemu::qmp::Qmp;
 use super::qemu::QemuProcess;
 use super::{Nic, VmSpec};
@@ -100,8 +101,14 @@ impl RunningVm {
                 if spec.nic != Nic::User || opts.network.is_some() {
                     return Err("the QEMU backend has only user-mode networking; a libvirt network needs --backend libvirt".into());
                 }
+                let tether = if opts.may_outlive {
+                    Tether::MayOutlive
+                } else {
+                    Tether::DiesWithHarness
+                };
                 let (mut process, console) =
-                    QemuProcess::start_with(spec, dir, opts.incoming).map_err(|e| e.to_string())?;
+                    QemuProcess::start_with(spec, dir, opts.incoming, tether)
+                        .map_err(|e| e.to_string())?;
                 let qmp_path = spec
                     .qmp_socket
                     .clone()
@@ -226,6 +233,17 @@ impl RunningVm {
                 .await
                 .map_err(|e| e.to_string()),
             RunningVm::Libvirt(_) => Err("restoring a saved VM state needs --backend qemu".into()),
+        }
+    }
+
+    /// Leaves the VM running after the harness, for the user: its QEMU pid. Only a QEMU started
+    /// `may_outlive`; a libvirt domain ends with the harness's connection.
+    pub fn detach(&mut self) -> Result<u32, String> {
+        match self {
+            RunningVm::Qemu { process, .. } => process.detach(),
+            RunningVm::Libvirt(_) => {
+                Err("a libvirt domain is destroyed with the harness's connection".into())
+            }
         }
     }
 

@@ -68,5 +68,6 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         etcd_rule: None,
         bootkube_restarts: None,
         assets: None,
+        vm_left_running: None,
     }
 }

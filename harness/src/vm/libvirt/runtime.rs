@@ -335,6 +335,9 @@ pub struct StartOptions<'a> {
     pub keep_disks: bool,
     /// Start paused, waiting for a saved state (`-incoming defer`): the QEMU backend only.
     pub incoming: bool,
+    /// The QEMU backend's `--keep`: a QEMU that a passing run may leave running for the user
+    /// (`RunningVm::detach`). A libvirt domain is auto-destroyed with the harness's connection.
+    pub may_outlive: bool,
 }
 
 impl LibvirtVm {

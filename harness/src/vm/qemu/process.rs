@@ -1,5 +1,8 @@
 //! The QEMU process: started in its own process group with a parent-death signal, so that it
-//! dies with the harness even on SIGKILL; killed and reaped on drop.
+//! dies with the harness even on SIGKILL; killed and reaped on drop. A `--keep` run's QEMU is
+//! started without that signal so that, once the run has passed, it can be detached and run on
+//! with the cluster for the user; until then a forced exit kills it (`kill_untethered`), and
+//! after it `sno-harness gc` stops it by its registration.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -44,6 +47,35 @@ pub struct QemuProcess {
     child: Child,
     stderr_path: PathBuf,
     argv: Vec<String>,
+    /// Left running on drop: handed to the user.
+    detached: bool,
+}
+
+/// Whether QEMU dies with the harness or may be left running after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tether {
+    /// The parent-death signal: QEMU dies with the harness's starting thread, even on SIGKILL.
+    DiesWithHarness,
+    /// No parent-death signal; killed on drop and on a forced exit unless detached.
+    MayOutlive,
+}
+
+/// The process groups of the QEMUs started `MayOutlive` and not yet killed or detached.
+static UNTETHERED: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+fn untethered() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    UNTETHERED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Kills every QEMU that has no parent-death signal and was not handed on: for the harness's
+/// forced exit (a second Ctrl-C), which ends the process without running drops.
+pub fn kill_untethered() {
+    for pid in untethered().drain(..) {
+        // SAFETY: signalling the process group of a QEMU this process started and still owns.
+        unsafe {
+            libc::kill(-(pid as i32), libc::SIGKILL);
+        }
+    }
 }
 
 impl QemuProcess {
@@ -53,7 +85,7 @@ impl QemuProcess {
     /// The parent-death signal is tied to the calling *thread*: call this from a thread that
     /// lives as long as the VM should (not from `spawn_blocking`, whose threads exit when idle).
     pub fn start(spec: &VmSpec, dir: &Path) -> Result<(QemuProcess, Console), QemuError> {
-        Self::start_with(spec, dir, false)
+        Self::start_with(spec, dir, false, Tether::DiesWithHarness)
     }
 
     /// `start`, or with `incoming`, a QEMU that waits paused for a saved state
@@ -62,6 +94,7 @@ impl QemuProcess {
         spec: &VmSpec,
         dir: &Path,
         incoming: bool,
+        tether: Tether,
     ) -> Result<(QemuProcess, Console), QemuError> {
         let socket_dir = socket_dir_for_qemu(spec)?;
         let socket_dir_fd = socket_dir.as_ref().map(|d| d.as_raw_fd());
@@ -82,7 +115,9 @@ impl QemuProcess {
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                if tether == Tether::DiesWithHarness
+                    && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
+                {
                     return Err(std::io::Error::last_os_error());
                 }
                 if libc::setpgid(0, 0) != 0 {
@@ -99,10 +134,14 @@ impl QemuProcess {
             hint: spawn_hint(&e),
             source: e,
         })?;
+        if tether == Tether::MayOutlive {
+            untethered().push(child.id());
+        }
         let mut proc = QemuProcess {
             child,
             stderr_path,
             argv,
+            detached: false,
         };
         let stream = proc.connect_serial(&spec.serial_socket)?;
         let console =
@@ -206,8 +245,25 @@ impl QemuProcess {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Leaves QEMU running when this is dropped; Err when it was started tied to the harness
+    /// (it would die with it anyway) or has exited.
+    pub fn detach(&mut self) -> Result<u32, String> {
+        let pid = self.child.id();
+        let mut list = untethered();
+        let Some(at) = list.iter().position(|p| *p == pid) else {
+            return Err("QEMU was started to die with the harness".into());
+        };
+        if !self.is_running() {
+            return Err("QEMU has exited".into());
+        }
+        list.remove(at);
+        self.detached = true;
+        Ok(pid)
+    }
+
     /// Kills QEMU (SIGKILL to its process group) and reaps it.
     pub fn kill(&mut self) {
+        untethered().retain(|p| *p != self.child.id());
         if self.is_running() {
             // SAFETY: signalling our own child's process group.
             unsafe {
@@ -274,7 +330,9 @@ pub fn start_up_hint(stderr: &str) -> String {
 
 impl Drop for QemuProcess {
     fn drop(&mut self) {
-        self.kill();
+        if !self.detached {
+            self.kill();
+        }
     }
 }
 
