@@ -2,7 +2,8 @@
 //! through a private sshd, so that libvirt's own SSH transport, the harness's SSH forwards,
 //! the per-run storage pool and the console stream all run for real. The "remote" libvirtd is
 //! this host's, which nothing in those paths knows: the run directory is made unreadable to
-//! libvirt's QEMU user, so a path that read the run's files directly would fail.
+//! libvirt's QEMU user, so a path that read the run's files directly would fail. The console
+//! stream is also where a console can be lost: another client may take it by force.
 
 mod private_sshd;
 mod run_watch;
@@ -253,6 +254,78 @@ fn gc_over_ssh_removes_what_a_killed_remote_run_left() {
         serde_json::from_str(&std::fs::read_to_string(out.join("remotekill/result.json")).unwrap())
             .unwrap();
     assert_eq!(result["verdict"], "error");
+}
+
+/// Takes the domain's console the way `virsh console --force` does, holds it a moment, and
+/// gives it up.
+fn take_console(domain: &str) {
+    let conn = virt::connect::Connect::open(Some("qemu:///system")).unwrap();
+    let dom = conn.lookup_domain_by_name(domain).unwrap();
+    let stream = virt::stream::Stream::new(&conn, 0).unwrap();
+    dom.open_console(None, &stream, virt::sys::VIR_DOMAIN_CONSOLE_FORCE)
+        .expect("taking the console by force");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let _ = stream.finish();
+}
+
+/// A console the harness loses while the VM runs is the harness's loss, not the system's:
+/// another client takes the domain's console by force during bootkube, the harness's stream
+/// closes, and the run ends at once as verdict `error` naming the serial console (exit 4),
+/// with nothing left on the host.
+#[test]
+fn a_console_taken_by_another_client_ends_the_run_as_error_naming_it() {
+    let sshd = Sshd::start();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let slow = run_watch::slow_smoke(work.path());
+    let text = std::fs::read_to_string(&slow).unwrap();
+    std::fs::write(
+        &slow,
+        text.replace("name = \"smoke\"", "name = \"conslost\""),
+    )
+    .unwrap();
+    let out = work.path().join("out");
+    let uri = uri(&sshd);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .args(["run"])
+        .arg(&slow)
+        .args(["--backend", "libvirt", "--connect", &uri, "--out"])
+        .arg(&out)
+        .env("SNO_HARNESS_STATE_DIR", work.path().join("state"))
+        .env("SNO_HARNESS_PROGRESS", "plain")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = out.join("conslost");
+    run_watch::wait_for_bootkube(&mut child, &dir.join("events.jsonl"));
+    let domains: Vec<String> = virsh(&["list", "--name"])
+        .lines()
+        .map(str::trim)
+        .filter(|n| n.starts_with("sno-conslost-"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(domains.len(), 1, "the run's domain: {domains:?}");
+    take_console(&domains[0]);
+    let taken = std::time::Instant::now();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    assert!(
+        taken.elapsed().as_secs() < 120,
+        "the run went on for {:?} without its console",
+        taken.elapsed()
+    );
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["verdict"], "error", "{result}");
+    let reason = result["reason"].as_str().unwrap();
+    assert!(reason.contains("serial console"), "{reason}");
+    let settle = std::time::Instant::now();
+    while !leftovers("conslost").is_empty() && settle.elapsed().as_secs() < 15 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(leftovers("conslost"), Vec::<String>::new());
 }
 
 /// This host's QEMU version number (`7.2.22`), as libvirt reports its hypervisor's.
