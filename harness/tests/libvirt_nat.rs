@@ -7,7 +7,8 @@
 //! A NAT network puts a bridge and dnsmasq in libvirtd's network namespace, and on these
 //! machines only a namespace the test made may carry that traffic: each test runs a private
 //! libvirtd inside new network and mount namespaces (tests/data/netns-libvirtd.sh), and the
-//! harness inside with it.
+//! harness inside with it. The same private libvirtd lets one test restart the daemon in the
+//! middle of a run, which the host's daemon (serving other tests) must never see.
 
 mod run_watch;
 
@@ -68,6 +69,31 @@ fn in_private_namespace(state: &Path, command: &str) -> Output {
         .expect("running unshare");
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
     out
+}
+
+/// The head of a namespace script: starts the run in the background as `$run` (its stderr in
+/// `state/run.stderr`) and waits, up to 10 minutes, until its events hold `needle`.
+fn start_run_until(
+    scenario: &Path,
+    out: &Path,
+    state: &Path,
+    events: &Path,
+    needle: &str,
+) -> String {
+    format!(
+        r#"set -u
+"$HARNESS" run {scenario} --backend libvirt --out {out} 2>{state}/run.stderr &
+run=$!
+for _ in $(seq 2400); do
+    grep -qF '{needle}' {events} 2>/dev/null && break
+    kill -0 $run || {{ echo "the run ended early" >&2; exit 3; }}
+    sleep 0.25
+done"#,
+        scenario = scenario.display(),
+        out = out.display(),
+        state = state.display(),
+        events = events.display(),
+    )
 }
 
 fn read(path: &Path) -> String {
@@ -152,22 +178,13 @@ fn gc_removes_the_network_of_a_killed_nat_run() {
     let ran = in_private_namespace(
         &state,
         &format!(
-            r#"set -u
-"$HARNESS" run {scenario} --backend libvirt --out {out} 2>{state}/run.stderr &
-run=$!
-for _ in $(seq 1200); do
-    grep -q '"kind":"console"' {events} 2>/dev/null && break
-    kill -0 $run || {{ echo "the run ended early" >&2; exit 3; }}
-    sleep 0.5
-done
+            r#"{start}
 kill -9 $run
 wait $run 2>/dev/null
 virsh -c qemu:///system net-list --name | sed '/^$/d' >{state}/networks-killed
 "$HARNESS" gc"#,
-            scenario = scenario.display(),
-            out = out.display(),
+            start = start_run_until(&scenario, &out, &state, &events, "\"kind\":\"console\""),
             state = state.display(),
-            events = events.display(),
         ),
     );
     let stdout = String::from_utf8_lossy(&ran.stdout);
@@ -190,4 +207,63 @@ virsh -c qemu:///system net-list --name | sed '/^$/d' >{state}/networks-killed
     }
     let result: serde_json::Value = serde_json::from_str(&read(&dir.join("result.json"))).unwrap();
     assert_eq!(result["verdict"], "error");
+}
+
+/// libvirtd restarted mid-run (SIGTERM, then started again, as `systemctl restart` does): the
+/// harness's connection is lost, which is the harness's loss and not the system's: verdict
+/// `error` naming the libvirt connection, exit 4, and the domain destroyed over a new
+/// connection instead of left running.
+#[test]
+fn a_libvirtd_restart_mid_run_is_an_error_naming_the_connection_and_leaves_no_domain() {
+    let work = work_dir("sno-restart-");
+    let scenario = run_watch::slow_smoke(work.path());
+    let text = read(&scenario);
+    std::fs::write(
+        &scenario,
+        text.replace("name = \"smoke\"", "name = \"restart\""),
+    )
+    .unwrap();
+    let (out, state) = (work.path().join("out"), work.path().join("ns"));
+    let events = out.join("restart/events.jsonl");
+    let ran = in_private_namespace(
+        &state,
+        &format!(
+            r#"{start}
+virsh -c qemu:///system list --name | sed '/^$/d' >{state}/domains-before
+kill -TERM "$(cat /run/libvirtd.pid)"
+for _ in $(seq 100); do [ -e /run/libvirtd.pid ] || break; kill -0 "$(cat /run/libvirtd.pid)" 2>/dev/null || break; sleep 0.1; done
+rm -f /run/libvirtd.pid
+LIBVIRT_LOG_OUTPUTS="3:file:{state}/libvirtd-2.log" libvirtd -d
+set +e
+wait $run
+echo $? >{state}/run.rc
+set -e
+sleep 2
+virsh -c qemu:///system list --all --name | sed '/^$/d' >{state}/domains-after"#,
+            start = start_run_until(&scenario, &out, &state, &events, "Rendering"),
+            state = state.display(),
+        ),
+    );
+    let run_stderr = read(&state.join("run.stderr"));
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "the script failed:\n{run_stderr}"
+    );
+    let before = read(&state.join("domains-before"));
+    assert!(
+        before.lines().any(|d| d.starts_with("sno-restart-")),
+        "the run's domain ran before the restart: {before}"
+    );
+    assert_eq!(read(&state.join("run.rc")).trim(), "4", "{run_stderr}");
+    let result: serde_json::Value =
+        serde_json::from_str(&read(&out.join("restart/result.json"))).unwrap();
+    assert_eq!(result["verdict"], "error", "{result}");
+    let reason = result["reason"].as_str().unwrap();
+    assert!(reason.contains("libvirt connection"), "{reason}");
+    let after = read(&state.join("domains-after"));
+    assert!(
+        !after.lines().any(|d| d.starts_with("sno-restart-")),
+        "the domain outlived the run: {after}"
+    );
 }
