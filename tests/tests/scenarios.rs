@@ -70,6 +70,7 @@ fn run_one(
             id: s.name.clone(),
             params,
             keep: false,
+            leave_running: false,
             timeout_scale: 1.0,
             cache_dir: sno_harness::fixture::default_cache_dir(),
             replay,

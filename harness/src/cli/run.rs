@@ -69,6 +69,7 @@ pub fn run(a: RunArgs) -> Outcome {
                 id: s.name.clone(),
                 params: Default::default(),
                 keep: a.flags.keep,
+                leave_running: a.flags.keep,
                 timeout_scale: a.flags.timeout_scale,
                 cache_dir: sno_harness::fixture::default_cache_dir(),
                 backend,

@@ -186,6 +186,7 @@ mod tests {
             id: "smoke".into(),
             params: Default::default(),
             keep: false,
+            leave_running: false,
             timeout_scale: 1.0,
             cache_dir: PathBuf::from("/nonexistent"),
             replay: String::new(),

@@ -53,6 +53,7 @@ impl RunSettings {
             id: job.id.clone(),
             params: job.params.clone(),
             keep: self.keep,
+            leave_running: false,
             timeout_scale: self.timeout_scale,
             cache_dir: self.cache_dir.clone(),
             replay: job.replay.clone(),

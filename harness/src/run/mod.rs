@@ -54,6 +54,9 @@ pub struct RunOptions {
     pub id: String,
     pub params: BTreeMap<String, String>,
     pub keep: bool,
+    /// With `keep`, a passing run on the QEMU backend leaves its VM running for the user
+    /// (`run --keep`); a matrix's or perf run's permutations only keep their disks.
+    pub leave_running: bool,
     pub timeout_scale: f64,
     pub cache_dir: PathBuf,
     pub replay: String,

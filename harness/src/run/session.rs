@@ -294,7 +294,8 @@ impl Session {
             self.after_pass(run, life, key, assets).await;
         }
         let keeps = life.keeps_disks(run.opts.keep);
-        let runs_on = match (passed && keeps && registered).then(|| self.vm.detach()) {
+        let leave = passed && keeps && run.opts.leave_running && registered;
+        let runs_on = match leave.then(|| self.vm.detach()) {
             Some(Ok(pid)) => Some(pid),
             Some(Err(why)) => {
                 run.ui.line(&format!("--keep: the VM is stopped: {why}"));
@@ -514,7 +515,9 @@ async fn start_vm(
             reach: &[reach.ssh, reach.api],
             keep_disks: run.opts.keep,
             incoming: life.incoming(),
-            may_outlive: run.opts.keep && run.opts.backend == crate::vm::running::Backend::Qemu,
+            may_outlive: run.opts.keep
+                && run.opts.leave_running
+                && run.opts.backend == crate::vm::running::Backend::Qemu,
         },
         meta,
         dir,
