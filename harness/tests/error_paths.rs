@@ -258,6 +258,24 @@ impl IsoServer {
     }
 }
 
+/// Runs `scenario` and expects the preflight to refuse it: exit 3, no `out`, no registration.
+/// Returns what the harness said.
+fn refused_by_the_preflight(scenario: &Path, out: &Path, state: &Path) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("run")
+        .arg(scenario)
+        .arg("--out")
+        .arg(out)
+        .env("SNO_HARNESS_STATE_DIR", state)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(!out.exists(), "the run created {}", out.display());
+    assert!(!state.join("runs").exists(), "a run was registered");
+    stderr
+}
+
 /// Case 1a: the installer named by the scenario does not exist: the preflight refuses the
 /// run before anything exists (exit 3), saying what to do.
 #[test]
@@ -265,16 +283,7 @@ fn a_missing_installer_is_refused_before_anything_and_says_where_to_get_one() {
     let work = tempfile::tempdir().unwrap();
     let (out, state) = (work.path().join("out"), work.path().join("state"));
     let scenario = openshift_scenario(work.path(), Path::new("/nonexistent/openshift-install"));
-    let output = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
-        .arg("run")
-        .arg(&scenario)
-        .arg("--out")
-        .arg(&out)
-        .env("SNO_HARNESS_STATE_DIR", &state)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let stderr = refused_by_the_preflight(&scenario, &out, &state);
     for said in [
         "the host is not ready",
         "the installer /nonexistent/openshift-install: No such file or directory",
@@ -282,8 +291,6 @@ fn a_missing_installer_is_refused_before_anything_and_says_where_to_get_one() {
     ] {
         assert!(stderr.contains(said), "{said:?} not in {stderr}");
     }
-    assert!(!out.exists(), "the run created {}", out.display());
-    assert!(!state.join("runs").exists(), "a run was registered");
 }
 
 /// The installer exists but cannot be run: refused the same way, saying how to fix it.
@@ -294,19 +301,9 @@ fn an_installer_that_is_not_executable_is_refused_saying_chmod() {
     let installer = fake_installer(work.path(), CREATE_OK, &stream_json("http://x/", "00"));
     std::fs::set_permissions(&installer, std::fs::Permissions::from_mode(0o644)).unwrap();
     let scenario = openshift_scenario(work.path(), &installer);
-    let output = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
-        .arg("run")
-        .arg(&scenario)
-        .arg("--out")
-        .arg(&out)
-        .env("SNO_HARNESS_STATE_DIR", &state)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let stderr = refused_by_the_preflight(&scenario, &out, &state);
     let said = format!("not executable (chmod +x {})", installer.display());
     assert!(stderr.contains(&said), "{said:?} not in {stderr}");
-    assert!(!out.exists(), "the run created {}", out.display());
     assert!(
         !work.path().join("bin/calls").exists(),
         "the installer was called"

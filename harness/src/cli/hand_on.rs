@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use sno_harness::run::FORWARDED_KUBECONFIG;
 
-/// Where the kubeconfig goes.
+/// Where the kubeconfig goes, each with what named it (for the messages).
 pub struct HandOn {
-    targets: Vec<PathBuf>,
+    targets: Vec<(PathBuf, &'static str)>,
 }
 
 impl HandOn {
@@ -17,6 +17,8 @@ impl HandOn {
         let shared = std::env::var_os("SHARED_DIR")
             .filter(|v| !v.is_empty())
             .map(|d| PathBuf::from(d).join("kubeconfig"));
+        let out = out.map(|p| (p, "--kubeconfig-out"));
+        let shared = shared.map(|p| (p, "$SHARED_DIR"));
         HandOn {
             targets: out.into_iter().chain(shared).collect(),
         }
@@ -25,23 +27,21 @@ impl HandOn {
     /// Refuses, before the run, a target that could not be written after it: its directory
     /// must exist, and the path must not be a directory or anything but a regular file.
     pub fn check(&self) -> Result<(), String> {
-        for t in &self.targets {
+        for (t, named_by) in &self.targets {
             let parent = match t.parent() {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => Path::new("."),
             };
             if !parent.is_dir() {
                 return Err(format!(
-                    "{}: the kubeconfig's directory {} does not exist",
-                    what(t),
+                    "{named_by}: the kubeconfig's directory {} does not exist",
                     parent.display()
                 ));
             }
             if let Ok(meta) = std::fs::symlink_metadata(t) {
                 if !meta.is_file() {
                     return Err(format!(
-                        "{}: {} exists and is not a regular file",
-                        what(t),
+                        "{named_by}: {} exists and is not a regular file",
                         t.display()
                     ));
                 }
@@ -63,7 +63,7 @@ impl HandOn {
                 source.display()
             )
         })?;
-        for t in &self.targets {
+        for (t, _) in &self.targets {
             write_private_atomically(t, &text)
                 .map_err(|e| format!("writing the kubeconfig to {}: {e}", t.display()))?;
             errln!("sno-harness: the admin kubeconfig is in {}", t.display());
@@ -74,15 +74,6 @@ impl HandOn {
             );
         }
         Ok(())
-    }
-}
-
-fn what(t: &Path) -> &'static str {
-    if t.ends_with("kubeconfig") && std::env::var_os("SHARED_DIR").is_some_and(|d| t.starts_with(d))
-    {
-        "$SHARED_DIR"
-    } else {
-        "--kubeconfig-out"
     }
 }
 
@@ -117,16 +108,16 @@ mod tests {
     fn a_target_that_could_not_be_written_is_refused_before_the_run() {
         let tmp = tempfile::tempdir().unwrap();
         let ok = HandOn {
-            targets: vec![tmp.path().join("kubeconfig")],
+            targets: vec![(tmp.path().join("kubeconfig"), "--kubeconfig-out")],
         };
         assert!(ok.check().is_ok());
         let no_dir = HandOn {
-            targets: vec![tmp.path().join("missing/kubeconfig")],
+            targets: vec![(tmp.path().join("missing/kubeconfig"), "--kubeconfig-out")],
         };
         let e = no_dir.check().unwrap_err();
         assert!(e.contains("missing") && e.contains("does not exist"), "{e}");
         let a_dir = HandOn {
-            targets: vec![tmp.path().to_path_buf()],
+            targets: vec![(tmp.path().to_path_buf(), "--kubeconfig-out")],
         };
         let e = a_dir.check().unwrap_err();
         assert!(e.contains("is not a regular file"), "{e}");
@@ -142,7 +133,7 @@ mod tests {
         std::fs::write(&target, "an older one, world-readable").unwrap();
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
         let h = HandOn {
-            targets: vec![target.clone()],
+            targets: vec![(target.clone(), "--kubeconfig-out")],
         };
         h.write(&run, Some(1)).unwrap();
         assert_eq!(

@@ -122,16 +122,16 @@ pub fn keep_instructions(dir: &Path, spec: &VmSpec, key: &SshKeyPair, ssh_port: 
         "sno-harness: --keep: the VM's disks are in {}.\nTo boot them again (serial console on this terminal; Ctrl-a x quits QEMU):\n{}\n{}",
         dir.join("disks").display(),
         crate::vm::qemu::argv::shell_command_line(&crate::vm::qemu::argv::interactive_argv(spec)),
-        login_line(dir, key, ssh_port),
+        login_line(dir, key, ssh_port, "log in, once it is up:"),
     )
 }
 
-/// How to log in with the run's key, saved 0600 under assets/ for that.
-fn login_line(dir: &Path, key: &SshKeyPair, ssh_port: u16) -> String {
+/// How to log in with the run's key, saved 0600 under assets/ for that, under `heading`.
+fn login_line(dir: &Path, key: &SshKeyPair, ssh_port: u16, heading: &str) -> String {
     let key_path = dir.join("assets").join("ssh-key");
     match crate::assets::write_private(&key_path, key.private_openssh.as_bytes()) {
         Ok(()) => format!(
-            "log in, once it is up:\n  ssh -i {} -p {ssh_port} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null core@127.0.0.1",
+            "{heading}\n  ssh -i {} -p {ssh_port} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null core@127.0.0.1",
             key_path.display()
         ),
         Err(e) => format!("(the SSH key could not be saved: {e})"),
@@ -167,7 +167,7 @@ pub fn kept_cluster_instructions(k: &KeptCluster<'_>) -> String {
             "  the kubeadmin password is in {}",
             dir.join("assets/auth/kubeadmin-password").display()
         ),
-        login_line(&dir, k.key, k.ssh_port).replace("log in, once it is up:\n", "  log in:\n"),
+        login_line(&dir, k.key, k.ssh_port, "  log in:"),
         format!(
             "When done, stop the VM with `sno-harness gc` (its disks stay in {}; remove the run directory to free them).",
             dir.join("disks").display()
