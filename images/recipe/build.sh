@@ -127,13 +127,40 @@ step "rootfs: squashfs"
 mksquashfs "$root" "$work/rootfs.squashfs" -comp zstd -Xcompression-level 15 -noappend -quiet -no-xattrs \
     -e boot/vmlinuz-"$kver" -e boot/System.map-"$kver"
 
+# The live rootfs as CoreOS ships it: images/pxeboot/rootfs.img, a newc cpio whose first member
+# is root.squashfs (so that the live ISO's init mounts it in place, at offset 124), then
+# etc/coreos-live-rootfs, the version a PXE boot compares with the initramfs's. The initramfs
+# carries etc/coreos-live-want-rootfs, the image's SHA-256 per 4 MiB chunk in the format of
+# rdcore stream-hash, against which a rootfs fetched from coreos.live.rootfs_url= is checked.
+step "rootfs: rootfs.img (cpio) and its stream hashes"
+live_version="minisno-$(sha256sum "$work/rootfs.squashfs" | cut -c1-16)"
+rcpio=$work/rootfs-cpio
+mkdir -p "$rcpio/etc"
+# A copy, not a hard link: cpio writes a hard-linked file's data after its last link only.
+cp "$work/rootfs.squashfs" "$rcpio/root.squashfs"
+echo "$live_version" > "$rcpio/etc/coreos-live-rootfs"
+(cd "$rcpio" && printf '%s\n' root.squashfs etc etc/coreos-live-rootfs \
+    | cpio -o -H newc --quiet > "$work/rootfs.img")
+[ "$(dd if="$work/rootfs.img" bs=1 skip=124 count=4 2>/dev/null)" = hsqs ] \
+    || die "root.squashfs is not at offset 124 of rootfs.img"
+rootfs_chunk=$((4 * 1024 * 1024))
+{
+    echo "stream-hash sha256 $rootfs_chunk"
+    split -b "$rootfs_chunk" --filter='sha256sum | cut -d" " -f1' "$work/rootfs.img"
+} > "$work/want-rootfs"
+
 # --- initramfs ------------------------------------------------------------------------------
 step "initramfs: busybox, modules, init"
 ird=$work/initramfs
-mkdir -p "$ird"/{bin,dev,proc,sys,run,sysroot,lib/modules}
+mkdir -p "$ird"/{bin,dev,proc,sys,run,sysroot,etc,lib/modules}
 cp "$root/bin/busybox" "$ird/bin/busybox"
 install -m 0755 "$here/init" "$ird/init"
-mods="virtio_pci virtio_blk virtio_scsi sd_mod sr_mod ahci nvme crc32c_generic ext4 isofs loop squashfs overlay"
+install -m 0755 "$here/udhcpc.script" "$ird/etc/udhcpc.script"
+install -D -m 0644 "$here/rootfs-fetch.sh" "$ird/lib/minisno/rootfs-fetch.sh"
+install -m 0644 "$work/want-rootfs" "$ird/etc/coreos-live-want-rootfs"
+echo "$live_version" > "$ird/etc/coreos-live-initramfs"
+# virtio_net: the minimal ISO's and PXE's init fetch the rootfs over the VM's network.
+mods="virtio_pci virtio_blk virtio_scsi sd_mod sr_mod ahci nvme crc32c_generic ext4 isofs loop squashfs overlay virtio_net"
 for m in $mods; do
     modprobe -d "$root" -S "$kver" --show-depends "$m" 2>/dev/null | awk '$1 == "insmod" {print $2}'
 done | sort -u | while read -r ko; do
@@ -247,10 +274,12 @@ iso=$work/iso
 mkdir -p "$iso/images/pxeboot" "$iso/coreos" "$iso/boot/grub"
 cp "$work/vmlinuz" "$iso/images/pxeboot/vmlinuz"
 cp "$work/initramfs.img" "$iso/images/pxeboot/initrd.img"
-mv "$work/rootfs.squashfs" "$iso/images/rootfs.squashfs"
+mv "$work/rootfs.img" "$iso/images/pxeboot/rootfs.img"
 cp "$work/metal-512.raw.zst" "$work/metal-4096.raw.zst" "$iso/images/"
 head -c "$MINISNO_IGNITION_AREA" /dev/zero > "$iso/images/ignition.img"
 echo '{"file": "images/ignition.img"}' > "$iso/coreos/igninfo.json"
+# Room for `coreos-installer pack minimal-iso`'s data (coreos/miniso.dat, rewritten in place).
+head -c "$MINISNO_MINISO_AREA" /dev/zero > "$iso/coreos/miniso.dat"
 
 # The kernel-argument area is a fixed-size run of bytes inside grub.cfg: the arguments, a
 # newline, then '#' padding (a grub comment line). coreos-installer finds it through
@@ -276,10 +305,20 @@ cat > "$iso/coreos/kargs.json" <<EOF
   "size": $MINISNO_KARGS_AREA
 }
 EOF
-grub-mkrescue -o "$work/live.iso" "$iso" -- -volid "$MINISNO_ISO_LABEL" 2> "$work/mkrescue.log" \
+MINIMAL_ISO=$work/minimal.iso grub-mkrescue --xorriso="$here/xorriso-full-and-minimal" \
+    -o "$work/live.iso" "$iso" -- -volid "$MINISNO_ISO_LABEL" 2> "$work/mkrescue.log" \
     || { cat "$work/mkrescue.log" >&2; die "grub-mkrescue failed"; }
 "$COREOS_INSTALLER_BIN" iso kargs show "$work/live.iso" >/dev/null \
     || die "coreos-installer does not recognise the kargs area of the ISO"
+# The minimal ISO goes into the full one, as on RHCOS: `coreos-installer iso extract minimal-iso`
+# gives it back, with coreos.live.rootfs_url= in its kernel arguments.
+step "live ISO: packing the minimal ISO into it"
+"$COREOS_INSTALLER_BIN" pack minimal-iso --consume "$work/live.iso" "$work/minimal.iso" \
+    > "$work/pack.log" 2>&1 || { cat "$work/pack.log" >&2; die "coreos-installer pack minimal-iso failed"; }
+"$COREOS_INSTALLER_BIN" iso extract minimal-iso "$work/live.iso" "$work/check-minimal.iso" \
+    --rootfs-url http://10.0.2.2/rootfs.img \
+    || die "coreos-installer cannot extract the minimal ISO it packed"
+rm "$work/check-minimal.iso"
 
 step "done: moving results into $out"
 mv "$work/live.iso" "$out/live.iso"
