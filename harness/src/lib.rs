@@ -1,7 +1,8 @@
 //! sno-harness: an end-to-end test harness for OpenShift single-node bootstrap-in-place.
 //!
 //! The modules, bottom first (each imports only modules below it; tests/layering.rs checks):
-//! `util` (helpers), `hw` (the hardware vocabulary), `flow` (signals, phases, the state
+//! `util` (helpers), `hw` (the hardware vocabulary), `netboot` (the harness's HTTP server for
+//! what a guest fetches while it boots), `flow` (signals, phases, the state
 //! machine), `result` (result.json), `scenario` (scenario and matrix files), `guest` (serial
 //! console, SSH, followers), `fixture` (building minisno), `vm` (QEMU and libvirt), `assets`
 //! (install-config, installer, live ISO), `health` (the API checks), `gather` (a failed run's evidence:
@@ -37,6 +38,7 @@ pub mod gather;
 pub mod guest;
 pub mod health;
 pub mod hw;
+pub mod netboot;
 
 pub mod perf;
 pub mod report;

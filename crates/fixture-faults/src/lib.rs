@@ -96,6 +96,14 @@ pub const FAULTS: &[FaultName] = &[
         "a service record in /var/log/openshift is a FIFO no one writes: reading it blocks forever; the install is not affected",
     ),
     plain(
+        "rootfs-404",
+        "the harness's rootfs server answers 404 for the minimal ISO's root filesystem; the live boot fails",
+    ),
+    plain(
+        "rootfs-corrupt",
+        "the harness's rootfs server changes one byte in the middle of the root filesystem; the live boot fails its digest check",
+    ),
+    plain(
         "journal-cut",
         "mid-bootkube the guest kills the SSH session of every journal reader, as a dropped connection would; the install is not affected",
     ),

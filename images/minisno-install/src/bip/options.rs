@@ -53,6 +53,10 @@ pub enum Fault {
     /// Mid-bootkube, every `journalctl -f` reader's SSH session is killed from inside the
     /// guest: the connection drops as a network cut would; the install is not affected.
     JournalCut,
+    /// The harness's rootfs server answers 404 (or changes a byte, below); the fixture has
+    /// nothing to do: its initramfs's own checks fail the live boot.
+    Rootfs404,
+    RootfsCorrupt,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +90,8 @@ pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
     ("oom-kill", Fault::OomKill),
     ("gather-hang", Fault::GatherHang),
     ("journal-cut", Fault::JournalCut),
+    ("rootfs-404", Fault::Rootfs404),
+    ("rootfs-corrupt", Fault::RootfsCorrupt),
 ];
 
 impl Fault {
