@@ -87,6 +87,7 @@ fn run_one(
         },
     ));
     let checked = check_expectation(s, &result).and_then(|m| {
+        check_boot_served(s, &result)?;
         if result.verdict == sno_harness::flow::machine::Verdict::Pass {
             check_timeline(out.path(), &result)?;
             check_assets_named(&result)?;
@@ -134,6 +135,57 @@ fn check_assets_named(r: &sno_harness::result::RunResult) -> Result<(), String> 
         && !a.iso.is_empty();
     if !(hex64 && named) {
         return Err(format!("result.json's assets are incomplete: {a:?}"));
+    }
+    Ok(())
+}
+
+/// What a minimal-ISO run's record must say of the harness's boot server: a passing run
+/// fetched the whole root filesystem once and live-boot's time is split around the fetch; under
+/// `rootfs-404` every request was answered 404; under `rootfs-corrupt` the whole image went out
+/// (the guest's digests, not the length, caught it).
+fn check_boot_served(
+    s: &scenario::Scenario,
+    r: &sno_harness::result::RunResult,
+) -> Result<(), String> {
+    if !s.boot_source.fetches_rootfs() {
+        return match &r.boot {
+            None => Ok(()),
+            Some(b) => Err(format!("a live-ISO run has a boot record: {b:?}")),
+        };
+    }
+    let b = r
+        .boot
+        .as_ref()
+        .ok_or("a minimal-ISO run has no boot record")?;
+    let url_ok = b
+        .rootfs_url
+        .as_deref()
+        .is_some_and(|u| u.starts_with("http://10.0.2.2:") && u.ends_with("/rootfs.img"));
+    let gets: Vec<_> = b.served.iter().filter(|x| x.method == "GET").collect();
+    let faults = s
+        .fixture
+        .as_ref()
+        .map(|f| f.faults.clone())
+        .unwrap_or_default();
+    let ok = if faults.iter().any(|f| f == "rootfs-404") {
+        !b.served.is_empty() && b.served.iter().all(|x| x.status == 404 && x.bytes == 0)
+    } else {
+        // One whole image (the fixture's rootfs.img is some 80 MiB), beside the probes that
+        // check the server first.
+        let whole = gets
+            .iter()
+            .filter(|x| x.status == 200 && x.bytes > 32 << 20)
+            .count()
+            == 1;
+        let split = b.live_boot_fetch_ms.is_some_and(|f| f > 0)
+            && b.live_boot_rest_ms.is_some_and(|r| r > 0);
+        let passed = r.verdict == sno_harness::flow::machine::Verdict::Pass;
+        whole && (split || !passed)
+    };
+    if !(url_ok && ok) {
+        return Err(format!(
+            "the boot record does not show the expected fetch: {b:?}"
+        ));
     }
     Ok(())
 }

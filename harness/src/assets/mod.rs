@@ -90,6 +90,8 @@ pub struct AssetsRequest<'a> {
     pub hold_install: bool,
     /// The end of the assets phase's time: a helper still running then is stopped.
     pub deadline: Instant,
+    /// Where the guest fetches the root filesystem, for a scenario that boots the minimal ISO.
+    pub rootfs_url: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -99,6 +101,8 @@ pub struct Assets {
     pub ignition: PathBuf,
     /// The per-run live ISO, with the Ignition and console karg.
     pub live_iso: PathBuf,
+    /// The root filesystem the guest fetches (the minimal ISO's), in the run directory.
+    pub rootfs: Option<PathBuf>,
     pub iso_source: String,
     pub iso_sha256: String,
     /// The installer run, and what its `version` said.
@@ -335,8 +339,20 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
     let cache = req.cache_dir.join("iso");
     let source_iso = fetch_iso_within(&location, &sha256, origin, &cache, left)?;
     let live_iso = req.run_dir.join("live.iso");
-    build_live_iso(req, &dir, &log, (&ignition, &source_iso, &live_iso))?;
+    let rootfs = match &req.rootfs_url {
+        None => {
+            build_live_iso(req, &dir, &log, (&ignition, &source_iso, &live_iso))?;
+            None
+        }
+        Some(url) => {
+            let (minimal, rootfs) = extract_minimal_iso(req, &log, &source_iso, url)?;
+            build_live_iso(req, &dir, &log, (&ignition, &minimal, &live_iso))?;
+            let _ = fs::remove_file(&minimal);
+            Some(rootfs)
+        }
+    };
     Ok(Assets {
+        rootfs,
         dir,
         kubeconfig,
         ignition,
@@ -494,16 +510,22 @@ fn iso_of_stream(req: &AssetsRequest) -> Result<(String, String), AssetsError> {
     Ok((location, sha256))
 }
 
-/// The run's copy of the live ISO: the installer's Ignition (or its held copy) embedded, and
-/// the serial console added to the kernel arguments, both by coreos-installer.
-fn build_live_iso(
-    req: &AssetsRequest,
-    dir: &Path,
-    log: &Path,
-    (ignition, source_iso, live_iso): (&Path, &Path, &Path),
-) -> Result<(), AssetsError> {
-    let iso_mib = fs::metadata(source_iso).map(|m| m.len() >> 20).unwrap_or(0);
-    let ci = |args: &[&str], extra: &[&Path]| -> Result<(), AssetsError> {
+/// coreos-installer's ISO commands, logged, with the run's deadline; a failure quotes its
+/// `Error:` line.
+struct CoreosInstaller<'a> {
+    req: &'a AssetsRequest<'a>,
+    log: &'a Path,
+    /// The size of the ISO being copied, for the message of a full disk.
+    iso_mib: u64,
+}
+
+impl<'a> CoreosInstaller<'a> {
+    fn new(req: &'a AssetsRequest<'a>, log: &'a Path, iso: &Path) -> Self {
+        let iso_mib = fs::metadata(iso).map(|m| m.len() >> 20).unwrap_or(0);
+        CoreosInstaller { req, log, iso_mib }
+    }
+
+    fn run(&self, args: &[&str], extra: &[&Path]) -> Result<(), AssetsError> {
         let mut cmd = Command::new("coreos-installer");
         cmd.args(args).args(extra);
         let what = format!(
@@ -515,32 +537,79 @@ fn build_live_iso(
                 .collect::<Vec<_>>()
                 .join(" ")
         );
-        let (code, output) = run_logged(&mut cmd, (log, req.deadline), &what)?;
+        let (code, output) = run_logged(&mut cmd, (self.log, self.req.deadline), &what)?;
         if code == 0 {
             return Ok(());
         }
         let mut message = tool_message(&output);
         if output.contains("No space left on device") {
             message.push_str(&format!(
-                " (the copy of the live ISO, {iso_mib} MiB, goes into {}: free space there or \
+                " (the copy of the live ISO, {} MiB, goes into {}: free space there or \
                  give --out a directory on a larger filesystem)",
-                req.run_dir.display()
+                self.iso_mib,
+                self.req.run_dir.display()
             ));
         }
         Err(AssetsError::CommandFailed {
             command: what,
             code,
             message,
-            log: log.to_path_buf(),
+            log: self.log.to_path_buf(),
         })
-    };
+    }
+}
+
+/// The minimal ISO and the root filesystem, as `coreos-installer iso extract minimal-iso`
+/// makes them of the pristine full ISO (it refuses one with an Ignition embedded): the minimal
+/// ISO's kernel arguments lose `coreos.liveiso=` and gain `coreos.live.rootfs_url=URL`.
+fn extract_minimal_iso(
+    req: &AssetsRequest,
+    log: &Path,
+    full_iso: &Path,
+    rootfs_url: &str,
+) -> Result<(PathBuf, PathBuf), AssetsError> {
+    let minimal = req.run_dir.join(MINIMAL_ISO_FILE);
+    let rootfs = req.run_dir.join(ROOTFS_FILE);
+    for stale in [&minimal, &rootfs] {
+        // coreos-installer refuses to overwrite; a resumed directory may hold them.
+        let _ = fs::remove_file(stale);
+    }
+    let ci = CoreosInstaller::new(req, log, full_iso);
+    ci.run(
+        &[
+            "iso",
+            "extract",
+            "minimal-iso",
+            "--rootfs-url",
+            rootfs_url,
+            "--output-rootfs",
+        ],
+        &[&rootfs, full_iso, &minimal],
+    )?;
+    Ok((minimal, rootfs))
+}
+
+/// The minimal ISO's file in the run directory, until the live ISO is made of it.
+pub const MINIMAL_ISO_FILE: &str = "minimal.iso";
+/// The root filesystem the harness serves to a minimal ISO, in the run directory.
+pub const ROOTFS_FILE: &str = "rootfs.img";
+
+/// The run's copy of the live ISO: the installer's Ignition (or its held copy) embedded, and
+/// the serial console added to the kernel arguments, both by coreos-installer.
+fn build_live_iso(
+    req: &AssetsRequest,
+    dir: &Path,
+    log: &Path,
+    (ignition, source_iso, live_iso): (&Path, &Path, &Path),
+) -> Result<(), AssetsError> {
+    let ci = CoreosInstaller::new(req, log, source_iso);
     // The installer's Ignition stays as it made it; a held one is a copy next to it.
     let embedded = live_ignition(req, dir, ignition)?;
-    ci(
+    ci.run(
         &["iso", "ignition", "embed", "-f", "-i"],
         &[&embedded, Path::new("-o"), live_iso, source_iso],
     )?;
-    ci(
+    ci.run(
         &["iso", "kargs", "modify", "-a", "console=ttyS0,115200n8"],
         &[live_iso],
     )?;
@@ -571,6 +640,7 @@ mod tests {
             cache_dir: dir,
             hold_install: false,
             deadline: Instant::now(),
+            rootfs_url: None,
         };
         iso_to_boot(&req).unwrap()
     }

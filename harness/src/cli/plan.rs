@@ -195,8 +195,19 @@ fn commands(s: &Scenario) -> Vec<String> {
             .trim()
             .to_string(),
         iso_line(s, &installer),
+    ]);
+    let boot_iso = if s.boot_source.fetches_rootfs() {
+        commands.extend([
+            "# boot server: 127.0.0.1:PORT, serving RUN/rootfs.img at /rootfs.img for the run's lifetime".into(),
+            "coreos-installer iso extract minimal-iso --rootfs-url http://10.0.2.2:PORT/rootfs.img --output-rootfs RUN/rootfs.img ISO RUN/minimal.iso".into(),
+        ]);
+        "RUN/minimal.iso"
+    } else {
+        "ISO"
+    };
+    commands.extend([
         format!(
-            "coreos-installer iso ignition embed -f -i RUN/assets/{live_ign} -o RUN/live.iso ISO"
+            "coreos-installer iso ignition embed -f -i RUN/assets/{live_ign} -o RUN/live.iso {boot_iso}"
         ),
         "coreos-installer iso kargs modify -a console=ttyS0,115200n8 RUN/live.iso".into(),
     ]);

@@ -18,6 +18,7 @@
 
 use regex::Regex;
 use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::OnceLock;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -184,6 +185,10 @@ pub struct Hit {
     pub source: String,
     pub line: String,
     pub t_ms: u64,
+    /// For an emergency shell or dracut's refusal, the lines of the same source just before
+    /// it: what failed says why there (the unit's or the initrd's own words).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub before: Vec<String>,
     /// The allow-list pattern that made it a warning, if one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allowed_by: Option<String>,
@@ -200,15 +205,21 @@ impl Hit {
 }
 
 impl Hit {
-    /// For a failure reason or a warning: the kind, where, and the line itself.
+    /// For a failure reason or a warning: the kind, where, the line itself, and the lines
+    /// before it when it has them.
     pub fn describe(&self) -> String {
-        format!(
+        let mut d = format!(
             "{} in the {} at {:.1} s: {:?}",
             self.kind.describe(),
             self.source,
             self.t_ms as f64 / 1000.0,
             self.line.trim()
-        )
+        );
+        if !self.before.is_empty() {
+            let quoted: Vec<String> = self.before.iter().map(|l| format!("{l:?}")).collect();
+            d.push_str(&format!(", after {}", quoted.join(" ")));
+        }
+        d
     }
 }
 
@@ -237,11 +248,30 @@ impl AllowList {
 /// Lines longer than this are cut in reports (a runaway line must not bloat result.json).
 const MAX_LINE: usize = 400;
 
+/// How many lines before an emergency shell its hit quotes.
+const LINES_BEFORE: usize = 6;
+
+/// `line`, cut to [`MAX_LINE`] bytes at a character boundary.
+fn cut_line(line: &str) -> String {
+    let mut text = line.to_string();
+    if text.len() > MAX_LINE {
+        let mut cut = MAX_LINE;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
 /// Every hit of a run, in order; repeats of the same line are counted, not kept.
 #[derive(Debug, Clone, Default)]
 pub struct Findings {
     pub hits: Vec<Hit>,
     pub repeats: u32,
+    /// The last lines of each source, for the hits that quote them.
+    recent: BTreeMap<String, VecDeque<String>>,
 }
 
 impl Findings {
@@ -254,16 +284,11 @@ impl Findings {
         t_ms: u64,
     ) -> Option<&Hit> {
         let (allow, policy) = scope;
-        let kind = scan(line)?;
-        let mut text: String = line.trim().to_string();
-        if text.len() > MAX_LINE {
-            let mut cut = MAX_LINE;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-            text.push('…');
-        }
+        let text = cut_line(line.trim());
+        let Some(kind) = scan(line) else {
+            self.remember(source, text);
+            return None;
+        };
         if self
             .hits
             .iter()
@@ -272,6 +297,15 @@ impl Findings {
             self.repeats += 1;
             return None;
         }
+        let before = match kind {
+            Kind::EmergencyShell | Kind::DracutFatal => self
+                .recent
+                .get(source)
+                .map(|r| r.iter().cloned().collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        self.remember(source, text.clone());
         self.hits.push(Hit {
             kind,
             source: source.to_string(),
@@ -279,8 +313,20 @@ impl Findings {
             warning: policy.warning(kind, unit),
             line: text,
             t_ms,
+            before,
         });
         self.hits.last()
+    }
+
+    fn remember(&mut self, source: &str, line: String) {
+        if line.is_empty() {
+            return;
+        }
+        let recent = self.recent.entry(source.to_string()).or_default();
+        if recent.len() == LINES_BEFORE {
+            recent.pop_front();
+        }
+        recent.push_back(line);
     }
 
     /// The first hit that fails the run.

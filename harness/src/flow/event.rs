@@ -121,6 +121,15 @@ pub enum Signal {
         ok: bool,
         detail: String,
     },
+    /// A request the harness's boot server answered (netboot): the guest fetching its root
+    /// filesystem. `ms` runs from the request to its last byte.
+    Served {
+        method: String,
+        path: String,
+        status: u16,
+        bytes: u64,
+        ms: u64,
+    },
     /// Whether bootstrap-complete waits for etcd's `EtcdBootstrapMemberRemoved`, and why
     /// (the cluster's release, or the scenario's `[checks]`): decided once the release is
     /// known.
@@ -215,6 +224,17 @@ impl Signal {
                 *bytes as f64 / 1048576.0
             ),
             Signal::Api { check, ok, detail } => format!("API {check:?} ok={ok}: {detail}"),
+            Signal::Served {
+                method,
+                path,
+                status,
+                bytes,
+                ms,
+            } => format!(
+                "boot server: {method} {path} {status}, {:.1} MiB in {:.1} s",
+                *bytes as f64 / 1048576.0,
+                *ms as f64 / 1000.0
+            ),
             Signal::EtcdRule { required, why } => format!(
                 "EtcdBootstrapMemberRemoved {}: {why}",
                 if *required {

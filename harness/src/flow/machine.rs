@@ -152,6 +152,19 @@ pub struct Machine {
     /// The SSH host key each boot first answered with: within a boot it cannot change, so a
     /// change means another machine answers at the guest's address.
     host_keys: BTreeMap<String, String>,
+    /// What the guest fetched from the harness's boot server, in order.
+    pub served: Vec<ServedRequest>,
+}
+
+/// A request of the guest's that the harness's boot server answered, ended at `t_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedRequest {
+    pub t_ms: u64,
+    pub method: String,
+    pub path: String,
+    pub status: u16,
+    pub bytes: u64,
+    pub ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -215,6 +228,7 @@ impl Machine {
             badness_policy: BadnessPolicy::default(),
             stop_after: None,
             host_keys: BTreeMap::new(),
+            served: Vec::new(),
         }
     }
 
@@ -459,6 +473,20 @@ impl Machine {
             Signal::EtcdRule { required, why } => {
                 self.etcd_rule = Some((*required, why.clone()));
             }
+            Signal::Served {
+                method,
+                path,
+                status,
+                bytes,
+                ms,
+            } => self.served.push(ServedRequest {
+                t_ms: now,
+                method: method.clone(),
+                path: path.clone(),
+                status: *status,
+                bytes: *bytes,
+                ms: *ms,
+            }),
             Signal::Ssh { .. }
             | Signal::Note { .. }
             | Signal::AssetsReady
@@ -750,6 +778,25 @@ impl Machine {
     /// How hits are scoped (the profile's or scenario's view of crashes, the accelerator).
     pub fn scope_badness(&mut self, policy: BadnessPolicy) {
         self.badness_policy = policy;
+    }
+
+    /// live-boot's time split into fetching the root filesystem from the harness (its GETs
+    /// that ended within the phase) and the rest: `(fetch_ms, rest_ms)`, once the phase ended
+    /// and when the guest fetched anything.
+    pub fn live_boot_split(&self) -> Option<(u64, u64)> {
+        let st = self.phase(Phase::LiveBoot);
+        let (start, end) = (st.start_ms?, st.end_ms?);
+        let fetches: Vec<&ServedRequest> = self
+            .served
+            .iter()
+            .filter(|r| r.method == "GET" && (start..=end).contains(&r.t_ms))
+            .collect();
+        if fetches.is_empty() {
+            return None;
+        }
+        let fetch: u64 = fetches.iter().map(|r| r.ms).sum();
+        let fetch = fetch.min(end - start);
+        Some((fetch, end - start - fetch))
     }
 
     /// Every badness line seen, failing or allowed.

@@ -148,6 +148,9 @@ fn run_section(r: &RunResult, dir: &str, heading: &str) -> String {
     if let Some(a) = &r.assets {
         let _ = writeln!(md, "\n{}", one_line(&a.sentence()));
     }
+    if let Some(b) = &r.boot {
+        let _ = writeln!(md, "\n{}", one_line(&b.sentence()));
+    }
     if !r.params.is_empty() {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
         let _ = writeln!(md, "\nParams: {}.", params.join(", "));

@@ -92,6 +92,8 @@ impl Drop for RunFiles {
         if !self.keep {
             let _ = fs::remove_dir_all(self.dir.join("disks"));
             let _ = fs::remove_file(self.dir.join("live.iso"));
+            let _ = fs::remove_file(self.dir.join(crate::assets::ROOTFS_FILE));
+            let _ = fs::remove_file(self.dir.join(crate::assets::MINIMAL_ISO_FILE));
         }
         match (self.vm_left_running, self.registration.take()) {
             (Some(_), Some(r)) => {

@@ -19,6 +19,7 @@ use crate::flow::machine::{Action, Machine};
 use crate::flow::phase::Phase;
 use crate::guest::ssh::SshKeyPair;
 use crate::hw::Accel;
+use crate::netboot::FileServer;
 use crate::result::{AssetsUsed, HostContext};
 use crate::scenario::Scenario;
 
@@ -39,6 +40,15 @@ pub struct Run<'a> {
     pub vm_host: Option<HostContext>,
     /// The installer and the live ISO, for result.json.
     pub assets_used: Option<AssetsUsed>,
+    /// The harness's server of what the guest fetches while it boots, for a boot that does;
+    /// it lives as long as the run.
+    pub boot_server: Option<BootServer>,
+}
+
+/// The boot server of a run, and the URL the guest fetches its root filesystem from.
+pub struct BootServer {
+    pub server: FileServer,
+    pub rootfs_url: String,
 }
 
 /// What [`drive`] leaves: the machine holding the outcome, the remote host the VM ran on, if
@@ -49,6 +59,7 @@ pub struct Driven {
     pub assets: Option<AssetsUsed>,
     /// QEMU's pid when the run left its VM running (a passing `--keep` run).
     pub vm_left_running: Option<u32>,
+    pub rootfs_url: Option<String>,
 }
 
 impl Run<'_> {
@@ -111,6 +122,7 @@ pub async fn drive(
         pending: Vec::new(),
         vm_host: None,
         assets_used: None,
+        boot_server: None,
     };
     if let Err(e) = run.until_verdict(&mut files).await {
         let now = run.now();
@@ -121,6 +133,7 @@ pub async fn drive(
         vm_host: run.vm_host,
         assets: run.assets_used,
         vm_left_running: files.vm_left_running,
+        rootfs_url: run.boot_server.as_ref().map(|b| b.rootfs_url.clone()),
     };
     drop(files);
     driven
@@ -133,6 +146,7 @@ impl Driven {
             vm_host: None,
             assets: None,
             vm_left_running: None,
+            rootfs_url: None,
         }
     }
 }
@@ -163,8 +177,14 @@ impl Run<'_> {
         files.registration = super::session::register(self);
         let (key, assets) = match life.saved_assets() {
             Some(saved) => saved?,
-            None => self.make_assets(&life).await?,
+            None => {
+                self.boot_server = self.start_boot_server().await?;
+                self.make_assets(&life).await?
+            }
         };
+        if let (Some(b), Some(rootfs)) = (&self.boot_server, &assets.rootfs) {
+            b.server.serve(crate::netboot::ROOTFS_PATH, rootfs.clone());
+        }
         self.assets_used = Some(assets_used(&assets));
         let mut session = Session::start(self, &life, (&key, &assets), files).await?;
         session.watch(self).await;
@@ -174,6 +194,35 @@ impl Run<'_> {
             .tear_down(self, (&life, registered), &key, &assets)
             .await;
         Ok(())
+    }
+
+    /// For a boot that fetches its root filesystem: the harness's server, bound on the
+    /// host's loopback, which the guest reaches as its user network's gateway.
+    async fn start_boot_server(&mut self) -> Result<Option<BootServer>, RunError> {
+        if !self.s.boot_source.fetches_rootfs() {
+            return Ok(None);
+        }
+        let fault = self
+            .s
+            .fixture
+            .as_ref()
+            .and_then(|f| crate::netboot::fault_of(&f.faults));
+        let server = FileServer::start((std::net::Ipv4Addr::LOCALHOST, 0).into(), fault)
+            .await
+            .map_err(|e| {
+                RunError::Harness(format!("starting the boot server on 127.0.0.1: {e}"))
+            })?;
+        let rootfs_url = format!(
+            "http://{}:{}{}",
+            crate::netboot::USER_NETWORK_HOST,
+            server.addr().port(),
+            crate::netboot::ROOTFS_PATH
+        );
+        self.ui.line(&format!(
+            "boot server on {}: the guest fetches its root filesystem from {rootfs_url}",
+            server.addr()
+        ));
+        Ok(Some(BootServer { server, rootfs_url }))
     }
 
     /// The assets phase's work: the run's SSH key, the install-config, the installer's
@@ -196,6 +245,7 @@ impl Run<'_> {
         );
         let hold_install = life.holds_install();
         let deadline = self.phase_deadline(Phase::Assets);
+        let rootfs_url = self.boot_server.as_ref().map(|b| b.rootfs_url.clone());
         let task = tokio::task::spawn_blocking(move || -> Result<Assets, AssetsFailure> {
             let (installer, env) = installer_for(&s).map_err(AssetsFailure::Other)?;
             assets::prepare(&AssetsRequest {
@@ -207,6 +257,7 @@ impl Run<'_> {
                 cache_dir: &cache,
                 hold_install,
                 deadline,
+                rootfs_url,
             })
             .map_err(AssetsFailure::from)
         });

@@ -103,6 +103,8 @@ pub struct RunRecord {
     pub assets: Option<crate::result::AssetsUsed>,
     /// QEMU's pid when a passing `--keep` run left the VM running.
     pub vm_left_running: Option<u32>,
+    /// The root filesystem's URL the guest was given (a minimal-ISO boot).
+    pub rootfs_url: Option<String>,
 }
 
 /// Runs a scenario to its verdict and writes result.json. Never panics on the guest's or the
@@ -132,6 +134,7 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
         vm_host,
         assets: None,
         vm_left_running: None,
+        rootfs_url: None,
     };
     // Timeouts depend on the accelerator, so the machine is made once it is known.
     let (accel, accel_reason) = match accel::decide(s.vm.accel) {
@@ -158,5 +161,6 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
     );
     rec.assets = driven.assets;
     rec.vm_left_running = driven.vm_left_running;
+    rec.rootfs_url = driven.rootfs_url;
     artifacts::finish(s, &opts, rec)
 }

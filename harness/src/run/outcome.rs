@@ -42,6 +42,38 @@ pub fn host_context() -> HostContext {
     HostContext::of(qemu_version, cpu_model, kernel)
 }
 
+/// result.json's `boot`, for a boot other than the full live ISO's.
+fn boot_record(s: &Scenario, rec: &RunRecord) -> Option<result::BootRecord> {
+    if s.boot_source == crate::scenario::BootSource::LiveIso {
+        return None;
+    }
+    let m = &rec.machine;
+    let served = m
+        .served
+        .iter()
+        .map(|r| result::Served {
+            t_ms: r.t_ms,
+            method: r.method.clone(),
+            path: r.path.clone(),
+            status: r.status,
+            bytes: r.bytes,
+            duration_ms: r.ms,
+            mib_per_s: (r.bytes > 0 && r.ms > 0).then(|| {
+                let mib_s = r.bytes as f64 / 1048576.0 / (r.ms as f64 / 1000.0);
+                (mib_s * 10.0).round() / 10.0
+            }),
+        })
+        .collect();
+    let split = m.live_boot_split();
+    Some(result::BootRecord {
+        source: s.boot_source.as_str().into(),
+        rootfs_url: rec.rootfs_url.clone(),
+        served,
+        live_boot_fetch_ms: split.map(|(f, _)| f),
+        live_boot_rest_ms: split.map(|(_, r)| r),
+    })
+}
+
 pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResult {
     let m = &rec.machine;
     let phases = Phase::ALL
@@ -154,5 +186,6 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         }),
         assets: rec.assets.clone(),
         vm_left_running: rec.vm_left_running,
+        boot: boot_record(s, rec),
     }
 }

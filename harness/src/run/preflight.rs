@@ -53,13 +53,24 @@ pub struct HostNotReady {
 /// A scenario the backend cannot run as written (bad input, exit 2): `vm.network = "nat"`
 /// is a libvirt network.
 pub fn backend_fits(scenarios: &[&Scenario], backend: &Backend) -> Result<(), String> {
-    match (backend, scenarios.iter().find(|s| s.vm.network == GuestNetwork::Nat)) {
-        (Backend::Qemu, Some(s)) => Err(format!(
+    if let (Backend::Qemu, Some(s)) = (
+        backend,
+        scenarios.iter().find(|s| s.vm.network == GuestNetwork::Nat),
+    ) {
+        return Err(format!(
             "{}: vm.network = \"nat\" is a libvirt network of the run's own: run it with --backend libvirt (the QEMU backend has user-mode networking only)",
             s.path.display()
-        )),
-        _ => Ok(()),
+        ));
     }
+    let fetching = scenarios.iter().find(|s| s.boot_source.fetches_rootfs());
+    if let (true, Some(s)) = (backend.is_remote(), fetching) {
+        return Err(format!(
+            "{}: boot.source = {:?} is not yet supported on a remote libvirt host: its guest fetches the root filesystem from the host's loopback, which is the remote host's there; run it on this host",
+            s.path.display(),
+            s.boot_source.as_str()
+        ));
+    }
+    Ok(())
 }
 
 /// The checks on this host: Ok with the warnings when nothing is missing.

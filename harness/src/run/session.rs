@@ -47,6 +47,32 @@ pub struct Session {
     endpoint: ApiEndpoint,
 }
 
+/// The boot server's answers become timeline events.
+fn forward_served(run: &mut Run<'_>, tx: &mpsc::UnboundedSender<(Source, Signal)>) {
+    let Some(mut reports) = run
+        .boot_server
+        .as_mut()
+        .and_then(|b| b.server.take_reports())
+    else {
+        return;
+    };
+    let tx = tx.clone();
+    tokio::spawn(async move {
+        while let Some(r) = reports.recv().await {
+            let signal = Signal::Served {
+                method: r.method,
+                path: r.path,
+                status: r.status,
+                bytes: r.bytes,
+                ms: r.took.as_millis() as u64,
+            };
+            if tx.send((Source::Harness, signal)).is_err() {
+                return;
+            }
+        }
+    });
+}
+
 /// Where the harness reaches the guest's SSH and API.
 struct Reach {
     ssh: SocketAddr,
@@ -88,6 +114,7 @@ impl Session {
             },
         };
         let (tx, signals) = mpsc::unbounded_channel::<(Source, Signal)>();
+        forward_served(run, &tx);
         let (vm, console, reach) =
             start_vm(run, life, &spec, network.as_ref(), &meta, reach, &tx).await?;
         record_qemu(run, files, &vm);

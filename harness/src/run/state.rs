@@ -198,6 +198,8 @@ pub fn resumed_assets(dir: &Path) -> Result<(SshKeyPair, crate::assets::Assets),
         kubeconfig: dir.join(KUBECONFIG_FILE),
         ignition: PathBuf::new(),
         live_iso: dir.join(ISO_FILE),
+        // The saved live system fetched its root filesystem before it was saved.
+        rootfs: None,
         iso_source: format!("the saved state in {}", dir.display()),
         iso_sha256: String::new(),
         installer: PathBuf::new(),

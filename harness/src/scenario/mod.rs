@@ -10,7 +10,7 @@ pub mod units;
 mod validate;
 
 pub use model::{
-    BootOrder, Disk, GuestNetwork, Profile, Scenario, DEFAULT_DISK_WRITE_STALL,
+    BootOrder, BootSource, Disk, GuestNetwork, Profile, Scenario, DEFAULT_DISK_WRITE_STALL,
     DISK_WRITE_STALL_KEY,
 };
 pub use parse::{load, parse_str, ScenarioError};

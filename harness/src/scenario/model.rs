@@ -57,6 +57,33 @@ pub enum GuestNetwork {
     Nat,
 }
 
+/// Where the live system's root filesystem comes from (`[boot] source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum BootSource {
+    /// The full live ISO, which carries the root filesystem.
+    #[default]
+    LiveIso,
+    /// The minimal ISO that `coreos-installer iso extract minimal-iso` makes of the full one:
+    /// the live system fetches its root filesystem from the harness over HTTP
+    /// (`coreos.live.rootfs_url=`).
+    MinimalIso,
+}
+
+impl BootSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BootSource::LiveIso => "live-iso",
+            BootSource::MinimalIso => "minimal-iso",
+        }
+    }
+
+    /// Whether the guest fetches its root filesystem from the harness.
+    pub fn fetches_rootfs(self) -> bool {
+        self == BootSource::MinimalIso
+    }
+}
+
 // ---- the file, as written ----------------------------------------------------------------
 
 /// Deserializes a word from a fixed vocabulary (an enum of unit variants). serde's own error
@@ -190,6 +217,8 @@ pub struct ScenarioFile {
     pub disks: Vec<Spanned<DiskSection>>,
     #[serde(default)]
     pub install: InstallSection,
+    #[serde(default)]
+    pub boot: BootSection,
     #[serde(default, deserialize_with = "duration_texts")]
     pub timeouts: BTreeMap<Spanned<String>, Spanned<TimeoutValue>>,
     pub fixture: Option<Spanned<FixtureSection>>,
@@ -199,6 +228,26 @@ pub struct ScenarioFile {
     pub badness: BadnessSection,
     #[serde(default)]
     pub checks: ChecksSection,
+}
+
+/// `[boot]`: how the live system boots.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BootSection {
+    #[serde(default = "default_boot_source", deserialize_with = "spanned_choice")]
+    pub source: Spanned<BootSource>,
+}
+
+impl Default for BootSection {
+    fn default() -> Self {
+        BootSection {
+            source: default_boot_source(),
+        }
+    }
+}
+
+fn default_boot_source() -> Spanned<BootSource> {
+    Spanned::new(0..0, BootSource::LiveIso)
 }
 
 /// `[badness]`: lines of the guest's logs that look like trouble but are expected in this
@@ -773,6 +822,8 @@ pub struct Scenario {
     pub vm: VmConfig,
     pub disks: Vec<Disk>,
     pub install: InstallSpec,
+    /// `[boot] source`.
+    pub boot_source: BootSource,
     /// Per-phase overrides of the profile's default timeouts (before scaling).
     pub timeouts: BTreeMap<Phase, Duration>,
     /// `[timeouts] disk-write-stall`: no write to the install disk for this long while

@@ -55,6 +55,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
     let openshift = openshift_section(cx, &f, profile)?;
     check_expect(cx, &f.expect)?;
     check_nat(cx, &f)?;
+    check_boot(cx, &f)?;
     let badness_allow = badness_allow(cx, &f.badness)?;
     let additional_trust_bundle = trust_bundle(cx, &f.install)?;
     let inst = &f.install;
@@ -72,6 +73,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
             network: *f.vm.network.get_ref(),
         },
         disks,
+        boot_source: *f.boot.source.get_ref(),
         install: InstallSpec {
             cluster: inst.cluster.clone(),
             base_domain: inst.base_domain.clone(),
@@ -649,6 +651,38 @@ fn check_nat(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
         }
     }
     Ok(())
+}
+
+/// The faults the harness's boot server plays need a boot that fetches from it.
+fn check_boot(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
+    let source = *f.boot.source.get_ref();
+    if source.fetches_rootfs() && *f.vm.network.get_ref() == GuestNetwork::Nat {
+        return Err(cx.at(
+            &f.boot.source,
+            format!(
+                "boot.source = {:?}: not yet on vm.network = \"nat\" (the guest fetches its root filesystem from the host's loopback, which a NAT network does not reach); use vm.network = \"user\"",
+                source.as_str()
+            ),
+        ));
+    }
+    let Some(fixture) = &f.fixture else {
+        return Ok(());
+    };
+    let served = [
+        crate::netboot::ROOTFS_404_FAULT,
+        crate::netboot::ROOTFS_CORRUPT_FAULT,
+    ];
+    match fixture.get_ref().faults.iter().find(|x| served.contains(&x.get_ref().trim())) {
+        Some(fault) if !source.fetches_rootfs() => Err(cx.at(
+            fault,
+            format!(
+                "fixture.faults: {:?} is played by the harness's rootfs server: it needs [boot] source = \"minimal-iso\" (this scenario boots {:?})",
+                fault.get_ref(),
+                source.as_str()
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn badness_allow(cx: &Ctx, badness: &BadnessSection) -> Result<Vec<String>, ScenarioError> {

@@ -33,6 +33,16 @@ impl Backend {
         }
     }
 
+    /// A libvirt backend whose libvirtd runs on another host (`qemu+ssh://`).
+    pub fn is_remote(&self) -> bool {
+        match self {
+            Backend::Qemu => false,
+            Backend::Libvirt { uri } => {
+                matches!(crate::vm::libvirt::remote::remote_target(uri), Ok(Some(_)))
+            }
+        }
+    }
+
     /// How far others may reach into the run directory and its `disks/`: not at all, except
     /// that a local libvirtd runs QEMU as its own user (`libvirt-qemu` on Debian), which opens
     /// the disks and the ISO by path and so must traverse the directories (never list them;

@@ -69,5 +69,6 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         bootkube_restarts: None,
         assets: None,
         vm_left_running: None,
+        boot: None,
     }
 }

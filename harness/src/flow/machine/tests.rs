@@ -1228,3 +1228,90 @@ fn the_last_signals_name_their_source() {
     assert!(sources.contains(&Source::Journal), "{sources:?}");
     assert!(sources.iter().all(|s| !s.name().is_empty()), "{sources:?}");
 }
+
+fn served(method: &str, status: u16, bytes: u64, ms: u64) -> Signal {
+    Signal::Served {
+        method: method.into(),
+        path: "/rootfs.img".into(),
+        status,
+        bytes,
+        ms,
+    }
+}
+
+#[test]
+fn live_boot_splits_into_the_rootfs_fetch_within_it_and_the_rest() {
+    let mut m = machine();
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            (5000, served("HEAD", 200, 0, 5)),
+            (9000, served("GET", 200, 80 << 20, 4000)),
+            (20_000, Signal::GuestStatus(guest("live", true))),
+            // After live-boot: not its time.
+            (25_000, served("GET", 200, 80 << 20, 3000)),
+        ],
+    );
+    assert_eq!(m.phase(Phase::LiveBoot).status, Status::Pass);
+    assert_eq!(m.served.len(), 3, "every answer is kept");
+    assert_eq!(m.live_boot_split(), Some((4000, 20_000 - 1100 - 4000)));
+}
+
+#[test]
+fn a_boot_that_fetched_nothing_has_no_split() {
+    let mut m = machine();
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            (20_000, Signal::GuestStatus(guest("live", true))),
+        ],
+    );
+    assert_eq!(m.live_boot_split(), None);
+}
+
+#[test]
+fn an_emergency_shell_in_the_live_boot_fails_it_quoting_the_lines_before() {
+    let mut m = machine();
+    let console = |line: &str| Signal::Console { line: line.into() };
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            (3000, console("[    2.1] virtio_net virtio0 eth0: renamed")),
+            (
+                4000,
+                console("minisno-init: Couldn't fetch, verify, and unpack image specified by:"),
+            ),
+            (
+                4001,
+                console("minisno-init: coreos.live.rootfs_url=http://10.0.2.2:4000/rootfs.img"),
+            ),
+            (
+                4002,
+                console(
+                    "minisno-init: hash mismatch at offset 41943040; expected ab12, found cd34",
+                ),
+            ),
+            (
+                4003,
+                console("Entering emergency mode. Exit the shell to continue."),
+            ),
+        ],
+    );
+    let o = m.outcome().expect("failed");
+    assert_eq!(o.verdict, Verdict::Fail);
+    assert_eq!(o.failed_phase, Some(Phase::LiveBoot));
+    for quoted in [
+        "emergency shell",
+        "rootfs_url=http://10.0.2.2:4000/rootfs.img",
+        "hash mismatch at offset 41943040; expected ab12, found cd34",
+        "renamed",
+    ] {
+        assert!(o.reason.contains(quoted), "{quoted:?} not in {}", o.reason);
+    }
+}

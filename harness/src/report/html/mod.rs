@@ -334,6 +334,11 @@ fn timelines_section(runs: &[LocatedRun]) -> Element {
                         .as_ref()
                         .map(|a| el("p").attr("class", "meta assets").text(a.sentence())),
                 )
+                .children(
+                    r.boot
+                        .as_ref()
+                        .map(|b| el("p").attr("class", "meta boot").text(b.sentence())),
+                )
                 .child(gantt::gantt(r, scale)),
         );
     }

@@ -524,3 +524,22 @@ fn an_own_iso_is_a_url_with_its_digest_or_a_file_relative_to_the_scenario() {
         assert!(e.line.is_some(), "{keys}: {e}");
     }
 }
+
+#[test]
+fn a_scenario_boots_the_full_live_iso_unless_it_names_the_minimal_one() {
+    assert_eq!(parse(SMOKE).unwrap().boot_source, BootSource::LiveIso);
+    let minimal = format!("{SMOKE}\n[boot]\nsource = \"minimal-iso\"\n");
+    let s = parse(&minimal).unwrap();
+    assert_eq!(s.boot_source, BootSource::MinimalIso);
+    assert!(s.boot_source.fetches_rootfs());
+    // The server's faults need a server: with the full ISO they are refused, at their line.
+    let fault = format!("{SMOKE}\n[fixture]\nfaults = [\"rootfs-404\"]\n");
+    let e = parse(&fault).unwrap_err().to_string();
+    assert!(e.contains("needs [boot] source = \"minimal-iso\""), "{e}");
+    assert!(e.contains("s.toml:20:"), "{e}");
+    let both = format!("{minimal}[fixture]\nfaults = [\"rootfs-corrupt\"]\n");
+    assert_eq!(
+        parse(&both).unwrap().fixture.unwrap().faults,
+        vec!["rootfs-corrupt".to_string()]
+    );
+}
