@@ -122,14 +122,8 @@ pub enum Signal {
         detail: String,
     },
     /// A request the harness's boot server answered (netboot): the guest fetching its root
-    /// filesystem. `ms` runs from the request to its last byte.
-    Served {
-        method: String,
-        path: String,
-        status: u16,
-        bytes: u64,
-        ms: u64,
-    },
+    /// filesystem.
+    Served(Served),
     /// Whether bootstrap-complete waits for etcd's `EtcdBootstrapMemberRemoved`, and why
     /// (the cluster's release, or the scenario's `[checks]`): decided once the release is
     /// known.
@@ -150,6 +144,17 @@ pub enum ApiCheck {
     ClusterOperators,
     /// The cluster reports the install-config it was given (health/applied.rs).
     InstallConfigApplied,
+}
+
+/// One request the harness's boot server answered. `ms` runs from the request to its last
+/// byte.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Served {
+    pub method: String,
+    pub path: String,
+    pub status: u16,
+    pub bytes: u64,
+    pub ms: u64,
 }
 
 /// What one SSH status poll of the guest found.
@@ -224,16 +229,13 @@ impl Signal {
                 *bytes as f64 / 1048576.0
             ),
             Signal::Api { check, ok, detail } => format!("API {check:?} ok={ok}: {detail}"),
-            Signal::Served {
-                method,
-                path,
-                status,
-                bytes,
-                ms,
-            } => format!(
-                "boot server: {method} {path} {status}, {:.1} MiB in {:.1} s",
-                *bytes as f64 / 1048576.0,
-                *ms as f64 / 1000.0
+            Signal::Served(r) => format!(
+                "boot server: {} {} {}, {:.1} MiB in {:.1} s",
+                r.method,
+                r.path,
+                r.status,
+                r.bytes as f64 / 1048576.0,
+                r.ms as f64 / 1000.0
             ),
             Signal::EtcdRule { required, why } => format!(
                 "EtcdBootstrapMemberRemoved {}: {why}",

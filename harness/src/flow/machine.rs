@@ -8,7 +8,7 @@ use super::badness::{AllowList, Findings, Policy as BadnessPolicy};
 pub use super::disk_write::{
     installer_progress_percent, AdaptiveDeadline, DiskWriteStats, Projection,
 };
-use super::event::{ApiCheck, Event, GuestStatus, Signal, Source};
+use super::event::{ApiCheck, Event, GuestStatus, Served, Signal, Source};
 use super::phase::Phase;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,19 +152,9 @@ pub struct Machine {
     /// The SSH host key each boot first answered with: within a boot it cannot change, so a
     /// change means another machine answers at the guest's address.
     host_keys: BTreeMap<String, String>,
-    /// What the guest fetched from the harness's boot server, in order.
-    pub served: Vec<ServedRequest>,
-}
-
-/// A request of the guest's that the harness's boot server answered, ended at `t_ms`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServedRequest {
-    pub t_ms: u64,
-    pub method: String,
-    pub path: String,
-    pub status: u16,
-    pub bytes: u64,
-    pub ms: u64,
+    /// What the guest fetched from the harness's boot server, in order, with when each
+    /// answer ended.
+    pub served: Vec<(u64, Served)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -473,20 +463,7 @@ impl Machine {
             Signal::EtcdRule { required, why } => {
                 self.etcd_rule = Some((*required, why.clone()));
             }
-            Signal::Served {
-                method,
-                path,
-                status,
-                bytes,
-                ms,
-            } => self.served.push(ServedRequest {
-                t_ms: now,
-                method: method.clone(),
-                path: path.clone(),
-                status: *status,
-                bytes: *bytes,
-                ms: *ms,
-            }),
+            Signal::Served(r) => self.served.push((now, r.clone())),
             Signal::Ssh { .. }
             | Signal::Note { .. }
             | Signal::AssetsReady
@@ -786,10 +763,11 @@ impl Machine {
     pub fn live_boot_split(&self) -> Option<(u64, u64)> {
         let st = self.phase(Phase::LiveBoot);
         let (start, end) = (st.start_ms?, st.end_ms?);
-        let fetches: Vec<&ServedRequest> = self
+        let fetches: Vec<&Served> = self
             .served
             .iter()
-            .filter(|r| r.method == "GET" && (start..=end).contains(&r.t_ms))
+            .filter(|(t, r)| r.method == "GET" && (start..=end).contains(t))
+            .map(|(_, r)| r)
             .collect();
         if fetches.is_empty() {
             return None;

@@ -45,10 +45,22 @@ pub struct Run<'a> {
     pub boot_server: Option<BootServer>,
 }
 
-/// The boot server of a run, and the URL the guest fetches its root filesystem from.
+/// The boot server of a run.
 pub struct BootServer {
     pub server: FileServer,
-    pub rootfs_url: String,
+}
+
+impl BootServer {
+    /// Where the guest fetches its root filesystem: the server's port at the host's address
+    /// on the guest's user network.
+    pub fn rootfs_url(&self) -> String {
+        format!(
+            "http://{}:{}{}",
+            crate::netboot::USER_NETWORK_HOST,
+            self.server.addr().port(),
+            crate::netboot::ROOTFS_PATH
+        )
+    }
 }
 
 /// What [`drive`] leaves: the machine holding the outcome, the remote host the VM ran on, if
@@ -133,7 +145,7 @@ pub async fn drive(
         vm_host: run.vm_host,
         assets: run.assets_used,
         vm_left_running: files.vm_left_running,
-        rootfs_url: run.boot_server.as_ref().map(|b| b.rootfs_url.clone()),
+        rootfs_url: run.boot_server.as_ref().map(BootServer::rootfs_url),
     };
     drop(files);
     driven
@@ -212,17 +224,13 @@ impl Run<'_> {
             .map_err(|e| {
                 RunError::Harness(format!("starting the boot server on 127.0.0.1: {e}"))
             })?;
-        let rootfs_url = format!(
-            "http://{}:{}{}",
-            crate::netboot::USER_NETWORK_HOST,
-            server.addr().port(),
-            crate::netboot::ROOTFS_PATH
-        );
+        let boot = BootServer { server };
         self.ui.line(&format!(
-            "boot server on {}: the guest fetches its root filesystem from {rootfs_url}",
-            server.addr()
+            "boot server on {}: the guest fetches its root filesystem from {}",
+            boot.server.addr(),
+            boot.rootfs_url()
         ));
-        Ok(Some(BootServer { server, rootfs_url }))
+        Ok(Some(boot))
     }
 
     /// The assets phase's work: the run's SSH key, the install-config, the installer's
@@ -245,7 +253,7 @@ impl Run<'_> {
         );
         let hold_install = life.holds_install();
         let deadline = self.phase_deadline(Phase::Assets);
-        let rootfs_url = self.boot_server.as_ref().map(|b| b.rootfs_url.clone());
+        let rootfs_url = self.boot_server.as_ref().map(BootServer::rootfs_url);
         let task = tokio::task::spawn_blocking(move || -> Result<Assets, AssetsFailure> {
             let (installer, env) = installer_for(&s).map_err(AssetsFailure::Other)?;
             assets::prepare(&AssetsRequest {

@@ -51,8 +51,8 @@ fn boot_record(s: &Scenario, rec: &RunRecord) -> Option<result::BootRecord> {
     let served = m
         .served
         .iter()
-        .map(|r| result::Served {
-            t_ms: r.t_ms,
+        .map(|(t_ms, r)| result::Served {
+            t_ms: *t_ms,
             method: r.method.clone(),
             path: r.path.clone(),
             status: r.status,

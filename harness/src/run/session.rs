@@ -20,7 +20,7 @@ use super::ports::free_port;
 use super::registry;
 use super::state::SaveInputs;
 use crate::assets::Assets;
-use crate::flow::event::{Signal, SignalTx, Source};
+use crate::flow::event::{Served, Signal, SignalTx, Source};
 use crate::flow::machine::{Action, Outcome, Verdict};
 use crate::guest::ssh::{SshKeyPair, SshTarget};
 use crate::health::checks::Inputs;
@@ -59,13 +59,13 @@ fn forward_served(run: &mut Run<'_>, tx: &mpsc::UnboundedSender<(Source, Signal)
     let tx = tx.clone();
     tokio::spawn(async move {
         while let Some(r) = reports.recv().await {
-            let signal = Signal::Served {
+            let signal = Signal::Served(Served {
                 method: r.method,
                 path: r.path,
                 status: r.status,
                 bytes: r.bytes,
                 ms: r.took.as_millis() as u64,
-            };
+            });
             if tx.send((Source::Harness, signal)).is_err() {
                 return;
             }

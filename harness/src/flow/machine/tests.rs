@@ -1230,13 +1230,13 @@ fn the_last_signals_name_their_source() {
 }
 
 fn served(method: &str, status: u16, bytes: u64, ms: u64) -> Signal {
-    Signal::Served {
+    Signal::Served(crate::flow::event::Served {
         method: method.into(),
         path: "/rootfs.img".into(),
         status,
         bytes,
         ms,
-    }
+    })
 }
 
 #[test]
