@@ -51,7 +51,10 @@ cat target/fresh-host-check.log
 #   proxy, a trust bundle trusted always, and FIPS with the installer's host check skipped
 #   (checked in the cluster's reported state); and the installer refusing FIPS on this host.
 #   Of the boot matrix (scenarios/boot.toml) the minimal ISO on OVMF runs (the full live ISO on
-#   SeaBIOS is smoke, on OVMF minisno_os's install_to_disk_and_boot_ovmf_4k).
+#   SeaBIOS is smoke, on OVMF minisno_os's install_to_disk_and_boot_ovmf_4k); its assisted
+#   installs are scenarios/assisted.toml on SeaBIOS, which runs, and on OVMF the same SSH path
+#   after an OVMF live boot (boot::minimal-iso.uefi.install-to-disk). libvirt::assisted is left
+#   out too: its coreos-installer runs over the SSH target libvirt::smoke's followers use.
 #   The release matrix (scenarios/releases.toml) is left out: the etcd rule of 4.14, 4.15 and
 #   4.17 is tested on the API server's and the judgements' own objects.
 # - the soak (harness/tests/soak.rs, ignored), the flake count (ci/flakes.sh) and the
@@ -59,6 +62,7 @@ cat target/fresh-host-check.log
 #   aggregation and CLI paths run here without VMs): also left out by --all.
 not_in_ci='not test(/^fault::(bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail)$/)
   and not test(=libvirt::fault::disk-boot-panic)
+  and not test(=libvirt::assisted)
   and not (binary(minisno_os) and test(/^(install_to_disk_and_boot_(seabios|ovmf)_512|disk_bus_(sata|scsi|virtio)_.*|live_iso_applies_ignition_on_.*)$/))
   and not test(=ctrl_c_during_the_fixture_build_stops_it_and_leaves_no_partial_build)
   and not test(=sigkill_during_bootkube_then_gc_leaves_nothing_libvirt)
@@ -70,7 +74,7 @@ if [ "${1:-}" = "--all" ]; then
 fi
 ci_permutations='test(=install-config::ipv6.OVNKubernetes.proxy.bundle.always.fips.skip-hostcrypt.caps-default)
   or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)
-  or test(=boot::minimal-iso.uefi)'
+  or test(=boot::minimal-iso.uefi.install-to-disk)'
 cargo nextest run --workspace --locked --profile ci --run-ignored all -E "
   ($not_in_ci) and not binary(soak) and not test(=smoke_twice_after_one_warmup)
   and (not (binary(scenarios) and test(/^(disks|install-config|releases|boot)::/)) or $ci_permutations)"

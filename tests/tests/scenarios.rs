@@ -2,9 +2,12 @@
 //! `scenarios/smoke.toml` must pass, and each `scenarios/faults/*.toml` must end as its
 //! `[expect]` section says, by running the real flow on minisno under QEMU.
 //!
-//! The smoke scenario and two fault scenarios run on the libvirt backend too, as
-//! `libvirt::smoke`, `libvirt::fault::install-fail` and `libvirt::fault::disk-boot-panic` (a
-//! running libvirtd on `qemu:///system` is required: `.ci/run` starts one).
+//! `scenarios/assisted.toml` (the harness runs coreos-installer itself) must pass too.
+//!
+//! The smoke and assisted scenarios and two fault scenarios run on the libvirt backend too, as
+//! `libvirt::smoke`, `libvirt::assisted`, `libvirt::fault::install-fail` and
+//! `libvirt::fault::disk-boot-panic` (a running libvirtd on `qemu:///system` is required:
+//! `.ci/run` starts one).
 //!
 //! Every permutation of every shipped matrix (`scenarios/*.toml` with axes) is a test case too,
 //! named `<matrix>::<permutation id>` (`disks::nvme.4k.uefi.by-path.2-second`). They are
@@ -20,10 +23,15 @@ use sno_harness::vm::running::Backend;
 
 /// The scenarios that also run on libvirt: the smoke test, a failure inside the guest's flow
 /// and a guest crash (which libvirt reports through its own event).
-const ON_LIBVIRT: &[&str] = &["smoke", "fault::install-fail", "fault::disk-boot-panic"];
+const ON_LIBVIRT: &[&str] = &[
+    "smoke",
+    "assisted",
+    "fault::install-fail",
+    "fault::disk-boot-panic",
+];
 
 fn scenario_files(root: &Path) -> Vec<PathBuf> {
-    let mut files = vec![root.join("smoke.toml")];
+    let mut files = vec![root.join("smoke.toml"), root.join("assisted.toml")];
     let mut faults: Vec<PathBuf> = std::fs::read_dir(root.join("faults"))
         .map(|d| {
             d.flatten()
@@ -88,6 +96,7 @@ fn run_one(
     ));
     let checked = check_expectation(s, &result).and_then(|m| {
         check_boot_served(s, &result)?;
+        check_assisted(s, out.path(), &result)?;
         if result.verdict == sno_harness::flow::machine::Verdict::Pass {
             check_timeline(out.path(), &result)?;
             check_assets_named(&result)?;
@@ -186,6 +195,95 @@ fn check_boot_served(
         return Err(format!(
             "the boot record does not show the expected fetch: {b:?}"
         ));
+    }
+    Ok(())
+}
+
+/// What an assisted install must show: install-to-disk.service never ran (it is masked), the
+/// harness's own coreos-installer did, with the scenario's arguments, and ended the phase; a
+/// passing run collected the live system's logs. A run of the other mode shows none of it.
+fn check_assisted(
+    s: &scenario::Scenario,
+    dir: &Path,
+    r: &sno_harness::result::RunResult,
+) -> Result<(), String> {
+    let events = std::fs::read_to_string(dir.join("events.jsonl"))
+        .map_err(|e| format!("events.jsonl: {e}"))?;
+    let records: Vec<serde_json::Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let started: Vec<&str> = records
+        .iter()
+        .filter(|e| e["kind"] == "assisted" && e["step"] == "started")
+        .filter_map(|e| e["command"].as_str())
+        .collect();
+    let unit_ran = records
+        .iter()
+        .any(|e| e["kind"] == "journal" && e["unit"] == "install-to-disk.service");
+    if s.install.mode != scenario::InstallMode::Assisted {
+        return match started.is_empty() {
+            true => Ok(()),
+            false => Err(format!(
+                "a run of install.mode {:?} ran the harness's coreos-installer",
+                s.install.mode.as_str()
+            )),
+        };
+    }
+    let [command] = started[..] else {
+        return Err(format!(
+            "an assisted run starts coreos-installer once, not {}",
+            started.len()
+        ));
+    };
+    let wanted =
+        sno_harness::run::assisted::command_line(&sno_harness::run::assisted::installer_args(
+            &s.install.installation_disk,
+            &s.install.assisted,
+        ));
+    if command != wanted || unit_ran {
+        return Err(format!("the assisted install ran {command:?} (wanted {wanted:?}); install-to-disk.service's journal has entries: {unit_ran}"));
+    }
+    let install = r.phases.iter().find(|p| p.name == "install-to-disk");
+    let by_harness = install.is_some_and(|p| {
+        p.detail
+            .contains("run by the harness over SSH (assisted install)")
+    });
+    if !by_harness {
+        return Err(format!(
+            "install-to-disk was not ended by the harness's coreos-installer: {install:?}"
+        ));
+    }
+    if s.install.assisted.copy_network {
+        let copied = records.iter().any(|e| {
+            e["kind"] == "assisted"
+                && e["line"]
+                    .as_str()
+                    .is_some_and(|l| l.contains("networking configuration"))
+        });
+        if !copied {
+            return Err(
+                "--copy-network left no line of coreos-installer's about the network configuration"
+                    .into(),
+            );
+        }
+    }
+    if r.verdict == sno_harness::flow::machine::Verdict::Pass {
+        let logs = dir.join(sno_harness::run::assisted::LOGS_DIR);
+        for f in [
+            sno_harness::run::assisted::JOURNAL_FILE,
+            sno_harness::run::assisted::VAR_LOG_FILE,
+        ] {
+            let len = std::fs::metadata(logs.join(f))
+                .map(|m| m.len())
+                .unwrap_or(0);
+            if len < 1024 {
+                return Err(format!(
+                    "the live system's logs were not collected: {}/{f} has {len} bytes",
+                    logs.display()
+                ));
+            }
+        }
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! live ISO named by the installer's stream metadata (fetched, verified, cached by digest), and
 //! a per-run copy with the Ignition embedded and a serial console, made by coreos-installer.
 
+pub mod assisted;
 pub mod dns;
 pub mod install_config;
 mod installer;
@@ -410,10 +411,12 @@ fn create_ignition_config(
 }
 
 /// The Ignition the live ISO gets: the installer's as it made it, or a copy next to it with
-/// the harness's additions (the install hold of a saving run, the node's DNS records).
+/// the harness's additions (the install hold of a saving run, the node's DNS records, the
+/// masked install-to-disk.service of an assisted install).
 fn live_ignition(req: &AssetsRequest, dir: &Path, ignition: &Path) -> Result<PathBuf, AssetsError> {
     let records = dns::records_for(req.scenario);
-    if !req.hold_install && records.is_none() {
+    let assisted = req.scenario.install.mode == crate::scenario::InstallMode::Assisted;
+    if !req.hold_install && !assisted && records.is_none() {
         return Ok(ignition.to_path_buf());
     }
     let text = fs::read_to_string(ignition)
@@ -423,6 +426,9 @@ fn live_ignition(req: &AssetsRequest, dir: &Path, ignition: &Path) -> Result<Pat
     let bad = |e: String| AssetsError::Hold(format!("{}: {e}", ignition.display()));
     if req.hold_install {
         hold::add_hold(&mut ign).map_err(bad)?;
+    }
+    if assisted {
+        assisted::mask_install_to_disk(&mut ign).map_err(bad)?;
     }
     if let Some(r) = &records {
         dns::add_to_live_ignition(&mut ign, r).map_err(bad)?;

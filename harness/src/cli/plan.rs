@@ -173,7 +173,8 @@ fn commands(s: &Scenario) -> Vec<String> {
     let env = env.join(" ");
     let mut commands = Vec::new();
     let records = sno_harness::assets::dns::records_for(s);
-    let live_ign = if records.is_some() {
+    let assisted = s.install.mode == sno_harness::scenario::InstallMode::Assisted;
+    let live_ign = if records.is_some() || assisted {
         sno_harness::assets::LIVE_IGNITION_FILE
     } else {
         "bootstrap-in-place-for-live-iso.ign"
@@ -196,6 +197,12 @@ fn commands(s: &Scenario) -> Vec<String> {
             .to_string(),
         iso_line(s, &installer),
     ]);
+    if assisted {
+        commands.push(format!(
+            "# RUN/assets/{}: install-to-disk.service masked (install.mode = \"assisted\")",
+            sno_harness::assets::LIVE_IGNITION_FILE
+        ));
+    }
     let boot_iso = if s.boot_source.fetches_rootfs() {
         commands.extend([
             "# boot server: 127.0.0.1:PORT, serving RUN/rootfs.img at /rootfs.img for the run's lifetime".into(),
@@ -211,6 +218,22 @@ fn commands(s: &Scenario) -> Vec<String> {
         ),
         "coreos-installer iso kargs modify -a console=ttyS0,115200n8 RUN/live.iso".into(),
     ]);
+    if assisted {
+        let args = sno_harness::run::assisted::installer_args(
+            &s.install.installation_disk,
+            &s.install.assisted,
+        );
+        commands.extend([
+            format!(
+                "# once bootkube is done, over SSH on the live system: {}",
+                sno_harness::run::assisted::command_line(&args)
+            ),
+            format!(
+                "# then the live system's journal and /var/log into RUN/{}/, and `sudo systemctl reboot`",
+                sno_harness::run::assisted::LOGS_DIR
+            ),
+        ]);
+    }
     commands
 }
 

@@ -7,7 +7,7 @@ use sno_harness::result::Verdict;
 use sno_harness::run::run_dir;
 use sno_harness::run::state::{can_save, Manifest, StateMode};
 use sno_harness::run::{run_scenario, RunOptions};
-use sno_harness::scenario::{self, Scenario};
+use sno_harness::scenario::{self, InstallMode, Scenario};
 
 use super::error::{bad, harness, Outcome};
 use super::flags::{check_dirs, claim_dirs, interrupt_channel, out_dir, runtime, RunFlags};
@@ -133,6 +133,12 @@ fn state_mode(
     save: Option<PathBuf>,
     resume: Option<PathBuf>,
 ) -> Result<StateMode, String> {
+    if s.install.mode == InstallMode::Assisted && (save.is_some() || resume.is_some()) {
+        return Err(format!(
+            "--save-state and --resume-state hold install-to-disk.service, which the assisted install of {} masks (install.mode = \"assisted\"); run it without them",
+            s.path.display()
+        ));
+    }
     let mode = match (save, resume) {
         (None, None) => return Ok(StateMode::Fresh),
         (Some(d), None) => {

@@ -124,6 +124,9 @@ pub enum Signal {
     /// A request the harness's boot server answered (netboot): the guest fetching its root
     /// filesystem.
     Served(Served),
+    /// The harness's own `coreos-installer install` of an assisted install
+    /// (`[install] mode = "assisted"`), run over SSH on the live system.
+    Assisted(AssistedStep),
     /// Whether bootstrap-complete waits for etcd's `EtcdBootstrapMemberRemoved`, and why
     /// (the cluster's release, or the scenario's `[checks]`): decided once the release is
     /// known.
@@ -155,6 +158,20 @@ pub struct Served {
     pub status: u16,
     pub bytes: u64,
     pub ms: u64,
+}
+
+/// A step of the assisted install's coreos-installer, as the harness ran it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "step", rename_all = "kebab-case")]
+pub enum AssistedStep {
+    /// coreos-installer started, with this command line.
+    Started { command: String },
+    /// A line it printed (stdout and stderr, in order).
+    Output { line: String },
+    /// It exited with this code.
+    Exited { code: i32 },
+    /// It could not be run or followed to its end (no master.ign, SSH lost): what happened.
+    Broken { detail: String },
 }
 
 /// What one SSH status poll of the guest found.
@@ -237,6 +254,16 @@ impl Signal {
                 r.bytes as f64 / 1048576.0,
                 r.ms as f64 / 1000.0
             ),
+            Signal::Assisted(step) => match step {
+                AssistedStep::Started { command } => {
+                    format!("assisted install: the harness runs {command}")
+                }
+                AssistedStep::Output { line } => format!("assisted install: {line}"),
+                AssistedStep::Exited { code } => {
+                    format!("assisted install: coreos-installer exited {code}")
+                }
+                AssistedStep::Broken { detail } => format!("assisted install: {detail}"),
+            },
             Signal::EtcdRule { required, why } => format!(
                 "EtcdBootstrapMemberRemoved {}: {why}",
                 if *required {

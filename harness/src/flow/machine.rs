@@ -8,7 +8,7 @@ use super::badness::{AllowList, Findings, Policy as BadnessPolicy};
 pub use super::disk_write::{
     installer_progress_percent, AdaptiveDeadline, DiskWriteStats, Projection,
 };
-use super::event::{ApiCheck, Event, GuestStatus, Served, Signal, Source};
+use super::event::{ApiCheck, AssistedStep, Event, GuestStatus, Served, Signal, Source};
 use super::phase::Phase;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -464,6 +464,7 @@ impl Machine {
                 self.etcd_rule = Some((*required, why.clone()));
             }
             Signal::Served(r) => self.served.push((now, r.clone())),
+            Signal::Assisted(step) => self.on_assisted(step, now, &mut out),
             Signal::Ssh { .. }
             | Signal::Note { .. }
             | Signal::AssetsReady
@@ -564,24 +565,8 @@ impl Machine {
         }
         let cur = self.current;
         if message.starts_with("Executing coreos-installer") {
-            if cur == Some(Phase::InstallToDisk) {
-                self.phases
-                    .get_mut(&Phase::InstallToDisk)
-                    .expect("state")
-                    .start_ms = Some(now);
-            }
-            if self.disk.start_ms.is_none() {
-                self.disk.start_ms = Some(now);
-                self.disk.last_growth_ms = now;
-                self.disk.base_bytes = Some(self.disk.last_bytes);
-            }
-        } else if let Some(p) = installer_progress_percent(message) {
-            if self.disk.image_percent != Some(p) {
-                self.disk.image_percent = Some(p);
-                self.disk.image_percent_ms = Some(now);
-            }
-        } else if message.starts_with("Error:") || message == "install failed" {
-            self.last_install_error = Some(message.to_string());
+            self.installer_started(now);
+        } else if self.installer_output(message, now) {
             if cur == Some(Phase::InstallToDisk) || cur == Some(Phase::Bootkube) {
                 // install-to-disk restarts every 5 s and fails the same way forever: the
                 // evidence is already here.

@@ -7,6 +7,7 @@
 pub mod admission;
 mod api_poller;
 mod artifacts;
+pub mod assisted;
 pub mod backing;
 pub mod board;
 mod drive;

@@ -11,6 +11,7 @@ use tokio::sync::mpsc::{self, UnboundedReceiver};
 use super::artifacts::{
     keep_instructions, kept_cluster_instructions, KeptCluster, RunFiles, FORWARDED_KUBECONFIG,
 };
+use super::assisted::{self, AssistedInstall};
 use super::drive::Run;
 use super::error::RunError;
 use super::lifecycle::Lifecycle;
@@ -22,9 +23,11 @@ use super::state::SaveInputs;
 use crate::assets::Assets;
 use crate::flow::event::{Served, Signal, SignalTx, Source};
 use crate::flow::machine::{Action, Outcome, Verdict};
+use crate::flow::phase::Phase;
 use crate::guest::ssh::{SshKeyPair, SshTarget};
 use crate::health::checks::Inputs;
 use crate::health::ApiEndpoint;
+use crate::scenario::InstallMode;
 use crate::vm::libvirt::network::{bridge_name, NatNetwork};
 use crate::vm::libvirt::runtime::StartOptions;
 use crate::vm::libvirt::{nat_network_xml, RunMeta};
@@ -45,6 +48,8 @@ pub struct Session {
     console: crate::guest::console::Console,
     /// The API, for the gather.
     endpoint: ApiEndpoint,
+    /// Into `signals`, for the run's own guest work (the assisted install).
+    signal_tx: SignalTx,
 }
 
 /// The boot server's answers become timeline events.
@@ -176,6 +181,7 @@ impl Session {
             journal: JournalFiles::new(dir),
             console,
             endpoint,
+            signal_tx: tx,
         })
     }
 
@@ -261,6 +267,9 @@ impl Session {
                         .log
                         .record(Source::Harness, Signal::PhaseStarted { phase, timeout_s });
                     self.observers.on_phase_started(p);
+                    if p == Phase::InstallToDisk && run.s.install.mode == InstallMode::Assisted {
+                        self.start_assisted_install(run);
+                    }
                 }
                 Action::PhaseEnded(p, st) => {
                     run.ui.line(&format!("phase {p} ended: {}", st.as_str()));
@@ -282,6 +291,25 @@ impl Session {
                 )),
             }
         }
+    }
+
+    /// The harness runs coreos-installer itself, as the assisted installer's agent does.
+    fn start_assisted_install(&self, run: &mut Run<'_>) {
+        let args =
+            assisted::installer_args(&run.s.install.installation_disk, &run.s.install.assisted);
+        for (name, file) in [
+            ("assisted-journal", assisted::JOURNAL_FILE),
+            ("assisted-var-log", assisted::VAR_LOG_FILE),
+        ] {
+            run.artifacts
+                .insert(name.into(), format!("{}/{file}", assisted::LOGS_DIR));
+        }
+        AssistedInstall {
+            target: self.target.clone(),
+            args,
+            run_dir: run.opts.dir.clone(),
+        }
+        .spawn(self.signal_tx.clone());
     }
 
     fn on_signal(&mut self, run: &mut Run<'_>, source: Source, signal: Signal) {

@@ -10,8 +10,8 @@ pub mod units;
 mod validate;
 
 pub use model::{
-    BootOrder, BootSource, Disk, GuestNetwork, Profile, Scenario, DEFAULT_DISK_WRITE_STALL,
-    DISK_WRITE_STALL_KEY,
+    AssistedSection, BootOrder, BootSource, Disk, GuestNetwork, InstallMode, Profile, Scenario,
+    DEFAULT_DISK_WRITE_STALL, DISK_WRITE_STALL_KEY,
 };
 pub use parse::{load, parse_str, ScenarioError};
 pub(crate) use parse::{name_problem, shorten_long_words, RESERVED_NAMES};

@@ -84,6 +84,41 @@ impl BootSource {
     }
 }
 
+/// Who writes the OS to the installation disk (`[install] mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum InstallMode {
+    /// The live system's own install-to-disk.service, as the installer's Ignition has it.
+    #[default]
+    InstallToDisk,
+    /// The assisted installer's way: install-to-disk.service is masked, and once bootkube
+    /// has written `/opt/openshift/master.ign` the harness runs `coreos-installer install`
+    /// over SSH with its own arguments, collects the live system's logs and reboots it.
+    Assisted,
+}
+
+impl InstallMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstallMode::InstallToDisk => "install-to-disk",
+            InstallMode::Assisted => "assisted",
+        }
+    }
+}
+
+/// `[install.assisted]`: the arguments the harness gives its own `coreos-installer install`
+/// (besides the installation disk and `-i /opt/openshift/master.ign`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AssistedSection {
+    /// Each one an `--append-karg`.
+    #[serde(default)]
+    pub append_kargs: Vec<String>,
+    /// `--copy-network`: the live system's NetworkManager profiles go to the installed one.
+    #[serde(default)]
+    pub copy_network: bool,
+}
+
 // ---- the file, as written ----------------------------------------------------------------
 
 /// Deserializes a word from a fixed vocabulary (an enum of unit variants). serde's own error
@@ -567,6 +602,13 @@ pub struct InstallSection {
     #[serde(default)]
     pub skip_hostcrypt_validation: bool,
     pub capabilities: Option<CapabilitiesSection>,
+    #[serde(default = "default_install_mode", deserialize_with = "spanned_choice")]
+    pub mode: Spanned<InstallMode>,
+    pub assisted: Option<Spanned<AssistedSection>>,
+}
+
+fn default_install_mode() -> Spanned<InstallMode> {
+    Spanned::new(0..0, InstallMode::InstallToDisk)
 }
 
 /// `additionalTrustBundlePolicy`: when the cluster's Proxy trusts the bundle.
@@ -620,6 +662,8 @@ impl Default for InstallSection {
             fips: false,
             skip_hostcrypt_validation: false,
             capabilities: None,
+            mode: default_install_mode(),
+            assisted: None,
         }
     }
 }
@@ -783,6 +827,10 @@ pub struct InstallSpec {
     pub fips: bool,
     pub skip_hostcrypt_validation: bool,
     pub capabilities: Option<CapabilitiesSection>,
+    /// `[install] mode`.
+    pub mode: InstallMode,
+    /// `[install.assisted]` of an assisted install (its defaults when the section is absent).
+    pub assisted: AssistedSection,
 }
 
 #[derive(Debug, Clone, Serialize)]

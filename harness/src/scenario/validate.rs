@@ -56,6 +56,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
     check_expect(cx, &f.expect)?;
     check_nat(cx, &f)?;
     check_boot(cx, &f)?;
+    check_install_mode(cx, &f)?;
     let badness_allow = badness_allow(cx, &f.badness)?;
     let additional_trust_bundle = trust_bundle(cx, &f.install)?;
     let inst = &f.install;
@@ -95,6 +96,12 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
             fips: inst.fips,
             skip_hostcrypt_validation: inst.skip_hostcrypt_validation,
             capabilities: inst.capabilities.clone(),
+            mode: *inst.mode.get_ref(),
+            assisted: inst
+                .assisted
+                .as_ref()
+                .map(|a| a.get_ref().clone())
+                .unwrap_or_default(),
         },
         timeouts: limits.phases,
         disk_write_stall: limits.disk_write_stall,
@@ -814,4 +821,35 @@ fn throttle_limit<T>(
         ));
     }
     Ok(value)
+}
+
+/// `[install.assisted]` goes with `mode = "assisted"`, and each karg is one `key[=value]` word.
+fn check_install_mode(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
+    let inst = &f.install;
+    let Some(assisted) = &inst.assisted else {
+        return Ok(());
+    };
+    if *inst.mode.get_ref() != InstallMode::Assisted {
+        return Err(cx.at(
+            assisted,
+            format!(
+                "[install.assisted] is for install.mode = \"assisted\" (this scenario's mode is {:?}); remove the section or set the mode",
+                inst.mode.get_ref().as_str()
+            ),
+        ));
+    }
+    for karg in &assisted.get_ref().append_kargs {
+        let bad = karg.is_empty()
+            || karg.starts_with('-')
+            || karg
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == '\'' || c == '"');
+        if bad {
+            return Err(cx.at(
+                assisted,
+                format!("install.assisted.append_kargs: {karg:?} is not one kernel argument (a key or key=value, no spaces, quotes or leading '-')"),
+            ));
+        }
+    }
+    Ok(())
 }

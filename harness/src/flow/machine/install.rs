@@ -102,6 +102,75 @@ impl Machine {
         })
     }
 
+    /// coreos-installer starts (install-to-disk's `Executing coreos-installer`, or the harness's
+    /// own of an assisted install): the phase and the write are timed from here.
+    pub(super) fn installer_started(&mut self, now: u64) {
+        if self.current == Some(Phase::InstallToDisk) {
+            self.phases
+                .get_mut(&Phase::InstallToDisk)
+                .expect("state")
+                .start_ms = Some(now);
+        }
+        if self.disk.start_ms.is_none() {
+            self.disk.start_ms = Some(now);
+            self.disk.last_growth_ms = now;
+            self.disk.base_bytes = Some(self.disk.last_bytes);
+        }
+    }
+
+    /// A line coreos-installer printed: its progress is noted; an error line is kept as the
+    /// install's last error, and true says it was one.
+    pub(super) fn installer_output(&mut self, line: &str, now: u64) -> bool {
+        if let Some(p) = installer_progress_percent(line) {
+            if self.disk.image_percent != Some(p) {
+                self.disk.image_percent = Some(p);
+                self.disk.image_percent_ms = Some(now);
+            }
+            return false;
+        }
+        if line.starts_with("Error:") || line == "install failed" {
+            self.last_install_error = Some(line.to_string());
+            return true;
+        }
+        false
+    }
+
+    /// The assisted install's coreos-installer, which the harness runs itself over SSH once
+    /// install-to-disk has begun (bootkube done): its start, output and exit are the phase's
+    /// evidence, where install-to-disk.service's journal is otherwise.
+    pub(super) fn on_assisted(&mut self, step: &AssistedStep, now: u64, out: &mut Vec<Action>) {
+        const WHO: &str = "coreos-installer, run by the harness over SSH (assisted install)";
+        // After the install only the reboot the harness asks for can still go wrong.
+        let reboot_broke =
+            self.current == Some(Phase::Reboot) && matches!(step, AssistedStep::Broken { .. });
+        if self.current != Some(Phase::InstallToDisk) && !reboot_broke {
+            return;
+        }
+        match step {
+            AssistedStep::Started { .. } => self.installer_started(now),
+            AssistedStep::Output { line } => {
+                self.installer_output(line, now);
+            }
+            AssistedStep::Exited { code: 0 } => {
+                self.install_done(now, format!("{WHO}, exited 0"), out);
+            }
+            AssistedStep::Exited { code } => {
+                let said = match &self.last_install_error {
+                    Some(e) => format!(": {e:?}"),
+                    None => " without an Error: line".to_string(),
+                };
+                self.fail(now, format!("{WHO} exited {code}{said}"), out);
+            }
+            AssistedStep::Broken { detail } => {
+                self.fail(
+                    now,
+                    format!("the assisted install could not run {WHO}: {detail}"),
+                    out,
+                );
+            }
+        }
+    }
+
     pub(super) fn on_disk_write(&mut self, bytes: u64, now: u64, out: &mut Vec<Action>) {
         let grew = bytes > self.disk.last_bytes;
         if grew {

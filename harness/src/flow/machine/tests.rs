@@ -1315,3 +1315,162 @@ fn an_emergency_shell_in_the_live_boot_fails_it_quoting_the_lines_before() {
         assert!(o.reason.contains(quoted), "{quoted:?} not in {}", o.reason);
     }
 }
+
+fn assisted(step: AssistedStep) -> Signal {
+    Signal::Assisted(step)
+}
+
+fn output(line: &str) -> Signal {
+    assisted(AssistedStep::Output { line: line.into() })
+}
+
+#[test]
+fn an_assisted_install_is_timed_and_ended_by_the_harnesss_own_coreos_installer() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    feed(&mut m, vec![
+        (31_000, Signal::DiskWrite { bytes: 0 }),
+        (33_000, assisted(AssistedStep::Started { command: "sudo -n coreos-installer install -i /opt/openshift/master.ign /dev/vda 2>&1".into() })),
+        (34_000, output("Read disk 40.0 MiB/80.0 MiB (50%)")),
+        (35_000, Signal::DiskWrite { bytes: 60 * 1048576 }),
+        (36_000, output("Read disk 80.0 MiB/80.0 MiB (100%)")),
+        (36_500, output("Install complete.")),
+    ]);
+    // Its lines give the progress; its exit, not a line, ends the phase.
+    assert_eq!(m.disk.image_percent, Some(100.0));
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    feed(
+        &mut m,
+        vec![(37_000, assisted(AssistedStep::Exited { code: 0 }))],
+    );
+    assert_eq!(m.current(), Some(Phase::Reboot));
+    let st = m.phase(Phase::InstallToDisk);
+    assert_eq!(
+        (st.status, st.start_ms, st.end_ms),
+        (Status::Pass, Some(33_000), Some(37_000))
+    );
+    assert!(
+        st.detail
+            .contains("run by the harness over SSH (assisted install), exited 0"),
+        "{}",
+        st.detail
+    );
+    assert_eq!(m.disk.start_ms, Some(33_000));
+    // The reboot it asks for ends the next phase as any reboot does.
+    feed(
+        &mut m,
+        vec![(
+            45_000,
+            Signal::Qmp {
+                name: "RESET".into(),
+                data: serde_json::json!({"guest": true}),
+            },
+        )],
+    );
+    assert_eq!(m.current(), Some(Phase::DiskBoot));
+}
+
+#[test]
+fn an_assisted_coreos_installer_that_fails_fails_install_to_disk_quoting_it() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let a = feed(&mut m, vec![
+        (33_000, assisted(AssistedStep::Started { command: "sudo -n coreos-installer install -i /opt/openshift/master.ign /dev/disk/by-id/nope 2>&1".into() })),
+        (33_200, output("Error: getting sector size of /dev/disk/by-id/nope")),
+        (33_300, output("Caused by: No such file or directory (os error 2)")),
+        (34_000, assisted(AssistedStep::Exited { code: 1 })),
+    ]);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+    assert_eq!(
+        o.reason,
+        "install-to-disk: coreos-installer, run by the harness over SSH (assisted install) exited 1: \"Error: getting sector size of /dev/disk/by-id/nope\""
+    );
+}
+
+#[test]
+fn an_assisted_install_that_cannot_run_or_reboot_fails_where_it_stands() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let a = feed(&mut m, vec![(40_000, assisted(AssistedStep::Broken { detail: "/opt/openshift/master.ign, which bootkube writes for the install, is not on the live system".into() }))]);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+    assert!(o.reason.contains("master.ign"), "{}", o.reason);
+
+    let mut m = machine();
+    through_bootkube(&mut m);
+    feed(
+        &mut m,
+        vec![(37_000, assisted(AssistedStep::Exited { code: 0 }))],
+    );
+    let a = feed(
+        &mut m,
+        vec![(
+            38_000,
+            assisted(AssistedStep::Broken {
+                detail: "`sudo -n systemctl reboot` exited 1: denied".into(),
+            }),
+        )],
+    );
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::Reboot));
+    // A step that comes after the phases it concerns changes nothing.
+    let before = m.outcome().cloned();
+    feed(&mut m, vec![(39_000, output("Error: late"))]);
+    assert_eq!(m.outcome().cloned(), before);
+}
+
+#[test]
+fn the_assisted_installs_write_gets_the_same_deadline_and_stall_detector() {
+    // The adaptive deadline follows the harness's coreos-installer's progress lines.
+    let mut m = adaptive_machine();
+    through_bootkube(&mut m);
+    feed(
+        &mut m,
+        vec![
+            (31_000, Signal::DiskWrite { bytes: 0 }),
+            (
+                32_000,
+                assisted(AssistedStep::Started {
+                    command: "coreos-installer install".into(),
+                }),
+            ),
+            (82_000, output("Read disk 5.0 MiB/100.0 MiB (5%)")),
+        ],
+    );
+    let p = m.install_projection().expect("a projection");
+    assert_eq!(p.write_end_ms, 32_000 + 1_000_000);
+    assert_eq!(p.deadline_ms, 32_000 + 600_000, "capped at 6 x 100 s");
+    // And a disk that stops taking writes fails it, as under install-to-disk.service.
+    let mut m = machine();
+    through_bootkube(&mut m);
+    feed(
+        &mut m,
+        vec![
+            (
+                32_000,
+                assisted(AssistedStep::Started {
+                    command: "coreos-installer install".into(),
+                }),
+            ),
+            (33_000, Signal::DiskWrite { bytes: 5 << 20 }),
+            (40_000, Signal::DiskWrite { bytes: 5 << 20 }),
+        ],
+    );
+    assert!(m.tick(50_000).is_empty());
+    let a = m.tick(53_500);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert!(
+        o.reason.contains("no write to the install disk for 20 s"),
+        "{}",
+        o.reason
+    );
+}

@@ -543,3 +543,47 @@ fn a_scenario_boots_the_full_live_iso_unless_it_names_the_minimal_one() {
         vec!["rootfs-corrupt".to_string()]
     );
 }
+
+#[test]
+fn install_to_disk_installs_unless_the_scenario_asks_for_the_assisted_way() {
+    let s = parse(SMOKE).unwrap();
+    assert_eq!(s.install.mode, InstallMode::InstallToDisk);
+    assert_eq!(s.install.assisted, AssistedSection::default());
+    let assisted = SMOKE.replace(
+        "[timeouts]",
+        "mode = \"assisted\"\n[install.assisted]\nappend_kargs = [\"a=1\", \"b\"]\ncopy_network = true\n[timeouts]",
+    );
+    let s = parse(&assisted).unwrap();
+    assert_eq!(s.install.mode, InstallMode::Assisted);
+    assert_eq!(s.install.assisted.append_kargs, ["a=1", "b"]);
+    assert!(s.install.assisted.copy_network);
+    // The mode alone takes the section's defaults.
+    let bare = SMOKE.replace("[timeouts]", "mode = \"assisted\"\n[timeouts]");
+    assert_eq!(
+        parse(&bare).unwrap().install.assisted,
+        AssistedSection::default()
+    );
+    for (bad, says) in [
+        (
+            "mode = \"agent\"\n",
+            "expected `install-to-disk` or `assisted`",
+        ),
+        (
+            "[install.assisted]\ncopy_network = true\n",
+            "is for install.mode = \"assisted\"",
+        ),
+        (
+            "mode = \"assisted\"\n[install.assisted]\nappend_kargs = [\"-x\"]\n",
+            "is not one kernel argument",
+        ),
+        (
+            "mode = \"assisted\"\n[install.assisted]\nappend_kargs = [\"x=\\\"y\\\"\"]\n",
+            "is not one kernel argument",
+        ),
+    ] {
+        let text = SMOKE.replace("[timeouts]", &format!("{bad}[timeouts]"));
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains(says), "{bad}: {e}");
+        assert!(e.line.is_some(), "{bad}: {e}");
+    }
+}

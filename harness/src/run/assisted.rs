@@ -1,0 +1,294 @@
+//! The assisted-style install (`[install] mode = "assisted"`): the harness plays the assisted
+//! installer's agent. The live Ignition has install-to-disk.service masked (assets/assisted.rs);
+//! once install-to-disk begins (bootkube done), the harness waits for the one file bootkube
+//! promises the assisted flow, `/opt/openshift/master.ign`, runs `coreos-installer install`
+//! over SSH with the scenario's arguments, collects the live system's logs into the run (the
+//! agent uploads them), and reboots the machine itself.
+//!
+//! Every step goes to the state machine as `Signal::Assisted`: coreos-installer's lines are
+//! install-to-disk's evidence as its journal is otherwise, and its exit code ends the phase.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::flow::event::{AssistedStep, Signal, SignalTx, Source};
+use crate::guest::ssh::{SshSession, SshTarget};
+use crate::scenario::AssistedSection;
+
+/// What bootkube writes for the installed system, and the agent installs with.
+pub const MASTER_IGNITION: &str = "/opt/openshift/master.ign";
+/// The live system's logs, in the run directory.
+pub const LOGS_DIR: &str = "assisted-logs";
+pub const JOURNAL_FILE: &str = "live-journal.txt";
+pub const VAR_LOG_FILE: &str = "live-var-log.tar.gz";
+/// How long master.ign may take to appear once bootkube is done (it is written before
+/// bootkube's end, so this is the time SSH takes to answer a loaded guest).
+const MASTER_IGNITION_WAIT: Duration = Duration::from_secs(300);
+/// coreos-installer prints its progress every second or so; this long a silence on a live
+/// connection is a hung session, not a slow disk (the write-stall detector judges the disk).
+const OUTPUT_SILENCE: Duration = Duration::from_secs(900);
+const MAX_JOURNAL: u64 = 64 << 20;
+const MAX_VAR_LOG: u64 = 256 << 20;
+
+/// coreos-installer's arguments: the installation disk, the installed system's Ignition, then
+/// the scenario's own.
+pub fn installer_args(disk: &str, a: &AssistedSection) -> Vec<String> {
+    let mut args = vec!["install".to_string(), "-i".into(), MASTER_IGNITION.into()];
+    for k in &a.append_kargs {
+        args.push("--append-karg".into());
+        args.push(k.clone());
+    }
+    if a.copy_network {
+        args.push("--copy-network".into());
+    }
+    args.push(disk.to_string());
+    args
+}
+
+/// One word for `sh -c`, whatever it holds.
+fn quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/-_.=:,+@".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The guest command line: coreos-installer as root, stderr with stdout so its lines keep
+/// their order.
+pub fn command_line(args: &[String]) -> String {
+    let words: Vec<String> = args.iter().map(|a| quote(a)).collect();
+    format!("sudo -n coreos-installer {} 2>&1", words.join(" "))
+}
+
+/// The assisted install of one run.
+pub struct AssistedInstall {
+    pub target: SshTarget,
+    pub args: Vec<String>,
+    /// The run directory (the logs go under LOGS_DIR).
+    pub run_dir: PathBuf,
+}
+
+impl AssistedInstall {
+    /// Runs the install in the background; everything it does reaches `signals`.
+    pub fn spawn(self, signals: SignalTx) {
+        tokio::task::spawn_blocking(move || {
+            let say = |step| {
+                let _ = signals.send((Source::Harness, Signal::Assisted(step)));
+            };
+            let note = |text: String| {
+                let _ = signals.send((Source::Harness, Signal::Note { text }));
+            };
+            match self.install(&say) {
+                Ok(0) => {
+                    say(AssistedStep::Exited { code: 0 });
+                    note(self.collect_logs());
+                    match self.reboot() {
+                        Ok(()) => {
+                            note("assisted install: the harness rebooted the live system".into())
+                        }
+                        Err(detail) => say(AssistedStep::Broken { detail }),
+                    }
+                }
+                Ok(code) => {
+                    // The agent uploads its logs before it reports the failure.
+                    note(self.collect_logs());
+                    say(AssistedStep::Exited { code });
+                }
+                Err(detail) => say(AssistedStep::Broken { detail }),
+            }
+        });
+    }
+
+    /// Waits for master.ign, then runs coreos-installer to its end: its exit code.
+    fn install(&self, say: &dyn Fn(AssistedStep)) -> Result<i32, String> {
+        let wait = format!("test -s {MASTER_IGNITION}");
+        super::state::on_guest(&self.target, &wait, MASTER_IGNITION_WAIT).map_err(|e| {
+            format!("{MASTER_IGNITION}, which bootkube writes for the install, is not on the live system: {e}")
+        })?;
+        let session = self
+            .target
+            .connect(Duration::from_secs(30))
+            .map_err(|e| e.to_string())?;
+        session.set_io_timeout(OUTPUT_SILENCE);
+        let command = command_line(&self.args);
+        say(AssistedStep::Started {
+            command: command.clone(),
+        });
+        let mut ch = session.stream(&command).map_err(|e| e.to_string())?;
+        let mut lines = LineSplitter::default();
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = ch
+                .read(&mut buf)
+                .map_err(|e| format!("reading coreos-installer's output over SSH: {e}"))?;
+            if n == 0 {
+                break;
+            }
+            for line in lines.push(&buf[..n]) {
+                say(AssistedStep::Output { line });
+            }
+        }
+        if let Some(line) = lines.finish() {
+            say(AssistedStep::Output { line });
+        }
+        ch.wait_close()
+            .and_then(|()| ch.exit_status())
+            .map_err(|e| format!("coreos-installer's exit status over SSH: {e}"))
+    }
+
+    /// The live system's journal and /var/log into LOGS_DIR; what was collected, in words.
+    fn collect_logs(&self) -> String {
+        let dir = self.run_dir.join(LOGS_DIR);
+        let got = self
+            .target
+            .connect(Duration::from_secs(30))
+            .map_err(|e| e.to_string())
+            .and_then(|s| {
+                std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                let journal = fetch(
+                    &s,
+                    "sudo -n journalctl -b --no-pager -o short-iso-precise",
+                    MAX_JOURNAL,
+                    &dir.join(JOURNAL_FILE),
+                )?;
+                // The journal's own files are the text above; tar's exit 1 is a file that
+                // changed while read (a log being written), which a live system's logs are.
+                let var_log = fetch(
+                    &s,
+                    "sudo -n sh -c 'tar -C / --exclude=var/log/journal -czf - var/log; [ $? -le 1 ]'",
+                    MAX_VAR_LOG,
+                    &dir.join(VAR_LOG_FILE),
+                )?;
+                Ok((journal, var_log))
+            });
+        match got {
+            Ok((j, v)) => format!(
+                "assisted install: the live system's logs collected into {LOGS_DIR}/ (journal {:.1} MiB, /var/log {:.1} MiB)",
+                j as f64 / 1048576.0,
+                v as f64 / 1048576.0
+            ),
+            Err(e) => format!("assisted install: collecting the live system's logs failed: {e}"),
+        }
+    }
+
+    /// Asks the live system to reboot. Its connection may drop before the answer: that is the
+    /// reboot under way, not a failure.
+    fn reboot(&self) -> Result<(), String> {
+        let s = self
+            .target
+            .connect(Duration::from_secs(30))
+            .map_err(|e| format!("reaching the live system to reboot it: {e}"))?;
+        match s.exec("sudo -n systemctl reboot") {
+            Ok(out) if out.status != 0 => Err(format!(
+                "`sudo -n systemctl reboot` exited {}: {}",
+                out.status,
+                out.stderr.trim()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Runs `command` and writes its stdout (at most `cap` bytes) to `to`, owner-only (logs carry
+/// secrets); the bytes written.
+fn fetch(s: &SshSession, command: &str, cap: u64, to: &Path) -> Result<u64, String> {
+    let out = s.exec_bytes(command, cap).map_err(|e| e.to_string())?;
+    if out.status != 0 && !out.truncated {
+        return Err(format!(
+            "`{command}` exited {}: {}",
+            out.status,
+            out.stderr.trim()
+        ));
+    }
+    crate::assets::write_private(to, &out.stdout).map_err(|e| e.to_string())?;
+    Ok(out.stdout.len() as u64)
+}
+
+/// Splits a byte stream into lines at `\n` and at `\r` (coreos-installer rewrites its progress
+/// line with `\r` on a terminal), dropping empty ones.
+#[derive(Default)]
+struct LineSplitter {
+    partial: Vec<u8>,
+}
+
+impl LineSplitter {
+    fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        for &b in bytes {
+            if b == b'\n' || b == b'\r' {
+                out.extend(self.take());
+            } else {
+                self.partial.push(b);
+            }
+        }
+        out
+    }
+
+    fn take(&mut self) -> Option<String> {
+        let line = String::from_utf8_lossy(&self.partial)
+            .trim_end()
+            .to_string();
+        self.partial.clear();
+        (!line.is_empty()).then_some(line)
+    }
+
+    fn finish(&mut self) -> Option<String> {
+        self.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_arguments_are_the_disk_the_ignition_and_the_scenarios_own() {
+        let a = AssistedSection {
+            append_kargs: vec!["console=ttyS0,115200".into(), "rd.neednet=1".into()],
+            copy_network: true,
+        };
+        let args = installer_args("/dev/disk/by-id/virtio-sno-install", &a);
+        assert_eq!(
+            command_line(&args),
+            "sudo -n coreos-installer install -i /opt/openshift/master.ign --append-karg console=ttyS0,115200 --append-karg rd.neednet=1 --copy-network /dev/disk/by-id/virtio-sno-install 2>&1"
+        );
+        let bare = installer_args("/dev/vda", &AssistedSection::default());
+        assert_eq!(
+            bare,
+            ["install", "-i", MASTER_IGNITION, "/dev/vda"].map(String::from)
+        );
+    }
+
+    #[test]
+    fn a_hostile_word_stays_one_word() {
+        assert_eq!(quote("/dev/vda"), "/dev/vda");
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("x'; rm -rf /; '"), r"'x'\''; rm -rf /; '\'''");
+        assert_eq!(quote("$(reboot)"), "'$(reboot)'");
+        assert_eq!(quote(""), "''");
+    }
+
+    #[test]
+    fn lines_split_at_newlines_and_carriage_returns_across_reads() {
+        let mut s = LineSplitter::default();
+        assert_eq!(
+            s.push(b"Installing minisno\nRead disk 1"),
+            ["Installing minisno"]
+        );
+        assert_eq!(
+            s.push(b"0 MiB/80 MiB (12%)\rRead disk 20 MiB/80 MiB (25%)\r\n\nError: x"),
+            [
+                "Read disk 10 MiB/80 MiB (12%)",
+                "Read disk 20 MiB/80 MiB (25%)"
+            ]
+        );
+        assert_eq!(s.finish().as_deref(), Some("Error: x"));
+        assert_eq!(s.finish(), None);
+    }
+}
