@@ -167,6 +167,68 @@ fn a_nat_network_run_reaches_the_node_at_its_reserved_address_and_removes_the_ne
     assert_no_network_left(&state);
 }
 
+/// The boot and install variants on a NAT network: the minimal ISO fetches its root filesystem
+/// from the harness's server at the network's host address, and the assisted install's
+/// coreos-installer runs over SSH at the node's address.
+#[test]
+fn the_minimal_iso_and_the_assisted_install_work_on_a_nat_network() {
+    let work = work_dir("sno-nat-variants-");
+    let smoke = read(&nat_smoke(work.path()));
+    let variant = format!(
+        "{}\n[boot]\nsource = \"minimal-iso\"\n",
+        smoke.replace(
+            "machine_network = [\"192.168.126.0/24\"]",
+            "machine_network = [\"192.168.126.0/24\"]\nmode = \"assisted\"",
+        )
+    );
+    assert!(
+        variant.contains("mode = \"assisted\""),
+        "smoke.toml changed shape"
+    );
+    let scenario = work.path().join("nat.toml");
+    std::fs::write(&scenario, variant).unwrap();
+    let (out, state) = (work.path().join("out"), work.path().join("ns"));
+    let ran = in_private_namespace(
+        &state,
+        &format!(
+            "exec \"$HARNESS\" run {} --backend libvirt --out {}",
+            scenario.display(),
+            out.display()
+        ),
+    );
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "the run failed:\n{stderr}");
+    assert!(
+        stderr.contains(&format!("boot server on {RESOLVER}:")),
+        "the server did not listen on the network's host address: {stderr}"
+    );
+    let result: serde_json::Value =
+        serde_json::from_str(&read(&out.join("nat/result.json"))).unwrap();
+    assert_eq!(result["verdict"], "pass");
+    let boot = &result["boot"];
+    let url = boot["rootfs_url"].as_str().unwrap_or_default();
+    assert!(
+        url.starts_with(&format!("http://{RESOLVER}:")) && url.ends_with("/rootfs.img"),
+        "{boot}"
+    );
+    let whole = boot["served"].as_array().into_iter().flatten().any(|r| {
+        r["method"] == "GET" && r["status"] == 200 && r["bytes"].as_u64() > Some(32 << 20)
+    });
+    assert!(whole, "the root filesystem was not fetched whole: {boot}");
+    let install = result["phases"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["name"] == "install-to-disk"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        install["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("run by the harness over SSH (assisted install)")),
+        "{install}"
+    );
+    assert_no_network_left(&state);
+}
+
 #[test]
 fn gc_removes_the_network_of_a_killed_nat_run() {
     let work = work_dir("sno-nat-gc-");

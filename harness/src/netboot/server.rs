@@ -51,8 +51,11 @@ type Files = Arc<Mutex<BTreeMap<String, PathBuf>>>;
 pub struct FileServer {
     addr: SocketAddr,
     files: Files,
+    fault: Option<ServerFault>,
+    tx: mpsc::UnboundedSender<Served>,
     reports: Option<mpsc::UnboundedReceiver<Served>>,
-    task: tokio::task::JoinHandle<()>,
+    /// One accept loop per address it listens on.
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl FileServer {
@@ -62,17 +65,36 @@ impl FileServer {
         let addr = listener.local_addr()?;
         let files: Files = Arc::default();
         let (tx, reports) = mpsc::unbounded_channel();
-        let task = tokio::spawn(accept(listener, files.clone(), fault, tx));
+        let task = tokio::spawn(accept(listener, files.clone(), fault, tx.clone()));
         Ok(FileServer {
             addr,
             files,
+            fault,
+            tx,
             reports: Some(reports),
-            task,
+            tasks: vec![task],
         })
     }
 
+    /// The first address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Listens on `ip` too, at the same port, serving the same files with the same fault and
+    /// reports: for an address that exists only once the server runs (a NAT network's host
+    /// address on its bridge, made after the URL the guest is given).
+    pub async fn listen_also(&mut self, ip: std::net::IpAddr) -> io::Result<SocketAddr> {
+        let listener = TcpListener::bind((ip, self.addr.port())).await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(accept(
+            listener,
+            self.files.clone(),
+            self.fault,
+            self.tx.clone(),
+        ));
+        self.tasks.push(task);
+        Ok(addr)
     }
 
     /// Serves `file` at `path` (`/rootfs.img`) from now on.
@@ -91,7 +113,9 @@ impl FileServer {
 
 impl Drop for FileServer {
     fn drop(&mut self) {
-        self.task.abort();
+        for t in &self.tasks {
+            t.abort();
+        }
     }
 }
 

@@ -48,15 +48,18 @@ pub struct Run<'a> {
 /// The boot server of a run.
 pub struct BootServer {
     pub server: FileServer,
+    /// The host as the guest reaches it: QEMU's user network's host (forwarded to the
+    /// server's loopback address), or a NAT network's host address on its bridge (where the
+    /// server listens too, once the network exists).
+    pub guest_sees_host_at: std::net::Ipv4Addr,
 }
 
 impl BootServer {
-    /// Where the guest fetches its root filesystem: the server's port at the host's address
-    /// on the guest's user network.
+    /// Where the guest fetches its root filesystem.
     pub fn rootfs_url(&self) -> String {
         format!(
             "http://{}:{}{}",
-            crate::netboot::USER_NETWORK_HOST,
+            self.guest_sees_host_at,
             self.server.addr().port(),
             crate::netboot::ROOTFS_PATH
         )
@@ -209,11 +212,22 @@ impl Run<'_> {
     }
 
     /// For a boot that fetches its root filesystem: the harness's server, bound on the
-    /// host's loopback, which the guest reaches as its user network's gateway.
+    /// host's loopback, which the guest reaches as its user network's gateway; on a NAT
+    /// network, at the network's host address, where the session makes it listen too once the
+    /// network exists (the URL goes into the ISO before).
     async fn start_boot_server(&mut self) -> Result<Option<BootServer>, RunError> {
         if !self.s.boot_source.fetches_rootfs() {
             return Ok(None);
         }
+        let guest_sees_host_at = match self.s.vm.network {
+            crate::scenario::GuestNetwork::Nat => {
+                crate::hw::nat::layout(&self.s.install.machine_network)
+                    .map_err(RunError::Harness)?
+                    .ipv4
+                    .host
+            }
+            _ => crate::netboot::USER_NETWORK_HOST,
+        };
         let fault = self
             .s
             .fixture
@@ -224,7 +238,10 @@ impl Run<'_> {
             .map_err(|e| {
                 RunError::Harness(format!("starting the boot server on 127.0.0.1: {e}"))
             })?;
-        let boot = BootServer { server };
+        let boot = BootServer {
+            server,
+            guest_sees_host_at,
+        };
         self.ui.line(&format!(
             "boot server on {}: the guest fetches its root filesystem from {}",
             boot.server.addr(),

@@ -122,6 +122,9 @@ impl Session {
         forward_served(run, &tx);
         let (vm, console, reach) =
             start_vm(run, life, &spec, network.as_ref(), &meta, reach, &tx).await?;
+        if let Some(n) = &network {
+            listen_on_the_network(run, n).await?;
+        }
         record_qemu(run, files, &vm);
         run.handle(
             Source::Harness,
@@ -552,6 +555,24 @@ fn make_vm_files(
 /// Starts the VM on the run's backend (on this thread, not a blocking-pool thread: QEMU's
 /// parent-death signal fires when the thread that forked it exits, and pool threads exit when
 /// idle), records what it is, and lets the strategy load a saved state into it.
+/// The boot server listens on the NAT network's host address too, now that the bridge has it
+/// (the guest's init waits for the server before it fetches).
+async fn listen_on_the_network(run: &mut Run<'_>, n: &NatNetwork) -> Result<(), RunError> {
+    let Some(b) = run.boot_server.as_mut() else {
+        return Ok(());
+    };
+    let at = b.guest_sees_host_at;
+    let addr = b.server.listen_also(at.into()).await.map_err(|e| {
+        RunError::Harness(format!(
+            "the boot server cannot listen on {at}, network {}'s host address: {e}",
+            n.name
+        ))
+    })?;
+    run.ui
+        .line(&format!("boot server on {addr} too (network {})", n.name));
+    Ok(())
+}
+
 async fn start_vm(
     run: &mut Run<'_>,
     life: &Lifecycle,

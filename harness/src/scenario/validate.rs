@@ -663,15 +663,6 @@ fn check_nat(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
 /// The faults the harness's boot server plays need a boot that fetches from it.
 fn check_boot(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
     let source = *f.boot.source.get_ref();
-    if source.fetches_rootfs() && *f.vm.network.get_ref() == GuestNetwork::Nat {
-        return Err(cx.at(
-            &f.boot.source,
-            format!(
-                "boot.source = {:?}: not yet on vm.network = \"nat\" (the guest fetches its root filesystem from the host's loopback, which a NAT network does not reach); use vm.network = \"user\"",
-                source.as_str()
-            ),
-        ));
-    }
     let Some(fixture) = &f.fixture else {
         return Ok(());
     };

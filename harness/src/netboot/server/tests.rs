@@ -19,7 +19,11 @@ async fn serving(
 
 /// (status, content-length header, body) of one request, from a plain blocking client.
 async fn request(server: &FileServer, method: &str, path: &str) -> (u16, Option<u64>, Vec<u8>) {
-    let url = format!("http://{}{path}", server.addr());
+    request_at(server.addr(), method, path).await
+}
+
+async fn request_at(addr: SocketAddr, method: &str, path: &str) -> (u16, Option<u64>, Vec<u8>) {
+    let url = format!("http://{addr}{path}");
     let method = method.to_string();
     tokio::task::spawn_blocking(move || {
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -119,4 +123,23 @@ async fn a_guest_that_goes_away_mid_file_is_reported_with_what_it_took() {
         "a client that left after 4 KiB took all {} bytes",
         got.bytes
     );
+}
+
+#[tokio::test]
+async fn a_second_address_serves_the_same_files_with_the_same_fault_and_reports() {
+    let (mut server, data, _dir) = serving(CHUNK + 5, Some(ServerFault::Corrupt)).await;
+    let mut reports = server.take_reports().unwrap();
+    // Another loopback address stands for a NAT network's host address.
+    let also = server.listen_also([127, 0, 0, 2].into()).await.unwrap();
+    assert_eq!(also.port(), server.addr().port());
+    let (status, _, body) = request_at(also, "GET", "/rootfs.img").await;
+    assert_eq!((status, body.len()), (200, data.len()));
+    assert!(body != data, "the fault holds on the second address too");
+    assert_eq!(reports.recv().await.unwrap().bytes, data.len() as u64);
+    // The first address still answers.
+    assert_eq!(request(&server, "HEAD", "/rootfs.img").await.0, 200);
+    // The port taken on that address (here: by the server's own first listener) is the
+    // caller's error, not a panic.
+    let e = server.listen_also([127, 0, 0, 1].into()).await.unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
 }
