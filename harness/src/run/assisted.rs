@@ -84,7 +84,7 @@ impl AssistedInstall {
             let note = |text: String| {
                 let _ = signals.send((Source::Harness, Signal::Note { text }));
             };
-            match self.install(&say) {
+            match self.install(&say, &|| signals.is_closed()) {
                 Ok(0) => {
                     say(AssistedStep::Exited { code: 0 });
                     note(self.collect_logs());
@@ -105,12 +105,31 @@ impl AssistedInstall {
         });
     }
 
-    /// Waits for master.ign, then runs coreos-installer to its end: its exit code.
-    fn install(&self, say: &dyn Fn(AssistedStep)) -> Result<i32, String> {
+    /// Waits for master.ign, then runs coreos-installer to its end: its exit code. The wait
+    /// stops as soon as the run has `ended` (nobody listens any more), so that a run ended by
+    /// a failure or Ctrl-C does not wait on this thread.
+    fn install(&self, say: &dyn Fn(AssistedStep), ended: &dyn Fn() -> bool) -> Result<i32, String> {
         let wait = format!("test -s {MASTER_IGNITION}");
-        super::state::on_guest(&self.target, &wait, MASTER_IGNITION_WAIT).map_err(|e| {
+        let found = crate::util::wait::wait_until_succeeds(
+            format!("`{wait}` on the live system"),
+            MASTER_IGNITION_WAIT,
+            Duration::from_secs(1),
+            || {
+                if ended() {
+                    return Ok(false);
+                }
+                self.target
+                    .connect(Duration::from_secs(10))
+                    .and_then(|s| s.succeed(&wait))
+                    .map(|_| true)
+            },
+        )
+        .map_err(|e| {
             format!("{MASTER_IGNITION}, which bootkube writes for the install, is not on the live system: {e}")
         })?;
+        if !found {
+            return Err("the run ended before the install began".into());
+        }
         let session = self
             .target
             .connect(Duration::from_secs(30))
