@@ -276,23 +276,40 @@ impl Qmp {
         ))
     }
 
+    /// Runs `command` on its own task: a caller that gives up (a timeout, an observer aborted
+    /// when the run ends) must not drop qapi's waiter for the reply, since qapi ends the whole
+    /// connection when a reply comes for a waiter that is gone, and every later command, the
+    /// gather's among them, would find QEMU "disconnected".
     async fn execute<C>(&self, command: C) -> Result<C::Ok, QmpError>
     where
-        C: qmp::QmpCommand,
+        C: qmp::QmpCommand + Send + 'static,
+        C::Ok: Send + 'static,
     {
         let name = C::NAME;
-        match tokio::time::timeout(COMMAND_TIMEOUT, self.service.execute(command)).await {
+        let service = self.service.clone();
+        let call = tokio::spawn(async move { service.execute(command).await });
+        match tokio::time::timeout(COMMAND_TIMEOUT, call).await {
             Err(_) => Err(QmpError::Timeout {
                 command: name,
                 secs: COMMAND_TIMEOUT.as_secs(),
             }),
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(ExecuteError::Qapi(e))) => Err(QmpError::Command {
+            Ok(Err(join)) => Err(QmpError::Io {
+                command: name,
+                source: io::Error::other(join.to_string()),
+            }),
+            Ok(Ok(r)) => Self::reply(name, r),
+        }
+    }
+
+    fn reply<T>(name: &'static str, r: Result<T, ExecuteError>) -> Result<T, QmpError> {
+        match r {
+            Ok(v) => Ok(v),
+            Err(ExecuteError::Qapi(e)) => Err(QmpError::Command {
                 command: name,
                 class: format!("{:?}", e.class),
                 desc: e.desc,
             }),
-            Ok(Err(ExecuteError::Io(e))) => Err(match e.kind() {
+            Err(ExecuteError::Io(e)) => Err(match e.kind() {
                 io::ErrorKind::UnexpectedEof
                 | io::ErrorKind::BrokenPipe
                 | io::ErrorKind::ConnectionReset
@@ -311,7 +328,7 @@ impl Qmp {
 
     /// Runs `N::NAME` with `arguments` and returns QEMU's reply as raw JSON: for commands
     /// whose typed qapi reply does not fit QEMU 7.2.
-    pub async fn execute_raw<N: RawCommandName>(
+    pub async fn execute_raw<N: RawCommandName + 'static>(
         &self,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<serde_json::Value, QmpError> {
@@ -717,6 +734,45 @@ mod tests {
         ));
         // quit on a closed connection is done already.
         qmp.quit().await.unwrap();
+    }
+
+    /// A QMP server that greets, negotiates, then answers each command `delay` after it came.
+    async fn slow_qemu(path: PathBuf, delay: Duration, commands: usize) {
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let (sock, _) = listener.accept().await.unwrap();
+        let (r, mut w) = sock.into_split();
+        let mut lines = BufReader::new(r).lines();
+        w.write_all(b"{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 22, \"minor\": 2, \"major\": 7}, \"package\": \"\"}, \"capabilities\": [\"oob\"]}}\r\n").await.unwrap();
+        for n in 0..=commands {
+            let cmd = lines.next_line().await.unwrap().unwrap();
+            let id = serde_json::from_str::<serde_json::Value>(&cmd).unwrap()["id"].clone();
+            if n > 0 {
+                tokio::time::sleep(delay).await;
+            }
+            let reply = if n == 0 {
+                format!("{{\"return\": {{}}, \"id\": {id}}}\r\n")
+            } else {
+                format!("{{\"return\": {{\"status\": \"running\", \"singlestep\": false, \"running\": true}}, \"id\": {id}}}\r\n")
+            };
+            w.write_all(reply.as_bytes()).await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_caller_that_gives_up_on_a_reply_leaves_the_connection_working() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("qmp.sock");
+        let server = tokio::spawn(slow_qemu(path.clone(), Duration::from_millis(300), 2));
+        let (qmp, _rx) = Qmp::connect(&path, Duration::from_secs(5)).await.unwrap();
+        // An observer aborted while its command waits for QEMU's reply (the run ended).
+        let q = qmp.clone();
+        let aborted = tokio::spawn(async move { q.status().await });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        aborted.abort();
+        assert!(aborted.await.unwrap_err().is_cancelled());
+        // The reply to the abandoned command arrives; the next command (the gather's) works.
+        assert_eq!(qmp.status().await.unwrap(), "running");
+        server.await.unwrap();
     }
 
     #[tokio::test]
