@@ -71,6 +71,18 @@ fn in_private_namespace(state: &Path, command: &str) -> Output {
     out
 }
 
+/// `sno-harness run SCENARIO --backend libvirt --out OUT` beside a private libvirtd.
+fn run_in_private_namespace(scenario: &Path, out: &Path, state: &Path) -> Output {
+    in_private_namespace(
+        state,
+        &format!(
+            "exec \"$HARNESS\" run {} --backend libvirt --out {}",
+            scenario.display(),
+            out.display()
+        ),
+    )
+}
+
 /// The head of a namespace script: starts the run in the background as `$run` (its stderr in
 /// `state/run.stderr`) and waits, up to 10 minutes, until its events hold `needle`.
 fn start_run_until(
@@ -119,14 +131,7 @@ fn a_nat_network_run_reaches_the_node_at_its_reserved_address_and_removes_the_ne
     let work = work_dir("sno-nat-");
     let scenario = nat_smoke(work.path());
     let (out, state) = (work.path().join("out"), work.path().join("ns"));
-    let ran = in_private_namespace(
-        &state,
-        &format!(
-            "exec \"$HARNESS\" run {} --backend libvirt --out {}",
-            scenario.display(),
-            out.display()
-        ),
-    );
+    let ran = run_in_private_namespace(&scenario, &out, &state);
     let stderr = String::from_utf8_lossy(&ran.stderr);
     assert_eq!(ran.status.code(), Some(0), "the run failed:\n{stderr}");
     let dir = out.join("nat");
@@ -188,14 +193,7 @@ fn the_minimal_iso_and_the_assisted_install_work_on_a_nat_network() {
     let scenario = work.path().join("nat.toml");
     std::fs::write(&scenario, variant).unwrap();
     let (out, state) = (work.path().join("out"), work.path().join("ns"));
-    let ran = in_private_namespace(
-        &state,
-        &format!(
-            "exec \"$HARNESS\" run {} --backend libvirt --out {}",
-            scenario.display(),
-            out.display()
-        ),
-    );
+    let ran = run_in_private_namespace(&scenario, &out, &state);
     let stderr = String::from_utf8_lossy(&ran.stderr);
     assert_eq!(ran.status.code(), Some(0), "the run failed:\n{stderr}");
     assert!(

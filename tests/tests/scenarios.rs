@@ -199,6 +199,16 @@ fn check_boot_served(
     Ok(())
 }
 
+/// The run's events.jsonl, a record a line.
+fn read_events(dir: &Path) -> Result<Vec<serde_json::Value>, String> {
+    let events = std::fs::read_to_string(dir.join("events.jsonl"))
+        .map_err(|e| format!("events.jsonl: {e}"))?;
+    Ok(events
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect())
+}
+
 /// What an assisted install must show: install-to-disk.service never ran (it is masked), the
 /// harness's own coreos-installer did, with the scenario's arguments, and ended the phase; a
 /// passing run collected the live system's logs. A run of the other mode shows none of it.
@@ -207,12 +217,7 @@ fn check_assisted(
     dir: &Path,
     r: &sno_harness::result::RunResult,
 ) -> Result<(), String> {
-    let events = std::fs::read_to_string(dir.join("events.jsonl"))
-        .map_err(|e| format!("events.jsonl: {e}"))?;
-    let records: Vec<serde_json::Value> = events
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let records = read_events(dir)?;
     let started: Vec<&str> = records
         .iter()
         .filter(|e| e["kind"] == "assisted" && e["step"] == "started")
@@ -303,12 +308,7 @@ fn check_timeline(dir: &Path, r: &sno_harness::result::RunResult) -> Result<(), 
     if let Some(l) = r.last_signals.iter().find(|l| l.source.is_empty()) {
         return Err(format!("a last signal without its source: {}", l.summary));
     }
-    let events = std::fs::read_to_string(dir.join("events.jsonl"))
-        .map_err(|e| format!("events.jsonl: {e}"))?;
-    let records: Vec<serde_json::Value> = events
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let records = read_events(dir)?;
     let has = |kind: &str, phase: &str| {
         records
             .iter()

@@ -8,18 +8,11 @@
 
 use serde_json::{json, Value};
 
-use super::hold::HELD_UNIT;
+use super::hold::{install_to_disk_unit, HELD_UNIT};
 
 /// Masks install-to-disk.service in an Ignition config (spec 3.x).
 pub fn mask_install_to_disk(ignition: &mut Value) -> Result<(), String> {
-    let units = ignition
-        .pointer_mut("/systemd/units")
-        .and_then(Value::as_array_mut)
-        .ok_or("the Ignition has no systemd.units")?;
-    let unit = units
-        .iter_mut()
-        .find(|u| u.get("name").and_then(Value::as_str) == Some(HELD_UNIT))
-        .ok_or_else(|| format!("the Ignition has no {HELD_UNIT} to mask"))?;
+    let unit = install_to_disk_unit(ignition, "mask")?;
     *unit = json!({ "name": HELD_UNIT, "mask": true });
     Ok(())
 }

@@ -34,17 +34,25 @@ pub fn dropin() -> String {
     )
 }
 
-/// Adds the drop-in to install-to-disk.service in an Ignition config (spec 3.x).
-pub fn add_hold(ignition: &mut Value) -> Result<(), String> {
+/// install-to-disk.service's entry in an Ignition config's systemd.units; `to` says what the
+/// caller meant to do with it, for the error.
+pub fn install_to_disk_unit<'a>(
+    ignition: &'a mut Value,
+    to: &str,
+) -> Result<&'a mut Value, String> {
     let units = ignition
         .pointer_mut("/systemd/units")
         .and_then(Value::as_array_mut)
         .ok_or("the Ignition has no systemd.units")?;
-    let unit = units
+    units
         .iter_mut()
         .find(|u| u.get("name").and_then(Value::as_str) == Some(HELD_UNIT))
-        .ok_or_else(|| format!("the Ignition has no {HELD_UNIT} to hold"))?;
-    let unit = unit
+        .ok_or_else(|| format!("the Ignition has no {HELD_UNIT} to {to}"))
+}
+
+/// Adds the drop-in to install-to-disk.service in an Ignition config (spec 3.x).
+pub fn add_hold(ignition: &mut Value) -> Result<(), String> {
+    let unit = install_to_disk_unit(ignition, "hold")?
         .as_object_mut()
         .ok_or_else(|| format!("{HELD_UNIT} in the Ignition is not an object"))?;
     let dropins = unit.entry("dropins").or_insert_with(|| json!([]));

@@ -153,7 +153,7 @@ impl AssistedInstall {
                 say(AssistedStep::Output { line });
             }
         }
-        if let Some(line) = lines.finish() {
+        if let Some(line) = lines.take() {
             say(AssistedStep::Output { line });
         }
         ch.wait_close()
@@ -249,16 +249,13 @@ impl LineSplitter {
         out
     }
 
+    /// The line so far (the last one, at the end of the stream), if not empty.
     fn take(&mut self) -> Option<String> {
         let line = String::from_utf8_lossy(&self.partial)
             .trim_end()
             .to_string();
         self.partial.clear();
         (!line.is_empty()).then_some(line)
-    }
-
-    fn finish(&mut self) -> Option<String> {
-        self.take()
     }
 }
 
@@ -307,7 +304,7 @@ mod tests {
                 "Read disk 20 MiB/80 MiB (25%)"
             ]
         );
-        assert_eq!(s.finish().as_deref(), Some("Error: x"));
-        assert_eq!(s.finish(), None);
+        assert_eq!(s.take().as_deref(), Some("Error: x"));
+        assert_eq!(s.take(), None);
     }
 }
