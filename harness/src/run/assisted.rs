@@ -85,6 +85,8 @@ impl AssistedInstall {
                 let _ = signals.send((Source::Harness, Signal::Note { text }));
             };
             match self.install(&say, &|| signals.is_closed()) {
+                // A run that has ended meanwhile (Ctrl-C) wants neither logs nor a reboot.
+                Ok(_) if signals.is_closed() => {}
                 Ok(0) => {
                     say(AssistedStep::Exited { code: 0 });
                     note(self.collect_logs());
