@@ -127,27 +127,7 @@ step "rootfs: squashfs"
 mksquashfs "$root" "$work/rootfs.squashfs" -comp zstd -Xcompression-level 15 -noappend -quiet -no-xattrs \
     -e boot/vmlinuz-"$kver" -e boot/System.map-"$kver"
 
-# The live rootfs as CoreOS ships it: images/pxeboot/rootfs.img, a newc cpio whose first member
-# is root.squashfs (so that the live ISO's init mounts it in place, at offset 124), then
-# etc/coreos-live-rootfs, the version a PXE boot compares with the initramfs's. The initramfs
-# carries etc/coreos-live-want-rootfs, the image's SHA-256 per 4 MiB chunk in the format of
-# rdcore stream-hash, against which a rootfs fetched from coreos.live.rootfs_url= is checked.
-step "rootfs: rootfs.img (cpio) and its stream hashes"
 live_version="minisno-$(sha256sum "$work/rootfs.squashfs" | cut -c1-16)"
-rcpio=$work/rootfs-cpio
-mkdir -p "$rcpio/etc"
-# A copy, not a hard link: cpio writes a hard-linked file's data after its last link only.
-cp "$work/rootfs.squashfs" "$rcpio/root.squashfs"
-echo "$live_version" > "$rcpio/etc/coreos-live-rootfs"
-(cd "$rcpio" && printf '%s\n' root.squashfs etc etc/coreos-live-rootfs \
-    | cpio -o -H newc --quiet > "$work/rootfs.img")
-[ "$(dd if="$work/rootfs.img" bs=1 skip=124 count=4 2>/dev/null)" = hsqs ] \
-    || die "root.squashfs is not at offset 124 of rootfs.img"
-rootfs_chunk=$((4 * 1024 * 1024))
-{
-    echo "stream-hash sha256 $rootfs_chunk"
-    split -b "$rootfs_chunk" --filter='sha256sum | cut -d" " -f1' "$work/rootfs.img"
-} > "$work/want-rootfs"
 
 # --- initramfs ------------------------------------------------------------------------------
 step "initramfs: busybox, modules, init"
@@ -157,7 +137,6 @@ cp "$root/bin/busybox" "$ird/bin/busybox"
 install -m 0755 "$here/init" "$ird/init"
 install -m 0755 "$here/udhcpc.script" "$ird/etc/udhcpc.script"
 install -D -m 0644 "$here/rootfs-fetch.sh" "$ird/lib/minisno/rootfs-fetch.sh"
-install -m 0644 "$work/want-rootfs" "$ird/etc/coreos-live-want-rootfs"
 echo "$live_version" > "$ird/etc/coreos-live-initramfs"
 # virtio_net: the minimal ISO's and PXE's init fetch the rootfs over the VM's network.
 mods="virtio_pci virtio_blk virtio_scsi sd_mod sr_mod ahci nvme crc32c_generic ext4 isofs loop squashfs overlay virtio_net"
@@ -169,6 +148,8 @@ done | sort -u | while read -r ko; do
 done
 cp "$root/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$ird/lib/modules/$kver/"
 depmod -b "$ird" "$kver"
+# The installed system's initramfs, and the live one's first part (the live one gains the
+# rootfs's stream hashes once rootfs.img exists, which holds the metal images that hold this).
 (cd "$ird" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | zstd -q -19 -T0 > "$work/initramfs.img")
 
 # --- metal images ----------------------------------------------------------------------------
@@ -268,14 +249,53 @@ for ss in 512 4096; do
     zstd -q -T0 -6 --rm "$work/metal-$ss.raw" -o "$work/metal-$ss.raw.zst"
 done
 
+# The live rootfs as CoreOS ships it: images/pxeboot/rootfs.img, a newc cpio whose first member
+# is root.squashfs (so that the live ISO's init mounts it in place, at offset 124), then
+# etc/coreos-live-rootfs, the version a PXE boot compares with the initramfs's, then what RHCOS
+# keeps there as osmet data: what `coreos-installer install` with no image source writes. minisno
+# has no osmet, so the metal images themselves are there (minisno-osmet/), and a network-booted
+# live system (the minimal ISO, PXE) has them without any ISO.
+# The live initramfs is the installed one plus etc/coreos-live-want-rootfs, the image's SHA-256
+# per 4 MiB chunk in the format of rdcore stream-hash, against which a rootfs fetched from
+# coreos.live.rootfs_url= is checked (the kernel unpacks concatenated cpio archives in turn).
+step "rootfs: rootfs.img (cpio) with the metal images, its stream hashes, the live initramfs"
+rcpio=$work/rootfs-cpio
+mkdir -p "$rcpio/etc" "$rcpio/minisno-osmet"
+# Copies, not hard links: cpio writes a hard-linked file's data after its last link only.
+cp "$work/rootfs.squashfs" "$rcpio/root.squashfs"
+cp "$work/metal-512.raw.zst" "$work/metal-4096.raw.zst" "$rcpio/minisno-osmet/"
+echo "$live_version" > "$rcpio/etc/coreos-live-rootfs"
+(cd "$rcpio" && printf '%s\n' root.squashfs etc etc/coreos-live-rootfs minisno-osmet \
+    minisno-osmet/metal-512.raw.zst minisno-osmet/metal-4096.raw.zst \
+    | cpio -o -H newc --quiet > "$work/rootfs.img")
+rm -rf "$rcpio"
+[ "$(dd if="$work/rootfs.img" bs=1 skip=124 count=4 2>/dev/null)" = hsqs ] \
+    || die "root.squashfs is not at offset 124 of rootfs.img"
+rootfs_chunk=$((4 * 1024 * 1024))
+{
+    echo "stream-hash sha256 $rootfs_chunk"
+    split -b "$rootfs_chunk" --filter='sha256sum | cut -d" " -f1' "$work/rootfs.img"
+} > "$work/want-rootfs"
+wcpio=$work/want-cpio
+mkdir -p "$wcpio/etc"
+install -m 0644 "$work/want-rootfs" "$wcpio/etc/coreos-live-want-rootfs"
+cp "$work/initramfs.img" "$work/live-initrd.img"
+# The kernel takes a plain cpio after a compressed one only at an offset that is a multiple of
+# 4 (and skips zeros before it); the compressed initramfs's length varies from build to build,
+# and an unaligned append is dropped with an "invalid magic" line, the hashes with it.
+pad=$(( (4 - $(stat -c %s "$work/live-initrd.img") % 4) % 4 ))
+head -c "$pad" /dev/zero >> "$work/live-initrd.img"
+(cd "$wcpio" && printf '%s\n' etc etc/coreos-live-want-rootfs | cpio -o -H newc --quiet) \
+    >> "$work/live-initrd.img"
+rm -rf "$wcpio"
+
 # --- live ISO --------------------------------------------------------------------------------
 step "live ISO"
 iso=$work/iso
 mkdir -p "$iso/images/pxeboot" "$iso/coreos" "$iso/boot/grub"
 cp "$work/vmlinuz" "$iso/images/pxeboot/vmlinuz"
-cp "$work/initramfs.img" "$iso/images/pxeboot/initrd.img"
+cp "$work/live-initrd.img" "$iso/images/pxeboot/initrd.img"
 mv "$work/rootfs.img" "$iso/images/pxeboot/rootfs.img"
-cp "$work/metal-512.raw.zst" "$work/metal-4096.raw.zst" "$iso/images/"
 head -c "$MINISNO_IGNITION_AREA" /dev/zero > "$iso/images/ignition.img"
 echo '{"file": "images/ignition.img"}' > "$iso/coreos/igninfo.json"
 # Room for `coreos-installer pack minimal-iso`'s data (coreos/miniso.dat, rewritten in place).
@@ -322,8 +342,8 @@ rm "$work/check-minimal.iso"
 
 step "done: moving results into $out"
 mv "$work/live.iso" "$out/live.iso"
-mv "$iso/images/metal-512.raw.zst" "$out/metal-512.raw.zst"
-mv "$iso/images/metal-4096.raw.zst" "$out/metal-4096.raw.zst"
+mv "$work/metal-512.raw.zst" "$out/metal-512.raw.zst"
+mv "$work/metal-4096.raw.zst" "$out/metal-4096.raw.zst"
 mv "$work/packages.txt" "$out/packages.txt"
 sha256sum "$out/live.iso" | awk '{print $1}' > "$out/live.iso.sha256"
 for f in metal-512.raw.zst metal-4096.raw.zst; do

@@ -178,10 +178,22 @@ fn install_and_boot_from_disk(firmware: Firmware, sector: Sector, name: &str) {
         4096 => "metal-4096.raw.zst",
         _ => "metal-512.raw.zst",
     };
+    // The metal images are in the live rootfs.img, where RHCOS keeps its osmet data
+    // (images/README.md); the live ISO's is read out of it first, off the install's clock.
+    let out = live
+        .exec(&format!(
+            "cd /var/tmp && sudo busybox cpio -i -d -F /run/media/iso/images/pxeboot/rootfs.img minisno-osmet/{image} 2>&1"
+        ))
+        .unwrap();
+    assert_eq!(
+        out.status, 0,
+        "reading {image} out of rootfs.img:\n{}",
+        out.stdout
+    );
     let t_install = Instant::now();
     let out = live
         .exec(&format!(
-            "sudo coreos-installer install /dev/vda --image-file /run/media/iso/images/{image} --insecure -i /tmp/disk.ign 2>&1"
+            "sudo coreos-installer install /dev/vda --image-file /var/tmp/minisno-osmet/{image} --insecure -i /tmp/disk.ign 2>&1"
         ))
         .unwrap();
     let install_s = t_install.elapsed().as_secs_f64();
