@@ -762,6 +762,24 @@ impl Machine {
         Some((fetch, end - start - fetch))
     }
 
+    /// The part of live-boot's deadline that is not the scenario's timeout: the time the
+    /// harness's boot server spent answering the guest's GETs since the phase began (kernel,
+    /// initramfs and root filesystem of a network boot). A real rootfs is about 1 GiB, so on a
+    /// slow link the transfer alone would eat the timeout meant for a hung boot; a stalled
+    /// transfer still times out, as only finished answers count. At most the timeout itself.
+    fn fetch_credit_ms(&self, phase: Phase, start: u64) -> u64 {
+        if phase != Phase::LiveBoot {
+            return 0;
+        }
+        let sent: u64 = self
+            .served
+            .iter()
+            .filter(|(t, r)| r.method == "GET" && *t >= start)
+            .map(|(_, r)| r.ms)
+            .sum();
+        sent.min(self.phases[&phase].timeout.as_millis() as u64)
+    }
+
     /// Every badness line seen, failing or allowed.
     pub fn badness(&self) -> &Findings {
         &self.badness
@@ -794,7 +812,8 @@ impl Machine {
         let projection = (cur == Phase::InstallToDisk)
             .then(|| self.install_projection())
             .flatten();
-        let deadline = projection.map_or(start + st.timeout.as_millis() as u64, |p| p.deadline_ms);
+        let plain = start + st.timeout.as_millis() as u64 + self.fetch_credit_ms(cur, start);
+        let deadline = projection.map_or(plain, |p| p.deadline_ms);
         if now_ms > deadline {
             self.time_out(cur, (start, deadline, now_ms), projection, None, &mut out);
         }
@@ -810,7 +829,7 @@ impl Machine {
         };
         let st = &self.phases[&cur];
         let start = st.start_ms.unwrap_or(now_ms);
-        let deadline = start + st.timeout.as_millis() as u64;
+        let deadline = start + st.timeout.as_millis() as u64 + self.fetch_credit_ms(cur, start);
         self.time_out(cur, (start, deadline, now_ms), None, Some(cause), &mut out);
         out
     }
@@ -850,6 +869,16 @@ impl Machine {
                 )
             })
             .unwrap_or_default();
+        let credit = self.fetch_credit_ms(cur, start);
+        let adapted = if credit > 0 {
+            format!(
+                "{adapted} (the deadline left out the {:.1} s the harness's boot server spent sending files; the scenario's timeout is {})",
+                credit as f64 / 1000.0,
+                humantime::format_duration(timeout)
+            )
+        } else {
+            adapted
+        };
         let reason = format!(
             "{cur} did not finish within {}{adapted}{evidence}{last}",
             humantime::format_duration(within)

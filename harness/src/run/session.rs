@@ -263,8 +263,18 @@ impl Session {
                 Action::PhaseStarted(p) => {
                     let timeout = run.machine.phase(p).timeout;
                     let timeout_s = timeout.as_secs();
-                    run.ui
-                        .line(&format!("phase {p} started ({})", deadline_words(timeout)));
+                    // A network boot's live-boot deadline moves by the boot server's sending.
+                    let moves = p == crate::flow::phase::Phase::LiveBoot
+                        && run.s.boot_source.fetches_rootfs();
+                    let extra = if moves {
+                        ", plus the time the boot server spends sending files"
+                    } else {
+                        ""
+                    };
+                    run.ui.line(&format!(
+                        "phase {p} started ({}{extra})",
+                        deadline_words(timeout)
+                    ));
                     let phase = p.name().to_string();
                     let _ = run
                         .log

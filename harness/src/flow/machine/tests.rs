@@ -1265,6 +1265,75 @@ fn live_boot_splits_into_the_rootfs_fetch_within_it_and_the_rest() {
 }
 
 #[test]
+fn live_boot_s_deadline_leaves_out_the_time_spent_sending_files_but_not_a_stalled_one() {
+    let mut m = machine();
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            // Finished answers: 30 s of sending in all. Before the phase: not its time.
+            (500, served("GET", 200, 8 << 20, 400)),
+            (20_000, served("GET", 200, 8 << 20, 5000)),
+            (60_000, served("GET", 200, 249 << 20, 25_000)),
+        ],
+    );
+    // The timeout is 100 s from 1.1 s; the fetches move it to 131.1 s.
+    assert!(
+        m.tick(125_000).is_empty(),
+        "within the timeout plus the fetch"
+    );
+    m.tick(131_200);
+    let o = m.outcome().expect("timed out past the credited deadline");
+    assert_eq!(o.failed_phase, Some(Phase::LiveBoot));
+    for quoted in ["within 2m 10s", "left out the 30.0 s", "timeout is 1m 40s"] {
+        assert!(o.reason.contains(quoted), "{quoted:?} not in {}", o.reason);
+    }
+}
+
+#[test]
+fn a_boot_server_that_sends_forever_does_not_hold_live_boot_open_forever() {
+    let mut m = machine();
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            (50_000, served("GET", 200, 1 << 30, 40_000)),
+            (190_000, served("GET", 200, 1 << 30, 140_000)),
+        ],
+    );
+    // 180 s of sending, credited only up to the timeout: the deadline is 201.1 s.
+    assert!(m.tick(201_000).is_empty());
+    m.tick(201_200);
+    assert_eq!(
+        m.outcome().expect("timed out").failed_phase,
+        Some(Phase::LiveBoot)
+    );
+}
+
+#[test]
+fn other_phases_get_no_fetch_credit() {
+    let mut m = machine();
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+            (20_000, Signal::GuestStatus(guest("live", true))),
+            (30_000, served("GET", 200, 249 << 20, 50_000)),
+        ],
+    );
+    assert_eq!(m.phase(Phase::LiveBoot).status, Status::Pass);
+    let bootkube = m.phase(Phase::Bootkube).start_ms.expect("bootkube began");
+    m.tick(bootkube + 100_100);
+    assert_eq!(
+        m.outcome().expect("timed out").failed_phase,
+        Some(Phase::Bootkube)
+    );
+}
+
+#[test]
 fn a_boot_that_fetched_nothing_has_no_split() {
     let mut m = machine();
     feed(
