@@ -44,6 +44,7 @@ fn spec(dir: &Path) -> VmSpec {
         qmp_socket: Some(dir.join("qmp.sock")),
         forwards: vec![],
         nic: Default::default(),
+        netboot: None,
     }
 }
 

@@ -178,6 +178,7 @@ impl Machine {
             qmp_socket: Some(dir.path().join("qmp.sock")),
             forwards,
             nic: Default::default(),
+            netboot: None,
         };
         let (qemu, console) = QemuProcess::start(&spec, dir.path()).unwrap();
         std::fs::write(dir.path().join("vm.txt"), qemu.command_line()).unwrap();

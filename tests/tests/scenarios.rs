@@ -165,7 +165,7 @@ fn check_boot_served(
     let b = r
         .boot
         .as_ref()
-        .ok_or("a minimal-ISO run has no boot record")?;
+        .ok_or("a network-booted run has no boot record")?;
     let url_ok = b
         .rootfs_url
         .as_deref()
@@ -194,6 +194,35 @@ fn check_boot_served(
     if !(url_ok && ok) {
         return Err(format!(
             "the boot record does not show the expected fetch: {b:?}"
+        ));
+    }
+    if s.boot_source.is_pxe() {
+        check_pxe_fetches(&gets)?;
+    }
+    Ok(())
+}
+
+/// A PXE boot's iPXE fetched the initramfs, the wrapped Ignition and the kernel once each,
+/// whole, before the live system fetched its root filesystem.
+fn check_pxe_fetches(gets: &[&sno_harness::result::Served]) -> Result<(), String> {
+    let at = |path: &str| -> Result<u64, String> {
+        match gets.iter().filter(|x| x.path == path).collect::<Vec<_>>()[..] {
+            [one] if one.status == 200 && one.bytes > 0 => Ok(one.t_ms),
+            ref other => Err(format!(
+                "PXE: expected one whole GET of {path}, saw {other:?}"
+            )),
+        }
+    };
+    let boot_files = [at("/initrd.img")?, at("/ignition.img")?, at("/vmlinuz")?];
+    let rootfs = gets
+        .iter()
+        .filter(|x| x.path == "/rootfs.img" && x.status == 200)
+        .map(|x| x.t_ms)
+        .max()
+        .ok_or("PXE: no GET of /rootfs.img")?;
+    if boot_files.iter().any(|t| *t > rootfs) {
+        return Err(format!(
+            "PXE: the root filesystem ({rootfs} ms) came before the boot files ({boot_files:?} ms)"
         ));
     }
     Ok(())

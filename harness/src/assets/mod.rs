@@ -8,6 +8,7 @@ pub mod install_config;
 mod installer;
 pub use installer::InstallerVersion;
 mod iso;
+pub mod pxe;
 
 use std::fs;
 use std::io::Write;
@@ -102,8 +103,11 @@ pub struct Assets {
     pub ignition: PathBuf,
     /// The per-run live ISO, with the Ignition and console karg.
     pub live_iso: PathBuf,
-    /// The root filesystem the guest fetches (the minimal ISO's), in the run directory.
+    /// The root filesystem the guest fetches (the minimal ISO's or PXE's), in the run
+    /// directory.
     pub rootfs: Option<PathBuf>,
+    /// A PXE boot's kernel, initramfs, wrapped Ignition and iPXE script (no live ISO is made).
+    pub pxe: Option<pxe::PxeFiles>,
     pub iso_source: String,
     pub iso_sha256: String,
     /// The installer run, and what its `version` said.
@@ -340,19 +344,28 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
     let cache = req.cache_dir.join("iso");
     let source_iso = fetch_iso_within(&location, &sha256, origin, &cache, left)?;
     let live_iso = req.run_dir.join("live.iso");
-    let rootfs = match &req.rootfs_url {
-        None => {
+    let mut pxe_files = None;
+    let rootfs = match (&req.rootfs_url, req.scenario.boot_source.is_pxe()) {
+        (None, _) => {
             build_live_iso(req, &dir, &log, (&ignition, &source_iso, &live_iso))?;
             None
         }
-        Some(url) => {
+        (Some(url), false) => {
             let (minimal, rootfs) = extract_minimal_iso(req, &log, &source_iso, url)?;
             build_live_iso(req, &dir, &log, (&ignition, &minimal, &live_iso))?;
             let _ = fs::remove_file(&minimal);
             Some(rootfs)
         }
+        (Some(url), true) => {
+            let embedded = live_ignition(req, &dir, &ignition)?;
+            let files = pxe::make(req, &log, &source_iso, (&embedded, url))?;
+            let rootfs = files.rootfs.clone();
+            pxe_files = Some(files);
+            Some(rootfs)
+        }
     };
     Ok(Assets {
+        pxe: pxe_files,
         rootfs,
         dir,
         kubeconfig,
@@ -531,7 +544,8 @@ impl<'a> CoreosInstaller<'a> {
         CoreosInstaller { req, log, iso_mib }
     }
 
-    fn run(&self, args: &[&str], extra: &[&Path]) -> Result<(), AssetsError> {
+    /// Runs it, logged; its output on success.
+    fn run(&self, args: &[&str], extra: &[&Path]) -> Result<String, AssetsError> {
         let mut cmd = Command::new("coreos-installer");
         cmd.args(args).args(extra);
         let what = format!(
@@ -545,7 +559,7 @@ impl<'a> CoreosInstaller<'a> {
         );
         let (code, output) = run_logged(&mut cmd, (self.log, self.req.deadline), &what)?;
         if code == 0 {
-            return Ok(());
+            return Ok(output);
         }
         let mut message = tool_message(&output);
         if output.contains("No space left on device") {

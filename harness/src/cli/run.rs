@@ -139,6 +139,12 @@ fn state_mode(
             s.path.display()
         ));
     }
+    if s.boot_source.is_pxe() && (save.is_some() || resume.is_some()) {
+        return Err(format!(
+            "--save-state and --resume-state keep the live ISO with the VM, and {} boots from the network (boot.source = \"pxe\"), with no ISO; run it without them",
+            s.path.display()
+        ));
+    }
     let mode = match (save, resume) {
         (None, None) => return Ok(StateMode::Fresh),
         (Some(d), None) => {

@@ -200,6 +200,11 @@ impl Run<'_> {
         if let (Some(b), Some(rootfs)) = (&self.boot_server, &assets.rootfs) {
             b.server.serve(crate::netboot::ROOTFS_PATH, rootfs.clone());
         }
+        if let (Some(b), Some(pxe)) = (&self.boot_server, &assets.pxe) {
+            for (path, file) in pxe.served() {
+                b.server.serve(path, file);
+            }
+        }
         self.assets_used = Some(assets_used(&assets));
         let mut session = Session::start(self, &life, (&key, &assets), files).await?;
         session.watch(self).await;

@@ -14,7 +14,7 @@ use crate::hw::{Accel, Firmware};
 use crate::scenario::{BootOrder, GuestNetwork, Profile, Scenario};
 use crate::vm::libvirt::network::{from_machine_network, NatNetwork};
 use crate::vm::libvirt::RunMeta;
-use crate::vm::{CdromSpec, DiskSpec, Nic, PortForward, VmSpec};
+use crate::vm::{CdromSpec, DiskSpec, NetBootSpec, Nic, PortForward, VmSpec};
 
 /// The phase timeouts of a scenario: the profile's defaults, the scenario's overrides, times
 /// the TCG factor (real OpenShift defaults assume KVM) and `--timeout-scale`.
@@ -140,7 +140,8 @@ pub fn vm_spec(
         firmware: s.vm.firmware,
         accel,
         disks,
-        cdrom: Some(CdromSpec {
+        // A PXE machine has no CD-ROM: the NIC takes the CD-ROM's place in the boot order.
+        cdrom: (!s.boot_source.is_pxe()).then(|| CdromSpec {
             path: iso.to_path_buf(),
             bootindex: Some(cd_index),
         }),
@@ -158,6 +159,11 @@ pub fn vm_spec(
             },
         ],
         nic: Nic::User,
+        netboot: s.boot_source.is_pxe().then(|| NetBootSpec {
+            tftp_dir: dir.join(crate::assets::pxe::TFTP_DIR),
+            bootfile: crate::assets::pxe::BOOT_SCRIPT.into(),
+            bootindex: cd_index,
+        }),
     }
 }
 

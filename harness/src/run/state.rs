@@ -200,6 +200,7 @@ pub fn resumed_assets(dir: &Path) -> Result<(SshKeyPair, crate::assets::Assets),
         live_iso: dir.join(ISO_FILE),
         // The saved live system fetched its root filesystem before it was saved.
         rootfs: None,
+        pxe: None,
         iso_source: format!("the saved state in {}", dir.display()),
         iso_sha256: String::new(),
         installer: PathBuf::new(),

@@ -68,6 +68,12 @@ pub enum BootSource {
     /// the live system fetches its root filesystem from the harness over HTTP
     /// (`coreos.live.rootfs_url=`).
     MinimalIso,
+    /// A network boot: the machine's iPXE (QEMU's NIC ROM, on SeaBIOS and OVMF) gets a script
+    /// over the user network's TFTP and loads the kernel, the initramfs and the Ignition (as a
+    /// second initramfs) from the harness over HTTP; the live system then fetches its root
+    /// filesystem as the minimal ISO's does. `coreos-installer iso extract pxe` makes the
+    /// files of the full ISO. No CD-ROM; the install disk is first in the boot order.
+    Pxe,
 }
 
 impl BootSource {
@@ -75,12 +81,18 @@ impl BootSource {
         match self {
             BootSource::LiveIso => "live-iso",
             BootSource::MinimalIso => "minimal-iso",
+            BootSource::Pxe => "pxe",
         }
     }
 
     /// Whether the guest fetches its root filesystem from the harness.
     pub fn fetches_rootfs(self) -> bool {
-        self == BootSource::MinimalIso
+        self != BootSource::LiveIso
+    }
+
+    /// Whether the machine boots from the network (no CD-ROM).
+    pub fn is_pxe(self) -> bool {
+        self == BootSource::Pxe
     }
 }
 

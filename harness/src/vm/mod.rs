@@ -63,6 +63,19 @@ pub struct VmSpec {
     pub forwards: Vec<PortForward>,
     #[serde(default)]
     pub nic: Nic,
+    /// A network boot from QEMU's user network (`[boot] source = "pxe"`).
+    #[serde(default)]
+    pub netboot: Option<NetBootSpec>,
+}
+
+/// The user network's side of a PXE boot: its TFTP server serves `tftp_dir`, its DHCP names
+/// `bootfile` (an iPXE script: the NIC ROM is iPXE on both firmwares), and the NIC takes
+/// `bootindex` in the boot order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetBootSpec {
+    pub tftp_dir: PathBuf,
+    pub bootfile: String,
+    pub bootindex: u32,
 }
 
 /// The guest's network card.

@@ -835,7 +835,10 @@ fn the_nic_is_the_qemu_backends_user_network_with_loopback_forwards_only() {
         .find(|w| w[0] == "-netdev")
         .map(|w| w[1])
         .expect("a -netdev");
-    assert_eq!(netdev, crate::vm::qemu::argv::user_netdev(&sp.forwards));
+    assert_eq!(
+        netdev,
+        crate::vm::qemu::argv::user_netdev(&sp.forwards, None)
+    );
     let fwds: Vec<&str> = netdev
         .split(',')
         .filter(|p| p.starts_with("hostfwd="))

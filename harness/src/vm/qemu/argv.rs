@@ -2,7 +2,7 @@
 //! arguments, so `vm.txt` and this file together say exactly what ran.
 
 use crate::util::socket_path;
-use crate::vm::{PortForward, VmSpec};
+use crate::vm::{NetBootSpec, PortForward, VmSpec};
 
 use crate::hw::{Accel, Bus, Firmware, Throttle, OVMF_CODE};
 
@@ -38,13 +38,23 @@ pub fn qemu_argv_started(spec: &VmSpec, socket_dir_fd: Option<i32>) -> Vec<Strin
 }
 
 /// QEMU's user-mode network `net0` with each forward bound to the host's loopback only (the
-/// guest must not be reachable from anywhere else). The libvirt backend passes the same string.
-pub fn user_netdev(forwards: &[PortForward]) -> String {
+/// guest must not be reachable from anywhere else), and for a PXE boot its TFTP root and the
+/// boot file its DHCP names. The libvirt backend passes the same string.
+pub fn user_netdev(forwards: &[PortForward], netboot: Option<&NetBootSpec>) -> String {
     let fwds: String = forwards
         .iter()
         .map(|f| format!(",hostfwd=tcp:127.0.0.1:{}-:{}", f.host_port, f.guest_port))
         .collect();
-    format!("user,id=net0{fwds}")
+    let boot = netboot
+        .map(|n| {
+            format!(
+                ",tftp={},bootfile={}",
+                opt_path(&n.tftp_dir),
+                n.bootfile.replace(',', ",,")
+            )
+        })
+        .unwrap_or_default();
+    format!("user,id=net0{fwds}{boot}")
 }
 
 /// The same VM for a person at a terminal (`--keep`): the serial console and QEMU's monitor on
@@ -123,11 +133,11 @@ fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<Str
             "chardev=qmp0,mode=control",
         ]);
     }
-    push(&["-netdev", &user_netdev(&spec.forwards)]);
     push(&[
-        "-device",
-        &format!("virtio-net-pci,{},netdev=net0", pci_addr(plan::NET_SLOT)),
+        "-netdev",
+        &user_netdev(&spec.forwards, spec.netboot.as_ref()),
     ]);
+    push(&["-device", &nic_device(spec)]);
     push(&["-object", "rng-random,id=rng0,filename=/dev/urandom"]);
     push(&[
         "-device",
@@ -214,6 +224,19 @@ fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<Str
     a
 }
 
+/// The virtio NIC at its planned slot; in the boot order when the machine boots from it.
+fn nic_device(spec: &VmSpec) -> String {
+    let boot = spec
+        .netboot
+        .as_ref()
+        .map(|n| format!(",bootindex={}", n.bootindex))
+        .unwrap_or_default();
+    format!(
+        "virtio-net-pci,{},netdev=net0{boot}",
+        pci_addr(plan::NET_SLOT)
+    )
+}
+
 /// QEMU 7.2's legacy `-drive` throttling options of a disk's limits (reads and writes
 /// together), each after a comma; empty without limits.
 fn throttling(t: Option<&Throttle>) -> String {
@@ -296,6 +319,7 @@ pub(crate) mod tests {
                 guest_port: 22,
             }],
             nic: Default::default(),
+            netboot: None,
         }
     }
 
@@ -312,6 +336,28 @@ pub(crate) mod tests {
             "{s}"
         );
         assert!(!s.contains("-boot"), "{s}");
+    }
+
+    #[test]
+    fn a_pxe_machine_has_no_cd_rom_its_nic_is_second_in_the_boot_order_and_tftp_serves_the_script()
+    {
+        let mut sp = spec();
+        sp.cdrom = None;
+        sp.netboot = Some(crate::vm::NetBootSpec {
+            tftp_dir: PathBuf::from("/r/a,b/tftp"),
+            bootfile: "boot.ipxe".into(),
+            bootindex: 2,
+        });
+        let s = joined(&sp);
+        assert!(!s.contains("cdrom0"), "{s}");
+        assert!(s.contains(",tftp=/r/a,,b/tftp,bootfile=boot.ipxe"), "{s}");
+        assert!(
+            s.contains("virtio-net-pci,bus=pcie.0,addr=0x02,netdev=net0,bootindex=2")
+                || s.contains("netdev=net0,bootindex=2"),
+            "{s}"
+        );
+        assert!(s.contains("bootindex=1"), "{s}");
+        assert!(!joined(&spec()).contains("tftp="));
     }
 
     #[test]

@@ -526,7 +526,7 @@ fn net_args(spec: &VmSpec) -> Vec<QemuArg> {
     };
     [
         "-netdev".to_string(),
-        crate::vm::qemu::argv::user_netdev(&spec.forwards),
+        crate::vm::qemu::argv::user_netdev(&spec.forwards, spec.netboot.as_ref()),
         "-device".to_string(),
         json(&device),
     ]
