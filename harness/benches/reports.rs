@@ -149,7 +149,7 @@ fn reports(c: &mut Criterion) {
         .map(|(k, v)| Axis::new(k.as_str(), v.iter().map(String::as_str)))
         .collect();
     let out = tempfile::tempdir().unwrap();
-    write_reports(out.path(), &results, &axes, Default::default()).unwrap();
+    write_reports(out.path(), &results, &axes, None, Default::default()).unwrap();
     for name in ["summary.json", "junit.xml", "summary.md", "report.html"] {
         let len = std::fs::metadata(out.path().join(name)).unwrap().len();
         eprintln!("{name}: {len} bytes for {PERMUTATIONS} permutations");
@@ -161,7 +161,14 @@ fn reports(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4));
     g.bench_function("write_reports/100", |b| {
         b.iter(|| {
-            write_reports(out.path(), black_box(&results), &axes, Default::default()).unwrap()
+            write_reports(
+                out.path(),
+                black_box(&results),
+                &axes,
+                None,
+                Default::default(),
+            )
+            .unwrap()
         })
     });
     g.bench_function("summary.json/100", |b| {

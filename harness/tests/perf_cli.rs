@@ -14,6 +14,8 @@ use serde_json::Value;
 
 mod fake_tools;
 use fake_tools::fake_tools;
+mod no_vm;
+use no_vm::no_vm_scenario;
 
 const BAD_INPUT: i32 = 2;
 const HOST_NOT_READY: i32 = 3;
@@ -229,57 +231,6 @@ fn too_few_repeats_warn_and_a_host_not_ready_creates_nothing() {
     );
     assert!(r.stderr.contains("not on PATH"), "{}", r.stderr);
     assert!(!out.exists());
-}
-
-/// A scenario that never gets past `assets` (its installer does not exist), with an optional
-/// `[expect]` section.
-fn no_vm_scenario(dir: &Path, expect_verdict: Option<&str>) -> PathBuf {
-    // Named relative to the scenario, as every path in one is.
-    std::fs::write(
-        dir.join("pull-secret.json"),
-        r#"{"auths":{"registry.invalid":{"auth":"dGVzdDp0ZXN0"}}}"#,
-    )
-    .unwrap();
-    let installer = dir.join("failing-installer");
-    std::fs::write(
-        &installer,
-        "#!/bin/sh\n[ \"$1\" = version ] && { echo 'openshift-install 4.99.0'; exit 0; }\necho 'level=fatal msg=\"a failing stand-in\"' >&2\nexit 1\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &installer,
-        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
-    )
-    .unwrap();
-    let mut text = String::from(
-        r#"
-name = "novm"
-profile = "openshift"
-
-[vm]
-vcpus = 1
-memory = "1GiB"
-accel = "tcg"
-
-[[disks]]
-id = "install"
-size = "8GiB"
-
-[install]
-pull_secret = { file = "pull-secret.json" }
-
-[openshift]
-installer = "./failing-installer"
-"#,
-    );
-    if let Some(v) = expect_verdict {
-        text.push_str(&format!(
-            "\n[expect]\nverdict = \"{v}\"\nfailed_phase = \"assets\"\nreason_contains = \"a failing stand-in\"\n"
-        ));
-    }
-    let path = dir.join("novm.toml");
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 fn read_json(path: &Path) -> Value {

@@ -76,7 +76,7 @@ fn build_report() -> (tempfile::TempDir, PathBuf) {
             ["512", "4k"].map(String::from).to_vec(),
         ),
     ];
-    write_reports(out.path(), &results(), &axes, Default::default()).unwrap();
+    write_reports(out.path(), &results(), &axes, None, Default::default()).unwrap();
     let html = out.path().join("report.html");
     assert!(html.is_file());
     (out, html)

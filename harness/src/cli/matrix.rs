@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use sno_harness::run::job::Job;
 use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions, Schedule};
 use sno_harness::run::run_dir;
-use sno_harness::scenario::matrix::{self, Matrix, Permutation, Strategy};
+use sno_harness::scenario::matrix::{self, Matrix, Permutation, Shard, Strategy};
 use sno_harness::scenario::Scenario;
 
 use super::error::{bad, CliError, Outcome};
@@ -32,6 +32,10 @@ pub struct MatrixArgs {
     /// Only the permutations whose id matches this glob (`*`, `?`; `a,b` for either).
     #[arg(long)]
     filter: Option<String>,
+    /// Only shard K of N of the (filtered) plan, a slice by a hash of each permutation id:
+    /// the same on every machine, whatever the other shards do. `report --merge` joins them.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
     #[command(flatten)]
     flags: RunFlags,
 }
@@ -49,6 +53,20 @@ pub fn load_with_strategy(
         .parse()
         .map_err(|e| bad(format!("--strategy {st:?}: {e}")))?;
     m.with_strategy(st).map_err(bad)
+}
+
+/// The permutations of shard `shard` (all without one) of those `--filter` selects.
+pub fn sliced<'m>(
+    m: &'m Matrix,
+    path: &std::path::Path,
+    filter: Option<&'m str>,
+    shard: Option<Shard>,
+) -> Result<Vec<&'m Permutation>, CliError> {
+    let mut perms = filtered(m, path, filter)?;
+    if let Some(s) = shard {
+        perms.retain(|p| s.holds(&p.id));
+    }
+    Ok(perms)
 }
 
 /// The permutations `--filter` selects (all without one); none is bad input.
@@ -78,9 +96,13 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
     if a.jobs == Some(0) {
         return Err(bad("--jobs must be at least 1"));
     }
-    let perms = filtered(&m, &a.matrix, a.filter.as_deref())?;
-    let needs: Vec<&Scenario> = perms.iter().map(|p| &p.scenario).collect();
+    let perms = sliced(&m, &a.matrix, a.filter.as_deref(), a.shard)?;
+    let plan = matrix::PlanIdentity::of(&m, a.filter.as_deref(), a.shard);
     let out = out_dir(a.flags.out.clone());
+    if perms.is_empty() {
+        return empty_shard(&m, &plan, &out, &a);
+    }
+    let needs: Vec<&Scenario> = perms.iter().map(|p| &p.scenario).collect();
     // The matrix's reports and each permutation's run directory.
     let claimed: Vec<_> = std::iter::once((out.clone(), run_dir::MATRIX))
         .chain(perms.iter().map(|p| (out.join(&p.id), run_dir::RUN)))
@@ -103,8 +125,12 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
     let jobs_n = a
         .jobs
         .unwrap_or_else(sno_harness::run::admission::default_jobs);
+    let slice = a
+        .shard
+        .map(|s| format!(" (shard {s} of {} permutations)", plan.ids.len()))
+        .unwrap_or_default();
     errln!(
-        "sno-harness: matrix {}: {} permutations ({} strategy; {} in the full product), {jobs_n} at once, into {}",
+        "sno-harness: matrix {}: {} permutations{slice} ({} strategy; {} in the full product), {jobs_n} at once, into {}",
         m.name,
         jobs.len(),
         m.strategy.name(),
@@ -120,13 +146,14 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
         };
         run_matrix(jobs, opts).await
     });
-    let axes: Vec<(String, Vec<String>)> = m
-        .axes
-        .iter()
-        .map(|ax| (ax.key.clone(), ax.labels.clone()))
-        .collect();
-    let written =
-        sno_harness::report::run_dir::write_reports(&out, &results, &axes, a.flags.junit.flavour);
+    let axes = axes_of(&m);
+    let written = sno_harness::report::run_dir::write_reports(
+        &out,
+        &results,
+        &axes,
+        Some(&plan),
+        a.flags.junit.flavour,
+    );
     if let Err(e) = &written {
         errln!("sno-harness: writing the reports: {e}");
     }
@@ -141,6 +168,38 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
         return Ok(sno_harness::exit::HARNESS_ERROR);
     }
     Ok(tally.code(false))
+}
+
+/// A shard that holds no permutation of the plan (N larger than a filtered plan, say): its
+/// CI job passes, and its summary.json still names the plan and the slice, so `report
+/// --merge` counts it.
+fn empty_shard(
+    m: &Matrix,
+    plan: &matrix::PlanIdentity,
+    out: &std::path::Path,
+    a: &MatrixArgs,
+) -> Outcome {
+    let claimed = [(out.to_path_buf(), run_dir::MATRIX)];
+    check_dirs(&claimed, a.flags.replace)?;
+    let _claims = claim_dirs(&claimed, a.flags.replace)?;
+    let axes = axes_of(m);
+    sno_harness::report::run_dir::write_reports(out, &[], &axes, Some(plan), a.flags.junit.flavour)
+        .map_err(|e| super::error::harness(format!("writing the reports: {e}")))?;
+    errln!(
+        "sno-harness: matrix {}: shard {} of {} permutations holds none; nothing to run; {}",
+        m.name,
+        a.shard.map(|s| s.to_string()).unwrap_or_default(),
+        plan.ids.len(),
+        out.join("summary.json").display()
+    );
+    Ok(sno_harness::exit::OK)
+}
+
+fn axes_of(m: &Matrix) -> Vec<(String, Vec<String>)> {
+    m.axes
+        .iter()
+        .map(|ax| (ax.key.clone(), ax.labels.clone()))
+        .collect()
 }
 
 /// The matrix's closing line: counts, wall time against the runs' sum, parallelism, dispatch.

@@ -17,6 +17,7 @@ mod perf;
 mod plan;
 mod preflight;
 mod report;
+mod report_merge;
 mod run;
 
 use clap::{Parser, Subcommand};

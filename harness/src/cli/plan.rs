@@ -27,6 +27,9 @@ pub struct PlanArgs {
     /// domain XML.
     #[arg(long, default_value = "qemu", value_parser = ["qemu", "libvirt"])]
     backend: String,
+    /// A matrix: list only shard K of N, the permutations `matrix --shard K/N` runs.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<matrix::Shard>,
 }
 
 /// Placeholder ports: a run picks free ones when it starts.
@@ -34,13 +37,30 @@ const PLAN_PORTS: (u16, u16) = (40022, 46443);
 
 pub fn plan(a: PlanArgs) -> Outcome {
     if matrix::is_matrix_file(&a.scenario) {
-        let m = matrix::load(&a.scenario).map_err(bad)?;
+        let mut m = matrix::load(&a.scenario).map_err(bad)?;
+        let plan_count = m.permutations.len();
+        let in_slice = |id: &str| a.shard.is_none_or(|s| s.holds(id));
         if a.json {
-            print_json(&matrix::plan_json(&m));
+            m.permutations.retain(|p| in_slice(&p.id));
+            let mut v = matrix::plan_json(&m);
+            v["shard"] = serde_json::json!(a.shard);
+            v["plan_count"] = serde_json::json!(plan_count);
+            v["files_sha256"] = serde_json::json!(m.files_sha256);
+            print_json(&v);
         } else {
-            out!("{}", matrix::plan_text(&m));
+            if let Some(shard) = a.shard {
+                let n = m.permutations.iter().filter(|p| in_slice(&p.id)).count();
+                outln!("shard {shard}: {n} of the plan's {plan_count} permutations");
+            }
+            out!("{}", matrix::plan_text_where(&m, in_slice));
         }
         return Ok(exit::OK);
+    }
+    if a.shard.is_some() {
+        return Err(bad(format!(
+            "--shard lists a slice of a matrix; {} is a scenario",
+            a.scenario.display()
+        )));
     }
     let s = scenario::load(&a.scenario).map_err(bad)?;
     let p = ScenarioPlan::of(&s, a.backend == "libvirt")?;
@@ -203,7 +223,12 @@ fn commands(s: &Scenario) -> Vec<String> {
             sno_harness::assets::LIVE_IGNITION_FILE
         ));
     }
-    let boot_iso = if s.boot_source.fetches_rootfs() {
+    if s.boot_source.is_pxe() {
+        commands.extend(pxe_lines(live_ign));
+    }
+    let boot_iso = if s.boot_source.is_pxe() {
+        ""
+    } else if s.boot_source.fetches_rootfs() {
         commands.extend([
             "# boot server: 127.0.0.1:PORT, serving RUN/rootfs.img at /rootfs.img for the run's lifetime".into(),
             "coreos-installer iso extract minimal-iso --rootfs-url http://10.0.2.2:PORT/rootfs.img --output-rootfs RUN/rootfs.img ISO RUN/minimal.iso".into(),
@@ -212,12 +237,14 @@ fn commands(s: &Scenario) -> Vec<String> {
     } else {
         "ISO"
     };
-    commands.extend([
-        format!(
-            "coreos-installer iso ignition embed -f -i RUN/assets/{live_ign} -o RUN/live.iso {boot_iso}"
-        ),
-        "coreos-installer iso kargs modify -a console=ttyS0,115200n8 RUN/live.iso".into(),
-    ]);
+    if !boot_iso.is_empty() {
+        commands.extend([
+            format!(
+                "coreos-installer iso ignition embed -f -i RUN/assets/{live_ign} -o RUN/live.iso {boot_iso}"
+            ),
+            "coreos-installer iso kargs modify -a console=ttyS0,115200n8 RUN/live.iso".into(),
+        ]);
+    }
     if assisted {
         let args = sno_harness::run::assisted::installer_args(
             &s.install.installation_disk,
@@ -251,4 +278,26 @@ fn iso_line(s: &Scenario, installer: &str) -> String {
         }
         None => format!("{installer} coreos print-stream-json   # .architectures.x86_64.artifacts.metal.formats.iso.disk.{{location,sha256}}"),
     }
+}
+
+/// What a PXE boot's assets are made of, and how the machine gets them.
+fn pxe_lines(live_ign: &str) -> Vec<String> {
+    use sno_harness::assets::pxe;
+    vec![
+        "# boot server: 127.0.0.1:PORT (the guest's 10.0.2.2:PORT), for the run's lifetime".into(),
+        "coreos-installer iso extract pxe -o RUN/pxe ISO".into(),
+        format!("coreos-installer pxe ignition wrap -i RUN/assets/{live_ign} -o RUN/pxe/ignition.img"),
+        format!(
+            "# served at {}, {}, {}, {}; kernel arguments: `coreos-installer iso kargs show ISO` with coreos.liveiso= replaced by coreos.live.rootfs_url=http://10.0.2.2:PORT/rootfs.img, and console=ttyS0,115200n8",
+            pxe::KERNEL_PATH,
+            pxe::INITRD_PATH,
+            pxe::IGNITION_PATH,
+            sno_harness::netboot::ROOTFS_PATH
+        ),
+        format!(
+            "# RUN/{}/{}: the iPXE script the user network's TFTP serves (DHCP boot file); no CD-ROM, the install disk first in the boot order, then the NIC",
+            pxe::TFTP_DIR,
+            pxe::BOOT_SCRIPT
+        ),
+    ]
 }

@@ -24,7 +24,20 @@ use super::flags::write_atomically;
 pub struct ReportArgs {
     /// A run directory: permutation directories with a result.json each, or one run's; or
     /// a perf directory.
-    pub run_dir: PathBuf,
+    #[arg(required_unless_present = "merge")]
+    pub run_dir: Option<PathBuf>,
+    /// Merge the output directories of several shards (or matrix runs) of one plan into one
+    /// report in --out: refused when their plans differ; missing and duplicated
+    /// permutations are listed (exit 1).
+    #[arg(long, num_args = 1.., value_name = "DIR", conflicts_with_all = ["run_dir", "compare", "html"])]
+    pub merge: Vec<PathBuf>,
+    /// With --merge: the directory for the merged report (new, or empty).
+    #[arg(long, value_name = "DIR", requires = "merge")]
+    pub out: Option<PathBuf>,
+    /// With --merge: copy the permutation directories into --out instead of linking to them
+    /// relatively.
+    #[arg(long, requires = "merge")]
+    pub copy: bool,
     /// Compare with this run directory (permutations matched by id); prints the deltas
     /// and writes nothing unless --html is given.
     #[arg(long, value_name = "BASELINE_DIR")]
@@ -61,34 +74,43 @@ pub struct ReportArgs {
 /// perf.json, a perf directory against a plain one, bad flags) or 4 (a report could not be
 /// written).
 pub fn report(a: ReportArgs) -> Outcome {
+    if !a.merge.is_empty() {
+        return super::report_merge::merge(&a.merge, a.out.as_deref(), a.copy, a.junit.flavour);
+    }
+    if a.out.is_some() || a.copy {
+        return Err(bad(
+            "--out and --copy go with --merge DIR...; `report RUN_DIR` writes into RUN_DIR",
+        ));
+    }
+    let run_dir = a.run_dir.clone().expect("clap requires it without --merge");
     let rules = rules(&a)?;
     let perf_only = a.alpha.is_some() || a.min_effect_pct.is_some() || a.json.is_some();
     match &a.compare {
-        Some(base) => match (is_perf_dir(&a.run_dir), is_perf_dir(base)) {
+        Some(base) => match (is_perf_dir(&run_dir), is_perf_dir(base)) {
             (true, true) => perf_compare(&a, base, rules),
             (false, false) if perf_only => Err(bad(format!(
                 "--alpha, --min-effect-pct and --json compare perf directories \
                  (with a perf.json, from `sno-harness perf`); {} and {} are run directories, \
                  compared with --threshold-pct and --threshold-s",
-                a.run_dir.display(),
+                run_dir.display(),
                 base.display()
             ))),
             (false, false) => report_run_dir(
-                &a.run_dir,
+                &run_dir,
                 Some(base),
                 a.html.as_deref(),
                 rules.thresholds(),
                 a.junit.flavour,
             ),
-            (run_is_perf, _) => Err(mixed_kinds(&a.run_dir, base, run_is_perf)),
+            (run_is_perf, _) => Err(mixed_kinds(&run_dir, base, run_is_perf)),
         },
         None if perf_only => Err(bad(
             "--alpha, --min-effect-pct and --json apply to a comparison: give \
              --compare BASELINE_DIR",
         )),
-        None if is_perf_dir(&a.run_dir) => perf_page(&a),
+        None if is_perf_dir(&run_dir) => perf_page(&a),
         None => report_run_dir(
-            &a.run_dir,
+            &run_dir,
             None,
             a.html.as_deref(),
             rules.thresholds(),
@@ -139,20 +161,21 @@ fn rules(a: &ReportArgs) -> Result<Rules, CliError> {
 
 /// `report --compare` of two perf directories: the statistical comparison of their perf.json.
 fn perf_compare(a: &ReportArgs, baseline_dir: &Path, rules: Rules) -> Outcome {
+    let run_dir = a.run_dir.as_deref().expect("set without --merge");
     let base = read_perf_dir(baseline_dir).map_err(|e| bad(format!("baseline: {e}")))?;
-    let cand = read_perf_dir(&a.run_dir).map_err(bad)?;
+    let cand = read_perf_dir(run_dir).map_err(bad)?;
     let mut cmp = compare_reports(&base, &cand, rules).map_err(|e| {
         bad(format!(
             "comparing {} with {}: {e}",
-            a.run_dir.display(),
+            run_dir.display(),
             baseline_dir.display()
         ))
     })?;
     cmp.baseline_dir = baseline_dir.display().to_string();
-    cmp.candidate_dir = a.run_dir.display().to_string();
+    cmp.candidate_dir = run_dir.display().to_string();
     outln!(
         "{} compared with the baseline {} (their perf.json)",
-        a.run_dir.display(),
+        run_dir.display(),
         baseline_dir.display()
     );
     out!("{}", sno_harness::report::perf_compare::render_text(&cmp));
@@ -173,7 +196,7 @@ fn perf_compare(a: &ReportArgs, baseline_dir: &Path, rules: Rules) -> Outcome {
         outln!("wrote {}", path.display());
     }
     if let Some(file) = &a.html {
-        write_perf_page(file, &a.run_dir, &cand)?;
+        write_perf_page(file, run_dir, &cand)?;
     }
     Ok(if cmp.regressions > 0 {
         exit::SCENARIO_FAILED
@@ -184,12 +207,13 @@ fn perf_compare(a: &ReportArgs, baseline_dir: &Path, rules: Rules) -> Outcome {
 
 /// `report PERF_DIR`: its report.html (in it, or at --html) from its perf.json.
 fn perf_page(a: &ReportArgs) -> Outcome {
-    let report = read_perf_dir(&a.run_dir).map_err(bad)?;
+    let run_dir = a.run_dir.as_deref().expect("set without --merge");
+    let report = read_perf_dir(run_dir).map_err(bad)?;
     let path = a
         .html
         .clone()
-        .unwrap_or_else(|| a.run_dir.join(sno_harness::report::html::REPORT_HTML_FILE));
-    write_perf_page(&path, &a.run_dir, &report)?;
+        .unwrap_or_else(|| run_dir.join(sno_harness::report::html::REPORT_HTML_FILE));
+    write_perf_page(&path, run_dir, &report)?;
     Ok(exit::OK)
 }
 
@@ -217,9 +241,10 @@ fn report_run_dir(
     let runs = load_run_dir(dir).map_err(bad)?;
     // An earlier report's summary.json knows the matrix axes, with the values no permutation
     // ran; the result.json files alone only know the values that did.
-    let axes = Summary::read(&dir.join(SUMMARY_JSON_FILE))
-        .map(|s| s.axes())
-        .unwrap_or_default();
+    let earlier = Summary::read(&dir.join(SUMMARY_JSON_FILE));
+    let axes = earlier.as_ref().map(|s| s.axes()).unwrap_or_default();
+    // And its plan, which the result.json files do not record.
+    let plan = earlier.and_then(|s| s.plan);
     let mut regressed = false;
     if let Some(baseline_dir) = baseline {
         let base = load_run_dir(baseline_dir).map_err(|e| bad(format!("baseline: {e}")))?;
@@ -236,7 +261,7 @@ fn report_run_dir(
     }
     let written: Vec<PathBuf> = match (html, baseline) {
         (Some(file), _) => write_html(file, dir, &runs, &axes).map(|()| vec![file.to_path_buf()]),
-        (None, None) => write_reports_for(dir, &runs, &axes, junit),
+        (None, None) => write_reports_for(dir, &runs, &axes, plan.as_ref(), junit),
         // A comparison only reads.
         (None, Some(_)) => Ok(Vec::new()),
     }

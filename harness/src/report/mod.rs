@@ -9,6 +9,7 @@ pub mod dir_compare;
 pub mod html;
 pub mod junit;
 pub mod load;
+pub mod merge;
 pub mod perf_compare;
 pub mod perf_md;
 pub mod run_dir;

@@ -12,6 +12,7 @@ use super::summary::matrix_summary_markdown;
 use super::summary_json::{Summary, SUMMARY_JSON_FILE};
 use crate::perf::model::PerfReport;
 use crate::result::RunResult;
+use crate::scenario::matrix::PlanIdentity;
 
 /// The merged JUnit file name.
 pub const JUNIT_FILE: &str = "junit.xml";
@@ -29,6 +30,7 @@ pub fn write_reports(
     out_dir: &Path,
     results: &[RunResult],
     axes: &[(String, Vec<String>)],
+    plan: Option<&PlanIdentity>,
     junit: JunitFlavour,
 ) -> io::Result<()> {
     let runs: Vec<LocatedRun> = results
@@ -40,7 +42,7 @@ pub fn write_reports(
         .iter()
         .map(|(key, values)| Axis::new(key.as_str(), values.iter().map(String::as_str)))
         .collect();
-    write_reports_for(out_dir, &runs, &axes, junit).map(|_| ())
+    write_reports_for(out_dir, &runs, &axes, plan, junit).map(|_| ())
 }
 
 /// The reports of `runs` (their directories relative to `out_dir`), written into `out_dir`.
@@ -49,9 +51,11 @@ pub fn write_reports_for(
     out_dir: &Path,
     runs: &[LocatedRun],
     axes: &[Axis],
+    plan: Option<&PlanIdentity>,
     junit: JunitFlavour,
 ) -> io::Result<Vec<PathBuf>> {
-    let summary = summarise(runs, axes);
+    let mut summary = summarise(runs, axes);
+    summary.plan = plan.cloned();
     let results: Vec<RunResult> = runs.iter().map(|r| r.result.clone()).collect();
     let junit_xml = junit_for_runs(runs, out_dir, &junit_name(&results), junit);
     let files = [
@@ -114,7 +118,7 @@ fn junit_name(results: &[RunResult]) -> String {
 /// `run_dir` (a permutation's directory relative to `runs_dir`) as seen from `from`. Both
 /// are made absolute first; when that fails the path stays as given (a link that may not
 /// resolve beats no report).
-fn relative_dir(from: &Path, runs_dir: &Path, run_dir: &str) -> String {
+pub(crate) fn relative_dir(from: &Path, runs_dir: &Path, run_dir: &str) -> String {
     let target = runs_dir.join(run_dir);
     let (Ok(from), Ok(target)) = (std::path::absolute(from), std::path::absolute(&target)) else {
         return target.display().to_string();
@@ -184,7 +188,7 @@ mod tests {
             "disks.install.bus".to_string(),
             vec!["virtio".to_string(), "nvme".to_string(), "scsi".to_string()],
         )];
-        write_reports(out.path(), &results, &axes, JunitFlavour::Harness).unwrap();
+        write_reports(out.path(), &results, &axes, None, JunitFlavour::Harness).unwrap();
 
         let names: Vec<String> = std::fs::read_dir(out.path())
             .unwrap()

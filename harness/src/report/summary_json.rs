@@ -32,6 +32,10 @@
 //!   `state` is `passed`, `failed` (any fail or error) or `not-run`. Empty for a single
 //!   scenario (no axes).
 //! - `slowest_phases`: the [`SLOWEST_SHOWN`] longest phases over all permutations.
+//! - `plan` (a matrix run only): `{ "matrix", "files_sha256", "strategy", "filter", "ids",
+//!   "shard": { "index", "count" } | null }`, the plan the run was (a slice of): the SHA-256 of
+//!   the matrix file and its base, the strategy, `--filter`, every id of the plan, and the
+//!   `--shard` taken (see [`PlanIdentity`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -42,6 +46,7 @@ use super::coverage::{coverage, Axis, AxisCoverage};
 use super::load::LocatedRun;
 use super::slowest::{slowest_phases, SlowPhase, SLOWEST_SHOWN};
 use crate::result::{RunResult, Verdict};
+use crate::scenario::matrix::PlanIdentity;
 use crate::util::input_file;
 
 /// The schema tag of `summary.json`.
@@ -57,6 +62,10 @@ pub struct Summary {
     pub permutations: Vec<PermutationSummary>,
     pub coverage: Vec<AxisCoverage>,
     pub slowest_phases: Vec<SlowPhase>,
+    /// A matrix run's plan and slice (`--shard`); absent for a single scenario and in files
+    /// of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanIdentity>,
 }
 
 /// Permutations by verdict.
@@ -109,6 +118,7 @@ impl Summary {
             permutations: runs.iter().map(PermutationSummary::of).collect(),
             coverage: coverage(axes, &results),
             slowest_phases: slowest_phases(&results, SLOWEST_SHOWN),
+            plan: None,
         }
     }
 

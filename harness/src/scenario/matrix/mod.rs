@@ -55,6 +55,7 @@ mod parse;
 mod plan;
 mod rules;
 mod shapes;
+pub mod shard;
 pub mod space;
 
 use std::path::{Path, PathBuf};
@@ -65,8 +66,9 @@ pub use error::{Location, MatrixError};
 pub use expand::{Permutation, Strategy, MAX_PERMUTATIONS};
 pub use filter::matches_filter;
 pub use ids::permutation_id;
-pub use plan::{plan_json, plan_text};
+pub use plan::{plan_json, plan_text, plan_text_where};
 pub use shapes::{LAYOUT_KEY, NETWORK_STACK_KEY};
+pub use shard::{PlanIdentity, Shard};
 
 /// A loaded matrix, expanded with one strategy.
 #[derive(Debug, Clone)]
@@ -82,6 +84,8 @@ pub struct Matrix {
     pub permutations: Vec<Permutation>,
     /// How many permutations the full cartesian product has once the exclusions are applied.
     pub full_count: usize,
+    /// SHA-256 of the matrix file's text and its base scenario's.
+    pub files_sha256: String,
     spec: parse::Spec,
 }
 
@@ -129,6 +133,7 @@ fn build(strategy: Strategy, spec: parse::Spec) -> Result<Matrix, MatrixError> {
             .collect(),
         permutations,
         full_count: spec.space().count(),
+        files_sha256: spec.files_sha256.clone(),
         spec,
     })
 }

@@ -44,6 +44,8 @@ pub struct Spec {
     /// The `[[exclude]]` rules as forbidden value-index tuples.
     pub exclusions: Vec<Tuple>,
     pub expectations: Vec<Expectation>,
+    /// SHA-256 of the matrix file's text and its base scenario's, which name the plan.
+    pub files_sha256: String,
 }
 
 #[derive(Debug, Clone)]
@@ -136,7 +138,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Spec, MatrixError> {
         message: one_line(e.message()),
     })?;
     check_name(&cx, &file.name)?;
-    let (base_path, base_table, base) = load_base(&cx, &file.base)?;
+    let (base_path, base_table, base, base_text) = load_base(&cx, &file.base)?;
     if file.axes.is_empty() {
         return Err(MatrixError::Invalid {
             at: Location::file(path),
@@ -199,7 +201,20 @@ pub fn parse(path: &Path, text: &str) -> Result<Spec, MatrixError> {
         axes,
         exclusions,
         expectations,
+        files_sha256: files_sha256(text, &base_text),
     })
+}
+
+/// The digest of a matrix file and its base, each text length-prefixed so that no two pairs
+/// of texts give the same bytes.
+fn files_sha256(matrix: &str, base: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for text in [matrix, base] {
+        h.update((text.len() as u64).to_be_bytes());
+        h.update(text.as_bytes());
+    }
+    hex::encode(h.finalize())
 }
 
 fn one_line(message: &str) -> String {
@@ -214,7 +229,9 @@ fn check_name(cx: &Ctx, name: &Spanned<String>) -> Result<(), MatrixError> {
     }
 }
 
-fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<(PathBuf, Table, Scenario), MatrixError> {
+type Base = (PathBuf, Table, Scenario, String);
+
+fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<Base, MatrixError> {
     let dir = cx.file.parent().unwrap_or(Path::new(""));
     let path = tidy(&dir.join(base.get_ref()));
     // A device or FIFO would be read forever, or block; a huge file would take the memory.
@@ -265,7 +282,7 @@ fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<(PathBuf, Table, Scenar
     if path.parent() != cx.file.parent() {
         pin_named_files(&mut table, &scenario);
     }
-    Ok((path, table, scenario))
+    Ok((path, table, scenario, text))
 }
 
 /// The files the base names, as absolute paths in its table: permutations are validated as if

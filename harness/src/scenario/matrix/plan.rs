@@ -72,6 +72,12 @@ pub fn plan_json(m: &Matrix) -> serde_json::Value {
 
 /// `plan` for people: a header, then one line a permutation with its values in columns.
 pub fn plan_text(m: &Matrix) -> String {
+    plan_text_where(m, |_| true)
+}
+
+/// As `plan_text`, listing only the permutations whose id `keep` takes (a `--shard`); the
+/// header still counts the whole plan.
+pub fn plan_text_where(m: &Matrix, keep: impl Fn(&str) -> bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -106,6 +112,7 @@ pub fn plan_text(m: &Matrix) -> String {
     let rows: Vec<Vec<String>> = m
         .permutations
         .iter()
+        .filter(|p| keep(&p.id))
         .map(|p| {
             let mut row = vec![p.id.clone()];
             row.extend(m.axes.iter().map(|a| p.values[&a.key].clone()));

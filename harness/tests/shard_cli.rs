@@ -1,0 +1,395 @@
+//! `--shard K/N` through the real binary: `plan` lists a slice, `matrix` runs one and records
+//! the plan and the slice in summary.json. The matrix runs here use a scenario whose installer
+//! refuses at once (as perf_cli.rs's), with PATH holding only stand-ins that exit, so no VM
+//! can start.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+mod fake_tools;
+use fake_tools::fake_tools;
+mod no_vm;
+use no_vm::no_vm_scenario;
+
+fn repo_file(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+}
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn harness(args: &[&str], tmp: &Path) -> Ran {
+    let o = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .args(args)
+        .env("PATH", fake_tools(tmp))
+        .env("SNO_HARNESS_STATE_DIR", tmp.join("state"))
+        .env("SNO_HARNESS_PROGRESS", "plain")
+        .env_remove("ARTIFACT_DIR")
+        .current_dir(repo_file("."))
+        .output()
+        .unwrap();
+    Ran {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn plan_ids(matrix: &Path, shard: Option<&str>, tmp: &Path) -> Vec<String> {
+    let m = matrix.to_str().unwrap();
+    let mut args = vec!["plan", "--json", m];
+    if let Some(s) = shard {
+        args.extend(["--shard", s]);
+    }
+    let r = harness(&args, tmp);
+    assert_eq!(r.code, 0, "plan {args:?}: {}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    v["permutations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_shards_of_the_disks_matrix_are_disjoint_and_together_the_plan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let disks = repo_file("scenarios/disks.toml");
+    let all = plan_ids(&disks, None, tmp.path());
+    assert!(all.len() > 4, "a plan worth splitting: {}", all.len());
+    for n in 1..=4 {
+        let mut seen = BTreeSet::new();
+        let mut sizes = Vec::new();
+        for k in 1..=n {
+            let slice = plan_ids(&disks, Some(&format!("{k}/{n}")), tmp.path());
+            sizes.push(slice.len());
+            for id in slice {
+                assert!(seen.insert(id.clone()), "{id} in two shards of {n}");
+            }
+        }
+        let want: BTreeSet<String> = all.iter().cloned().collect();
+        assert_eq!(seen, want, "the {n} shards together are the plan");
+        if n > 1 {
+            assert!(sizes.iter().all(|&s| s < all.len()), "{n}: {sizes:?}");
+        }
+    }
+    // A slice keeps the plan's order.
+    let slice = plan_ids(&disks, Some("2/3"), tmp.path());
+    // For people: the slice's rows under the whole plan's counts.
+    let r = harness(
+        &["plan", disks.to_str().unwrap(), "--shard", "2/3"],
+        tmp.path(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let n = all.len();
+    for line in [
+        format!("shard 2/3: {} of the plan's {n} permutations", slice.len()),
+        format!("strategy pairwise: {n} permutations"),
+    ] {
+        assert!(r.stdout.contains(&line), "{line:?} not in\n{}", r.stdout);
+    }
+    for id in &all {
+        let listed = r.stdout.lines().any(|l| l.starts_with(&format!("{id} ")));
+        assert_eq!(listed, slice.contains(id), "{id}:\n{}", r.stdout);
+    }
+    let in_plan: Vec<&String> = all.iter().filter(|id| slice.contains(id)).collect();
+    assert_eq!(slice.iter().collect::<Vec<_>>(), in_plan);
+}
+
+#[test]
+fn a_bad_shard_is_refused_with_exit_2_before_anything_is_created() {
+    let tmp = tempfile::tempdir().unwrap();
+    let disks = repo_file("scenarios/disks.toml");
+    let out = tmp.path().join("out");
+    for (cmd, shard) in [
+        ("matrix", "0/4"),
+        ("matrix", "5/4"),
+        ("perf", "1/x"),
+        ("plan", "2"),
+    ] {
+        let mut args = vec![cmd, disks.to_str().unwrap(), "--shard", shard];
+        if cmd != "plan" {
+            args.extend(["--out", out.to_str().unwrap()]);
+        }
+        let r = harness(&args, tmp.path());
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains("K/N"), "{args:?}: {}", r.stderr);
+        assert!(!out.exists(), "{args:?} created {}", out.display());
+    }
+    let smoke = repo_file("scenarios/smoke.toml");
+    let r = harness(
+        &["plan", smoke.to_str().unwrap(), "--shard", "1/2"],
+        tmp.path(),
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("is a scenario"), "{}", r.stderr);
+}
+
+/// A matrix of eight permutations over a scenario that ends at `assets` as it expects.
+fn no_vm_matrix(dir: &Path) -> PathBuf {
+    no_vm_scenario(dir, Some("error"));
+    let path = dir.join("m.toml");
+    std::fs::write(
+        &path,
+        "name = \"m\"\nbase = \"novm.toml\"\n\n[[axis]]\nkey = \"vm.vcpus\"\nvalues = [1, 2, 3, 4]\n\n[[axis]]\nkey = \"disks.install.bus\"\nvalues = [\"virtio\", \"nvme\"]\n",
+    )
+    .unwrap();
+    path
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn each_shard_runs_its_slice_and_its_summary_names_the_plan_and_the_slice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = no_vm_matrix(tmp.path());
+    let all = plan_ids(&m, None, tmp.path());
+    assert_eq!(all.len(), 8);
+    let mut ran = BTreeSet::new();
+    let mut digests = BTreeSet::new();
+    for k in 1..=2 {
+        let out = tmp.path().join(format!("shard-{k}"));
+        let shard = format!("{k}/2");
+        let r = harness(
+            &[
+                "matrix",
+                m.to_str().unwrap(),
+                "--shard",
+                &shard,
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            tmp.path(),
+        );
+        assert_eq!(r.code, 0, "shard {shard}: {}", r.stderr);
+        let s = read_json(&out.join("summary.json"));
+        let plan = &s["plan"];
+        assert_eq!(plan["matrix"], "m");
+        assert_eq!(plan["strategy"], "full");
+        assert_eq!(plan["shard"], serde_json::json!({"index": k, "count": 2}));
+        let ids: Vec<&str> = plan["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            all.iter().map(String::as_str).collect::<Vec<_>>(),
+            "the whole plan"
+        );
+        digests.insert(plan["files_sha256"].as_str().unwrap().to_string());
+        let slice = plan_ids(&m, Some(&shard), tmp.path());
+        let this: Vec<String> = s["permutations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(this, slice, "shard {shard} ran what plan --shard lists");
+        for id in this {
+            assert!(out.join(&id).join("result.json").is_file(), "{id}");
+            assert!(ran.insert(id.clone()), "{id} ran twice");
+        }
+    }
+    assert_eq!(ran.len(), 8, "the two shards ran the plan");
+    assert_eq!(digests.len(), 1, "one plan: {digests:?}");
+}
+
+#[test]
+fn an_empty_shard_passes_and_still_names_the_plan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = no_vm_matrix(tmp.path());
+    let empty = (1..=40)
+        .map(|k| format!("{k}/40"))
+        .find(|s| plan_ids(&m, Some(s), tmp.path()).is_empty())
+        .expect("eight ids leave most of 40 shards empty");
+    let out = tmp.path().join("out");
+    let r = harness(
+        &[
+            "matrix",
+            m.to_str().unwrap(),
+            "--shard",
+            &empty,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("holds none"), "{}", r.stderr);
+    let s = read_json(&out.join("summary.json"));
+    assert_eq!(s["counts"]["total"], 0);
+    assert_eq!(s["plan"]["ids"].as_array().unwrap().len(), 8);
+    assert_eq!(s["plan"]["shard"]["count"], 40);
+}
+
+fn run_matrix(m: &Path, extra: &[&str], out: &Path, tmp: &Path) {
+    let mut args = vec![
+        "matrix",
+        m.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let r = harness(&args, tmp);
+    assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+}
+
+fn merge(inputs: &[&Path], out: &Path, extra: &[&str], tmp: &Path) -> Ran {
+    let mut args = vec!["report", "--merge"];
+    args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    args.extend(["--out", out.to_str().unwrap()]);
+    args.extend(extra);
+    harness(&args, tmp)
+}
+
+#[test]
+fn two_shards_merged_give_the_coverage_and_counts_of_one_whole_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let m = no_vm_matrix(t);
+    run_matrix(&m, &[], &t.join("whole"), t);
+    run_matrix(&m, &["--shard", "1/2"], &t.join("s1"), t);
+    run_matrix(&m, &["--shard", "2/2"], &t.join("s2"), t);
+    for (out, extra) in [("merged", &[][..]), ("copied", &["--copy"][..])] {
+        let out = t.join(out);
+        let r = merge(&[&t.join("s2"), &t.join("s1")], &out, extra, t);
+        assert_eq!(r.code, 0, "{extra:?}: {}", r.stderr);
+        assert!(r.stdout.contains("8 of 8 permutations"), "{}", r.stdout);
+        let whole = read_json(&t.join("whole/summary.json"));
+        let merged = read_json(&out.join("summary.json"));
+        assert_eq!(merged["coverage"], whole["coverage"], "{extra:?}");
+        assert_eq!(merged["counts"], whole["counts"], "{extra:?}");
+        assert_eq!(merged["plan"]["ids"], whole["plan"]["ids"]);
+        assert_eq!(merged["plan"]["shard"], Value::Null, "the whole plan");
+        // In the plan's order, each path leading to that permutation's result.json.
+        let perms = merged["permutations"].as_array().unwrap();
+        let ids: Vec<&Value> = perms.iter().map(|p| &p["id"]).collect();
+        assert_eq!(
+            ids,
+            whole["plan"]["ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .collect::<Vec<_>>()
+        );
+        for p in perms {
+            let path = out.join(p["path"].as_str().unwrap());
+            let result = read_json(&path.join("result.json"));
+            assert_eq!(result["id"], p["id"]);
+            let inside = path
+                .canonicalize()
+                .unwrap()
+                .starts_with(out.canonicalize().unwrap());
+            assert_eq!(inside, !extra.is_empty(), "{extra:?}: {}", path.display());
+        }
+        for f in ["junit.xml", "summary.md", "report.html"] {
+            assert!(out.join(f).is_file(), "{f}");
+        }
+    }
+}
+
+#[test]
+fn merging_lists_missing_and_duplicated_permutations_with_exit_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let m = no_vm_matrix(t);
+    run_matrix(&m, &["--shard", "1/2"], &t.join("s1"), t);
+    run_matrix(&m, &["--shard", "1/2"], &t.join("s1-again"), t);
+    let out = t.join("out");
+    let r = merge(&[&t.join("s1"), &t.join("s1-again")], &out, &[], t);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let s1 = read_json(&t.join("s1/summary.json"));
+    let ran: BTreeSet<&str> = s1["permutations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    let first_ran = ran.iter().next().unwrap();
+    assert!(
+        r.stderr
+            .contains(&format!("duplicated: {first_ran} ran in")),
+        "{}",
+        r.stderr
+    );
+    let not_ran: Vec<String> = plan_ids(&m, None, t)
+        .into_iter()
+        .filter(|id| !ran.contains(id.as_str()))
+        .collect();
+    assert!(
+        r.stderr.contains(&format!(
+            "missing (no input ran them): {}",
+            not_ran.join(", ")
+        )),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        read_json(&out.join("summary.json"))["counts"]["total"],
+        ran.len()
+    );
+}
+
+#[test]
+fn merging_refuses_other_plans_and_a_used_out_dir_with_exit_2_writing_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let m = no_vm_matrix(t);
+    run_matrix(&m, &["--shard", "1/2"], &t.join("s1"), t);
+    run_matrix(
+        &m,
+        &["--shard", "2/2", "--filter", "*.virtio"],
+        &t.join("filtered"),
+        t,
+    );
+    let out = t.join("out");
+    let r = merge(&[&t.join("s1"), &t.join("filtered")], &out, &[], t);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("another plan") && r.stderr.contains("--filter"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
+    // The matrix file changed between the shards.
+    let text = std::fs::read_to_string(&m).unwrap();
+    std::fs::write(&m, text.replace("[1, 2, 3, 4]", "[1, 2, 3, 5]")).unwrap();
+    run_matrix(&m, &["--shard", "2/2"], &t.join("changed"), t);
+    let r = merge(&[&t.join("s1"), &t.join("changed")], &out, &[], t);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the matrix file or its base differ"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
+    // Not a matrix output; an --out in use; --out without --merge.
+    let r = merge(&[&t.join("s1"), t], &out, &[], t);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("no summary.json"), "{}", r.stderr);
+    let r = merge(&[&t.join("s1")], &t.join("s1"), &[], t);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let r = harness(
+        &[
+            "report",
+            "--out",
+            out.to_str().unwrap(),
+            t.join("s1").to_str().unwrap(),
+        ],
+        t,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(!out.exists());
+}
