@@ -46,20 +46,45 @@ fn append(entries: &Path, boot: &str, from: u32, to: u32) {
     }
 }
 
-/// The journal messages received until there are `n` of them (or the deadline).
+/// What the followers sent: the journal's messages, and every other signal as a line, for
+/// the failure message (a gap query that failed says why in a note; SSH going down and up).
+#[derive(Default)]
+struct Received {
+    messages: Vec<String>,
+    others: Vec<String>,
+}
+
+/// Receives until there are `n` journal messages (or the deadline).
 fn messages(
     rx: &mut tokio::sync::mpsc::UnboundedReceiver<(Source, Signal)>,
-    got: &mut Vec<String>,
+    got: &mut Received,
     n: usize,
     within: Duration,
 ) {
-    let deadline = Instant::now() + within;
-    while got.len() < n && Instant::now() < deadline {
+    let started = Instant::now();
+    while got.messages.len() < n && started.elapsed() < within {
         match rx.try_recv() {
-            Ok((Source::Journal, Signal::Journal { message, .. })) => got.push(message),
-            Ok(_) => {}
+            Ok((Source::Journal, Signal::Journal { message, .. })) => got.messages.push(message),
+            Ok((source, signal)) => got.others.push(format!(
+                "{:.1}s {source:?} {signal:?}",
+                started.elapsed().as_secs_f64()
+            )),
             Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
+    }
+}
+
+impl Received {
+    /// The failure's evidence: what came, the other signals, the end of the sshd's log.
+    fn evidence(&self, sshd: &Sshd) -> String {
+        let log = sshd.log();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        format!(
+            "messages {:?}\nother signals:\n{}\nsshd log (last 40 lines):\n{}",
+            self.messages,
+            self.others.join("\n"),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        )
     }
 }
 
@@ -183,17 +208,27 @@ fn a_cut_or_frozen_session_is_resumed_from_the_cursor_without_a_loss_or_a_repeat
     let guest = Guest::start();
     let (entries, boot, sshd) = (guest.entries(), guest.boot.clone(), &guest.sshd);
     let (mut followers, mut rx) = guest.follow();
-    let mut got = Vec::new();
+    let mut got = Received::default();
 
     append(&entries, &boot, 1, 5);
     messages(&mut rx, &mut got, 5, Duration::from_secs(60));
-    assert_eq!(got.len(), 5, "before any cut: {got:?}\n{}", sshd.log());
+    assert_eq!(
+        got.messages.len(),
+        5,
+        "before any cut: {}",
+        got.evidence(sshd)
+    );
 
     // Cut: the sessions' processes are killed, the connection closes.
     assert!(signal_sessions(sshd, libc::SIGKILL) > 0);
     append(&entries, &boot, 6, 10);
     messages(&mut rx, &mut got, 10, Duration::from_secs(60));
-    assert_eq!(got.len(), 10, "after the cut: {got:?}");
+    assert_eq!(
+        got.messages.len(),
+        10,
+        "after the cut: {}",
+        got.evidence(sshd)
+    );
 
     // Frozen: the sessions stop answering, their TCP connections stay open.
     std::thread::sleep(Duration::from_secs(1));
@@ -203,13 +238,14 @@ fn a_cut_or_frozen_session_is_resumed_from_the_cursor_without_a_loss_or_a_repeat
     append(&entries, &boot, 11, 15);
     messages(&mut rx, &mut got, 15, Duration::from_secs(90));
     let resumed_after = since.elapsed();
+    let evidence = got.evidence(sshd);
     for pid in frozen {
         // SAFETY: as above; a stopped process takes SIGKILL.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
     }
     followers.stop();
     let want: Vec<String> = (1..=15).map(|n| format!("entry {n}")).collect();
-    assert_eq!(got, want, "every entry once, in order");
+    assert_eq!(got.messages, want, "every entry once, in order: {evidence}");
     // The raw journal of the boot has every entry once too, in order, as journalctl gave it.
     assert_eq!(
         guest.raw_journal(),
@@ -232,14 +268,18 @@ fn an_entry_the_follow_stream_steps_past_is_fetched_again_and_kept_in_its_place(
     writeln!(f, "{quiet}").unwrap();
     append(&guest.entries(), &guest.boot, 10, 10);
     let (mut followers, mut rx) = guest.follow();
-    let mut got = Vec::new();
+    let mut got = Received::default();
     messages(&mut rx, &mut got, 9, Duration::from_secs(60));
     followers.stop();
+    let evidence = got.evidence(&guest.sshd);
     let want: Vec<String> = [1, 2, 3, 4, 5, 6, 7, 8, 10]
         .iter()
         .map(|n| format!("entry {n}"))
         .collect();
-    assert_eq!(got, want, "the skipped entries in their places");
+    assert_eq!(
+        got.messages, want,
+        "the skipped entries in their places: {evidence}"
+    );
     assert_eq!(
         guest.raw_journal(),
         std::fs::read_to_string(guest.entries()).unwrap(),

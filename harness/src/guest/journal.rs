@@ -253,18 +253,23 @@ impl Reader<'_> {
             "sudo -n journalctl -b -o json --no-pager{after} | head -n {}",
             want + GAP_SLACK
         );
-        let mut found: Vec<(u64, Vec<u8>, Value)> = match session.exec_bytes(&cmd, 64 << 20) {
-            Ok(out) => out
-                .stdout
-                .split(|&b| b == b'\n')
-                .filter_map(|l| {
-                    let v: Value = serde_json::from_slice(l).ok()?;
-                    let n = seqnum(v["__CURSOR"].as_str()?)?;
-                    (last < n && n < now).then(|| (n, [l, b"\n"].concat(), v))
-                })
-                .collect(),
-            Err(_) => Vec::new(),
+        // Once more on a failure: the query is a second channel beside the stream's, and one
+        // lost channel must not lose the entries for good.
+        let out = session
+            .exec_bytes(&cmd, 64 << 20)
+            .or_else(|_| session.exec_bytes(&cmd, 64 << 20));
+        let (stdout, failed) = match out {
+            Ok(out) => (out.stdout, String::new()),
+            Err(e) => (Vec::new(), format!(" (the query failed twice: {e})")),
         };
+        let mut found: Vec<(u64, Vec<u8>, Value)> = stdout
+            .split(|&b| b == b'\n')
+            .filter_map(|l| {
+                let v: Value = serde_json::from_slice(l).ok()?;
+                let n = seqnum(v["__CURSOR"].as_str()?)?;
+                (last < n && n < now).then(|| (n, [l, b"\n"].concat(), v))
+            })
+            .collect();
         found.sort_by_key(|(n, ..)| *n);
         found.dedup_by_key(|(n, ..)| *n);
         let got = found.len() as u64;
@@ -275,7 +280,7 @@ impl Reader<'_> {
         let missing = if got == want {
             String::new()
         } else {
-            format!("; {} not found", want - got)
+            format!("; {} not found{failed}", want - got)
         };
         self.note(format!(
             "journal: {got} of {want} entries (seqnums {}..{}) the follow stream skipped were fetched again{missing}",
