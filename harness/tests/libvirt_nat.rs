@@ -227,6 +227,43 @@ fn the_minimal_iso_and_the_assisted_install_work_on_a_nat_network() {
     assert_no_network_left(&state);
 }
 
+/// PXE on a NAT network: the network's own dnsmasq gives iPXE the boot file from the run's
+/// TFTP directory, and the kernel, the initramfs, the Ignition and the root filesystem come
+/// from the harness's server at the network's host address.
+#[test]
+fn pxe_boots_from_the_networks_own_tftp_on_a_nat_network() {
+    let work = work_dir("sno-nat-pxe-");
+    let variant = format!(
+        "{}\n[boot]\nsource = \"pxe\"\n",
+        read(&nat_smoke(work.path()))
+    );
+    let scenario = work.path().join("nat.toml");
+    std::fs::write(&scenario, variant).unwrap();
+    let (out, state) = (work.path().join("out"), work.path().join("ns"));
+    let ran = run_in_private_namespace(&scenario, &out, &state);
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "the run failed:\n{stderr}");
+    let result: serde_json::Value =
+        serde_json::from_str(&read(&out.join("nat/result.json"))).unwrap();
+    assert_eq!(result["verdict"], "pass");
+    let boot = &result["boot"];
+    let url = boot["rootfs_url"].as_str().unwrap_or_default();
+    assert!(url.starts_with(&format!("http://{RESOLVER}:")), "{boot}");
+    let served: Vec<&serde_json::Value> = boot["served"].as_array().into_iter().flatten().collect();
+    for path in ["/vmlinuz", "/initrd.img", "/ignition.img", "/rootfs.img"] {
+        assert!(
+            served
+                .iter()
+                .any(|r| r["path"] == path && r["method"] == "GET" && r["status"] == 200),
+            "no whole GET of {path}: {boot}"
+        );
+    }
+    // The script iPXE ran came from the network's TFTP: it names the host address.
+    let script = read(&out.join("nat/tftp/boot.ipxe"));
+    assert!(script.contains(&format!("http://{RESOLVER}:")), "{script}");
+    assert_no_network_left(&state);
+}
+
 #[test]
 fn gc_removes_the_network_of_a_killed_nat_run() {
     let work = work_dir("sno-nat-gc-");

@@ -11,7 +11,8 @@
 //!
 //! Every permutation of every shipped matrix (`scenarios/*.toml` with axes) is a test case too,
 //! named `<matrix>::<permutation id>` (`disks::nvme.4k.uefi.by-path.2-second`). They are
-//! ignored by default, being long: `cargo nextest run -p sno-e2e --test scenarios
+//! ignored by default, being long (PXE's two `install-to-disk` permutations of `boot` also run
+//! on local libvirt, as `libvirt::boot::pxe.bios.install-to-disk` and its `uefi` twin): `cargo nextest run -p sno-e2e --test scenarios
 //! --run-ignored only -E 'test(/nvme/)'` selects some, `--partition hash:1/3` shards them.
 
 use std::path::{Path, PathBuf};
@@ -28,6 +29,13 @@ const ON_LIBVIRT: &[&str] = &[
     "assisted",
     "fault::install-fail",
     "fault::disk-boot-panic",
+];
+
+/// The matrix permutations that also run on local libvirt (ignored like every permutation):
+/// the network boot, whose TFTP libvirt's QEMU reads as its own user.
+const PERMUTATIONS_ON_LIBVIRT: &[&str] = &[
+    "boot::pxe.bios.install-to-disk",
+    "boot::pxe.uefi.install-to-disk",
 ];
 
 fn scenario_files(root: &Path) -> Vec<PathBuf> {
@@ -598,6 +606,14 @@ fn check_gather(
 }
 
 /// The permutations of every shipped matrix, as ignored test cases.
+/// The command that runs one permutation again, by hand.
+fn replay_of(matrix: &Path, id: &str, extra: &str) -> String {
+    format!(
+        "sno-harness matrix {} --filter {id} --keep{extra}",
+        matrix.display()
+    )
+}
+
 fn matrix_trials(root: &Path) -> Vec<Trial> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(root)
         .map(|d| d.flatten().map(|e| e.path()).collect())
@@ -622,13 +638,25 @@ fn matrix_trials(root: &Path) -> Vec<Trial> {
             }
         };
         for p in m.permutations {
-            let replay = format!(
-                "sno-harness matrix {} --filter {} --keep",
-                path.display(),
-                p.id
-            );
+            let name = format!("{}::{}", m.name, p.id);
+            if PERMUTATIONS_ON_LIBVIRT.contains(&name.as_str()) {
+                let (p, replay) = (p.clone(), replay_of(&path, &p.id, " --backend libvirt"));
+                trials.push(
+                    Trial::test(format!("libvirt::{name}"), move || {
+                        let uri = sno_harness::vm::libvirt::DEFAULT_URI.to_string();
+                        run_one(
+                            &p.scenario,
+                            p.values.clone(),
+                            replay.clone(),
+                            Backend::Libvirt { uri },
+                        )
+                    })
+                    .with_ignored_flag(true),
+                );
+            }
+            let replay = replay_of(&path, &p.id, "");
             trials.push(
-                Trial::test(format!("{}::{}", m.name, p.id), move || {
+                Trial::test(name, move || {
                     run_one(&p.scenario, p.values.clone(), replay.clone(), Backend::Qemu)
                 })
                 .with_ignored_flag(true),

@@ -82,6 +82,12 @@ pub(super) fn make(
         .unwrap_or(rootfs_url);
     fs::write(&script, ipxe_script(origin, &kargs))
         .map_err(|e| AssetsError::io(format!("writing {}", script.display()), e))?;
+    // Readable by others, whatever the umask: libvirt's QEMU runs as its own user, and its
+    // TFTP opens the script by name (the run directory lets it through, and no further). The
+    // script holds URLs and kernel arguments, nothing secret; the Ignition goes over HTTP.
+    crate::util::private::set_mode(&tftp, 0o755)
+        .and_then(|_| crate::util::private::set_mode(&script, 0o644))
+        .map_err(|e| AssetsError::io("making tftp/ readable by libvirt's QEMU", e))?;
     let files = PxeFiles {
         kernel: file("vmlinuz"),
         initrd: file("initrd.img"),

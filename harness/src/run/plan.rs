@@ -12,7 +12,7 @@ use crate::flow::machine::{AdaptiveDeadline, Config as MachineConfig, Machine};
 use crate::flow::phase::{fixture_default_timeout, openshift_default_timeout, Phase};
 use crate::hw::{Accel, Firmware};
 use crate::scenario::{BootOrder, GuestNetwork, Profile, Scenario};
-use crate::vm::libvirt::network::{from_machine_network, NatNetwork};
+use crate::vm::libvirt::network::{from_machine_network, NatNetwork, NetTftp};
 use crate::vm::libvirt::RunMeta;
 use crate::vm::{CdromSpec, DiskSpec, NetBootSpec, Nic, PortForward, VmSpec};
 
@@ -193,6 +193,14 @@ pub fn vm_plan(
             .map_err(|e| format!("vm.network = \"nat\": {e}"))?,
         ),
     };
+    // A PXE boot on the run's network: its dnsmasq takes the user network's part.
+    let mut network = network;
+    if let (Some(n), Some(b)) = (network.as_mut(), spec.netboot.as_ref()) {
+        n.tftp = Some(NetTftp {
+            root: b.tftp_dir.clone(),
+            bootfile: b.bootfile.clone(),
+        });
+    }
     if let Some(n) = &network {
         spec.nic = Nic::LibvirtNetwork {
             network: n.name.clone(),

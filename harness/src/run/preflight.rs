@@ -62,13 +62,6 @@ pub fn backend_fits(scenarios: &[&Scenario], backend: &Backend) -> Result<(), St
             s.path.display()
         ));
     }
-    let pxe = scenarios.iter().find(|s| s.boot_source.is_pxe());
-    if let (Backend::Libvirt { .. }, Some(s)) = (backend, pxe) {
-        return Err(format!(
-            "{}: boot.source = \"pxe\" runs on the QEMU backend only for now (its TFTP is QEMU's user network's; a libvirt network's own TFTP and boot file are not set up yet): run it with --backend qemu",
-            s.path.display()
-        ));
-    }
     let fetching = scenarios.iter().find(|s| s.boot_source.fetches_rootfs());
     if let (true, Some(s)) = (backend.is_remote(), fetching) {
         return Err(format!(

@@ -234,6 +234,22 @@ fn a_nat_network_is_for_the_libvirt_backend_only() {
 }
 
 #[test]
+fn pxe_runs_on_either_backend_and_a_nat_network_but_not_on_a_remote_host() {
+    let mut pxe = smoke();
+    pxe.boot_source = crate::scenario::BootSource::Pxe;
+    assert!(backend_fits(&[&pxe], &Backend::Qemu).is_ok());
+    assert!(backend_fits(&[&pxe], &libvirt()).is_ok());
+    let mut nat = pxe.clone();
+    nat.vm.network = GuestNetwork::Nat;
+    assert!(backend_fits(&[&nat], &libvirt()).is_ok());
+    let remote = Backend::Libvirt {
+        uri: "qemu+ssh://root@lab.example/system".into(),
+    };
+    let e = backend_fits(&[&pxe], &remote).unwrap_err();
+    assert!(e.contains("\"pxe\"") && e.contains("remote"), "{e}");
+}
+
+#[test]
 fn the_same_finding_of_many_scenarios_is_said_once() {
     let s = smoke();
     let mut host = ready_host();

@@ -42,6 +42,16 @@ pub struct NatNetwork {
     /// Dual stack when set.
     pub ipv6: Option<Ipv6Subnet>,
     pub node: NodeReservation,
+    /// A PXE boot: the network's dnsmasq serves this directory over TFTP on the IPv4 host
+    /// address and names the boot file in its DHCP answers (`<tftp>`, `<bootp>`).
+    pub tftp: Option<NetTftp>,
+}
+
+/// The TFTP side of a network boot on the run's network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetTftp {
+    pub root: std::path::PathBuf,
+    pub bootfile: String,
 }
 
 /// The node's fixed addresses: given by DHCP (by MAC for IPv4, by host name for DHCPv6, which
@@ -160,7 +170,15 @@ struct Ip {
     address: String,
     #[serde(rename = "@prefix")]
     prefix: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tftp: Option<TftpRoot>,
     dhcp: Dhcp,
+}
+
+#[derive(Serialize)]
+struct TftpRoot {
+    #[serde(rename = "@root")]
+    root: String,
 }
 
 #[derive(Serialize)]
@@ -168,6 +186,14 @@ struct Dhcp {
     range: DhcpRange,
     #[serde(skip_serializing_if = "Option::is_none")]
     host: Option<DhcpHost>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bootp: Option<Bootp>,
+}
+
+#[derive(Serialize)]
+struct Bootp {
+    #[serde(rename = "@file")]
+    file: String,
 }
 
 #[derive(Serialize)]
@@ -213,6 +239,9 @@ impl Network {
             family: None,
             address: n.ipv4.host.to_string(),
             prefix: n.ipv4.prefix,
+            tftp: n.tftp.as_ref().map(|t| TftpRoot {
+                root: t.root.display().to_string(),
+            }),
             dhcp: Dhcp {
                 range: DhcpRange {
                     start: n.ipv4.dhcp_start.to_string(),
@@ -222,6 +251,9 @@ impl Network {
                     mac: Some(n.node.mac.clone()),
                     name: n.node.hostname.clone(),
                     ip: n.node.ipv4.to_string(),
+                }),
+                bootp: n.tftp.as_ref().map(|t| Bootp {
+                    file: t.bootfile.clone(),
                 }),
             },
         }];
@@ -246,6 +278,7 @@ impl Network {
                 family: Some("ipv6"),
                 address: net6.host.to_string(),
                 prefix: net6.prefix,
+                tftp: None,
                 dhcp: Dhcp {
                     range: DhcpRange {
                         start: net6.dhcp_start.to_string(),
@@ -256,6 +289,7 @@ impl Network {
                         name: n.node.hostname.clone(),
                         ip: ip.to_string(),
                     }),
+                    bootp: None,
                 },
             });
         }
@@ -305,5 +339,6 @@ pub fn from_machine_network(
             ipv4: layout.node_ipv4,
             ipv6: layout.node_ipv6,
         },
+        tftp: None,
     })
 }

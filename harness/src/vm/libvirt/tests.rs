@@ -862,6 +862,59 @@ fn the_nic_is_the_qemu_backends_user_network_with_loopback_forwards_only() {
 }
 
 #[test]
+fn a_pxe_machine_has_no_cd_rom_and_its_nic_takes_the_tftp_boot_and_the_boot_order_after_the_disk() {
+    let mut sp = spec();
+    sp.cdrom = None;
+    sp.netboot = Some(crate::vm::NetBootSpec {
+        tftp_dir: PathBuf::from("/o/run/tftp"),
+        bootfile: "boot.ipxe".into(),
+        bootindex: 2,
+    });
+    let root = domain(&sp);
+    let devices = root.one("devices");
+    assert!(
+        devices
+            .all("disk")
+            .iter()
+            .all(|d| d.attr("device") != Some("cdrom")),
+        "no CD-ROM"
+    );
+    let args: Vec<&str> = root
+        .one("qemu:commandline")
+        .all("qemu:arg")
+        .iter()
+        .map(|a| a.at("value"))
+        .collect();
+    let netdev: Vec<String> = args
+        .windows(2)
+        .filter(|w| w[0] == "-netdev")
+        .map(|w| w[1].to_string())
+        .collect();
+    assert_eq!(
+        netdev,
+        [crate::vm::qemu::argv::user_netdev(
+            &sp.forwards,
+            sp.netboot.as_ref()
+        )]
+    );
+    assert!(
+        netdev[0].contains(",tftp=/o/run/tftp,bootfile=boot.ipxe"),
+        "{netdev:?}"
+    );
+    let nic = passthrough(&root, "-device")
+        .into_iter()
+        .find(|d| d["driver"] == "virtio-net-pci")
+        .unwrap();
+    assert_eq!(nic["bootindex"], 2);
+    // Without a network boot the NIC has no place in the boot order at all.
+    let plain = passthrough(&domain(&spec()), "-device")
+        .into_iter()
+        .find(|d| d["driver"] == "virtio-net-pci")
+        .unwrap();
+    assert!(plain.get("bootindex").is_none(), "{plain}");
+}
+
+#[test]
 fn paths_and_names_with_markup_characters_survive() {
     let mut sp = spec();
     sp.name = "a<b>&'\"".into();
@@ -937,7 +990,59 @@ fn nat(ipv6: bool) -> NatNetwork {
             ipv4: Ipv4Addr::new(192, 168, 126, 10),
             ipv6: ipv6.then(|| "fd00:126::10".parse::<Ipv6Addr>().unwrap()),
         },
+        tftp: None,
     }
+}
+
+/// The run's network of a PXE boot.
+fn nat_pxe(ipv6: bool) -> NatNetwork {
+    NatNetwork {
+        tftp: Some(super::network::NetTftp {
+            root: PathBuf::from("/o/run/tftp"),
+            bootfile: "boot.ipxe".into(),
+        }),
+        ..nat(ipv6)
+    }
+}
+
+#[test]
+fn a_pxe_boots_network_serves_the_tftp_root_and_names_the_boot_file_on_ipv4_only() {
+    let root = parse(&nat_network_xml(&nat_pxe(true)));
+    let ips = root.all("ip");
+    let v4 = ips.iter().find(|ip| ip.attr("family").is_none()).unwrap();
+    assert_eq!(v4.one("tftp").at("root"), "/o/run/tftp");
+    assert_eq!(v4.one("dhcp").one("bootp").at("file"), "boot.ipxe");
+    // dnsmasq serves TFTP on IPv4; the IPv6 range names no boot file.
+    let v6 = ips
+        .iter()
+        .find(|ip| ip.attr("family") == Some("ipv6"))
+        .unwrap();
+    assert!(v6.opt("tftp").is_none() && v6.one("dhcp").opt("bootp").is_none());
+    // Without a network boot there is neither.
+    let plain = parse(&nat_network_xml(&nat(false)));
+    assert!(plain.all("ip")[0].opt("tftp").is_none());
+    assert!(plain.all("ip")[0].one("dhcp").opt("bootp").is_none());
+}
+
+#[test]
+fn a_pxe_machine_on_a_libvirt_network_boots_its_interface_after_the_disk() {
+    let mut sp = spec();
+    sp.cdrom = None;
+    sp.nic = crate::vm::Nic::LibvirtNetwork {
+        network: "sno-run-40022".into(),
+    };
+    sp.netboot = Some(crate::vm::NetBootSpec {
+        tftp_dir: PathBuf::from("/o/run/tftp"),
+        bootfile: "boot.ipxe".into(),
+        bootindex: 2,
+    });
+    let root = domain(&sp);
+    let nic = root.one("devices").one("interface");
+    assert_eq!(nic.one("boot").at("order"), "2");
+    let disk = disk_by_alias(root.one("devices"), &disk_alias("install"));
+    assert_eq!(disk.one("boot").at("order"), "1");
+    // The user network's TFTP is not there: the network's dnsmasq serves it.
+    assert!(!domain_xml(&sp, &meta()).contains("tftp="));
 }
 
 #[test]
@@ -1110,6 +1215,19 @@ fn virt_xml_validate_accepts_the_domains() {
             sp
         }),
         ("every-io-option", io_everything()),
+        ("pxe-on-a-network", {
+            let mut sp = spec();
+            sp.cdrom = None;
+            sp.nic = crate::vm::Nic::LibvirtNetwork {
+                network: "sno-run-40022".into(),
+            };
+            sp.netboot = Some(crate::vm::NetBootSpec {
+                tftp_dir: PathBuf::from("/o/run/tftp"),
+                bootfile: "boot.ipxe".into(),
+                bootindex: 2,
+            });
+            sp
+        }),
     ];
     for (what, sp) in cases {
         virt_xml_validate(&domain_xml(&sp, &meta()), "domain", what);
@@ -1120,6 +1238,7 @@ fn virt_xml_validate_accepts_the_domains() {
 fn virt_xml_validate_accepts_the_networks() {
     virt_xml_validate(&nat_network_xml(&nat(false)), "network", "nat-ipv4");
     virt_xml_validate(&nat_network_xml(&nat(true)), "network", "nat-dual-stack");
+    virt_xml_validate(&nat_network_xml(&nat_pxe(true)), "network", "nat-pxe");
 }
 
 /// A UEFI VM with a SATA install disk and the CD-ROM, the common SNO layout on SATA: the disk

@@ -189,6 +189,9 @@ pub(super) struct Interface {
     pub(super) mac: MacAddress,
     pub(super) source: NetworkSource,
     pub(super) model: NicModel,
+    /// A PXE boot's place in the boot order (the network's TFTP and boot file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) boot: Option<Boot>,
     pub(super) alias: Alias,
     pub(super) address: Address,
 }

@@ -368,6 +368,7 @@ fn devices(
                     network: network.clone(),
                 },
                 model: NicModel { kind: "virtio" },
+                boot: spec.netboot.as_ref().map(|n| Boot { order: n.bootindex }),
                 alias: Alias {
                     name: "ua-net0".into(),
                 },
@@ -513,8 +514,9 @@ fn nvme_args(index: usize, d: &DiskSpec, slot: u8) -> Vec<QemuArg> {
     args.into_iter().map(|value| QemuArg { value }).collect()
 }
 
-/// The NIC as `<qemu:arg>`s: the QEMU backend's `-netdev user` (loopback forwards) and its
-/// virtio-net device at the planned slot, with the MAC QEMU gives the first NIC.
+/// The NIC as `<qemu:arg>`s: the QEMU backend's `-netdev user` (loopback forwards, and for a
+/// PXE boot its TFTP and boot file) and its virtio-net device at the planned slot, with the
+/// MAC QEMU gives the first NIC and, for a PXE boot, its place in the boot order.
 fn net_args(spec: &VmSpec) -> Vec<QemuArg> {
     let device = NetDevice {
         driver: "virtio-net-pci",
@@ -523,6 +525,7 @@ fn net_args(spec: &VmSpec) -> Vec<QemuArg> {
         netdev: "net0",
         mac: GUEST_MAC,
         id: "ua-net0",
+        bootindex: spec.netboot.as_ref().map(|n| n.bootindex),
     };
     [
         "-netdev".to_string(),
@@ -543,6 +546,8 @@ struct NetDevice {
     netdev: &'static str,
     mac: &'static str,
     id: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bootindex: Option<u32>,
 }
 
 fn json<T: Serialize>(value: &T) -> String {
