@@ -58,7 +58,9 @@ cat target/fresh-host-check.log
 #   after an OVMF live boot (boot::minimal-iso.uefi.install-to-disk). libvirt::assisted is left
 #   out too: its coreos-installer runs over the SSH target libvirt::smoke's followers use, and
 #   so is PXE on libvirt (libvirt::boot::pxe.*: the same user network and iPXE as on QEMU,
-#   passed through, its NIC's boot order a unit test of the domain's); so
+#   passed through, its NIC's boot order a unit test of the domain's), and PXE on NAT (the
+#   network's TFTP and boot file are unit tests and virt-xml-validate's; NAT runs reach the
+#   node as libvirt_nat's NAT run does); so
 #   is the minimal ISO with the assisted install on NAT (libvirt_nat's NAT run reaches the node
 #   the same way, the boot server's second address is its unit test).
 #   The release matrix (scenarios/releases.toml) is left out: the etcd rule of 4.14, 4.15 and
@@ -71,6 +73,7 @@ not_in_ci='not test(/^fault::(bootkube-hang|no-reboot|api-never-ready|operator-u
   and not test(=libvirt::assisted)
   and not test(/^libvirt::boot::/)
   and not test(=the_minimal_iso_and_the_assisted_install_work_on_a_nat_network)
+  and not test(=pxe_boots_from_the_networks_own_tftp_on_a_nat_network)
   and not (binary(minisno_os) and test(/^(install_to_disk_and_boot_(seabios|ovmf)_512|disk_bus_(sata|scsi|virtio)_.*|live_iso_applies_ignition_on_.*)$/))
   and not test(=ctrl_c_during_the_fixture_build_stops_it_and_leaves_no_partial_build)
   and not test(=sigkill_during_bootkube_then_gc_leaves_nothing_libvirt)
