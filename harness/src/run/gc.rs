@@ -345,12 +345,16 @@ mod tests {
     /// exec'ing sleep) so the command line stays too.
     fn fake_qemu(dir: &Path) -> std::process::Child {
         let disk = format!("file={}/disks/install.qcow2", dir.display());
+        // It waits with bash's builtin read on a pipe this test holds, never forking: a child
+        // between fork and exec carries the same command line, and gc would see two QEMUs
+        // (it did, once, under load). The pipe's close (the Child dropped) ends it.
         let child = std::process::Command::new("bash")
             .args([
                 "-c",
-                "exec -a qemu-system-x86_64 bash -c 'sleep 60; :' x -drive \"$0\"",
+                "exec -a qemu-system-x86_64 bash -c 'read -r -t 60 _; :' x -drive \"$0\"",
                 &disk,
             ])
+            .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .process_group(0)
@@ -418,7 +422,7 @@ mod tests {
         stop_qemu(&dead_entry(run.path(), Some(id)), false, &mut out);
         assert!(out.errors.is_empty(), "{:?}", out.errors);
         assert!(!q.wait().unwrap().success());
-        // SAFETY: the test's own process group (the sleep left of it).
+        // SAFETY: the test's own process group (whatever is left of it).
         unsafe { libc::kill(-(id.pid as i32), libc::SIGKILL) };
     }
 
@@ -440,7 +444,7 @@ mod tests {
             assert!(out.errors[0].contains("not the QEMU the run registered"));
             assert!(me.alive(), "killed with {recorded:?}");
         }
-        // SAFETY: the test's own process group (bash and its sleep).
+        // SAFETY: the test's own process group (the fake QEMU's bash).
         unsafe { libc::kill(-(me.pid as i32), libc::SIGKILL) };
         q.wait().unwrap();
     }
