@@ -7,7 +7,7 @@
 //! only stand-ins for QEMU and its tools that exit at once, so none of them can boot a VM even
 //! if validation regressed. The one test that boots VMs is ignored (run it on purpose).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
@@ -15,38 +15,17 @@ use serde_json::Value;
 mod fake_tools;
 use fake_tools::fake_tools;
 mod no_vm;
-use no_vm::no_vm_scenario;
+use no_vm::{harness_with, no_vm_scenario, repo_file, Ran};
 
 const BAD_INPUT: i32 = 2;
 const HOST_NOT_READY: i32 = 3;
 
-fn repo_file(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
-}
-
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// `sno-harness perf ARGS` with PATH = `path_dir` only and the registry in `state`.
 fn perf_with(args: &[&str], path_dir: &Path, state: &Path) -> Ran {
-    let o = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
-        .arg("perf")
-        .args(args)
-        .env("PATH", path_dir)
-        .env("SNO_HARNESS_STATE_DIR", state)
-        .env("SNO_HARNESS_PROGRESS", "plain")
-        .env_remove("ARTIFACT_DIR")
-        .current_dir(repo_file("."))
-        .output()
-        .unwrap();
-    Ran {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    let args: Vec<&str> = std::iter::once("perf")
+        .chain(args.iter().copied())
+        .collect();
+    harness_with(&args, path_dir, state)
 }
 
 /// As `perf_with`, with the stand-ins on PATH.

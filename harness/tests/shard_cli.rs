@@ -5,40 +5,17 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
 mod fake_tools;
 use fake_tools::fake_tools;
 mod no_vm;
-use no_vm::no_vm_scenario;
+use no_vm::{harness_with, no_vm_scenario, repo_file, Ran};
 
-fn repo_file(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
-}
-
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
+/// `sno-harness ARGS` with the stand-ins on PATH and the registry under `tmp`.
 fn harness(args: &[&str], tmp: &Path) -> Ran {
-    let o = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
-        .args(args)
-        .env("PATH", fake_tools(tmp))
-        .env("SNO_HARNESS_STATE_DIR", tmp.join("state"))
-        .env("SNO_HARNESS_PROGRESS", "plain")
-        .env_remove("ARTIFACT_DIR")
-        .current_dir(repo_file("."))
-        .output()
-        .unwrap();
-    Ran {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    harness_with(args, &fake_tools(tmp), &tmp.join("state"))
 }
 
 fn plan_ids(matrix: &Path, shard: Option<&str>, tmp: &Path) -> Vec<String> {

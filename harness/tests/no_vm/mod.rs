@@ -1,6 +1,38 @@
-//! A scenario that ends at `assets` within milliseconds, for CLI tests that must not boot a VM.
+//! For CLI tests that must not boot a VM: a scenario that ends at `assets` within
+//! milliseconds, and the real binary run with a PATH of the test's choosing.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn repo_file(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+}
+
+/// How the binary ended.
+pub struct Ran {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// `sno-harness ARGS` from the repository's root, with PATH = `path_dir` only, the registry
+/// in `state` and plain progress lines.
+pub fn harness_with(args: &[&str], path_dir: &Path, state: &Path) -> Ran {
+    let o = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .args(args)
+        .env("PATH", path_dir)
+        .env("SNO_HARNESS_STATE_DIR", state)
+        .env("SNO_HARNESS_PROGRESS", "plain")
+        .env_remove("ARTIFACT_DIR")
+        .current_dir(repo_file("."))
+        .output()
+        .unwrap();
+    Ran {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
 
 /// A scenario that never gets past `assets` (its installer does not exist), with an optional
 /// `[expect]` section.
