@@ -172,6 +172,22 @@ fn a_nat_network_run_reaches_the_node_at_its_reserved_address_and_removes_the_ne
     assert_no_network_left(&state);
 }
 
+/// Runs `variant` (a scenario's text) as `WORK/nat.toml` in the private namespace, into
+/// `WORK/out`, and checks it exited 0 with a passing result: the harness's stderr, the
+/// result and the namespace's state directory.
+fn a_passing_variant(work: &Path, variant: &str) -> (String, serde_json::Value, PathBuf) {
+    let scenario = work.join("nat.toml");
+    std::fs::write(&scenario, variant).unwrap();
+    let (out, state) = (work.join("out"), work.join("ns"));
+    let ran = run_in_private_namespace(&scenario, &out, &state);
+    let stderr = String::from_utf8_lossy(&ran.stderr).into_owned();
+    assert_eq!(ran.status.code(), Some(0), "the run failed:\n{stderr}");
+    let result: serde_json::Value =
+        serde_json::from_str(&read(&out.join("nat/result.json"))).unwrap();
+    assert_eq!(result["verdict"], "pass");
+    (stderr, result, state)
+}
+
 /// The boot and install variants on a NAT network: the minimal ISO fetches its root filesystem
 /// from the harness's server at the network's host address, and the assisted install's
 /// coreos-installer runs over SSH at the node's address.
@@ -190,19 +206,11 @@ fn the_minimal_iso_and_the_assisted_install_work_on_a_nat_network() {
         variant.contains("mode = \"assisted\""),
         "smoke.toml changed shape"
     );
-    let scenario = work.path().join("nat.toml");
-    std::fs::write(&scenario, variant).unwrap();
-    let (out, state) = (work.path().join("out"), work.path().join("ns"));
-    let ran = run_in_private_namespace(&scenario, &out, &state);
-    let stderr = String::from_utf8_lossy(&ran.stderr);
-    assert_eq!(ran.status.code(), Some(0), "the run failed:\n{stderr}");
+    let (stderr, result, state) = a_passing_variant(work.path(), &variant);
     assert!(
         stderr.contains(&format!("boot server on {RESOLVER}:")),
         "the server did not listen on the network's host address: {stderr}"
     );
-    let result: serde_json::Value =
-        serde_json::from_str(&read(&out.join("nat/result.json"))).unwrap();
-    assert_eq!(result["verdict"], "pass");
     let boot = &result["boot"];
     let url = boot["rootfs_url"].as_str().unwrap_or_default();
     assert!(
@@ -237,15 +245,7 @@ fn pxe_boots_from_the_networks_own_tftp_on_a_nat_network() {
         "{}\n[boot]\nsource = \"pxe\"\n",
         read(&nat_smoke(work.path()))
     );
-    let scenario = work.path().join("nat.toml");
-    std::fs::write(&scenario, variant).unwrap();
-    let (out, state) = (work.path().join("out"), work.path().join("ns"));
-    let ran = run_in_private_namespace(&scenario, &out, &state);
-    let stderr = String::from_utf8_lossy(&ran.stderr);
-    assert_eq!(ran.status.code(), Some(0), "the run failed:\n{stderr}");
-    let result: serde_json::Value =
-        serde_json::from_str(&read(&out.join("nat/result.json"))).unwrap();
-    assert_eq!(result["verdict"], "pass");
+    let (_, result, state) = a_passing_variant(work.path(), &variant);
     let boot = &result["boot"];
     let url = boot["rootfs_url"].as_str().unwrap_or_default();
     assert!(url.starts_with(&format!("http://{RESOLVER}:")), "{boot}");
@@ -259,7 +259,7 @@ fn pxe_boots_from_the_networks_own_tftp_on_a_nat_network() {
         );
     }
     // The script iPXE ran came from the network's TFTP: it names the host address.
-    let script = read(&out.join("nat/tftp/boot.ipxe"));
+    let script = read(&work.path().join("out/nat/tftp/boot.ipxe"));
     assert!(script.contains(&format!("http://{RESOLVER}:")), "{script}");
     assert_no_network_left(&state);
 }

@@ -861,15 +861,30 @@ fn the_nic_is_the_qemu_backends_user_network_with_loopback_forwards_only() {
     assert_eq!(nic["mac"], GUEST_MAC);
 }
 
-#[test]
-fn a_pxe_machine_has_no_cd_rom_and_its_nic_takes_the_tftp_boot_and_the_boot_order_after_the_disk() {
-    let mut sp = spec();
+/// `sp` booting from the network: no CD-ROM, the NIC second in the boot order, the script in
+/// `/o/run/tftp`.
+fn pxe(mut sp: VmSpec) -> VmSpec {
     sp.cdrom = None;
     sp.netboot = Some(crate::vm::NetBootSpec {
         tftp_dir: PathBuf::from("/o/run/tftp"),
         bootfile: "boot.ipxe".into(),
         bootindex: 2,
     });
+    sp
+}
+
+/// A PXE machine whose NIC is on the run's libvirt network.
+fn pxe_on_a_network() -> VmSpec {
+    let mut sp = pxe(spec());
+    sp.nic = crate::vm::Nic::LibvirtNetwork {
+        network: "sno-run-40022".into(),
+    };
+    sp
+}
+
+#[test]
+fn a_pxe_machine_has_no_cd_rom_and_its_nic_takes_the_tftp_boot_and_the_boot_order_after_the_disk() {
+    let sp = pxe(spec());
     let root = domain(&sp);
     let devices = root.one("devices");
     assert!(
@@ -1026,16 +1041,7 @@ fn a_pxe_boots_network_serves_the_tftp_root_and_names_the_boot_file_on_ipv4_only
 
 #[test]
 fn a_pxe_machine_on_a_libvirt_network_boots_its_interface_after_the_disk() {
-    let mut sp = spec();
-    sp.cdrom = None;
-    sp.nic = crate::vm::Nic::LibvirtNetwork {
-        network: "sno-run-40022".into(),
-    };
-    sp.netboot = Some(crate::vm::NetBootSpec {
-        tftp_dir: PathBuf::from("/o/run/tftp"),
-        bootfile: "boot.ipxe".into(),
-        bootindex: 2,
-    });
+    let sp = pxe_on_a_network();
     let root = domain(&sp);
     let nic = root.one("devices").one("interface");
     assert_eq!(nic.one("boot").at("order"), "2");
@@ -1215,19 +1221,7 @@ fn virt_xml_validate_accepts_the_domains() {
             sp
         }),
         ("every-io-option", io_everything()),
-        ("pxe-on-a-network", {
-            let mut sp = spec();
-            sp.cdrom = None;
-            sp.nic = crate::vm::Nic::LibvirtNetwork {
-                network: "sno-run-40022".into(),
-            };
-            sp.netboot = Some(crate::vm::NetBootSpec {
-                tftp_dir: PathBuf::from("/o/run/tftp"),
-                bootfile: "boot.ipxe".into(),
-                bootindex: 2,
-            });
-            sp
-        }),
+        ("pxe-on-a-network", pxe_on_a_network()),
     ];
     for (what, sp) in cases {
         virt_xml_validate(&domain_xml(&sp, &meta()), "domain", what);
