@@ -106,7 +106,7 @@ pub struct Assets {
     /// The root filesystem the guest fetches (the minimal ISO's or PXE's), in the run
     /// directory.
     pub rootfs: Option<PathBuf>,
-    /// A PXE boot's kernel, initramfs, wrapped Ignition and iPXE script (no live ISO is made).
+    /// A PXE boot's kernel, initramfs and wrapped Ignition (no live ISO is made).
     pub pxe: Option<pxe::PxeFiles>,
     pub iso_source: String,
     pub iso_sha256: String,
@@ -344,28 +344,25 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
     let cache = req.cache_dir.join("iso");
     let source_iso = fetch_iso_within(&location, &sha256, origin, &cache, left)?;
     let live_iso = req.run_dir.join("live.iso");
-    let mut pxe_files = None;
-    let rootfs = match (&req.rootfs_url, req.scenario.boot_source.is_pxe()) {
+    let (rootfs, pxe) = match (&req.rootfs_url, req.scenario.boot_source.is_pxe()) {
         (None, _) => {
             build_live_iso(req, &dir, &log, (&ignition, &source_iso, &live_iso))?;
-            None
+            (None, None)
         }
         (Some(url), false) => {
             let (minimal, rootfs) = extract_minimal_iso(req, &log, &source_iso, url)?;
             build_live_iso(req, &dir, &log, (&ignition, &minimal, &live_iso))?;
             let _ = fs::remove_file(&minimal);
-            Some(rootfs)
+            (Some(rootfs), None)
         }
         (Some(url), true) => {
             let embedded = live_ignition(req, &dir, &ignition)?;
             let files = pxe::make(req, &log, &source_iso, (&embedded, url))?;
-            let rootfs = files.rootfs.clone();
-            pxe_files = Some(files);
-            Some(rootfs)
+            (Some(files.rootfs.clone()), Some(files))
         }
     };
     Ok(Assets {
-        pxe: pxe_files,
+        pxe,
         rootfs,
         dir,
         kubeconfig,

@@ -22,7 +22,7 @@ pub const IGNITION_PATH: &str = "/ignition.img";
 /// Where they are in the run directory.
 const DIR: &str = "pxe";
 
-/// A PXE boot's files in the run directory.
+/// A PXE boot's files in the run directory (the iPXE script beside them, in `tftp/`).
 #[derive(Debug, Clone)]
 pub struct PxeFiles {
     pub kernel: PathBuf,
@@ -30,17 +30,16 @@ pub struct PxeFiles {
     /// The live Ignition as an initramfs (owner-only: it carries the cluster's secrets).
     pub ignition: PathBuf,
     pub rootfs: PathBuf,
-    pub script: PathBuf,
 }
 
 impl PxeFiles {
-    /// What the boot server serves, by URL path.
-    pub fn served(&self) -> [(&'static str, PathBuf); 4] {
+    /// What the boot server serves for iPXE, by URL path; the root filesystem is served as
+    /// every network boot's is (`Assets::rootfs`).
+    pub fn boot_files(&self) -> [(&'static str, PathBuf); 3] {
         [
             (KERNEL_PATH, self.kernel.clone()),
             (INITRD_PATH, self.initrd.clone()),
             (IGNITION_PATH, self.ignition.clone()),
-            (crate::netboot::ROOTFS_PATH, self.rootfs.clone()),
         ]
     }
 }
@@ -93,7 +92,6 @@ pub(super) fn make(
         initrd: file("initrd.img"),
         ignition,
         rootfs: file("rootfs.img"),
-        script,
     };
     for f in [&files.kernel, &files.initrd, &files.rootfs] {
         if !f.is_file() {

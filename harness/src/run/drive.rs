@@ -201,7 +201,7 @@ impl Run<'_> {
             b.server.serve(crate::netboot::ROOTFS_PATH, rootfs.clone());
         }
         if let (Some(b), Some(pxe)) = (&self.boot_server, &assets.pxe) {
-            for (path, file) in pxe.served() {
+            for (path, file) in pxe.boot_files() {
                 b.server.serve(path, file);
             }
         }

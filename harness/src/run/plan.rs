@@ -180,7 +180,7 @@ pub fn vm_plan(
 ) -> Result<(VmSpec, Option<NatNetwork>), String> {
     let mut spec = vm_spec(s, dir, iso, accel, ssh_port, api_port);
     spec.name = vm_name(run.0, ssh_port);
-    let network = match s.vm.network {
+    let mut network = match s.vm.network {
         GuestNetwork::User => None,
         GuestNetwork::Nat => Some(
             from_machine_network(
@@ -194,7 +194,6 @@ pub fn vm_plan(
         ),
     };
     // A PXE boot on the run's network: its dnsmasq takes the user network's part.
-    let mut network = network;
     if let (Some(n), Some(b)) = (network.as_mut(), spec.netboot.as_ref()) {
         n.tftp = Some(NetTftp {
             root: b.tftp_dir.clone(),
