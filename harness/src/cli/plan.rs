@@ -223,28 +223,7 @@ fn commands(s: &Scenario) -> Vec<String> {
             sno_harness::assets::LIVE_IGNITION_FILE
         ));
     }
-    if s.boot_source.is_pxe() {
-        commands.extend(pxe_lines(live_ign));
-    }
-    let boot_iso = if s.boot_source.is_pxe() {
-        ""
-    } else if s.boot_source.fetches_rootfs() {
-        commands.extend([
-            "# boot server: 127.0.0.1:PORT, serving RUN/rootfs.img at /rootfs.img for the run's lifetime".into(),
-            "coreos-installer iso extract minimal-iso --rootfs-url http://10.0.2.2:PORT/rootfs.img --output-rootfs RUN/rootfs.img ISO RUN/minimal.iso".into(),
-        ]);
-        "RUN/minimal.iso"
-    } else {
-        "ISO"
-    };
-    if !boot_iso.is_empty() {
-        commands.extend([
-            format!(
-                "coreos-installer iso ignition embed -f -i RUN/assets/{live_ign} -o RUN/live.iso {boot_iso}"
-            ),
-            "coreos-installer iso kargs modify -a console=ttyS0,115200n8 RUN/live.iso".into(),
-        ]);
-    }
+    commands.extend(boot_lines(s.boot_source, live_ign));
     if assisted {
         let args = sno_harness::run::assisted::installer_args(
             &s.install.installation_disk,
@@ -278,6 +257,31 @@ fn iso_line(s: &Scenario, installer: &str) -> String {
         }
         None => format!("{installer} coreos print-stream-json   # .architectures.x86_64.artifacts.metal.formats.iso.disk.{{location,sha256}}"),
     }
+}
+
+/// How the live system's boot medium is made: the ISO with the live Ignition embedded (the
+/// full ISO, or the minimal ISO extracted from it), or PXE's files.
+fn boot_lines(source: sno_harness::scenario::BootSource, live_ign: &str) -> Vec<String> {
+    use sno_harness::scenario::BootSource;
+    let mut lines = Vec::new();
+    let iso = match source {
+        BootSource::Pxe => return pxe_lines(live_ign),
+        BootSource::LiveIso => "ISO",
+        BootSource::MinimalIso => {
+            lines.extend([
+                "# boot server: 127.0.0.1:PORT, serving RUN/rootfs.img at /rootfs.img for the run's lifetime".into(),
+                "coreos-installer iso extract minimal-iso --rootfs-url http://10.0.2.2:PORT/rootfs.img --output-rootfs RUN/rootfs.img ISO RUN/minimal.iso".into(),
+            ]);
+            "RUN/minimal.iso"
+        }
+    };
+    lines.extend([
+        format!(
+            "coreos-installer iso ignition embed -f -i RUN/assets/{live_ign} -o RUN/live.iso {iso}"
+        ),
+        "coreos-installer iso kargs modify -a console=ttyS0,115200n8 RUN/live.iso".into(),
+    ]);
+    lines
 }
 
 /// What a PXE boot's assets are made of, and how the machine gets them.
