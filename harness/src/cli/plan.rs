@@ -299,7 +299,7 @@ fn pxe_lines(live_ign: &str) -> Vec<String> {
             sno_harness::netboot::ROOTFS_PATH
         ),
         format!(
-            "# RUN/{}/{}: the iPXE script the user network's TFTP serves (DHCP boot file); no CD-ROM, the install disk first in the boot order, then the NIC",
+            "# RUN/{}/{}: the iPXE script the user network's TFTP serves, or on a NAT network the network's dnsmasq (DHCP boot file); no CD-ROM, the install disk first in the boot order, then the NIC",
             pxe::TFTP_DIR,
             pxe::BOOT_SCRIPT
         ),
