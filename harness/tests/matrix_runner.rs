@@ -8,8 +8,10 @@ use std::path::Path;
 use sno_harness::result::{RunResult, Verdict};
 use sno_harness::run::job::{Job, RunSettings};
 use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions};
+use sno_harness::run::places::PlaceSpec;
 use sno_harness::run::progress::Mode;
 use sno_harness::scenario::parse_str;
+use sno_harness::vm::running::Backend;
 
 /// A pull secret file of the installer's shape; it opens nothing.
 const PULL_SECRET: &str = concat!(
@@ -72,12 +74,13 @@ fn every_permutation_gets_its_own_directory_and_result_in_order() {
                 keep: false,
                 timeout_scale: 1.0,
                 cache_dir: out.path().join("cache"),
-                backend: sno_harness::vm::running::Backend::Qemu,
+                backend: Backend::Qemu,
                 interrupt: rx,
                 progress: Mode::Plain,
                 junit: Default::default(),
                 gather: Default::default(),
             },
+            places: vec![PlaceSpec::unlimited(Backend::Qemu)],
         },
     ));
     let ids: Vec<&str> = results.iter().map(|r| r.id.as_str()).collect();
@@ -123,12 +126,13 @@ fn an_interrupt_before_the_start_leaves_every_permutation_not_run() {
                 keep: false,
                 timeout_scale: 1.0,
                 cache_dir: out.path().join("cache"),
-                backend: sno_harness::vm::running::Backend::Qemu,
+                backend: Backend::Qemu,
                 interrupt: rx,
                 progress: Mode::Plain,
                 junit: Default::default(),
                 gather: Default::default(),
             },
+            places: vec![PlaceSpec::unlimited(Backend::Qemu)],
         },
     ));
     assert_eq!(schedule.peak_parallel, 0);

@@ -42,11 +42,13 @@ pub struct RunFlags {
     #[arg(long, default_value_t = 1.0)]
     pub timeout_scale: f64,
     /// Who starts the VMs: `qemu` (the harness itself) or `libvirt` (transient domains).
-    #[arg(long, default_value = "qemu", value_parser = ["qemu", "libvirt"])]
-    pub backend: String,
-    /// The libvirt URI for `--backend libvirt`.
-    #[arg(long, default_value = sno_harness::vm::libvirt::DEFAULT_URI)]
-    pub connect: String,
+    /// [default: qemu]
+    #[arg(long, value_parser = ["qemu", "libvirt"])]
+    pub backend: Option<String>,
+    /// The libvirt URI for `--backend libvirt` [default: qemu:///system]; `matrix` takes it
+    /// more than once, to spread its permutations over those hosts.
+    #[arg(long, value_name = "URI")]
+    pub connect: Vec<String>,
     #[command(flatten)]
     pub junit: JunitFlag,
     /// When a run collects the guest's, the API's and the VM's evidence into
@@ -97,12 +99,29 @@ fn junit_flavour(s: &str) -> Result<JunitFlavour, String> {
 }
 
 impl RunFlags {
+    /// The backend of a command that runs on one host: the first `--connect` (`check` refuses
+    /// more).
     pub fn backend(&self) -> Backend {
-        match self.backend.as_str() {
-            "libvirt" => Backend::Libvirt {
-                uri: self.connect.clone(),
-            },
-            _ => Backend::Qemu,
+        self.backends().swap_remove(0)
+    }
+
+    /// `--backend`, or its default.
+    pub fn backend_name(&self) -> &str {
+        self.backend.as_deref().unwrap_or("qemu")
+    }
+
+    /// One backend per `--connect` (at least one).
+    pub fn backends(&self) -> Vec<Backend> {
+        match self.backend_name() {
+            "libvirt" if self.connect.is_empty() => vec![Backend::Libvirt {
+                uri: sno_harness::vm::libvirt::DEFAULT_URI.into(),
+            }],
+            "libvirt" => self
+                .connect
+                .iter()
+                .map(|uri| Backend::Libvirt { uri: uri.clone() })
+                .collect(),
+            _ => vec![Backend::Qemu],
         }
     }
 
@@ -122,14 +141,23 @@ impl RunFlags {
 
     /// The flags a replay command must repeat to run the same way.
     pub fn replay_suffix(&self) -> String {
-        match self.backend() {
-            Backend::Qemu => String::new(),
-            Backend::Libvirt { uri } => format!(" --backend libvirt --connect {uri}"),
-        }
+        self.backend().replay_flags()
     }
 
-    /// Refuses flag values that cannot be used, before anything is made.
+    /// Refuses flag values that cannot be used, before anything is made, for a command that
+    /// runs on one host.
     pub fn check(&self) -> Result<(), CliError> {
+        if self.connect.len() > 1 {
+            return Err(bad(format!(
+                "--connect is given {} times; only `matrix` spreads its runs over several hosts",
+                self.connect.len()
+            )));
+        }
+        self.check_hosts()
+    }
+
+    /// `check` without the one-host rule: `matrix` takes several `--connect`.
+    pub fn check_hosts(&self) -> Result<(), CliError> {
         let scale_ok = self.timeout_scale.is_finite()
             && self.timeout_scale > 0.0
             && self.timeout_scale <= 1000.0;
@@ -140,9 +168,17 @@ impl RunFlags {
         }
         // The URI a libvirt run connects to, with the transports it can use: refused here,
         // not once the run directory exists.
-        if self.backend == "libvirt" {
-            sno_harness::vm::libvirt::remote::remote_target(&self.connect)
+        if self.backend_name() != "libvirt" && !self.connect.is_empty() {
+            return Err(bad(
+                "--connect names a libvirt host: give --backend libvirt with it",
+            ));
+        }
+        for uri in &self.connect {
+            sno_harness::vm::libvirt::remote::remote_target(uri)
                 .map_err(|e| bad(format!("--connect: {e}")))?;
+            if self.connect.iter().filter(|u| *u == uri).count() > 1 {
+                return Err(bad(format!("--connect {uri} is given twice")));
+            }
         }
         Ok(())
     }
@@ -213,12 +249,12 @@ pub fn interrupt_channel() -> tokio::sync::watch::Receiver<bool> {
     rx
 }
 
-/// The command that replays one permutation of a matrix, kept for inspection (`--keep`).
-pub fn matrix_replay(path: &Path, strategy: &str, id: &str, flags: &RunFlags) -> String {
+/// The command that replays one permutation of a matrix, kept for inspection (`--keep`),
+/// without the backend's flags: they name the host the permutation went to.
+pub fn matrix_replay(path: &Path, strategy: &str, id: &str) -> String {
     format!(
-        "sno-harness matrix {} --strategy {strategy} --filter {id} --keep{}",
+        "sno-harness matrix {} --strategy {strategy} --filter {id} --keep",
         path.display(),
-        flags.replay_suffix()
     )
 }
 

@@ -3,11 +3,14 @@
 
 use std::path::PathBuf;
 
+use sno_harness::run::hosts_file;
 use sno_harness::run::job::Job;
 use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions, Schedule};
+use sno_harness::run::places::PlaceSpec;
 use sno_harness::run::run_dir;
 use sno_harness::scenario::matrix::{self, Matrix, Permutation, Shard, Strategy};
 use sno_harness::scenario::Scenario;
+use sno_harness::vm::running::Backend;
 
 use super::error::{bad, CliError, Outcome};
 use super::flags::{
@@ -36,6 +39,11 @@ pub struct MatrixArgs {
     /// the same on every machine, whatever the other shards do. `report --merge` joins them.
     #[arg(long, value_name = "K/N")]
     shard: Option<Shard>,
+    /// The libvirt hosts to spread over, each with optional limits (TOML: `[[host]] uri =
+    /// "qemu+ssh://...", jobs, memory, cpus`; docs/scenario-format.md), instead of
+    /// `--connect`; implies `--backend libvirt`.
+    #[arg(long, value_name = "FILE", conflicts_with = "connect")]
+    hosts: Option<PathBuf>,
     #[command(flatten)]
     flags: RunFlags,
 }
@@ -92,7 +100,8 @@ pub fn filtered<'m>(
 
 pub fn matrix(a: MatrixArgs) -> Outcome {
     let m = load_with_strategy(&a.matrix, a.strategy.as_deref())?;
-    a.flags.check()?;
+    a.flags.check_hosts()?;
+    let places = places_of(&a)?;
     if a.jobs == Some(0) {
         return Err(bad("--jobs must be at least 1"));
     }
@@ -107,9 +116,7 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
     let claimed: Vec<_> = std::iter::once((out.clone(), run_dir::MATRIX))
         .chain(perms.iter().map(|p| (out.join(&p.id), run_dir::RUN)))
         .collect();
-    preflight(&needs, &a.flags.backend(), || {
-        check_dirs(&claimed, a.flags.replace)
-    })?;
+    preflight_places(&needs, &places, || check_dirs(&claimed, a.flags.replace))?;
     // Held until the reports are written.
     let _claims = claim_dirs(&claimed, a.flags.replace)?;
     super::flags::open_log(&out);
@@ -119,7 +126,8 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
             id: p.id.clone(),
             params: p.values.clone(),
             scenario: p.scenario.clone(),
-            replay: matrix_replay(&a.matrix, m.strategy.name(), &p.id, &a.flags),
+            // The runner adds the flags of the host the permutation goes to.
+            replay: matrix_replay(&a.matrix, m.strategy.name(), &p.id),
         })
         .collect();
     let jobs_n = a
@@ -129,8 +137,14 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
         .shard
         .map(|s| format!(" (shard {s} of {} permutations)", plan.ids.len()))
         .unwrap_or_default();
+    let at_once = match places.len() {
+        1 => format!("{jobs_n} at once"),
+        n => format!(
+            "over {n} libvirt hosts, at most {jobs_n} at once on each unless its limits say"
+        ),
+    };
     errln!(
-        "sno-harness: matrix {}: {} permutations{slice} ({} strategy; {} in the full product), {jobs_n} at once, into {}",
+        "sno-harness: matrix {}: {} permutations{slice} ({} strategy; {} in the full product), {at_once}, into {}",
         m.name,
         jobs.len(),
         m.strategy.name(),
@@ -143,6 +157,7 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
             out: out.clone(),
             jobs: jobs_n,
             settings: a.flags.settings(interrupt_channel()),
+            places,
         };
         run_matrix(jobs, opts).await
     });
@@ -168,6 +183,57 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
         return Ok(sno_harness::exit::HARNESS_ERROR);
     }
     Ok(tally.code(false))
+}
+
+/// Where the permutations go: this host, each `--connect`, or each host of `--hosts`.
+fn places_of(a: &MatrixArgs) -> Result<Vec<PlaceSpec>, CliError> {
+    let Some(file) = &a.hosts else {
+        return Ok(a
+            .flags
+            .backends()
+            .into_iter()
+            .map(PlaceSpec::unlimited)
+            .collect());
+    };
+    if a.flags.backend.as_deref() == Some("qemu") {
+        return Err(bad(
+            "--hosts names libvirt hosts: it cannot go with --backend qemu",
+        ));
+    }
+    let check = |uri: &str| {
+        sno_harness::vm::libvirt::remote::remote_target(uri)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let hosts = hosts_file::load(file, check).map_err(bad)?;
+    Ok(hosts
+        .into_iter()
+        .map(|h| PlaceSpec {
+            backend: Backend::Libvirt { uri: h.uri },
+            limits: h.limits,
+        })
+        .collect())
+}
+
+/// The preflight on every host, the command's own checks once; a host that is not ready
+/// is named.
+fn preflight_places(
+    needs: &[&Scenario],
+    places: &[PlaceSpec],
+    input: impl FnOnce() -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let mut input = Some(input);
+    for p in places {
+        let once = || input.take().map_or(Ok(()), |f| f());
+        preflight(needs, &p.backend, once).map_err(|e| match (e, places.len()) {
+            (CliError::HostNotReady(why), n) if n > 1 => CliError::HostNotReady(format!(
+                "{}: {why}",
+                p.backend.libvirt_host().unwrap_or_default()
+            )),
+            (e, _) => e,
+        })?;
+    }
+    Ok(())
 }
 
 /// A shard that holds no permutation of the plan (N larger than a filtered plan, say): its

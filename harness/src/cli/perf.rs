@@ -177,7 +177,7 @@ fn jobs_of(a: &PerfArgs) -> Result<(Vec<Job>, Option<String>), CliError> {
                 id: p.id.clone(),
                 params: p.values.clone(),
                 scenario: p.scenario.clone(),
-                replay: matrix_replay(&a.file, m.strategy.name(), &p.id, &a.flags),
+                replay: matrix_replay(&a.file, m.strategy.name(), &p.id) + &a.flags.replay_suffix(),
             })
             .collect();
         return Ok((jobs, Some(m.strategy.name().to_string())));

@@ -61,6 +61,11 @@ impl Admission {
         self.running
     }
 
+    /// The memory the running runs reserved.
+    pub fn memory_reserved(&self) -> u64 {
+        self.memory
+    }
+
     /// Whether a run needing `need` may start now on a host looking like `host`, with at most
     /// `jobs` runs at once. MemAvailable already excludes the memory running VMs have touched;
     /// subtracting their whole reservation as well is deliberately conservative: a guest

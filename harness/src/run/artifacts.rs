@@ -22,32 +22,36 @@ pub fn finish(s: &Scenario, opts: &RunOptions, rec: RunRecord) -> RunResult {
         failed_phase = result.failed_phase.as_deref().unwrap_or(""),
         "writing the run's result and reports"
     );
-    let failures = write_record(opts, &result);
+    let failures = rewrite(&opts.dir, opts.junit, &result);
     if !failures.is_empty() {
         let why = failures.join("; ");
         errln!("sno-harness: {why}");
         mark_unrecorded(&mut result, &why);
         // What can still be written says so (the first failure may have been result.json's).
-        let _ = write_record(opts, &result);
+        let _ = rewrite(&opts.dir, opts.junit, &result);
     }
     result
 }
 
-/// result.json, junit.xml, summary.md and report.html; what could not be written, with why.
-fn write_record(opts: &RunOptions, result: &RunResult) -> Vec<String> {
-    let dir = &opts.dir;
+/// Writes result.json, junit.xml, summary.md and report.html into `dir` (again, when the
+/// matrix changes a verdict); what could not be written, with why.
+pub fn rewrite(
+    dir: &Path,
+    junit: crate::report::junit::JunitFlavour,
+    result: &RunResult,
+) -> Vec<String> {
     let mut failures = Vec::new();
     if let Err(e) = result.write(dir) {
         failures.push(format!("writing {}/result.json: {e}", dir.display()));
     }
-    let junit = dir.join(crate::report::run_dir::JUNIT_FILE);
+    let junit_path = dir.join(crate::report::run_dir::JUNIT_FILE);
     let located = [crate::report::load::LocatedRun {
         dir: ".".into(),
         result: result.clone(),
     }];
-    if let Err(e) = crate::report::junit::write_junit(&junit, &located, dir, &result.id, opts.junit)
+    if let Err(e) = crate::report::junit::write_junit(&junit_path, &located, dir, &result.id, junit)
     {
-        failures.push(format!("writing {}: {e}", junit.display()));
+        failures.push(format!("writing {}: {e}", junit_path.display()));
     }
     let summary = crate::report::summary::summary_markdown(std::slice::from_ref(result));
     if let Err(e) = fs::write(dir.join("summary.md"), summary) {
@@ -211,7 +215,7 @@ mod tests {
         let mut result = RunResult::unreached_error("smoke", "");
         result.verdict = crate::result::Verdict::Pass;
         result.reason.clear();
-        let failures = write_record(&opts, &result);
+        let failures = rewrite(&opts.dir, opts.junit, &result);
         assert_eq!(failures.len(), 4, "{failures:?}");
         assert!(failures[0].starts_with(&format!("writing {}/result.json: ", not_a_dir.display())));
         mark_unrecorded(&mut result, &failures.join("; "));
@@ -224,7 +228,7 @@ mod tests {
 
         // Written where it can be: nothing to mark.
         let ok = options(d.path().to_path_buf());
-        assert!(write_record(&ok, &result).is_empty());
+        assert!(rewrite(&ok.dir, ok.junit, &result).is_empty());
         for f in ["result.json", "junit.xml", "summary.md", "report.html"] {
             assert!(d.path().join(f).is_file(), "{f}");
         }

@@ -93,9 +93,10 @@ fn stamp(elapsed: Duration) -> String {
 }
 
 /// `matrix: starting ID (2 running, 8 queued, 3/12 done)`, counts taken after the start.
-pub fn start_line(id: &str, c: Counts) -> String {
+pub fn start_line(id: &str, on: Option<&str>, c: Counts) -> String {
+    let on = on.map(|h| format!(" on {h}")).unwrap_or_default();
     format!(
-        "matrix: starting {id} ({} running, {} queued, {}/{} done)",
+        "matrix: starting {id}{on} ({} running, {} queued, {}/{} done)",
         c.running,
         c.queued(),
         c.done,
@@ -194,6 +195,11 @@ impl Board {
     }
 
     pub fn started(&self, id: &str) {
+        self.started_on(id, None);
+    }
+
+    /// A run starts on a host of several, which its line names.
+    pub fn started_on(&self, id: &str, host: Option<&str>) {
         let c = {
             let mut s = self.state();
             s.counts.start();
@@ -202,7 +208,7 @@ impl Board {
             s.counts
         };
         self.counts_changed(c);
-        self.log(&start_line(id, c));
+        self.log(&start_line(id, host, c));
     }
 
     /// `as_expected`: the verdict is what the permutation's scenario expects (an expected
@@ -444,8 +450,12 @@ mod tests {
     #[test]
     fn the_matrix_lines_carry_the_counts() {
         assert_eq!(
-            start_line("disks-by-name", counts(12, 2, 3, 0)),
+            start_line("disks-by-name", None, counts(12, 2, 3, 0)),
             "matrix: starting disks-by-name (2 running, 7 queued, 3/12 done)"
+        );
+        assert_eq!(
+            start_line("a", Some("qemu+ssh://lab-2/system"), counts(2, 1, 0, 0)),
+            "matrix: starting a on qemu+ssh://lab-2/system (1 running, 1 queued, 0/2 done)"
         );
         let mut r = sample_fail("disks-by-path", "timeout");
         r.duration_ms = 95_400;

@@ -8,12 +8,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::task::JoinSet;
 
-use super::admission::{self, Admission, Decision, Need};
+use super::admission::Need;
 use super::board::Board;
 use super::job::{Job, RunSettings};
+use super::places::{choose, Choice, Place, PlaceSpec};
 use super::progress::Display;
 use super::run_scenario;
-use crate::result::RunResult;
+use crate::result::{RunResult, Verdict};
 use crate::scenario::Scenario;
 
 pub struct MatrixOptions {
@@ -24,6 +25,8 @@ pub struct MatrixOptions {
     pub jobs: u32,
     /// Its progress: one live board for all runs on a terminal, or plain lines with counts.
     pub settings: RunSettings,
+    /// Where the runs go: this host, or the libvirt hosts of `--connect`/`--hosts`, in order.
+    pub places: Vec<PlaceSpec>,
 }
 
 /// What the matrix did, besides the results.
@@ -58,12 +61,18 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
     let mut results: Vec<Option<RunResult>> = vec![None; total];
     let mut queue: std::collections::VecDeque<(usize, Job)> =
         jobs.into_iter().enumerate().collect();
-    let mut admission = Admission::default();
-    let mut running: JoinSet<(usize, Need, RunResult)> = JoinSet::new();
+    let jobs_limit = opts.jobs.max(1);
+    let interrupt = opts.settings.interrupt.clone();
+    let mut places: Vec<Place> = opts
+        .places
+        .iter()
+        .map(|spec| Place::new(spec.clone(), jobs_limit, &interrupt))
+        .collect();
+    let several = places.len() > 1;
+    let mut running: JoinSet<(usize, usize, Need, RunResult)> = JoinSet::new();
     let mut schedule = Schedule::default();
     let mut free_since = Instant::now();
-    let mut interrupt = opts.settings.interrupt.clone();
-    let jobs_limit = opts.jobs.max(1);
+    let mut interrupt = interrupt;
     let board = Arc::new(Board::new(&opts.name, total, opts.settings.progress));
 
     while !queue.is_empty() || !running.is_empty() {
@@ -78,52 +87,37 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
                 continue;
             }
             let need = need_of(&job.scenario);
-            let host = match admission::host_now(&opts.out) {
-                Ok(h) => h,
-                Err(e) => {
-                    queue.pop_front();
-                    board.skipped(&job.id, None);
-                    results[index] = Some(not_run(
-                        &job,
-                        &opts,
-                        &format!("reading the host's state: {e}"),
-                    ));
-                    continue;
-                }
-            };
-            match admission.decide(need, host, jobs_limit) {
-                Decision::Start => {
+            match choose(&mut places, need, &opts.out) {
+                Choice::Start(p) => {
                     queue.pop_front();
                     schedule.dispatch_delays.push(free_since.elapsed());
-                    admission.reserve(need);
-                    schedule.peak_parallel = schedule.peak_parallel.max(admission.running());
-                    board.started(&job.id);
-                    let run_opts = opts.settings.run_options(
-                        &job,
-                        opts.out.join(&job.id),
-                        Display::InMatrix(board.clone()),
-                        Default::default(),
-                    );
-                    running.spawn(async move {
-                        let r = match std::fs::create_dir_all(&run_opts.dir) {
-                            Ok(()) => run_scenario(&job.scenario, run_opts).await,
-                            Err(e) => {
-                                let why = format!("creating {}: {e}", run_opts.dir.display());
-                                job.not_started(&why)
-                            }
-                        };
-                        (index, need, r)
-                    });
+                    let place = &mut places[p];
+                    place.reserve(need);
+                    let now_running: u32 = running.len() as u32 + 1;
+                    schedule.peak_parallel = schedule.peak_parallel.max(now_running);
+                    board.started_on(&job.id, several.then_some(place.label.as_str()));
+                    let run = start_on(place, job, &opts, &board);
+                    running.spawn(async move { (index, p, need, run.await) });
                     free_since = Instant::now();
                 }
-                Decision::Wait(why) => {
+                Choice::Wait(why) => {
                     tracing::debug!("{}: waiting: {why}", job.id);
                     break;
                 }
-                Decision::Never(why) => {
+                Choice::Never(why) => {
                     queue.pop_front();
-                    board.skipped(&job.id, Some(&format!("cannot run on this host: {why}")));
+                    let on = if several {
+                        "any of the hosts"
+                    } else {
+                        "this host"
+                    };
+                    board.skipped(&job.id, Some(&format!("cannot run on {on}: {why}")));
                     results[index] = Some(not_run(&job, &opts, &format!("not admitted: {why}")));
+                }
+                Choice::NoPlace(why) => {
+                    queue.pop_front();
+                    board.skipped(&job.id, Some(&format!("not run: {why}")));
+                    results[index] = Some(not_run(&job, &opts, &format!("not run: {why}")));
                 }
             }
         }
@@ -142,8 +136,10 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
         // Wait for a run to end (or the host to change: re-check every 5 s).
         tokio::select! {
             done = running.join_next() => {
-                if let Some(Ok((index, need, r))) = done {
-                    admission.release(need);
+                if let Some(Ok((index, p, need, r))) = done {
+                    let place = &mut places[p];
+                    place.release(need);
+                    let r = judge_host(place, r, &opts).await;
                     let as_expected = super::check_expectation(&scenarios[index], &r).is_ok();
                     board.ended(&r, as_expected);
                     results[index] = Some(r);
@@ -172,6 +168,58 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
         })
         .collect();
     (results, schedule)
+}
+
+/// The run of `job` on `place`: its backend, its stop signal (the matrix's interrupt, or the
+/// host's loss), and a replay command that goes to the same host.
+fn start_on(
+    place: &Place,
+    mut job: Job,
+    opts: &MatrixOptions,
+    board: &Arc<Board>,
+) -> impl std::future::Future<Output = RunResult> {
+    job.replay.push_str(&place.spec.backend.replay_flags());
+    let mut run_opts = opts.settings.run_options(
+        &job,
+        opts.out.join(&job.id),
+        Display::InMatrix(board.clone()),
+        Default::default(),
+    );
+    run_opts.backend = place.spec.backend.clone();
+    run_opts.interrupt = place.stop_signal();
+    async move {
+        match std::fs::create_dir_all(&run_opts.dir) {
+            Ok(()) => run_scenario(&job.scenario, run_opts).await,
+            Err(e) => job.not_started(&format!("creating {}: {e}", run_opts.dir.display())),
+        }
+    }
+}
+
+/// A run that did not pass on a remote host may have lost its host: asked once more, a host
+/// that does not answer is gone, and the run's verdict is an error naming it (its directory's
+/// record says so too).
+async fn judge_host(place: &mut Place, mut r: RunResult, opts: &MatrixOptions) -> RunResult {
+    if r.verdict == Verdict::Pass || !place.is_remote() {
+        return r;
+    }
+    place.confirm_alive().await;
+    let Some(why) = place.lost() else {
+        return r;
+    };
+    let own = match r.reason.is_empty() {
+        true => String::new(),
+        false => format!("; the run's own reason: {}", r.reason),
+    };
+    r.verdict = Verdict::Error;
+    r.reason = format!(
+        "the libvirt host {} went away during the run ({why}){own}",
+        place.label
+    );
+    let dir = opts.out.join(&r.id);
+    for failure in super::artifacts::rewrite(&dir, opts.settings.junit, &r) {
+        errln!("sno-harness: {failure}");
+    }
+    r
 }
 
 /// The result of a permutation that never started.

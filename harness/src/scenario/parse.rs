@@ -69,7 +69,7 @@ impl Ctx<'_> {
 }
 
 /// 1-based line and column (in bytes) of byte `at`.
-fn line_column(bytes: &[u8], at: usize) -> (usize, usize) {
+pub(crate) fn line_column(bytes: &[u8], at: usize) -> (usize, usize) {
     let upto = &bytes[..at.min(bytes.len())];
     let line_start = upto.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;

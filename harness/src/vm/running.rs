@@ -33,6 +33,23 @@ impl Backend {
         }
     }
 
+    /// The libvirt host a run goes to, for the reports: its URI without the parameters (a key
+    /// file's path says nothing about where the run went); `None` for QEMU.
+    pub fn libvirt_host(&self) -> Option<String> {
+        match self {
+            Backend::Qemu => None,
+            Backend::Libvirt { uri } => Some(uri.split('?').next().unwrap_or(uri).to_string()),
+        }
+    }
+
+    /// The flags a replay command must repeat to run on the same backend and host.
+    pub fn replay_flags(&self) -> String {
+        match self {
+            Backend::Qemu => String::new(),
+            Backend::Libvirt { uri } => format!(" --backend libvirt --connect {uri}"),
+        }
+    }
+
     /// A libvirt backend whose libvirtd runs on another host (`qemu+ssh://`).
     pub fn is_remote(&self) -> bool {
         match self {

@@ -4,6 +4,7 @@
 //! console (`runtime`, `console_stream`); remote hosts over `qemu+ssh` (`remote`,
 //! `remote_run`, `storage`, `tunnel`, `host_facts`); and its half of `gc`.
 
+pub mod capacity;
 pub mod console_stream;
 pub mod domain;
 pub mod gc;
