@@ -179,6 +179,9 @@ pub struct RunResult {
     pub params: BTreeMap<String, String>,
     pub profile: String,
     pub backend: String,
+    /// The libvirt host the run went to: its URI without the parameters. Absent on QEMU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub libvirt_host: Option<String>,
     pub accel: String,
     #[serde(default)]
     pub accel_reason: String,
@@ -382,6 +385,7 @@ impl RunResult {
             profile: String::new(),
             backend: "qemu".into(),
             accel: String::new(),
+            libvirt_host: None,
             accel_reason: String::new(),
             verdict: Verdict::Error,
             failed_phase: None,
@@ -520,6 +524,7 @@ pub(crate) mod tests {
             profile: "fixture".into(),
             backend: "qemu".into(),
             accel: "tcg".into(),
+            libvirt_host: None,
             accel_reason: "/dev/kvm: nested virtualization unavailable".into(),
             verdict: Verdict::Pass,
             failed_phase: None,

@@ -105,22 +105,29 @@ fn counts_and_verdicts(runs: &[&RunResult]) -> String {
         n(Verdict::Error)
     );
 
+    // Which host ran what, when libvirt hosts did.
+    let hosts = runs.iter().any(|r| r.libvirt_host.is_some());
     let rows = runs
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 format!("`{}`", cell(&r.id)),
                 verdict_badge(r.verdict),
                 r.failed_phase.as_deref().map(cell).unwrap_or_default(),
                 cell(&truncate(&r.reason, REASON_MAX)),
                 secs(r.duration_ms),
-            ]
+            ];
+            if hosts {
+                row.push(r.libvirt_host.as_deref().map(cell).unwrap_or_default());
+            }
+            row
         })
         .collect::<Vec<_>>();
-    md.push_str(&table(
-        &["id", "verdict", "failed phase", "reason", "duration s"],
-        &rows,
-    ));
+    let mut header = vec!["id", "verdict", "failed phase", "reason", "duration s"];
+    if hosts {
+        header.push("host");
+    }
+    md.push_str(&table(&header, &rows));
     md
 }
 
@@ -336,6 +343,31 @@ mod tests {
             let cells = l.replace("\\|", "").matches('|').count();
             assert!(cells == 6 || cells == 5, "bad row: {l}");
         }
+    }
+
+    #[test]
+    fn the_verdict_table_says_which_libvirt_host_ran_what() {
+        let mut a = sample_pass("a");
+        a.libvirt_host = Some("qemu+ssh://root@lab-1/system".into());
+        let b = sample_fail("b", "lost");
+        let md = summary_markdown(&[a.clone(), b.clone()]);
+        let cells =
+            |l: &str| -> Vec<String> { l.split('|').map(|c| c.trim().to_string()).collect() };
+        let header = md.lines().find(|l| l.starts_with("| id ")).unwrap();
+        assert_eq!(cells(header)[6], "host", "{header}");
+        let row = md.lines().find(|l| l.starts_with("| `a`")).unwrap();
+        assert_eq!(cells(row)[6], "qemu+ssh://root@lab-1/system", "{row}");
+        let row = md.lines().find(|l| l.starts_with("| `b`")).unwrap();
+        assert_eq!(cells(row)[6], "", "{row}");
+        // Without libvirt hosts there is no such column.
+        let md = summary_markdown(&[sample_pass("a"), b]);
+        assert!(!md
+            .lines()
+            .any(|l| l.starts_with("| id ") && l.contains("host")));
+        let v: serde_json::Value = serde_json::to_value(&a).unwrap();
+        assert_eq!(v["libvirt_host"], "qemu+ssh://root@lab-1/system");
+        let v = serde_json::to_value(sample_pass("q")).unwrap();
+        assert!(v.get("libvirt_host").is_none(), "absent on QEMU");
     }
 
     #[test]

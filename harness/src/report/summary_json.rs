@@ -27,7 +27,8 @@
 //!   directory when re-read by `sno-harness report`). `path` is the permutation's directory
 //!   relative to the directory holding summary.json (`.` when it is that directory); its
 //!   `result.json` has the full record. `ran` is false when the run reached no phase.
-//!   `disk_write_mib_per_s` is null without a measured disk write.
+//!   `disk_write_mib_per_s` is null without a measured disk write. `host` (libvirt only) is
+//!   the libvirt host it ran on, its URI without parameters.
 //! - `coverage`: one entry per axis, values in the matrix's order, see [`ValueCoverage`]:
 //!   `state` is `passed`, `failed` (any fail or error) or `not-run`. Empty for a single
 //!   scenario (no axes).
@@ -106,6 +107,9 @@ pub struct PermutationSummary {
     /// False when the run reached no phase.
     pub ran: bool,
     pub disk_write_mib_per_s: Option<f64>,
+    /// The libvirt host the permutation ran on (its URI without parameters); absent on QEMU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl Summary {
@@ -161,6 +165,7 @@ impl PermutationSummary {
             path: run.dir.clone(),
             ran: r.reached_any_phase(),
             disk_write_mib_per_s: r.disk_write.as_ref().map(|w| w.mib_per_s),
+            host: r.libvirt_host.clone(),
         }
     }
 }
@@ -197,6 +202,7 @@ mod tests {
         assert_eq!(v["counts"]["error"], 1);
         assert_eq!(v["permutations"][0]["id"], "virtio");
         assert_eq!(v["permutations"][0]["path"], "virtio");
+        assert!(v["permutations"][0].get("host").is_none(), "absent on QEMU");
         assert_eq!(v["permutations"][0]["disk_write_mib_per_s"], 82.6);
         assert!(v["permutations"][0]["failed_phase"].is_null());
         assert_eq!(v["permutations"][1]["failed_phase"], "bootkube");

@@ -135,6 +135,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         params: opts.params.clone(),
         profile: s.profile.name().into(),
         backend: opts.backend.name().into(),
+        libvirt_host: opts.backend.libvirt_host(),
         accel: rec.accel.to_string(),
         accel_reason: rec.accel_reason.clone(),
         verdict,

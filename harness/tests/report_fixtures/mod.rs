@@ -37,6 +37,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
             .collect(),
         profile: "fixture".into(),
         backend: "qemu".into(),
+        libvirt_host: None,
         accel: "tcg".into(),
         accel_reason: String::new(),
         verdict: Verdict::Pass,
