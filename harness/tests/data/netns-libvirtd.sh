@@ -24,13 +24,6 @@ shift 2
 }
 
 ip link set lo up
-mount -t tmpfs tmpfs /run
-mkdir -p /run/libvirt /run/lock
-for d in /var/lib/libvirt /var/cache/libvirt /var/log/libvirt; do
-    mkdir -p "$d"
-    mount -t tmpfs tmpfs "$d"
-done
-mkdir -p /var/lib/libvirt/qemu /var/lib/libvirt/dnsmasq /var/log/libvirt/qemu /var/cache/libvirt/qemu
 # Only the DNS probe below uses the network's dnsmasq as its resolver (in a mount namespace of
 # its own): were it everyone's, dnsmasq would forward what it does not know to itself, and the
 # guest's lookups (sudo resolves the host name) would hang in that loop.
@@ -43,13 +36,8 @@ stop_daemons() {
 }
 trap stop_daemons EXIT
 
-virtlogd -d
-LIBVIRT_LOG_OUTPUTS="3:file:$state/libvirtd.log" libvirtd -d
-for _ in $(seq 100); do
-    virsh -c qemu:///system version >/dev/null 2>&1 && break
-    sleep 0.1
-done
-virsh -c qemu:///system version >/dev/null
+. "$(dirname "$0")/private-libvirtd.sh"
+start_private_libvirtd "$state"
 
 "$@" &
 cmd=$!
