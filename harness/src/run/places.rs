@@ -129,7 +129,9 @@ impl Place {
         if self.lost.is_none() {
             tracing::warn!("{}: lost: {why}", self.label);
             self.lost = Some(why);
-            let _ = self.stop.send(true);
+            // Kept even with no run there now (`send` would drop it): whoever subscribes
+            // later sees it.
+            self.stop.send_replace(true);
         }
     }
 
@@ -277,7 +279,7 @@ fn forward_interrupt(mut interrupt: watch::Receiver<bool>, stop: watch::Sender<b
     tokio::spawn(async move {
         loop {
             if *interrupt.borrow() {
-                let _ = stop.send(true);
+                stop.send_replace(true);
                 return;
             }
             if interrupt.changed().await.is_err() || stop.is_closed() {
@@ -471,6 +473,8 @@ mod tests {
         places[0].release(need());
         assert_eq!(choose(&mut places, need(), out()), Choice::Start(0));
         places[0].mark_lost("gone too".into());
+        // No run watched host 1 when it was lost; one that looks later still sees it.
+        assert!(*places[0].stop_signal().borrow());
         let Choice::NoPlace(why) = choose(&mut places, need(), out()) else {
             panic!()
         };
