@@ -360,8 +360,8 @@ fn six_permutations_on_one_host_and_on_two() {
     let key = w.join("client");
     let mut walls = Vec::new();
     for (name, uris) in [
-        ("one", vec![a.uri(&key)]),
         ("two", vec![a.uri(&key), b.uri(&key)]),
+        ("one", vec![a.uri(&key)]),
     ] {
         std::fs::create_dir_all(w.join(name)).unwrap();
         let hosts = hosts_file(&w.join(name), &uris);
@@ -374,7 +374,17 @@ fn six_permutations_on_one_host_and_on_two() {
         let stderr = String::from_utf8_lossy(&ran.stderr);
         eprintln!("{stderr}");
         assert_eq!(ran.status.code(), Some(0), "{name}: {stderr}");
-        assert_eq!(summary(&out)["counts"]["pass"], 6);
+        let s = summary(&out);
+        assert_eq!(s["counts"]["pass"], 6, "{s}");
+        // Every host given took permutations.
+        let used: std::collections::BTreeSet<&str> = s["permutations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["host"].as_str())
+            .collect();
+        assert_eq!(used.len(), uris.len(), "{s}");
+        eprintln!("6 permutations on {name} host(s), 1 job each: wall {wall:.1} s");
         walls.push((name, wall));
     }
     eprintln!("6 permutations, 1 job per host: {walls:?}");
