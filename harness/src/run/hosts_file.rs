@@ -12,13 +12,12 @@
 //! Like a scenario, the file is input that may be hostile: every error names the file, the
 //! line and what would be valid.
 
-use std::ops::Range;
 use std::path::Path;
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::scenario::{line_column, units::parse_size, ScenarioError};
+use crate::scenario::{units::parse_size, Ctx, ScenarioError};
 use crate::util::input_file;
 
 /// One host of the file, checked.
@@ -58,29 +57,6 @@ const MAX_JOBS: i64 = 256;
 const MAX_CPUS: i64 = 4096;
 const MIN_MEMORY: u64 = 1 << 30;
 
-struct Ctx<'a> {
-    path: &'a Path,
-    text: &'a str,
-}
-
-impl Ctx<'_> {
-    fn err(&self, span: Option<Range<usize>>, message: impl Into<String>) -> ScenarioError {
-        let (line, column) = match span {
-            Some(s) => {
-                let (l, c) = line_column(self.text.as_bytes(), s.start);
-                (Some(l), Some(c))
-            }
-            None => (None, None),
-        };
-        ScenarioError {
-            file: self.path.to_path_buf(),
-            line,
-            column,
-            message: crate::scenario::shorten_long_words(&message.into()),
-        }
-    }
-}
-
 /// Reads and checks a hosts file.
 pub fn load(
     path: &Path,
@@ -105,7 +81,7 @@ pub fn parse_str(
     text: &str,
     check_uri: impl Fn(&str) -> Result<(), String>,
 ) -> Result<Vec<HostEntry>, ScenarioError> {
-    let cx = Ctx { path, text };
+    let cx = Ctx { file: path, text };
     let raw: RawFile = toml::from_str(text)
         .map_err(|e| cx.err(e.span(), e.message().trim().replace('\n', "; ")))?;
     let hosts = raw.host.unwrap_or_default();

@@ -13,5 +13,5 @@ pub use model::{
     AssistedSection, BootOrder, BootSource, Disk, GuestNetwork, InstallMode, Profile, Scenario,
     DEFAULT_DISK_WRITE_STALL, DISK_WRITE_STALL_KEY,
 };
-pub(crate) use parse::{line_column, name_problem, shorten_long_words, RESERVED_NAMES};
 pub use parse::{load, parse_str, ScenarioError};
+pub(crate) use parse::{name_problem, shorten_long_words, Ctx, RESERVED_NAMES};

@@ -37,13 +37,13 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-pub(super) struct Ctx<'a> {
-    pub(super) file: &'a Path,
-    pub(super) text: &'a str,
+pub(crate) struct Ctx<'a> {
+    pub(crate) file: &'a Path,
+    pub(crate) text: &'a str,
 }
 
 impl Ctx<'_> {
-    pub(super) fn err(
+    pub(crate) fn err(
         &self,
         span: Option<Range<usize>>,
         message: impl Into<String>,
@@ -69,7 +69,7 @@ impl Ctx<'_> {
 }
 
 /// 1-based line and column (in bytes) of byte `at`.
-pub(crate) fn line_column(bytes: &[u8], at: usize) -> (usize, usize) {
+fn line_column(bytes: &[u8], at: usize) -> (usize, usize) {
     let upto = &bytes[..at.min(bytes.len())];
     let line_start = upto.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
