@@ -19,23 +19,16 @@ const SUPPORTED: &str =
 /// Where a remote libvirtd is and how to log in there over SSH.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteTarget {
-    /// `None`: the local user's name, as `ssh` does.
+    /// `None`: the `User` of `~/.ssh/config`, else the local user's name, as `ssh` does.
     pub user: Option<String>,
     /// A host name or an IP address; IPv6 literals without their brackets (`::1`).
     pub host: String,
-    /// `None`: port 22.
+    /// `None`: the `Port` of `~/.ssh/config`, else 22.
     pub port: Option<u16>,
     /// libvirt's `keyfile=` parameter: the private key to log in with.
     pub keyfile: Option<PathBuf>,
     /// `false` when the URI says `no_verify=1`: libvirt then lets `ssh` accept any host key.
     pub known_hosts_verify: bool,
-}
-
-impl RemoteTarget {
-    /// The SSH port, 22 unless the URI gives one.
-    pub fn port_or_default(&self) -> u16 {
-        self.port.unwrap_or(22)
-    }
 }
 
 impl std::fmt::Display for RemoteTarget {
@@ -311,7 +304,7 @@ mod tests {
             (t.user, t.host.as_str(), t.port),
             (None, "10.1.2.3", Some(2222))
         );
-        assert_eq!(remote("qemu+ssh://h/system").port_or_default(), 22);
+        assert_eq!(remote("qemu+ssh://h/system").port, None);
         // Other drivers over ssh are the same login.
         assert_eq!(remote("test+ssh://h/default").host, "h");
         // A percent-escaped user name is decoded.

@@ -2,99 +2,85 @@
 //!
 //! With `qemu+ssh://` the guest's QEMU `hostfwd` ports (SSH, the API server) bind on the
 //! remote host's 127.0.0.1, out of the harness's reach. A `Tunnel` listens on 127.0.0.1 here,
-//! one port per remote port, and carries every accepted connection to the remote port through
-//! an SSH `direct-tcpip` channel, as `ssh -L` does.
+//! one port per remote port, and carries every accepted connection to the remote port.
 //!
-//! It logs in the way `ssh` does for the libvirt URI, so that it works wherever libvirt's own
-//! ssh transport works: the URI's `keyfile` if given, else the keys of ssh-agent, else
-//! `~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`; the host key is checked against
-//! `~/.ssh/known_hosts` unless the URI says `no_verify=1` (libvirt then runs `ssh` with
-//! `StrictHostKeyChecking=no`). Not read: `~/.ssh/config` (host aliases, `User`, `Port`,
-//! `IdentityFile`, `ProxyJump`): give those in the URI.
+//! It runs OpenSSH's `ssh`, as libvirt's own `qemu+ssh` transport does, so that a host libvirt
+//! reaches is reached the same way: `~/.ssh/config` (host aliases, `User`, `Port`,
+//! `IdentityFile`, `ProxyJump`), ssh-agent, known_hosts. One control connection per tunnel
+//! (`ssh -N -o ControlMaster=yes`) logs in once; each accepted connection is handed to it by an
+//! `ssh -S CONTROL -W HOST:PORT` whose stdin and stdout are the accepted socket itself, so no
+//! byte passes through this process and no second login is made. The listeners stay this
+//! process's own (port 0, no race for a free port with anyone).
 //!
-//! One SSH session per accepted connection, each driven by its own thread in non-blocking
-//! mode. ssh2's `Session` serialises every call behind one lock, so a blocking read on one
-//! channel would stall every other channel of that session (and the writes that the read
-//! waits for); sharing a session would need one thread multiplexing all channels, re-opening
-//! channels whose non-blocking open must be retried with the same arguments, and reconnecting
-//! everything when the session dies. A session per connection costs a handshake and a login
-//! per connection (the harness makes few, and a failed one fails alone), and each pump stays
-//! a simple loop over two sockets.
+//! The `ssh` processes are started by the tunnel's own thread, which lives as long as the
+//! tunnel: each dies with it (`PR_SET_PDEATHSIG`), and each is in a process group of its own,
+//! so that a Ctrl-C on the terminal reaches the harness, which then closes the tunnel in order.
 
-mod login;
+mod argv;
+mod refusal;
 
-use std::io::{self, Read, Write};
+use std::fs::File;
+use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
-use std::path::PathBuf;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use ssh2::{BlockDirections, Session};
-
-use self::login::{close_session, Login};
 use super::remote::RemoteTarget;
 
-/// Bound on each blocking SSH step (connect, handshake, login, channel open): a thread stuck
-/// on a dead host gives up after this. `Drop` waits for a connection that is logging in.
-const IO_TIMEOUT: Duration = Duration::from_secs(15);
-/// How often idle threads look at the stop flag.
+/// How long the control connection may take to log in (every hop of a `ProxyJump` included).
+const UP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often the tunnel's thread looks at the stop flag and its children.
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
-/// Bytes buffered per direction of a connection before its reader pauses.
-const BUFFER_CAP: usize = 256 * 1024;
+/// How long `ssh` gets to close its connection after SIGTERM, before SIGKILL.
+const SSH_GRACE: Duration = Duration::from_secs(3);
+const SSH_BINARY: &str = "ssh";
 
 #[derive(Debug, thiserror::Error)]
 pub enum TunnelError {
-    #[error("resolving {target}: {source}")]
-    Resolve {
-        target: String,
+    #[error("starting `{SSH_BINARY}` for the SSH forwards: {source} (OpenSSH's client, package openssh-client, is needed for qemu+ssh:// hosts)")]
+    Spawn {
         #[source]
         source: io::Error,
     },
-    #[error("connecting to {target} over SSH: {source}")]
-    Connect {
-        target: String,
-        #[source]
-        source: io::Error,
-    },
-    #[error("SSH {stage} with {target}: {source}")]
-    Ssh {
-        target: String,
-        stage: &'static str,
-        #[source]
-        source: ssh2::Error,
-    },
-    #[error("the SSH host key of {host} ({key}) is not in {known_hosts}. {fix}")]
+    #[error("the SSH host key of {host} is not in {known_hosts} (ssh: {said}). {fix}")]
     UnknownHostKey {
         host: String,
-        /// Type and `SHA256:` fingerprint, as OpenSSH shows them.
-        key: String,
-        known_hosts: PathBuf,
+        said: String,
+        known_hosts: String,
         /// The commands that accept the key, or the URI parameter that skips the check.
         fix: String,
     },
-    #[error("the SSH host key of {host} ({key}) does NOT match the one in {known_hosts}: the host was reinstalled, or someone is in the middle. If the change is expected, remove the old key with `ssh-keygen -R '{known_hosts_name}' -f {known_hosts}` and accept the new one")]
-    HostKeyMismatch {
+    #[error("the SSH host key of {host} does NOT match the one known (ssh: {said}): {fix}")]
+    HostKeyChanged {
         host: String,
-        key: String,
-        known_hosts: PathBuf,
-        known_hosts_name: String,
+        said: String,
+        fix: String,
     },
-    #[error("reading the known hosts {path}: {source}")]
-    KnownHosts {
-        path: PathBuf,
+    #[error("SSH login to {host} refused; tried {offered} (ssh: {said})")]
+    Auth {
+        host: String,
+        offered: String,
+        said: String,
+    },
+    #[error("SSH connection to {host} failed ({status}): {said}")]
+    Refused {
+        host: String,
+        status: String,
+        said: String,
+    },
+    #[error("no SSH connection to {host} within {}s (ssh so far: {said})", UP_TIMEOUT.as_secs())]
+    Timeout { host: String, said: String },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
         #[source]
         source: io::Error,
-    },
-    #[error("no user name for the SSH login to {host}: put one in the libvirt URI (qemu+ssh://USER@host/system)")]
-    NoUser { host: String },
-    #[error("SSH authentication as {user} on {host} failed; tried: {tried}")]
-    Auth {
-        user: String,
-        host: String,
-        tried: String,
     },
     #[error("listening on 127.0.0.1 for {remote} on the remote side: {source}")]
     Listen {
@@ -107,24 +93,39 @@ pub enum TunnelError {
 /// What `Tunnel::open` reads from the environment, overridable (for tests).
 #[derive(Debug, Clone, Default)]
 pub struct TunnelOptions {
-    /// The OpenSSH known_hosts file; `None`: `~/.ssh/known_hosts`.
+    /// A known_hosts file in place of the user's (and the system's); `None`: what the user's
+    /// OpenSSH configuration says.
     pub known_hosts: Option<PathBuf>,
 }
 
 /// Listeners on 127.0.0.1 forwarding to the remote host's loopback. Dropping it closes the
-/// listeners and every forwarded connection, and joins all its threads.
+/// listeners, ends every forwarded connection and the control connection, and joins its thread.
 pub struct Tunnel {
     /// (address on the remote side, local port).
     ports: Vec<(SocketAddr, u16)>,
     stop: Arc<AtomicBool>,
-    listeners: Vec<JoinHandle<()>>,
+    worker: Option<JoinHandle<()>>,
+    /// The control socket and the `ssh` logs; removed last.
+    _dir: tempfile::TempDir,
+}
+
+/// What the tunnel's thread needs to run its `ssh` processes.
+struct Plan {
+    target: RemoteTarget,
+    options: TunnelOptions,
+    dir: PathBuf,
+}
+
+impl Plan {
+    fn control(&self) -> PathBuf {
+        self.dir.join("control")
+    }
 }
 
 impl Tunnel {
     /// Logs in once (to fail here, not on the first connection, when the host key or the
-    /// credentials are wrong) and starts forwarding `remote_ports`.
-    /// `remotes` are addresses as the remote host reaches them: its loopback (a QEMU
-    /// `hostfwd`) or a guest on one of its networks.
+    /// credentials are wrong) and starts forwarding `remotes`: addresses as the remote host
+    /// reaches them, its loopback (a QEMU `hostfwd`) or a guest on one of its networks.
     pub fn open(target: &RemoteTarget, remotes: &[SocketAddr]) -> Result<Tunnel, TunnelError> {
         Tunnel::open_with(target, remotes, &TunnelOptions::default())
     }
@@ -134,33 +135,54 @@ impl Tunnel {
         remotes: &[SocketAddr],
         options: &TunnelOptions,
     ) -> Result<Tunnel, TunnelError> {
-        let (login, session) = Login::first(target, options)?;
-        close_session(session);
-        let login = Arc::new(login);
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut tunnel = Tunnel {
-            ports: Vec::new(),
-            stop: stop.clone(),
-            listeners: Vec::new(),
-        };
+        let dir = tempfile::Builder::new()
+            .prefix(CONTROL_PREFIX)
+            .tempdir_in(CONTROL_BASE)
+            .map_err(|source| TunnelError::Io {
+                what: "a directory in /tmp for the SSH control socket".into(),
+                source,
+            })?;
+        let mut ports = Vec::new();
+        let mut listeners = Vec::new();
         for &remote in remotes {
-            if tunnel.local_port(remote).is_some() {
+            if ports.iter().any(|(r, _)| *r == remote) {
                 continue;
             }
-            // On error `tunnel` drops here, stopping the listeners already started.
             let listen = |source| TunnelError::Listen { remote, source };
             let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(listen)?;
             listener.set_nonblocking(true).map_err(listen)?;
-            let local = listener.local_addr().map_err(listen)?.port();
-            let (login, stop) = (login.clone(), stop.clone());
-            let handle = std::thread::Builder::new()
-                .name(format!("ssh-tunnel-{remote}"))
-                .spawn(move || serve(listener, remote, &login, &stop))
-                .map_err(listen)?;
-            tunnel.listeners.push(handle);
-            tunnel.ports.push((remote, local));
+            ports.push((remote, listener.local_addr().map_err(listen)?.port()));
+            listeners.push((listener, remote));
         }
-        Ok(tunnel)
+        let plan = Plan {
+            target: target.clone(),
+            options: options.clone(),
+            dir: dir.path().to_path_buf(),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let thread_stop = stop.clone();
+        let worker = std::thread::Builder::new()
+            .name(format!("ssh-tunnel-{}", target.host))
+            .spawn(move || run(plan, listeners, &thread_stop, ready_tx))
+            .map_err(|source| TunnelError::Io {
+                what: "a thread for the SSH forwards".into(),
+                source,
+            })?;
+        let tunnel = Tunnel {
+            ports,
+            stop,
+            worker: Some(worker),
+            _dir: dir,
+        };
+        // On error `tunnel` drops here, joining the thread (which has ended).
+        match ready_rx.recv() {
+            Ok(up) => up.map(|()| tunnel),
+            Err(_) => Err(TunnelError::Io {
+                what: "the SSH forwards' thread".into(),
+                source: io::Error::other("it ended before it said whether it is up"),
+            }),
+        }
     }
 
     /// The port on 127.0.0.1 that reaches `remote` from the remote host.
@@ -175,13 +197,72 @@ impl Tunnel {
 impl Drop for Tunnel {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        for handle in self.listeners.drain(..) {
-            let _ = handle.join();
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
         }
     }
 }
-/// Waits until `fds` are ready for their events or `POLL_INTERVAL` passes.
-fn wait(fds: &mut [libc::pollfd]) {
+
+/// The tunnel's thread: brings the control connection up, says so, then serves the listeners
+/// until stopped. Everything it started ends before it returns.
+fn run(
+    plan: Plan,
+    listeners: Vec<(TcpListener, SocketAddr)>,
+    stop: &AtomicBool,
+    ready: mpsc::Sender<Result<(), TunnelError>>,
+) {
+    let mut master = match Master::start(&plan) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    if let Err(e) = master.wait_up(&plan) {
+        let _ = ready.send(Err(e));
+        return;
+    }
+    let _ = ready.send(Ok(()));
+    let mut forwards: Vec<Child> = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        let mut accepted = false;
+        for (listener, remote) in &listeners {
+            match listener.accept() {
+                Ok((conn, peer)) => {
+                    accepted = true;
+                    match spawn_forward(&plan, conn, *remote) {
+                        Ok(child) => forwards.push(child),
+                        Err(e) => tracing::warn!("forwarding {peer} to {remote}: {e}"),
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => tracing::warn!("accepting on the tunnel to {remote}: {e}"),
+            }
+        }
+        // Reaps the forwards whose connection ended.
+        forwards.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+        if !accepted {
+            wait_readable(&listeners);
+        }
+    }
+    drop(listeners);
+    for mut child in forwards {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    drop(master);
+}
+
+/// Waits until a listener has a connection or `POLL_INTERVAL` passes.
+fn wait_readable(listeners: &[(TcpListener, SocketAddr)]) {
+    let mut fds: Vec<libc::pollfd> = listeners
+        .iter()
+        .map(|(l, _)| libc::pollfd {
+            fd: l.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
     // SAFETY: `fds` is a valid slice of pollfd for its length.
     unsafe {
         libc::poll(
@@ -192,209 +273,144 @@ fn wait(fds: &mut [libc::pollfd]) {
     }
 }
 
-/// A pollfd for `events` on `fd`; none at all when no event is wanted (poll skips negative
-/// fds), else a socket that hung up would be reported ready at once, forever.
-fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd {
-        fd: if events == 0 { -1 } else { fd },
-        events,
-        revents: 0,
-    }
-}
-
-/// The listener's thread: accepts until stopped, one thread per connection, joined before
-/// it returns (the listener closes then).
-fn serve(listener: TcpListener, remote: SocketAddr, login: &Arc<Login>, stop: &Arc<AtomicBool>) {
-    let mut connections: Vec<JoinHandle<()>> = Vec::new();
-    while !stop.load(Ordering::SeqCst) {
-        match listener.accept() {
-            Ok((local, peer)) => {
-                let (login, stop) = (login.clone(), stop.clone());
-                let spawned = std::thread::Builder::new()
-                    .name(format!("ssh-tunnel-{remote}-conn"))
-                    .spawn(move || match forward(local, remote, &login, &stop) {
-                        Ok(()) => {}
-                        // A peer that resets or closes early: the end of a connection.
-                        Err(e @ ForwardError::Io(_)) => tracing::debug!(
-                            "forwarding {peer} to {remote} on {}: {e}",
-                            login.display
-                        ),
-                        Err(e) => tracing::warn!(
-                            "forwarding {peer} to {remote} on {}: {e}",
-                            login.display
-                        ),
-                    });
-                match spawned {
-                    Ok(handle) => connections.push(handle),
-                    Err(e) => tracing::warn!("no thread for a tunnel connection: {e}"),
-                }
+/// An `ssh` of the tunnel: in its own process group, and killed when the thread that
+/// started it (the tunnel's) ends.
+fn ssh_command(argv: Vec<std::ffi::OsString>) -> Command {
+    let mut cmd = Command::new(SSH_BINARY);
+    cmd.args(argv);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(io::Error::last_os_error());
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                wait(&mut [pollfd(listener.as_raw_fd(), libc::POLLIN)]);
+            if libc::setpgid(0, 0) != 0 {
+                return Err(io::Error::last_os_error());
             }
-            Err(e) => {
-                tracing::warn!("accepting on the tunnel to {remote}: {e}");
-                std::thread::sleep(POLL_INTERVAL);
-            }
-        }
-        connections.retain(|h| !h.is_finished());
-    }
-    drop(listener);
-    for handle in connections {
-        let _ = handle.join();
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-enum ForwardError {
-    #[error(transparent)]
-    Login(#[from] TunnelError),
-    #[error("opening the channel: {0}")]
-    Channel(ssh2::Error),
-    #[error("{0}")]
-    Io(#[from] io::Error),
-}
-
-/// One forwarded connection: its own session and channel, pumped until both directions have
-/// ended, an error, or the stop flag.
-fn forward(
-    local: TcpStream,
-    remote: SocketAddr,
-    login: &Login,
-    stop: &AtomicBool,
-) -> Result<(), ForwardError> {
-    let (session, ssh_fd) = login.again()?;
-    let result = session
-        .channel_direct_tcpip(&remote.ip().to_string(), remote.port(), None)
-        .map_err(ForwardError::Channel)
-        .and_then(|mut channel| {
-            session.set_blocking(false);
-            let pumped = pump(&local, &session, ssh_fd, &mut channel, stop);
-            session.set_blocking(true);
-            session.set_timeout(2_000);
-            let _ = channel.close();
-            drop(channel);
-            pumped.map_err(ForwardError::Io)
+            Ok(())
         });
-    close_session(session);
-    result
+    }
+    cmd
 }
 
-/// Copies bytes both ways, half-closes each direction when its source ends, returns when both
-/// have ended (or on the first error, or when stopped).
-fn pump(
-    local: &TcpStream,
-    session: &Session,
-    ssh_fd: RawFd,
-    channel: &mut ssh2::Channel,
-    stop: &AtomicBool,
-) -> io::Result<()> {
-    local.set_nonblocking(true)?;
-    let mut local_r = local;
-    let mut local_w = local;
-    let mut buf = vec![0u8; 32 * 1024];
-    let mut up: Vec<u8> = Vec::new(); // local -> remote
-    let mut down: Vec<u8> = Vec::new(); // remote -> local
-    let (mut local_eof, mut eof_sent, mut remote_eof, mut local_shut) =
-        (false, false, false, false);
-    let would_block = |e: &io::Error| {
-        matches!(
-            e.kind(),
-            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-        )
-    };
-    loop {
-        if stop.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        let mut progress = false;
-        if !local_eof && up.len() < BUFFER_CAP {
-            match local_r.read(&mut buf) {
-                Ok(0) => (local_eof, progress) = (true, true),
-                Ok(n) => {
-                    up.extend_from_slice(&buf[..n]);
-                    progress = true;
-                }
-                Err(e) if would_block(&e) => {}
-                Err(e) => return Err(e),
+/// `ssh -W` with the accepted connection as its stdin and stdout: the control connection
+/// takes both descriptors over, and this process keeps none.
+fn spawn_forward(plan: &Plan, conn: TcpStream, remote: SocketAddr) -> io::Result<Child> {
+    conn.set_nonblocking(false)?;
+    let out = OwnedFd::from(conn.try_clone()?);
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .open(plan.dir.join("forwards.log"))?;
+    ssh_command(argv::forward(
+        &plan.target,
+        &plan.options,
+        &plan.control(),
+        remote,
+    ))
+    .stdin(Stdio::from(OwnedFd::from(conn)))
+    .stdout(Stdio::from(out))
+    .stderr(log)
+    .spawn()
+}
+
+/// The control connection's `ssh`.
+struct Master {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Master {
+    fn start(plan: &Plan) -> Result<Master, TunnelError> {
+        let log = plan.dir.join("control.log");
+        let stderr = File::create(&log).map_err(|source| TunnelError::Io {
+            what: format!("creating {}", log.display()),
+            source,
+        })?;
+        let child = ssh_command(argv::master(&plan.target, &plan.options, &plan.control()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .map_err(|source| TunnelError::Spawn { source })?;
+        Ok(Master { child, log })
+    }
+
+    /// Until the control socket exists (`ssh` makes it once logged in), `ssh` ends, or
+    /// `UP_TIMEOUT`.
+    fn wait_up(&mut self, plan: &Plan) -> Result<(), TunnelError> {
+        let started = Instant::now();
+        loop {
+            if plan.control().exists() {
+                return Ok(());
             }
-        }
-        while !up.is_empty() {
-            match channel.write(&up) {
-                Ok(0) => break,
-                Ok(n) => {
-                    up.drain(..n);
-                    progress = true;
-                }
-                Err(e) if would_block(&e) => break,
-                Err(e) => return Err(e),
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(refusal::classify(
+                    &plan.target,
+                    &plan.options,
+                    &status.to_string(),
+                    &read_log(&self.log),
+                ));
             }
-        }
-        if local_eof && up.is_empty() && !eof_sent {
-            match channel.send_eof().map_err(io::Error::from) {
-                Ok(()) => (eof_sent, progress) = (true, true),
-                Err(e) if would_block(&e) => {}
-                Err(e) => return Err(e),
+            if started.elapsed() > UP_TIMEOUT {
+                return Err(TunnelError::Timeout {
+                    host: plan.target.to_string(),
+                    said: refusal::said(&read_log(&self.log)),
+                });
             }
-        }
-        if !remote_eof && down.len() < BUFFER_CAP {
-            match channel.read(&mut buf) {
-                Ok(0) if channel.eof() => (remote_eof, progress) = (true, true),
-                Ok(0) => {}
-                Ok(n) => {
-                    down.extend_from_slice(&buf[..n]);
-                    progress = true;
-                }
-                Err(e) if would_block(&e) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        while !down.is_empty() {
-            match local_w.write(&down) {
-                Ok(0) => break,
-                Ok(n) => {
-                    down.drain(..n);
-                    progress = true;
-                }
-                Err(e) if would_block(&e) => break,
-                Err(e) => return Err(e),
-            }
-        }
-        if remote_eof && down.is_empty() && !local_shut {
-            let _ = local.shutdown(std::net::Shutdown::Write);
-            local_shut = true;
-            progress = true;
-        }
-        if eof_sent && local_shut {
-            return Ok(());
-        }
-        if !progress {
-            let mut local_events = 0;
-            if !local_eof && up.len() < BUFFER_CAP {
-                local_events |= libc::POLLIN;
-            }
-            if !down.is_empty() {
-                local_events |= libc::POLLOUT;
-            }
-            let mut ssh_events = 0;
-            if (!remote_eof && down.len() < BUFFER_CAP)
-                || !up.is_empty()
-                || (local_eof && !eof_sent)
-            {
-                ssh_events |= libc::POLLIN;
-            }
-            if matches!(
-                session.block_directions(),
-                BlockDirections::Outbound | BlockDirections::Both
-            ) {
-                ssh_events |= libc::POLLOUT;
-            }
-            wait(&mut [
-                pollfd(local.as_raw_fd(), local_events),
-                pollfd(ssh_fd, ssh_events),
-            ]);
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+impl Drop for Master {
+    /// SIGTERM (ssh closes its channels and the connection), SIGKILL after `SSH_GRACE`.
+    fn drop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        // SAFETY: kill(2) of this process's own child, not yet reaped (checked just above).
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + SSH_GRACE;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Where the tunnels' directories are: a Unix socket's path has at most 107 bytes, too few for
+/// a run directory's.
+pub const CONTROL_BASE: &str = "/tmp";
+const CONTROL_PREFIX: &str = "sno-ssh-";
+
+/// The tunnel directories under `base` that no tunnel uses: older than a control connection
+/// may take to come up, and with no control connection listening. A harness killed outright
+/// leaves its directory (its `ssh` processes die with it); `gc` removes these.
+pub fn stale_control_dirs(base: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(CONTROL_PREFIX))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .filter(|dir| {
+            let old = std::fs::metadata(dir)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > UP_TIMEOUT));
+            old && std::os::unix::net::UnixStream::connect(dir.join("control")).is_err()
+        })
+        .collect()
+}
+
+fn read_log(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
 }
 
 #[cfg(test)]
