@@ -220,7 +220,25 @@ pub fn collect(registry_dir: &Path, uris: &[String], dry_run: bool) -> Collected
     for uri in uris {
         sweep(uri, None, &alive_domains, dry_run, &mut out);
     }
+    collect_tunnel_dirs(dry_run, &mut out);
     out
+}
+
+/// The directories of SSH forwards whose harness was killed: the `ssh` processes died with it
+/// (their parent-death signal), the control socket's directory did not.
+fn collect_tunnel_dirs(dry_run: bool, out: &mut Collected) {
+    let base = Path::new(crate::vm::libvirt::tunnel::CONTROL_BASE);
+    for dir in crate::vm::libvirt::tunnel::stale_control_dirs(base) {
+        let what = format!("remove {} (a dead SSH control connection's)", dir.display());
+        if dry_run {
+            out.actions.push(what);
+            continue;
+        }
+        match fs::remove_dir_all(&dir) {
+            Ok(()) => out.actions.push(what),
+            Err(err) => out.errors.push(format!("{what}: {err}")),
+        }
+    }
 }
 
 #[cfg(test)]
