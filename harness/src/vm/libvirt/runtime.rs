@@ -41,8 +41,13 @@ pub const DEFAULT_URI: &str = "qemu:///system";
 pub enum LibvirtError {
     #[error("libvirt's event loop: {0}")]
     EventLoop(String),
-    #[error("connecting to {uri}: {message} (is libvirtd running? `virtlogd -d; libvirtd -d`)")]
-    Connect { uri: String, message: String },
+    #[error("connecting to {uri}: {message}{hint}")]
+    Connect {
+        uri: String,
+        message: String,
+        /// What to check: this host's daemons for a local URI, the SSH side for a remote one.
+        hint: String,
+    },
     #[error("libvirt's QEMU runs as another user and cannot reach {path}: {ancestor} has mode {mode:o}; put the run directory (--out) under a directory others can traverse, such as /var/tmp")]
     Unreachable {
         path: PathBuf,
@@ -90,6 +95,16 @@ fn ensure_event_loop() -> Result<(), LibvirtError> {
     .map_err(LibvirtError::EventLoop)
 }
 
+/// Where to look when a connection fails: the daemons here only matter for a local URI.
+fn connect_hint(uri: &str) -> String {
+    match super::remote::remote_target(uri) {
+        Ok(None) => " (is libvirtd running? `virtlogd -d; libvirtd -d`)".into(),
+        _ => format!(
+            " (does `virsh -c '{uri}' version` work from here? It logs in with ssh as the harness does)"
+        ),
+    }
+}
+
 /// Opens a connection with the event loop in place, and keepalives so that a dead remote
 /// libvirtd is noticed.
 pub fn connect(uri: &str) -> Result<Connect, LibvirtError> {
@@ -97,6 +112,7 @@ pub fn connect(uri: &str) -> Result<Connect, LibvirtError> {
     let conn = Connect::open(Some(uri)).map_err(|e| LibvirtError::Connect {
         uri: uri.into(),
         message: e.to_string(),
+        hint: connect_hint(uri),
     })?;
     let _ = conn.set_keep_alive(5, 3);
     Ok(conn)
@@ -193,6 +209,21 @@ pub fn lifecycle_as_qemu_event(
     }
 }
 
+/// libvirt's word that QEMU itself ended without being asked to (the emulator failed: an
+/// assertion, a signal), as the QEMU backend's process exit: the VM is gone, and why. A
+/// transient domain is gone from libvirtd right after, so this is the one place to learn it.
+pub fn lifecycle_as_vm_exit(event: u32, detail: u32) -> Option<String> {
+    if event != sys::VIR_DOMAIN_EVENT_STOPPED {
+        return None;
+    }
+    let why = match detail {
+        sys::VIR_DOMAIN_EVENT_STOPPED_FAILED => "failed",
+        sys::VIR_DOMAIN_EVENT_STOPPED_CRASHED => "crashed",
+        _ => return None,
+    };
+    Some(format!("libvirt: the domain stopped, its QEMU {why}"))
+}
+
 unsafe extern "C" fn on_lifecycle(
     _conn: sys::virConnectPtr,
     _dom: sys::virDomainPtr,
@@ -202,6 +233,11 @@ unsafe extern "C" fn on_lifecycle(
 ) -> c_int {
     if let Some((name, data)) = lifecycle_as_qemu_event(event as u32, detail as u32) {
         send(opaque, name, data);
+    }
+    if let Some(status) = lifecycle_as_vm_exit(event as u32, detail as u32) {
+        // SAFETY: as in `send`.
+        let sink = unsafe { &*(opaque as *const Sink) };
+        let _ = sink.tx.send((Source::Libvirt, Signal::VmExited { status }));
     }
     0
 }
@@ -561,13 +597,18 @@ impl LibvirtVm {
     }
 
     /// Whether the domain runs; an error when libvirt cannot say (the connection to libvirtd
-    /// is gone), which is not the domain's end.
+    /// is gone), which is not the domain's end. libvirtd answering that it knows no such
+    /// domain is an answer: a transient domain whose QEMU died (crashed, or killed) is gone
+    /// from libvirtd at once, and that is the VM's end, not the connection's.
     pub fn liveness(&self) -> Result<bool, LibvirtError> {
+        use virt::error::ErrorNumber;
         match &self.dom {
             None => Ok(false),
-            Some(d) => d
-                .is_active()
-                .map_err(|e| other("asking libvirtd whether the domain runs", e)),
+            Some(d) => match d.is_active() {
+                Ok(active) => Ok(active),
+                Err(e) if e.code().known() == Some(ErrorNumber::NoDomain) => Ok(false),
+                Err(e) => Err(other("asking libvirtd whether the domain runs", e)),
+            },
         }
     }
 
@@ -735,6 +776,34 @@ mod tests {
         assert_ne!(data["reason"], "guest-reset");
         assert!(lifecycle_as_qemu_event(sys::VIR_DOMAIN_EVENT_STARTED, 0).is_none());
         assert!(lifecycle_as_qemu_event(sys::VIR_DOMAIN_EVENT_RESUMED, 0).is_none());
+    }
+
+    #[test]
+    fn a_failed_connection_points_at_this_hosts_daemons_only_for_a_local_uri() {
+        assert!(connect_hint("qemu:///system").contains("libvirtd -d"));
+        let remote = connect_hint("qemu+ssh://root@lab/system");
+        assert!(!remote.contains("libvirtd -d"), "{remote}");
+        assert!(
+            remote.contains("virsh -c 'qemu+ssh://root@lab/system' version"),
+            "{remote}"
+        );
+    }
+
+    #[test]
+    fn qemu_failing_or_crashing_is_the_vms_end_and_an_asked_for_stop_is_not() {
+        let stopped = |detail| lifecycle_as_vm_exit(sys::VIR_DOMAIN_EVENT_STOPPED, detail);
+        let failed = stopped(sys::VIR_DOMAIN_EVENT_STOPPED_FAILED).unwrap();
+        assert!(failed.contains("its QEMU failed"), "{failed}");
+        let crashed = stopped(sys::VIR_DOMAIN_EVENT_STOPPED_CRASHED).unwrap();
+        assert!(crashed.contains("its QEMU crashed"), "{crashed}");
+        // The harness's own destroy, and a guest's poweroff (the machine reads its SHUTDOWN).
+        assert_eq!(stopped(sys::VIR_DOMAIN_EVENT_STOPPED_DESTROYED), None);
+        assert_eq!(stopped(sys::VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN), None);
+        let crashed_guest = sys::VIR_DOMAIN_EVENT_CRASHED;
+        assert_eq!(
+            lifecycle_as_vm_exit(crashed_guest, sys::VIR_DOMAIN_EVENT_STOPPED_FAILED),
+            None
+        );
     }
 
     #[test]
