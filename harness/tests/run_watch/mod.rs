@@ -57,10 +57,12 @@ pub fn wait_for_bootkube(child: &mut Child, events: &Path) {
         }) {
             return;
         }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before bootkube started"
-        );
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "the run ended ({status}) before bootkube started\n{}",
+                what_the_run_left(events)
+            );
+        }
         assert!(
             start.elapsed() < Duration::from_secs(600),
             "bootkube never started"
@@ -77,10 +79,12 @@ pub fn wait_for_events(child: &mut Child, events: &Path, needles: &[&str]) {
         if needles.iter().all(|n| text.contains(n)) {
             return;
         }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before its events held {needles:?}"
-        );
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "the run ended ({status}) before its events held {needles:?}\n{}",
+                what_the_run_left(events)
+            );
+        }
         assert!(
             start.elapsed() < Duration::from_secs(600),
             "{} never held {needles:?}",
@@ -88,4 +92,28 @@ pub fn wait_for_events(child: &mut Child, events: &Path, needles: &[&str]) {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// For a run that ended early: its result, its last events and the stderr files beside its
+/// directory (a test's temporary directory goes when the test fails, and the cause with it).
+pub fn what_the_run_left(events: &Path) -> String {
+    let tail = |path: &Path, n: usize| {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| format!("({e})"));
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    };
+    let dir = events.parent().unwrap_or(Path::new("."));
+    let mut report = format!(
+        "--- result.json:\n{}\n--- the last events:\n{}",
+        tail(&dir.join("result.json"), 40),
+        tail(events, 15)
+    );
+    let beside = dir.parent().unwrap_or(Path::new("."));
+    for entry in std::fs::read_dir(beside).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "stderr") {
+            report.push_str(&format!("\n--- {}:\n{}", path.display(), tail(&path, 40)));
+        }
+    }
+    report
 }
