@@ -4,7 +4,8 @@
 //! this test made, where the harness runs too: nothing of it reaches the machine's own
 //! libvirtd or network. One host is killed (every process of it at once, its QEMU included)
 //! while a permutation runs there: that run ends as an error naming the host, and the
-//! permutations still queued run on the host that is left.
+//! permutations still queued run on the host that is left. And a host behind a jump host,
+//! reached only as a `~/.ssh/config` says.
 
 mod private_sshd;
 
@@ -42,6 +43,36 @@ impl Netns {
         PathBuf::from(format!("/proc/{}/ns/net", self.holder.id()))
     }
 
+    /// A link to `other` (a veth pair): `here` on this side, `there` on the other, each a /24.
+    fn link(&self, other: &Netns, here: &str, there: &str) {
+        let run = |ns: &Netns, args: &[&str]| {
+            let out = ns.enter().args(args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{args:?}: {err}");
+        };
+        let peer_ns = other.holder.id().to_string();
+        let add = ["ip", "link", "add", "sno-j0", "type", "veth", "peer"];
+        run(
+            self,
+            &[&add[..], &["name", "sno-j1", "netns", &peer_ns]].concat(),
+        );
+        for (ns, dev, addr) in [(self, "sno-j0", here), (other, "sno-j1", there)] {
+            run(
+                ns,
+                &["ip", "addr", "add", &format!("{addr}/24"), "dev", dev],
+            );
+            run(ns, &["ip", "link", "set", dev, "up"]);
+        }
+    }
+
+    /// Whether a TCP connection to `addr`:`port` from inside the namespace is accepted.
+    fn reaches(&self, addr: &str, port: u16) -> bool {
+        let probe = format!("exec 3<>/dev/tcp/{addr}/{port}");
+        // Refused at once when nothing listens: both ends are in namespaces of this test.
+        let out = self.enter().args(["bash", "-c", &probe]).output().unwrap();
+        out.status.success()
+    }
+
     /// A command run inside the namespace.
     fn enter(&self) -> Command {
         let mut c = Command::new("nsenter");
@@ -57,6 +88,18 @@ impl Drop for Netns {
     }
 }
 
+/// STATE/sshd_config for an sshd on `listen`:`port` with STATE's host key and authorized keys.
+fn write_sshd_config(state: &Path, listen: &str, port: u16) {
+    let config = format!(
+        "Port {port}\nListenAddress {listen}\nHostKey {d}/host_ed25519\n\
+         AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
+         PermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+         AllowTcpForwarding yes\nPidFile none\nLogLevel VERBOSE\n",
+        d = state.display()
+    );
+    std::fs::write(state.join("sshd_config"), config).unwrap();
+}
+
 /// One libvirt host in the namespace: libvirtd behind an sshd on 127.0.0.1:`port`.
 struct Host {
     /// `unshare`, whose only child is the host's first process.
@@ -70,14 +113,7 @@ impl Host {
         std::fs::create_dir_all(state).unwrap();
         keygen(&state.join("host_ed25519"), "ed25519");
         std::fs::copy(client_pub, state.join("authorized_keys")).unwrap();
-        let config = format!(
-            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_ed25519\n\
-             AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
-             PermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-             AllowTcpForwarding yes\nPidFile none\nLogLevel VERBOSE\n",
-            d = state.display()
-        );
-        std::fs::write(state.join("sshd_config"), config).unwrap();
+        write_sshd_config(state, "127.0.0.1", port);
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/netns-libvirt-host.sh");
         let child = ns
             .enter()
@@ -388,4 +424,176 @@ fn six_permutations_on_one_host_and_on_two() {
         walls.push((name, wall));
     }
     eprintln!("6 permutations, 1 job per host: {walls:?}");
+}
+
+/// An sshd that is only a jump host: on `listen`:`port` inside `ns`, no libvirt behind it.
+struct JumpHost {
+    child: Child,
+    state: PathBuf,
+}
+
+impl JumpHost {
+    fn start(ns: &Netns, state: &Path, listen: &str, port: u16, client_pub: &Path) -> JumpHost {
+        std::fs::create_dir_all(state).unwrap();
+        std::fs::create_dir_all("/run/sshd").unwrap();
+        keygen(&state.join("host_ed25519"), "ed25519");
+        std::fs::copy(client_pub, state.join("authorized_keys")).unwrap();
+        write_sshd_config(state, listen, port);
+        let child = ns
+            .enter()
+            .args(["/usr/sbin/sshd", "-D", "-e", "-f"])
+            .arg(state.join("sshd_config"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(state.join("sshd.log")).unwrap())
+            .spawn()
+            .expect("sshd");
+        let jump = JumpHost {
+            child,
+            state: state.to_path_buf(),
+        };
+        let started = Instant::now();
+        while !ns.reaches(listen, port) {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the jump host's sshd: {}",
+                read(&state.join("sshd.log"))
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        jump
+    }
+}
+
+impl Drop for JumpHost {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `[addr]:port KEY` for known_hosts, from STATE's host key.
+fn known_host(addr: &str, port: u16, state: &Path) -> String {
+    let public = read(&state.join("host_ed25519.pub"));
+    let key: Vec<&str> = public.split_whitespace().take(2).collect();
+    format!("[{addr}]:{port} {}\n", key.join(" "))
+}
+
+/// A copy of /etc/passwd whose root has `home`: OpenSSH finds `~/.ssh` through the password
+/// database, not $HOME, so this is how a test gives ssh (libvirt's and the harness's) a
+/// ~/.ssh/config of its own without touching the machine's.
+fn passwd_with_root_home(home: &Path, into: &Path) -> PathBuf {
+    let text: String = read(Path::new("/etc/passwd"))
+        .lines()
+        .map(|line| {
+            let mut fields: Vec<&str> = line.split(':').collect();
+            let home = home.to_str().unwrap();
+            if fields.first() == Some(&"root") && fields.len() == 7 {
+                fields[5] = home;
+            }
+            format!("{}\n", fields.join(":"))
+        })
+        .collect();
+    let path = into.join("passwd");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A lab host behind a bastion, as labs often are: the harness's own namespace reaches only the
+/// jump host (over a veth pair), and the libvirt host's sshd listens on the lab's loopback. The
+/// URI is a bare alias (`qemu+ssh://labhost/system`: no user, port, key or `no_verify`); the
+/// user's ~/.ssh/config names the jump host, the user, the port, the key and a known_hosts file
+/// with strict checking. libvirt reaches the host that way, and the run's forwards (the guest's
+/// SSH and API server) must too, or the run cannot pass.
+#[test]
+fn a_host_behind_a_jump_host_is_reached_as_the_users_ssh_config_says() {
+    let work = work_dir();
+    let w = work.path();
+    keygen(&w.join("client"), "ed25519");
+    let client_pub = w.join("client.pub");
+    let lab = Netns::new();
+    let host = Host::start(&lab, &w.join("host"), 2201, &client_pub);
+    // After the host started: its script refuses a namespace with any link besides lo.
+    let here = Netns::new();
+    here.link(&lab, "10.251.0.1", "10.251.0.2");
+    let jump = JumpHost::start(&lab, &w.join("jump"), "10.251.0.2", 2200, &client_pub);
+    assert!(
+        here.reaches("10.251.0.2", 2200),
+        "the jump host is reachable"
+    );
+    for (addr, port) in [("127.0.0.1", 2201), ("10.251.0.2", 2201)] {
+        assert!(
+            !here.reaches(addr, port),
+            "the host is not reachable directly"
+        );
+    }
+
+    let home = w.join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    let known = home.join(".ssh/known_hosts");
+    let known_text = known_host("10.251.0.2", 2200, &jump.state)
+        + &known_host("127.0.0.1", 2201, &w.join("host"));
+    std::fs::write(&known, known_text).unwrap();
+    let config = format!(
+        "Host jump\n  HostName 10.251.0.2\n  Port 2200\n\n\
+         Host labhost\n  HostName 127.0.0.1\n  Port 2201\n  ProxyJump jump\n\n\
+         Host *\n  User root\n  IdentityFile {key}\n  IdentitiesOnly yes\n\
+         \x20 UserKnownHostsFile {known}\n  StrictHostKeyChecking yes\n",
+        key = w.join("client").display(),
+        known = known.display(),
+    );
+    std::fs::write(home.join(".ssh/config"), config).unwrap();
+    let passwd = passwd_with_root_home(&home, w);
+
+    let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml");
+    let out = w.join("out");
+    let uri = "qemu+ssh://labhost/system";
+    let started = Instant::now();
+    let ran = here
+        .enter()
+        .args(["unshare", "--mount", "--propagation", "private", "--"])
+        .args([
+            "bash",
+            "-c",
+            "mount --bind \"$0\" /etc/passwd && exec \"$@\"",
+        ])
+        .arg(&passwd)
+        .arg(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("run")
+        .arg(&smoke)
+        .args(["--backend", "libvirt", "--connect", uri, "--out"])
+        .arg(&out)
+        .env("SNO_HARNESS_STATE_DIR", w.join("state"))
+        .env("SNO_HARNESS_PROGRESS", "plain")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    eprintln!("{stderr}");
+    eprintln!(
+        "the run through the jump host took {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    let jump_log = read(&jump.state.join("sshd.log"));
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{stderr}\n--- jump host:\n{jump_log}\n{}",
+        host.logs()
+    );
+    let result: serde_json::Value =
+        serde_json::from_str(&read(&out.join("smoke/result.json"))).unwrap();
+    assert_eq!(result["verdict"], "pass", "{result}");
+    assert_eq!(result["libvirt_host"], uri);
+    // Everything went through the jump host: libvirt's connection and the forwards' one.
+    let logins = jump_log.matches("Accepted publickey for root").count();
+    assert!(logins >= 2, "{logins} logins on the jump host:\n{jump_log}");
+    // Nothing is left: no ssh to the host, no domain on it.
+    let ssh_left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.starts_with("ssh ") && c.contains("labhost"))
+        .collect();
+    assert!(ssh_left.is_empty(), "{ssh_left:?}");
+    assert!(host.domains(&lab).is_empty(), "{:?}", host.domains(&lab));
 }
