@@ -235,10 +235,12 @@ mod tests {
             .find(|b| b.contains("[[host]]"))
             .expect("docs/scenario-format.md has a hosts example");
         let hosts = parse(block).unwrap();
-        assert_eq!(hosts.len(), 2);
+        assert_eq!(hosts.len(), 3);
         assert_eq!(hosts[0].limits.jobs, Some(2));
         assert_eq!(hosts[0].limits.memory_bytes, Some(48 << 30));
         assert_eq!(hosts[1].limits, HostLimits::default());
+        // A bare ~/.ssh/config alias is a host like any other.
+        assert_eq!(hosts[2].uri, "qemu+ssh://lab-3/system");
     }
 
     #[test]
