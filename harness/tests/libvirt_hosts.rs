@@ -166,17 +166,21 @@ impl Host {
         format!("qemu+ssh://root@127.0.0.1:{}/system", self.port)
     }
 
+    /// The tails of the host's daemon logs and of each domain's QEMU log (a QEMU that died
+    /// says why only there).
     fn logs(&self) -> String {
-        ["script.log", "sshd.log", "libvirtd.log"]
+        let mut files: Vec<PathBuf> = ["script.log", "sshd.log", "libvirtd.log"]
             .iter()
-            .map(|f| {
-                let text = std::fs::read_to_string(self.state.join(f)).unwrap_or_default();
-                let tail: Vec<&str> = text.lines().rev().take(30).collect();
-                format!(
-                    "--- {f}:\n{}",
-                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                )
-            })
+            .map(|f| self.state.join(f))
+            .collect();
+        if let Ok(entries) = std::fs::read_dir(self.state.join("log/qemu")) {
+            let mut qemu: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            qemu.sort();
+            files.extend(qemu);
+        }
+        files
+            .iter()
+            .map(|f| tail(f, 30))
             .collect::<Vec<_>>()
             .join("\n")
     }
@@ -409,9 +413,10 @@ fn six_permutations_on_one_host_and_on_two() {
         let wall = started.elapsed().as_secs_f64();
         let stderr = String::from_utf8_lossy(&ran.stderr);
         eprintln!("{stderr}");
-        assert_eq!(ran.status.code(), Some(0), "{name}: {stderr}");
+        let logs = format!("{}\n{}", a.logs(), b.logs());
+        assert_eq!(ran.status.code(), Some(0), "{name}: {stderr}\n{logs}");
         let s = summary(&out);
-        assert_eq!(s["counts"]["pass"], 6, "{s}");
+        assert_eq!(s["counts"]["pass"], 6, "{s}\n{logs}");
         // Every host given took permutations.
         let used: std::collections::BTreeSet<&str> = s["permutations"]
             .as_array()
@@ -424,6 +429,14 @@ fn six_permutations_on_one_host_and_on_two() {
         walls.push((name, wall));
     }
     eprintln!("6 permutations, 1 job per host: {walls:?}");
+}
+
+/// The last `lines` lines of `file`, headed by its path (empty if it cannot be read).
+fn tail(file: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let last: Vec<&str> = text.lines().rev().take(lines).collect();
+    let last: Vec<&str> = last.into_iter().rev().collect();
+    format!("--- {}:\n{}", file.display(), last.join("\n"))
 }
 
 /// An sshd that is only a jump host: on `listen`:`port` inside `ns`, no libvirt behind it.
