@@ -137,12 +137,7 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
         .shard
         .map(|s| format!(" (shard {s} of {} permutations)", plan.ids.len()))
         .unwrap_or_default();
-    let at_once = match places.len() {
-        1 => format!("{jobs_n} at once"),
-        n => format!(
-            "over {n} libvirt hosts, at most {jobs_n} at once on each unless its limits say"
-        ),
-    };
+    let at_once = at_once(&places, jobs_n);
     errln!(
         "sno-harness: matrix {}: {} permutations{slice} ({} strategy; {} in the full product), {at_once}, into {}",
         m.name,
@@ -186,6 +181,18 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
 }
 
 /// Where the permutations go: this host, each `--connect`, or each host of `--hosts`.
+/// The banner's "N at once": a single place's own `jobs` limit wins over `--jobs`, as
+/// admission applies it.
+fn at_once(places: &[PlaceSpec], jobs_n: u32) -> String {
+    match places {
+        [one] => format!("{} at once", one.limits.jobs.unwrap_or(jobs_n).max(1)),
+        many => format!(
+            "over {} libvirt hosts, at most {jobs_n} at once on each unless its limits say",
+            many.len()
+        ),
+    }
+}
+
 fn places_of(a: &MatrixArgs) -> Result<Vec<PlaceSpec>, CliError> {
     let Some(file) = &a.hosts else {
         return Ok(a
@@ -295,4 +302,32 @@ fn summarise(
         schedule.peak_parallel,
         out.join("summary.md").display()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sno_harness::run::hosts_file::HostLimits;
+
+    fn host(jobs: Option<u32>) -> PlaceSpec {
+        PlaceSpec {
+            backend: Backend::Libvirt {
+                uri: "qemu+ssh://lab/system".into(),
+            },
+            limits: HostLimits {
+                jobs,
+                ..HostLimits::default()
+            },
+        }
+    }
+
+    #[test]
+    fn the_banner_counts_a_single_hosts_own_jobs_limit() {
+        assert_eq!(at_once(&[host(Some(1))], 2), "1 at once");
+        assert_eq!(at_once(&[host(None)], 2), "2 at once");
+        assert_eq!(
+            at_once(&[host(Some(1)), host(None)], 3),
+            "over 2 libvirt hosts, at most 3 at once on each unless its limits say"
+        );
+    }
 }
