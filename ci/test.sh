@@ -70,7 +70,7 @@ cat target/fresh-host-check.log
 #   limits and a lost host's stop signal, libvirt_remote.rs a run on a qemu+ssh host, and
 #   vm::libvirt::capacity's a libvirtd's report of its room. The same file's run on a host
 #   behind a jump host (one VM) stays in. Its timing of 6 permutations on one host and on two
-#   (some 40 minutes) is left out by --all too.
+#   (some 18 minutes) is left out by --all too.
 # - the soak (harness/tests/soak.rs, ignored), the flake count (ci/flakes.sh) and the
 #   end-to-end perf run (three smoke runs in a row, harness/tests/perf_cli.rs, ignored; its
 #   aggregation and CLI paths run here without VMs): also left out by --all.
