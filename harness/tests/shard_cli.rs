@@ -101,12 +101,79 @@ fn a_bad_shard_is_refused_with_exit_2_before_anything_is_created() {
         assert!(!out.exists(), "{args:?} created {}", out.display());
     }
     let smoke = repo_file("scenarios/smoke.toml");
+    for flag in [
+        ["--shard", "1/2"],
+        ["--filter", "*"],
+        ["--strategy", "full"],
+    ] {
+        let r = harness(
+            &["plan", smoke.to_str().unwrap(), flag[0], flag[1]],
+            tmp.path(),
+        );
+        assert_eq!(r.code, 2, "{flag:?}: {}", r.stderr);
+        assert!(r.stderr.contains("is a scenario"), "{flag:?}: {}", r.stderr);
+    }
     let r = harness(
-        &["plan", smoke.to_str().unwrap(), "--shard", "1/2"],
+        &["plan", disks.to_str().unwrap(), "--filter", "no-such.*"],
         tmp.path(),
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("is a scenario"), "{}", r.stderr);
+    assert!(r.stderr.contains("no permutation"), "{}", r.stderr);
+}
+
+#[test]
+fn plan_lists_what_matrix_runs_with_the_same_strategy_filter_and_shard() {
+    let tmp = tempfile::tempdir().unwrap();
+    let disks = repo_file("scenarios/disks.toml");
+    let d = disks.to_str().unwrap();
+    let ids = |extra: &[&str]| {
+        let mut args = vec!["plan", "--json", d];
+        args.extend(extra);
+        let r = harness(&args, tmp.path());
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        let ids: Vec<String> = v["permutations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["id"].as_str().unwrap().to_string())
+            .collect();
+        (ids, v["plan_count"].as_u64().unwrap())
+    };
+    let (pairwise, n) = ids(&[]);
+    let (full, full_n) = ids(&["--strategy", "full"]);
+    assert!(full_n > n && full.len() as u64 == full_n, "{n} {full_n}");
+    let (virtio, _) = ids(&["--strategy", "full", "--filter", "virtio.*"]);
+    assert!(!virtio.is_empty() && virtio.iter().all(|i| i.starts_with("virtio.")));
+    assert_eq!(
+        virtio,
+        full.iter()
+            .filter(|i| i.starts_with("virtio."))
+            .cloned()
+            .collect::<Vec<_>>()
+    );
+    let (half, _) = ids(&[
+        "--strategy",
+        "full",
+        "--filter",
+        "virtio.*",
+        "--shard",
+        "1/2",
+    ]);
+    let (other, _) = ids(&[
+        "--strategy",
+        "full",
+        "--filter",
+        "virtio.*",
+        "--shard",
+        "2/2",
+    ]);
+    let mut both: Vec<String> = half.iter().chain(&other).cloned().collect();
+    both.sort();
+    let mut want = virtio.clone();
+    want.sort();
+    assert_eq!(both, want, "the filtered plan's two shards");
+    assert!(pairwise.len() < full.len());
 }
 
 /// A matrix of eight permutations over a scenario that ends at `assets` as it expects.
@@ -369,4 +436,68 @@ fn merging_refuses_other_plans_and_a_used_out_dir_with_exit_2_writing_nothing() 
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(!out.exists());
+}
+
+/// The permutations of scenarios/install-config.toml the installer refuses at `assets`: the
+/// fixture's installer stand-in answers them in well under a second each, with no VM.
+const REJECTED: &str = "*OpenShiftSDN*,ipv6-first.*,*.fips.hostcrypt.*";
+
+/// `sno-harness ARGS` with this process's PATH (the fixture's installer is built, or found
+/// built, by the run, as ci/test.sh's `fixture build` leaves it).
+fn harness_real_path(args: &[&str], tmp: &Path) -> Ran {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    harness_with(args, Path::new(&path), &tmp.join("state"))
+}
+
+#[test]
+fn two_shards_of_the_install_config_rejections_merge_into_the_coverage_of_one_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let m = repo_file("scenarios/install-config.toml");
+    let m = m.to_str().unwrap();
+    let planned = harness_real_path(&["plan", "--json", m, "--filter", REJECTED], t);
+    assert_eq!(planned.code, 0, "{}", planned.stderr);
+    let planned: Value = serde_json::from_str(&planned.stdout).unwrap();
+    let negative = planned["negative_count"].as_u64().unwrap();
+    assert_eq!(planned["count"].as_u64(), Some(negative), "only rejections");
+    assert!(negative >= 4, "{negative} rejections");
+    let mut sizes = Vec::new();
+    for (out, shard) in [("whole", None), ("s1", Some("1/2")), ("s2", Some("2/2"))] {
+        let o = t.join(out);
+        let mut args = vec![
+            "matrix",
+            m,
+            "--filter",
+            REJECTED,
+            "--out",
+            o.to_str().unwrap(),
+        ];
+        args.extend(shard.iter().flat_map(|s| ["--shard", *s]));
+        let r = harness_real_path(&args, t);
+        assert_eq!(
+            r.code, 0,
+            "{args:?}: every rejection as expected\n{}",
+            r.stderr
+        );
+        sizes.push(read_json(&o.join("summary.json"))["counts"]["total"].clone());
+    }
+    assert_eq!(sizes[0].as_u64(), Some(negative));
+    assert!(
+        sizes[1].as_u64().unwrap() < negative,
+        "a real split: {sizes:?}"
+    );
+    let merged = t.join("merged");
+    let r = merge(&[&t.join("s1"), &t.join("s2")], &merged, &[], t);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let whole = read_json(&t.join("whole/summary.json"));
+    let one = read_json(&merged.join("summary.json"));
+    assert_eq!(one["coverage"], whole["coverage"]);
+    assert_eq!(one["counts"], whole["counts"]);
+    assert_eq!(
+        one["counts"]["fail"].as_u64(),
+        Some(negative),
+        "refused, as expected"
+    );
+    assert_eq!(one["plan"]["ids"], whole["plan"]["ids"]);
+    assert_eq!(one["plan"]["filter"], Value::String(REJECTED.into()));
 }

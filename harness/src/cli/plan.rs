@@ -1,7 +1,7 @@
 //! `sno-harness plan`: what a run would do, without doing any of it; for a matrix, its
 //! permutations. The VM is planned by the same code a run uses (`run::plan`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use sno_harness::exit;
@@ -30,6 +30,13 @@ pub struct PlanArgs {
     /// A matrix: list only shard K of N, the permutations `matrix --shard K/N` runs.
     #[arg(long, value_name = "K/N")]
     shard: Option<matrix::Shard>,
+    /// A matrix: list only the permutations whose id matches this glob, as `matrix
+    /// --filter` runs them (`*`, `?`; `a,b` for either).
+    #[arg(long)]
+    filter: Option<String>,
+    /// A matrix: plan it with this strategy instead of the file's, as `matrix --strategy`.
+    #[arg(long, value_parser = ["full", "pairwise"])]
+    strategy: Option<String>,
 }
 
 /// Placeholder ports: a run picks free ones when it starts.
@@ -37,30 +44,19 @@ const PLAN_PORTS: (u16, u16) = (40022, 46443);
 
 pub fn plan(a: PlanArgs) -> Outcome {
     if matrix::is_matrix_file(&a.scenario) {
-        let mut m = matrix::load(&a.scenario).map_err(bad)?;
-        let plan_count = m.permutations.len();
-        let in_slice = |id: &str| a.shard.is_none_or(|s| s.holds(id));
-        if a.json {
-            m.permutations.retain(|p| in_slice(&p.id));
-            let mut v = matrix::plan_json(&m);
-            v["shard"] = serde_json::json!(a.shard);
-            v["plan_count"] = serde_json::json!(plan_count);
-            v["files_sha256"] = serde_json::json!(m.files_sha256);
-            print_json(&v);
-        } else {
-            if let Some(shard) = a.shard {
-                let n = m.permutations.iter().filter(|p| in_slice(&p.id)).count();
-                outln!("shard {shard}: {n} of the plan's {plan_count} permutations");
-            }
-            out!("{}", matrix::plan_text_where(&m, in_slice));
-        }
-        return Ok(exit::OK);
+        return plan_matrix(&a);
     }
-    if a.shard.is_some() {
-        return Err(bad(format!(
-            "--shard lists a slice of a matrix; {} is a scenario",
-            a.scenario.display()
-        )));
+    for (flag, given) in [
+        ("--shard", a.shard.is_some()),
+        ("--filter", a.filter.is_some()),
+        ("--strategy", a.strategy.is_some()),
+    ] {
+        if given {
+            return Err(bad(format!(
+                "{flag} selects permutations of a matrix; {} is a scenario",
+                a.scenario.display()
+            )));
+        }
     }
     let s = scenario::load(&a.scenario).map_err(bad)?;
     let p = ScenarioPlan::of(&s, a.backend == "libvirt")?;
@@ -69,6 +65,40 @@ pub fn plan(a: PlanArgs) -> Outcome {
     } else {
         p.print(&s, &a.scenario);
     }
+    Ok(exit::OK)
+}
+
+/// A matrix's permutations: those `matrix` with the same `--strategy`, `--filter` and
+/// `--shard` would run, under the counts of the whole plan.
+fn plan_matrix(a: &PlanArgs) -> Outcome {
+    let mut m = super::matrix::load_with_strategy(&a.scenario, a.strategy.as_deref())?;
+    let plan_count = m.permutations.len();
+    let selected: BTreeSet<String> =
+        super::matrix::sliced(&m, &a.scenario, a.filter.as_deref(), a.shard)?
+            .into_iter()
+            .map(|p| p.id.clone())
+            .collect();
+    let n = selected.len();
+    let keep = |id: &str| selected.contains(id);
+    if a.json {
+        m.permutations.retain(|p| keep(&p.id));
+        let mut v = matrix::plan_json(&m);
+        v["shard"] = serde_json::json!(a.shard);
+        v["filter"] = serde_json::json!(a.filter);
+        v["plan_count"] = serde_json::json!(plan_count);
+        v["files_sha256"] = serde_json::json!(m.files_sha256);
+        print_json(&v);
+        return Ok(exit::OK);
+    }
+    match (&a.filter, a.shard) {
+        (None, None) => {}
+        (None, Some(shard)) => outln!("shard {shard}: {n} of the plan's {plan_count} permutations"),
+        (Some(glob), shard) => {
+            let slice = shard.map(|s| format!(", shard {s}")).unwrap_or_default();
+            outln!("filter {glob:?}{slice}: {n} of the plan's {plan_count} permutations");
+        }
+    }
+    out!("{}", matrix::plan_text_where(&m, keep));
     Ok(exit::OK)
 }
 
