@@ -26,7 +26,7 @@ use virt::domain::Domain;
 use virt::stream::Stream;
 use virt_sys as sys;
 
-use super::runtime::LibvirtError;
+use super::error::{other as err, LibvirtError};
 use crate::guest::console::Console;
 
 /// How long the pump sleeps when neither side has anything.
@@ -34,13 +34,6 @@ const IDLE_POLL: Duration = Duration::from_millis(20);
 /// Guest output buffered before the pump stops reading the stream (the console's reader is
 /// slow only if serial.log's disk is).
 const BUFFER_CAP: usize = 1 << 20;
-
-fn err(what: &str, e: impl std::fmt::Display) -> LibvirtError {
-    LibvirtError::Other {
-        what: what.into(),
-        message: e.to_string(),
-    }
-}
 
 /// The thread between libvirt's console stream and the `Console`. Dropping it stops the
 /// thread (aborting the stream) and waits for it; the console then closes.

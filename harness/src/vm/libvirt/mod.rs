@@ -7,6 +7,7 @@
 pub mod capacity;
 pub mod console_stream;
 pub mod domain;
+mod error;
 pub mod gc;
 pub mod host_facts;
 pub mod network;
@@ -20,9 +21,10 @@ pub mod tunnel;
 
 pub use console_stream::{console_over_stream, ConsolePump};
 pub use domain::{disk_alias, disk_id_from_qdev, domain_xml, RunMeta};
+pub use error::LibvirtError;
 pub use network::{nat_network_xml, NatNetwork};
 pub use remote::{remote_target, RemoteTarget, UriError};
-pub use runtime::{LibvirtError, LibvirtVm, DEFAULT_URI};
+pub use runtime::{LibvirtVm, DEFAULT_URI};
 pub use storage::{leftover_pools, RunPool, StorageError, VolumeFormat};
 pub use tunnel::{Tunnel, TunnelError, TunnelOptions};
 

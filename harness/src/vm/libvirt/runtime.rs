@@ -23,6 +23,8 @@ use virt_sys as sys;
 
 use super::console_stream::{console_over_stream, ConsolePump};
 use super::domain::{disk_id_from_qdev, domain_xml_for, RunMeta, SerialAt};
+use super::error::other;
+use super::error::LibvirtError;
 use super::network::{nat_network_xml, NatNetwork};
 use super::remote::remote_target;
 use super::remote_run::RemoteRun;
@@ -36,40 +38,6 @@ use crate::vm::VmSpec;
 /// Where libvirtd listens when no URI is given: the system instance, as dev-scripts and
 /// assisted-test-infra use it.
 pub const DEFAULT_URI: &str = "qemu:///system";
-
-#[derive(Debug, thiserror::Error)]
-pub enum LibvirtError {
-    #[error("libvirt's event loop: {0}")]
-    EventLoop(String),
-    #[error("connecting to {uri}: {message}{hint}")]
-    Connect {
-        uri: String,
-        message: String,
-        /// What to check: this host's daemons for a local URI, the SSH side for a remote one.
-        hint: String,
-    },
-    #[error("libvirt's QEMU runs as another user and cannot reach {path}: {ancestor} has mode {mode:o}; put the run directory (--out) under a directory others can traverse, such as /var/tmp")]
-    Unreachable {
-        path: PathBuf,
-        ancestor: PathBuf,
-        mode: u32,
-    },
-    #[error("libvirt refused the domain: {0}")]
-    Create(String),
-    #[error("libvirt refused the run's network {name}: {message} (another network may use the same subnet: choose another install.machine_network)")]
-    Network { name: String, message: String },
-    #[error("the domain's serial socket {path} did not accept a connection within {secs} s")]
-    SerialSocket { path: PathBuf, secs: u64 },
-    #[error("{what}: {message}")]
-    Other { what: String, message: String },
-}
-
-fn other(what: &str, e: impl std::fmt::Display) -> LibvirtError {
-    LibvirtError::Other {
-        what: what.into(),
-        message: e.to_string(),
-    }
-}
 
 /// libvirt delivers events only to a process that registered an event loop implementation
 /// before it opened its connections, and only while something runs that loop: once per

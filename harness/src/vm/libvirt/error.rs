@@ -1,0 +1,38 @@
+//! What can go wrong with a libvirt domain and its connection: one error type for the
+//! runtime and the console stream it starts.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LibvirtError {
+    #[error("libvirt's event loop: {0}")]
+    EventLoop(String),
+    #[error("connecting to {uri}: {message}{hint}")]
+    Connect {
+        uri: String,
+        message: String,
+        /// What to check: this host's daemons for a local URI, the SSH side for a remote one.
+        hint: String,
+    },
+    #[error("libvirt's QEMU runs as another user and cannot reach {path}: {ancestor} has mode {mode:o}; put the run directory (--out) under a directory others can traverse, such as /var/tmp")]
+    Unreachable {
+        path: PathBuf,
+        ancestor: PathBuf,
+        mode: u32,
+    },
+    #[error("libvirt refused the domain: {0}")]
+    Create(String),
+    #[error("libvirt refused the run's network {name}: {message} (another network may use the same subnet: choose another install.machine_network)")]
+    Network { name: String, message: String },
+    #[error("the domain's serial socket {path} did not accept a connection within {secs} s")]
+    SerialSocket { path: PathBuf, secs: u64 },
+    #[error("{what}: {message}")]
+    Other { what: String, message: String },
+}
+
+pub(super) fn other(what: &str, e: impl std::fmt::Display) -> LibvirtError {
+    LibvirtError::Other {
+        what: what.into(),
+        message: e.to_string(),
+    }
+}
