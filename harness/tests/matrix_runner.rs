@@ -9,7 +9,7 @@ use sno_harness::result::{RunResult, Verdict};
 use sno_harness::run::job::{Job, RunSettings};
 use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions};
 use sno_harness::run::places::PlaceSpec;
-use sno_harness::run::progress::Mode;
+use sno_harness::run::terminal::Mode;
 use sno_harness::scenario::parse_str;
 use sno_harness::vm::running::Backend;
 

@@ -436,7 +436,7 @@ fn an_interrupt_between_runs_stops_before_the_next_one() {
                 cache_dir: tmp.path().join("cache"),
                 backend: sno_harness::vm::running::Backend::Qemu,
                 interrupt: rx,
-                progress: sno_harness::run::progress::Mode::Plain,
+                progress: sno_harness::run::terminal::Mode::Plain,
                 junit: Default::default(),
                 gather: Default::default(),
             },

@@ -133,7 +133,7 @@ impl RunFlags {
             cache_dir: sno_harness::fixture::default_cache_dir(),
             backend: self.backend(),
             interrupt,
-            progress: sno_harness::run::progress::Mode::detect(),
+            progress: sno_harness::run::terminal::Mode::detect(),
             junit: self.junit.flavour,
             gather: self.gather(),
         }

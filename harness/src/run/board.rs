@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 
-use super::progress::{live_bar, Mode, HEARTBEAT};
+use super::terminal::{live_bar, Mode, HEARTBEAT};
 use crate::result::RunResult;
 
 /// How many permutations are where. Changed only by the matrix's start and end events.

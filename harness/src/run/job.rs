@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use super::progress::{Display, Mode};
+use super::progress::Display;
 use super::state::StateMode;
+use super::terminal::Mode;
 use super::RunOptions;
 use crate::result::RunResult;
 use crate::scenario::Scenario;

@@ -32,6 +32,7 @@ pub mod registry;
 pub mod run_dir;
 mod session;
 pub mod state;
+pub mod terminal;
 
 pub use artifacts::FORWARDED_KUBECONFIG;
 

@@ -4,39 +4,15 @@
 //! the same log lines, plain, and the status as a heartbeat line every 30 s. Inside a matrix,
 //! the status goes to the matrix's board (`board.rs`), which draws or prints all runs together.
 
-use std::io::IsTerminal;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget};
 
 use super::board::Board;
+use super::terminal::{live_bar, Mode, HEARTBEAT};
 use crate::flow::machine::Machine;
 use crate::flow::phase::Phase;
-
-/// How often the plain mode prints the status.
-pub const HEARTBEAT: Duration = Duration::from_secs(30);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// A live status line on the terminal.
-    Live,
-    /// Plain lines, a heartbeat every 30 s.
-    Plain,
-}
-
-impl Mode {
-    /// Live when stderr is a terminal that can redraw a line, unless `SNO_HARNESS_PROGRESS=plain`.
-    pub fn detect() -> Mode {
-        let forced_plain = std::env::var("SNO_HARNESS_PROGRESS").is_ok_and(|v| v == "plain");
-        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
-        if !forced_plain && !dumb && std::io::stderr().is_terminal() {
-            Mode::Live
-        } else {
-            Mode::Plain
-        }
-    }
-}
 
 /// Where a run shows its lines and status.
 #[derive(Clone)]
@@ -62,16 +38,6 @@ impl From<Mode> for Display {
             Mode::Plain => Display::Plain,
         }
     }
-}
-
-/// The look of every live status line, a run's alone or in a matrix, and the matrix's own.
-pub(super) fn live_bar(bar: ProgressBar) -> ProgressBar {
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_msg}")
-            .expect("a valid template"),
-    );
-    bar.enable_steady_tick(Duration::from_millis(250));
-    bar
 }
 
 pub struct Progress {
@@ -236,6 +202,7 @@ mod tests {
     use crate::flow::machine::Config;
     use crate::flow::phase::Phase;
     use std::collections::BTreeMap;
+    use std::time::Duration;
 
     #[test]
     fn the_status_names_the_phase_and_the_lack_of_signals() {
