@@ -2,16 +2,20 @@
 //! (`validate`: every section, with the hardware facts from `hw`), and matrices expanded into
 //! permutations, each a validated scenario (`matrix`).
 
+mod error;
 pub mod files;
 pub mod matrix;
 pub mod model;
+mod names;
 mod parse;
 pub mod units;
 mod validate;
 
+pub use error::ScenarioError;
+pub(crate) use error::{shorten_long_words, Ctx};
 pub use model::{
     AssistedSection, BootOrder, BootSource, Disk, GuestNetwork, InstallMode, Profile, Scenario,
     DEFAULT_DISK_WRITE_STALL, DISK_WRITE_STALL_KEY,
 };
-pub use parse::{load, parse_str, ScenarioError};
-pub(crate) use parse::{name_problem, shorten_long_words, Ctx, RESERVED_NAMES};
+pub(crate) use names::{name_problem, RESERVED_NAMES};
+pub use parse::{load, parse_str};

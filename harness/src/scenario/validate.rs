@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use toml::Spanned;
 
+use super::error::{Ctx, ScenarioError};
 use super::files;
 use super::model::*;
-use super::parse::{check_name, Ctx, ScenarioError};
+use super::names::check_name;
 use super::units::{parse_duration, parse_size, DURATION_FORMS};
 use crate::flow::phase::Phase;
 use crate::hw::slots::disk_place;

@@ -189,16 +189,6 @@ fn a_nat_network_needs_a_machine_network_it_can_lay_out() {
 }
 
 #[test]
-fn long_words_in_messages_are_cut_on_character_boundaries() {
-    let word = "é".repeat(100);
-    let m = shorten_long_words(&format!("unknown field `{word}`, expected `a`"));
-    assert!(m.starts_with("unknown field `"), "{m}");
-    assert!(m.contains("...(203 bytes)..."), "{m}");
-    assert!(m.ends_with("`, expected `a`"), "{m}");
-    assert_eq!(shorten_long_words("short words"), "short words");
-}
-
-#[test]
 fn files_that_are_not_utf8_text_are_refused_at_the_first_bad_byte() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.toml");
