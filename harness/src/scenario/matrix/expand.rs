@@ -3,58 +3,14 @@
 //! the scenario validator, named by its id and carrying its expectation.
 
 use std::collections::{BTreeMap, HashSet};
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
 
 use super::error::{Location, MatrixError};
 use super::ids::permutation_id;
 use super::keys::{apply_all, Change};
-use super::parse::Spec;
 use super::space::Row;
+use super::spec::Spec;
+use super::strategy::{Strategy, MAX_PERMUTATIONS};
 use crate::scenario::{self, Scenario, RESERVED_NAMES};
-
-/// The most permutations a matrix may expand to: more is not a test run anyone can wait for.
-pub const MAX_PERMUTATIONS: usize = 10_000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Strategy {
-    /// Every combination of values the exclusions leave.
-    Full,
-    /// A covering array: every pair of values of two axes, in few permutations; permutations
-    /// the installer refuses up front apart (negative.rs).
-    Pairwise,
-}
-
-impl Strategy {
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Full => "full",
-            Strategy::Pairwise => "pairwise",
-        }
-    }
-}
-
-impl fmt::Display for Strategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Strategy {
-    type Err = String;
-
-    /// For `--strategy`.
-    fn from_str(s: &str) -> Result<Strategy, String> {
-        match s {
-            "full" => Ok(Strategy::Full),
-            "pairwise" => Ok(Strategy::Pairwise),
-            other => Err(format!("strategy {other:?}: use \"full\" or \"pairwise\"")),
-        }
-    }
-}
 
 /// One combination of axis values, as a scenario ready to run.
 #[derive(Debug, Clone)]

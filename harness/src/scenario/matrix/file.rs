@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer};
 use toml::Spanned;
 
-use super::expand::Strategy;
+use super::strategy::Strategy;
 use crate::scenario::model::{entries, option_spanned_choice};
 
 #[derive(Debug, Deserialize)]

@@ -57,18 +57,21 @@ mod rules;
 mod shapes;
 pub mod shard;
 pub mod space;
+mod spec;
+mod strategy;
 
 use std::path::{Path, PathBuf};
 
 use crate::util::input_file;
 
 pub use error::{Location, MatrixError};
-pub use expand::{Permutation, Strategy, MAX_PERMUTATIONS};
+pub use expand::Permutation;
 pub use filter::matches_filter;
 pub use ids::permutation_id;
 pub use plan::{plan_json, plan_text, plan_text_where};
 pub use shapes::{LAYOUT_KEY, NETWORK_STACK_KEY};
 pub use shard::{PlanIdentity, Shard};
+pub use strategy::{Strategy, MAX_PERMUTATIONS};
 
 /// A loaded matrix, expanded with one strategy.
 #[derive(Debug, Clone)]
@@ -86,7 +89,7 @@ pub struct Matrix {
     pub full_count: usize,
     /// SHA-256 of the matrix file's text and its base scenario's.
     pub files_sha256: String,
-    spec: parse::Spec,
+    spec: spec::Spec,
 }
 
 /// An axis: its key and its values' labels, in file order.
@@ -114,7 +117,7 @@ pub fn parse_str(path: &Path, text: &str) -> Result<Matrix, MatrixError> {
     build(spec.strategy, spec)
 }
 
-fn build(strategy: Strategy, spec: parse::Spec) -> Result<Matrix, MatrixError> {
+fn build(strategy: Strategy, spec: spec::Spec) -> Result<Matrix, MatrixError> {
     let permutations = expand::expand(&spec, strategy)?;
     Ok(Matrix {
         name: spec.name.clone(),

@@ -8,32 +8,10 @@ use toml::{Spanned, Value};
 use super::error::MatrixError;
 use super::file::{Conditions, ExpectRule};
 use super::ids::scalar_label;
-use super::parse::{AxisSpec, Ctx};
 use super::space::{Space, Tuple};
+use super::spec::{AxisSpec, Ctx, Expectation};
 use crate::flow::phase::Phase;
 use crate::scenario::model::ExpectSection;
-
-/// An `[[expect]]` rule: a permutation matching any of the tuples expects `expect`.
-#[derive(Debug, Clone)]
-pub struct Expectation {
-    pub when: Vec<Tuple>,
-    pub expect: ExpectSection,
-}
-
-impl Expectation {
-    pub fn matches(&self, row: &[usize]) -> bool {
-        self.when
-            .iter()
-            .any(|t| t.iter().all(|&(a, v)| row[a] == v))
-    }
-
-    /// Whether the rule expects the installer to refuse the config before any VM runs: the
-    /// pairwise strategy gives such rows their own part (negative.rs).
-    pub fn is_negative(&self) -> bool {
-        self.expect.verdict == "fail"
-            && self.expect.failed_phase.as_deref() == Some(Phase::Assets.name())
-    }
-}
 
 /// The tuples a rule's conditions stand for: each condition names an axis and one or more of
 /// its labels; a list means any of them.
