@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::artifacts::RunFiles;
+use super::context::{BootServer, Run};
 use super::error::RunError;
 use super::installer::installer_for;
 use super::lifecycle::Lifecycle;
@@ -15,56 +16,13 @@ use super::session::Session;
 use super::RunOptions;
 use crate::assets::{self, Assets, AssetsRequest};
 use crate::flow::event::{EventLog, Signal, Source};
-use crate::flow::machine::{Action, Machine};
+use crate::flow::machine::Machine;
 use crate::flow::phase::Phase;
 use crate::guest::ssh::SshKeyPair;
 use crate::hw::Accel;
 use crate::netboot::FileServer;
 use crate::result::{AssetsUsed, HostContext};
 use crate::scenario::Scenario;
-
-/// What every step works on.
-pub struct Run<'a> {
-    pub s: &'a Scenario,
-    pub opts: &'a RunOptions,
-    pub machine: Machine,
-    pub log: EventLog,
-    pub ui: &'a mut Progress,
-    /// Artifact name -> file in the run directory, for result.json.
-    pub artifacts: &'a mut BTreeMap<String, String>,
-    pub started: Instant,
-    pub accel: Accel,
-    /// What the machine did and the session has not shown yet.
-    pub pending: Vec<Action>,
-    /// The host the VM ran on, when not this one (a remote libvirtd).
-    pub vm_host: Option<HostContext>,
-    /// The installer and the live ISO, for result.json.
-    pub assets_used: Option<AssetsUsed>,
-    /// The harness's server of what the guest fetches while it boots, for a boot that does;
-    /// it lives as long as the run.
-    pub boot_server: Option<BootServer>,
-}
-
-/// The boot server of a run.
-pub struct BootServer {
-    pub server: FileServer,
-    /// The host as the guest reaches it: QEMU's user network's host (forwarded to the
-    /// server's loopback address), or a NAT network's host address on its bridge (where the
-    /// server listens too, once the network exists).
-    pub guest_sees_host_at: std::net::Ipv4Addr,
-}
-
-impl BootServer {
-    /// Where the guest fetches its root filesystem.
-    pub fn rootfs_url(&self) -> String {
-        format!(
-            "http://{}:{}{}",
-            self.guest_sees_host_at,
-            self.server.addr().port(),
-            crate::netboot::ROOTFS_PATH
-        )
-    }
-}
 
 /// What [`drive`] leaves: the machine holding the outcome, the remote host the VM ran on, if
 /// any, and the installer and ISO it used, once the assets were made.
@@ -75,22 +33,6 @@ pub struct Driven {
     /// QEMU's pid when the run left its VM running (a passing `--keep` run).
     pub vm_left_running: Option<u32>,
     pub rootfs_url: Option<String>,
-}
-
-impl Run<'_> {
-    /// Milliseconds since the run started: the timeline's clock.
-    pub fn now(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
-    }
-
-    /// Records a signal in the timeline and feeds it to the state machine.
-    pub fn handle(&mut self, source: Source, signal: Signal) {
-        let actions = match self.log.record(source, signal) {
-            Ok(ev) => self.machine.on_event(&ev),
-            Err(e) => self.machine.error(0, format!("writing events.jsonl: {e}")),
-        };
-        self.pending.extend(actions);
-    }
 }
 
 /// Everything between the start and the verdict.

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::drive::Run;
+use super::context::Run;
 use crate::flow::event::{Signal, Source};
 use crate::gather::{self, api, guest, Collector};
 use crate::guest::ssh::SshTarget;

@@ -10,6 +10,7 @@ mod artifacts;
 pub mod assisted;
 pub mod backing;
 pub mod board;
+mod context;
 mod drive;
 mod error;
 mod expect;

@@ -12,7 +12,7 @@ use super::artifacts::{
     keep_instructions, kept_cluster_instructions, KeptCluster, RunFiles, FORWARDED_KUBECONFIG,
 };
 use super::assisted::{self, AssistedInstall};
-use super::drive::Run;
+use super::context::Run;
 use super::error::RunError;
 use super::lifecycle::Lifecycle;
 use super::observers::{JournalFiles, Observers};
