@@ -197,6 +197,89 @@ fn smoke_on_a_remote_libvirt_host_passes_and_leaves_nothing_there() {
     );
 }
 
+/// The boot server's line of a run: the port it listens on here and the one the guest
+/// fetches from.
+fn boot_server_ports(stderr: &str, id: &str) -> (u16, u16) {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(id) && l.contains("boot server on 127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no boot server line of {id}:\n{stderr}"));
+    let port_after = |marker: &str| -> u16 {
+        let rest = &line[line
+            .find(marker)
+            .unwrap_or_else(|| panic!("{marker} in {line}"))
+            + marker.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("{marker} in {line}"))
+    };
+    assert!(line.contains("through an SSH remote forward"), "{line}");
+    (
+        port_after("boot server on 127.0.0.1:"),
+        port_after("http://10.0.2.2:"),
+    )
+}
+
+#[test]
+fn the_network_boots_run_on_a_remote_host_through_a_reverse_ssh_forward() {
+    let sshd = Sshd::start();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = work.path().join("out");
+    let uri = uri(&sshd);
+    let boot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/boot.toml");
+    let ids = [
+        "minimal-iso.bios.install-to-disk",
+        "pxe.bios.install-to-disk",
+    ];
+    let ran = harness(
+        &[
+            "matrix",
+            boot.to_str().unwrap(),
+            "--filter",
+            &ids.join(","),
+            "--jobs",
+            "1",
+            "--backend",
+            "libvirt",
+            "--connect",
+            &uri,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &work.path().join("state"),
+    );
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{stderr}\n{}", sshd.log());
+    for id in ids {
+        let dir = out.join(id);
+        let result: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap())
+                .unwrap();
+        assert_eq!(result["verdict"], "pass", "{id}");
+        // The guest's requests reached the server only through the forward: the port it
+        // fetched from is sshd's on the remote side, not the server's own.
+        let (server, guest) = boot_server_ports(&stderr, id);
+        assert_ne!(server, guest, "{id}");
+        let serial = std::fs::read_to_string(dir.join("serial.log")).unwrap();
+        assert!(
+            serial.contains(&format!("10.0.2.2:{guest}/rootfs.img")),
+            "{id}: the guest was told the forwarded port: {serial}"
+        );
+        let domain = std::fs::read_to_string(dir.join("vm.txt")).unwrap();
+        if id.starts_with("pxe") {
+            // The TFTP root is the run's pool on the remote host, not the run directory.
+            assert!(
+                domain.contains("tftp=/var/lib/libvirt/images/sno-"),
+                "{domain}"
+            );
+        }
+    }
+    let left: Vec<String> = ids.iter().flat_map(|id| leftovers(id)).collect();
+    assert_eq!(left, Vec::<String>::new());
+}
+
 #[test]
 fn gc_over_ssh_removes_what_a_killed_remote_run_left() {
     let sshd = Sshd::start();

@@ -43,6 +43,12 @@ pub struct BootServer {
     /// server's loopback address), or a NAT network's host address on its bridge (where the
     /// server listens too, once the network exists).
     pub guest_sees_host_at: std::net::Ipv4Addr,
+    /// The port the guest fetches from: the server's own, or on a remote libvirt host the
+    /// port there that `reverse` carries back to it.
+    pub guest_port: u16,
+    /// On a remote libvirt host: the SSH connection whose remote forward takes the guest's
+    /// requests from that host's loopback to the server here; it closes with the run.
+    pub reverse: Option<crate::vm::libvirt::Tunnel>,
 }
 
 impl BootServer {
@@ -51,7 +57,7 @@ impl BootServer {
         format!(
             "http://{}:{}{}",
             self.guest_sees_host_at,
-            self.server.addr().port(),
+            self.guest_port,
             crate::netboot::ROOTFS_PATH
         )
     }

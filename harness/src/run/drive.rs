@@ -185,16 +185,56 @@ impl Run<'_> {
             .map_err(|e| {
                 RunError::Harness(format!("starting the boot server on 127.0.0.1: {e}"))
             })?;
+        let local_port = server.addr().port();
+        let reverse = self.reverse_forward(local_port).await?;
         let boot = BootServer {
             server,
             guest_sees_host_at,
+            guest_port: reverse.as_ref().map_or(local_port, |(_, port)| *port),
+            reverse: reverse.map(|(tunnel, _)| tunnel),
+        };
+        let via = match &boot.reverse {
+            Some(_) => format!(
+                " (through an SSH remote forward from the libvirt host's port {})",
+                boot.guest_port
+            ),
+            None => String::new(),
         };
         self.ui.line(&format!(
-            "boot server on {}: the guest fetches its root filesystem from {}",
+            "boot server on {}: the guest fetches its root filesystem from {}{via}",
             boot.server.addr(),
             boot.rootfs_url()
         ));
         Ok(Some(boot))
+    }
+
+    /// On a remote libvirt host the guest's user network reaches that host's loopback, not
+    /// this one's: an SSH connection there forwards a port of its loopback back to the boot
+    /// server's. `None` here, on QEMU and on a local libvirtd.
+    async fn reverse_forward(
+        &self,
+        local_port: u16,
+    ) -> Result<Option<(crate::vm::libvirt::Tunnel, u16)>, RunError> {
+        let crate::vm::running::Backend::Libvirt { uri } = &self.opts.backend else {
+            return Ok(None);
+        };
+        let target = crate::vm::libvirt::remote_target(uri)
+            .map_err(|e| RunError::Harness(format!("the libvirt URI {uri}: {e}")))?;
+        let Some(target) = target else {
+            return Ok(None);
+        };
+        let reverse = tokio::task::spawn_blocking(move || {
+            let tunnel = crate::vm::libvirt::Tunnel::open(&target, &[])
+                .map_err(|e| format!("SSH to {target} for the boot server: {e}"))?;
+            let port = tunnel
+                .reverse(local_port)
+                .map_err(|e| format!("SSH to {target} for the boot server: {e}"))?;
+            Ok::<_, String>((tunnel, port))
+        })
+        .await
+        .map_err(|e| RunError::Harness(format!("the boot server's SSH forward: {e}")))?
+        .map_err(RunError::Harness)?;
+        Ok(Some(reverse))
     }
 
     /// The assets phase's work: the run's SSH key, the install-config, the installer's

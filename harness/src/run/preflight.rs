@@ -62,10 +62,15 @@ pub fn backend_fits(scenarios: &[&Scenario], backend: &Backend) -> Result<(), St
             s.path.display()
         ));
     }
-    let fetching = scenarios.iter().find(|s| s.boot_source.fetches_rootfs());
-    if let (true, Some(s)) = (backend.is_remote(), fetching) {
+    // A remote host's guest reaches the boot server through an SSH remote forward, which
+    // listens on that host's loopback: QEMU's user network reaches it, a NAT network's
+    // bridge does not.
+    let fetching_on_nat = scenarios
+        .iter()
+        .find(|s| s.boot_source.fetches_rootfs() && s.vm.network == GuestNetwork::Nat);
+    if let (true, Some(s)) = (backend.is_remote(), fetching_on_nat) {
         return Err(format!(
-            "{}: boot.source = {:?} is not yet supported on a remote libvirt host: its guest fetches the root filesystem from the host's loopback, which is the remote host's there; run it on this host",
+            "{}: boot.source = {:?} with vm.network = \"nat\" is not supported on a remote libvirt host: the guest fetches its root filesystem from the harness through an SSH forward on that host's loopback, which its NAT network does not reach; use vm.network = \"user\" there, or run it on this host",
             s.path.display(),
             s.boot_source.as_str()
         ));

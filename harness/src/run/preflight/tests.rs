@@ -234,7 +234,7 @@ fn a_nat_network_is_for_the_libvirt_backend_only() {
 }
 
 #[test]
-fn pxe_runs_on_either_backend_and_a_nat_network_but_not_on_a_remote_host() {
+fn pxe_runs_on_either_backend_and_a_remote_host_but_not_on_a_remote_nat_network() {
     let mut pxe = smoke();
     pxe.boot_source = crate::scenario::BootSource::Pxe;
     assert!(backend_fits(&[&pxe], &Backend::Qemu).is_ok());
@@ -245,8 +245,16 @@ fn pxe_runs_on_either_backend_and_a_nat_network_but_not_on_a_remote_host() {
     let remote = Backend::Libvirt {
         uri: "qemu+ssh://root@lab.example/system".into(),
     };
-    let e = backend_fits(&[&pxe], &remote).unwrap_err();
-    assert!(e.contains("\"pxe\"") && e.contains("remote"), "{e}");
+    assert!(backend_fits(&[&pxe], &remote).is_ok());
+    let e = backend_fits(&[&pxe, &nat], &remote).unwrap_err();
+    assert!(
+        e.contains("\"pxe\"") && e.contains("remote") && e.contains("nat"),
+        "{e}"
+    );
+    let mut minimal = nat.clone();
+    minimal.boot_source = crate::scenario::BootSource::MinimalIso;
+    assert!(backend_fits(&[&minimal], &libvirt()).is_ok());
+    assert!(backend_fits(&[&minimal], &remote).is_err());
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! What a run on a remote libvirtd (`qemu+ssh://...`) needs that a local one gets from its run
-//! directory: the disks, the live ISO and the UEFI variables as volumes of a per-run storage
+//! directory: the disks, the live ISO, the UEFI variables and a PXE boot's TFTP files as volumes of a per-run storage
 //! pool on the remote host (uploaded through libvirt streams), and the guest's addresses
 //! (the remote host's loopback forwards, or the node on a NAT network there) forwarded to this
 //! host's loopback over SSH. The serial console comes through `console_stream`.
@@ -57,6 +57,9 @@ impl RemoteRun {
         if let Some(vars) = &mut spec.uefi_vars {
             *vars = remote.upload(&vars.clone())?;
         }
+        if let Some(netboot) = &mut spec.netboot {
+            netboot.tftp_dir = remote.upload_tftp(&netboot.tftp_dir.clone())?;
+        }
         Ok(remote)
     }
 
@@ -72,6 +75,24 @@ impl RemoteRun {
             .and_then(|_| pool.upload(&name, local))
             .and_then(|_| pool.path(&name))
             .map_err(|e| format!("uploading {}: {e}", local.display()))
+    }
+
+    /// A PXE boot's TFTP directory (the iPXE script): QEMU's user network serves it from
+    /// the host QEMU runs on, so its files become volumes of the run's pool, and the pool's
+    /// directory the TFTP root. Returns that directory on the remote host.
+    fn upload_tftp(&self, local_dir: &Path) -> Result<PathBuf, String> {
+        let entries =
+            std::fs::read_dir(local_dir).map_err(|e| format!("{}: {e}", local_dir.display()))?;
+        let mut remote_dir = None;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("{}: {e}", local_dir.display()))?;
+            if !entry.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            let remote = self.upload(&entry.path())?;
+            remote_dir = remote.parent().map(Path::to_path_buf);
+        }
+        remote_dir.ok_or_else(|| format!("{}: no file to serve over TFTP", local_dir.display()))
     }
 
     /// Where this host reaches `addr` of the remote side.

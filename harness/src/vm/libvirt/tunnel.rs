@@ -82,6 +82,10 @@ pub enum TunnelError {
         #[source]
         source: io::Error,
     },
+    #[error(
+        "a forward from the remote host's loopback back to 127.0.0.1:{local_port} here: {said}"
+    )]
+    Reverse { local_port: u16, said: String },
     #[error("listening on 127.0.0.1 for {remote} on the remote side: {source}")]
     Listen {
         remote: SocketAddr,
@@ -103,13 +107,16 @@ pub struct TunnelOptions {
 pub struct Tunnel {
     /// (address on the remote side, local port).
     ports: Vec<(SocketAddr, u16)>,
+    /// For the requests made after it is up (`reverse`).
+    plan: Plan,
     stop: Arc<AtomicBool>,
     worker: Option<JoinHandle<()>>,
     /// The control socket and the `ssh` logs; removed last.
     _dir: tempfile::TempDir,
 }
 
-/// What the tunnel's thread needs to run its `ssh` processes.
+/// What the tunnel's `ssh` processes are given.
+#[derive(Clone)]
 struct Plan {
     target: RemoteTarget,
     options: TunnelOptions,
@@ -164,13 +171,17 @@ impl Tunnel {
         let thread_stop = stop.clone();
         let worker = std::thread::Builder::new()
             .name(format!("ssh-tunnel-{}", target.host))
-            .spawn(move || run(plan, listeners, &thread_stop, ready_tx))
+            .spawn({
+                let plan = plan.clone();
+                move || run(plan, listeners, &thread_stop, ready_tx)
+            })
             .map_err(|source| TunnelError::Io {
                 what: "a thread for the SSH forwards".into(),
                 source,
             })?;
         let tunnel = Tunnel {
             ports,
+            plan,
             stop,
             worker: Some(worker),
             _dir: dir,
@@ -191,6 +202,52 @@ impl Tunnel {
             .iter()
             .find(|(r, _)| *r == remote)
             .map(|(_, l)| *l)
+    }
+}
+
+impl Tunnel {
+    /// A port on the remote host's loopback that reaches `local_port` on this host's, for as
+    /// long as the tunnel is open: how a guest there fetches from a server of the harness.
+    pub fn reverse(&self, local_port: u16) -> Result<u16, TunnelError> {
+        let p = &self.plan;
+        let mut child = ssh_command(argv::reverse(
+            &p.target,
+            &p.options,
+            &p.control(),
+            local_port,
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| TunnelError::Spawn { source })?;
+        let failed = |said: String| TunnelError::Reverse { local_port, said };
+        // The request goes over the logged-in connection: it is answered at once, or never.
+        let started = Instant::now();
+        while matches!(child.try_wait(), Ok(None)) {
+            if started.elapsed() > UP_TIMEOUT {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(failed(format!(
+                    "no answer within {}s",
+                    UP_TIMEOUT.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| failed(e.to_string()))?;
+        let printed = String::from_utf8_lossy(&out.stdout);
+        match printed.trim().parse::<u16>() {
+            Ok(port) if out.status.success() && port != 0 => Ok(port),
+            _ => Err(failed(format!(
+                "{} (printed {:?}; {})",
+                out.status,
+                printed.trim(),
+                refusal::said(&String::from_utf8_lossy(&out.stderr))
+            ))),
+        }
     }
 }
 

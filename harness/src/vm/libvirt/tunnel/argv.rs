@@ -100,6 +100,23 @@ pub(super) fn forward(
     argv
 }
 
+/// Asks the control connection for a remote forward: a port the remote host's sshd picks on
+/// its loopback, carried back to `local_port` on this host's. `ssh` prints the port it got.
+pub(super) fn reverse(
+    target: &RemoteTarget,
+    options: &TunnelOptions,
+    control: &Path,
+    local_port: u16,
+) -> Vec<OsString> {
+    let mut argv = common(target, options);
+    argv.extend(["-o", "ControlMaster=no", "-S"].map(OsString::from));
+    argv.push(control.into());
+    argv.extend(["-O", "forward", "-R"].map(OsString::from));
+    argv.push(format!("127.0.0.1:0:127.0.0.1:{local_port}").into());
+    destination(&mut argv, target);
+    argv
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +202,21 @@ mod tests {
         }
         // The host never reads as an option, whatever its name.
         assert_eq!(&argv[argv.len() - 2..], ["--", "::1"]);
+    }
+
+    #[test]
+    fn a_reverse_forward_asks_the_control_connection_for_a_port_on_the_remote_loopback() {
+        let argv = strings(&reverse(
+            &bare("lab"),
+            &TunnelOptions::default(),
+            Path::new("/tmp/c"),
+            4711,
+        ));
+        assert_eq!(values(&argv, "-S"), ["/tmp/c"]);
+        assert_eq!(values(&argv, "-O"), ["forward"]);
+        assert_eq!(values(&argv, "-R"), ["127.0.0.1:0:127.0.0.1:4711"]);
+        assert!(values(&argv, "-o").contains(&"ControlMaster=no".to_string()));
+        assert_eq!(&argv[argv.len() - 2..], ["--", "lab"]);
     }
 
     #[test]

@@ -311,3 +311,38 @@ fn only_old_directories_without_a_listening_control_socket_are_stale() {
     stale.sort();
     assert_eq!(stale, [dead, never]);
 }
+
+#[test]
+fn a_reverse_forward_carries_the_remote_sides_connections_here_until_the_tunnel_closes() {
+    let sshd = Sshd::start();
+    let echo = Echo::start();
+    // No forward out: a tunnel only for the way back, as a boot server's.
+    let tunnel =
+        Tunnel::open(&target(&sshd, false), &[]).unwrap_or_else(|e| panic!("{e}\n{}", sshd.log()));
+    let remote = tunnel
+        .reverse(echo.port)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sshd.log()));
+    assert_ne!(remote, echo.port, "sshd's own port on the far side");
+    // The far side is this host here: its loopback port reaches the echo server through sshd.
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(round_trip(remote, data.clone()), data);
+    // The same request again is the same forward (the control connection keeps one).
+    assert_eq!(tunnel.reverse(echo.port).unwrap(), remote);
+    drop(tunnel);
+    wait_until("the remote port closed", Duration::from_secs(10), || {
+        TcpStream::connect(("127.0.0.1", remote)).is_err()
+    });
+}
+
+#[test]
+fn a_reverse_forward_the_server_refuses_is_an_error_saying_so() {
+    // sshd takes a keyword's first value, so not AllowTcpForwarding, which the config sets.
+    let sshd = Sshd::start_with("DisableForwarding yes\n");
+    let tunnel =
+        Tunnel::open(&target(&sshd, false), &[]).unwrap_or_else(|e| panic!("{e}\n{}", sshd.log()));
+    let e = tunnel
+        .reverse(9)
+        .expect_err("remote forwarding is off")
+        .to_string();
+    assert!(e.contains("127.0.0.1:9"), "{e}");
+}
