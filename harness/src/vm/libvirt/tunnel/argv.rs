@@ -82,6 +82,18 @@ pub(super) fn master(
     argv
 }
 
+/// An `ssh` that uses the control connection and never makes one of its own.
+fn through_control(
+    target: &RemoteTarget,
+    options: &TunnelOptions,
+    control: &Path,
+) -> Vec<OsString> {
+    let mut argv = common(target, options);
+    argv.extend(["-o", "ControlMaster=no", "-S"].map(OsString::from));
+    argv.push(control.into());
+    argv
+}
+
 /// One forwarded connection: stdin and stdout carried to `remote` (as the remote host
 /// reaches it) over the control connection.
 pub(super) fn forward(
@@ -90,9 +102,7 @@ pub(super) fn forward(
     control: &Path,
     remote: SocketAddr,
 ) -> Vec<OsString> {
-    let mut argv = common(target, options);
-    argv.extend(["-o", "ControlMaster=no", "-S"].map(OsString::from));
-    argv.push(control.into());
+    let mut argv = through_control(target, options, control);
     // SocketAddr brackets an IPv6 address, as `-W` wants it.
     argv.push("-W".into());
     argv.push(remote.to_string().into());
@@ -108,9 +118,7 @@ pub(super) fn reverse(
     control: &Path,
     local_port: u16,
 ) -> Vec<OsString> {
-    let mut argv = common(target, options);
-    argv.extend(["-o", "ControlMaster=no", "-S"].map(OsString::from));
-    argv.push(control.into());
+    let mut argv = through_control(target, options, control);
     argv.extend(["-O", "forward", "-R"].map(OsString::from));
     argv.push(format!("127.0.0.1:0:127.0.0.1:{local_port}").into());
     destination(&mut argv, target);
