@@ -83,6 +83,19 @@ fn harness(args: &[&str], state: &Path) -> Output {
     out
 }
 
+/// `sno-harness ARGS --backend libvirt --connect URI --out OUT` on `sshd`'s host, which must
+/// exit 0; its stderr.
+fn passing_on(sshd: &Sshd, args: &[&str], out: &Path, state: &Path) -> String {
+    let uri = uri(sshd);
+    let mut all = args.to_vec();
+    all.extend(["--backend", "libvirt", "--connect", &uri, "--out"]);
+    all.push(out.to_str().unwrap());
+    let ran = harness(&all, state);
+    let stderr = String::from_utf8_lossy(&ran.stderr).into_owned();
+    assert_eq!(ran.status.code(), Some(0), "{stderr}\n{}", sshd.log());
+    stderr
+}
+
 #[test]
 fn smoke_on_a_remote_libvirt_host_passes_and_leaves_nothing_there() {
     let sshd = Sshd::start();
@@ -91,22 +104,12 @@ fn smoke_on_a_remote_libvirt_host_passes_and_leaves_nothing_there() {
     std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let scenario = smoke_named(work.path(), "remote");
     let out = work.path().join("out");
-    let uri = uri(&sshd);
-    let ran = harness(
-        &[
-            "run",
-            scenario.to_str().unwrap(),
-            "--backend",
-            "libvirt",
-            "--connect",
-            &uri,
-            "--out",
-            out.to_str().unwrap(),
-        ],
+    let stderr = passing_on(
+        &sshd,
+        &["run", scenario.to_str().unwrap()],
+        &out,
         &work.path().join("state"),
     );
-    let stderr = String::from_utf8_lossy(&ran.stderr);
-    assert_eq!(ran.status.code(), Some(0), "{stderr}\n{}", sshd.log());
     let dir = out.join("remote");
     let result: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
@@ -227,31 +230,25 @@ fn the_network_boots_run_on_a_remote_host_through_a_reverse_ssh_forward() {
     let work = tempfile::tempdir().unwrap();
     std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let out = work.path().join("out");
-    let uri = uri(&sshd);
     let boot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/boot.toml");
     let ids = [
         "minimal-iso.bios.install-to-disk",
         "pxe.bios.install-to-disk",
     ];
-    let ran = harness(
+    let filter = ids.join(",");
+    let stderr = passing_on(
+        &sshd,
         &[
             "matrix",
             boot.to_str().unwrap(),
             "--filter",
-            &ids.join(","),
+            &filter,
             "--jobs",
             "1",
-            "--backend",
-            "libvirt",
-            "--connect",
-            &uri,
-            "--out",
-            out.to_str().unwrap(),
         ],
+        &out,
         &work.path().join("state"),
     );
-    let stderr = String::from_utf8_lossy(&ran.stderr);
-    assert_eq!(ran.status.code(), Some(0), "{stderr}\n{}", sshd.log());
     for id in ids {
         let dir = out.join(id);
         let result: serde_json::Value =

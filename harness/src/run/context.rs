@@ -43,21 +43,33 @@ pub struct BootServer {
     /// server's loopback address), or a NAT network's host address on its bridge (where the
     /// server listens too, once the network exists).
     pub guest_sees_host_at: std::net::Ipv4Addr,
-    /// The port the guest fetches from: the server's own, or on a remote libvirt host the
-    /// port there that `reverse` carries back to it.
-    pub guest_port: u16,
-    /// On a remote libvirt host: the SSH connection whose remote forward takes the guest's
-    /// requests from that host's loopback to the server here; it closes with the run.
-    pub reverse: Option<crate::vm::libvirt::Tunnel>,
+    /// On a remote libvirt host: how the guest's requests get from that host to the server.
+    pub reverse: Option<ReverseForward>,
+}
+
+/// The SSH connection to a remote libvirt host whose remote forward takes the guest's
+/// requests from `port` on that host's loopback to the boot server here; it closes with
+/// the run.
+pub struct ReverseForward {
+    /// Held only: dropping it closes the forward.
+    pub _tunnel: crate::vm::libvirt::Tunnel,
+    pub port: u16,
 }
 
 impl BootServer {
+    /// The port the guest fetches from: the server's own, or the remote forward's.
+    pub fn guest_port(&self) -> u16 {
+        self.reverse
+            .as_ref()
+            .map_or(self.server.addr().port(), |r| r.port)
+    }
+
     /// Where the guest fetches its root filesystem.
     pub fn rootfs_url(&self) -> String {
         format!(
             "http://{}:{}{}",
             self.guest_sees_host_at,
-            self.guest_port,
+            self.guest_port(),
             crate::netboot::ROOTFS_PATH
         )
     }

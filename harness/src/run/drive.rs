@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::artifacts::RunFiles;
-use super::context::{BootServer, Run};
+use super::context::{BootServer, ReverseForward, Run};
 use super::error::RunError;
 use super::installer::installer_for;
 use super::lifecycle::Lifecycle;
@@ -185,18 +185,15 @@ impl Run<'_> {
             .map_err(|e| {
                 RunError::Harness(format!("starting the boot server on 127.0.0.1: {e}"))
             })?;
-        let local_port = server.addr().port();
-        let reverse = self.reverse_forward(local_port).await?;
         let boot = BootServer {
+            reverse: self.reverse_forward(server.addr().port()).await?,
             server,
             guest_sees_host_at,
-            guest_port: reverse.as_ref().map_or(local_port, |(_, port)| *port),
-            reverse: reverse.map(|(tunnel, _)| tunnel),
         };
         let via = match &boot.reverse {
-            Some(_) => format!(
+            Some(r) => format!(
                 " (through an SSH remote forward from the libvirt host's port {})",
-                boot.guest_port
+                r.port
             ),
             None => String::new(),
         };
@@ -211,10 +208,7 @@ impl Run<'_> {
     /// On a remote libvirt host the guest's user network reaches that host's loopback, not
     /// this one's: an SSH connection there forwards a port of its loopback back to the boot
     /// server's. `None` here, on QEMU and on a local libvirtd.
-    async fn reverse_forward(
-        &self,
-        local_port: u16,
-    ) -> Result<Option<(crate::vm::libvirt::Tunnel, u16)>, RunError> {
+    async fn reverse_forward(&self, local_port: u16) -> Result<Option<ReverseForward>, RunError> {
         let crate::vm::running::Backend::Libvirt { uri } = &self.opts.backend else {
             return Ok(None);
         };
@@ -223,18 +217,20 @@ impl Run<'_> {
         let Some(target) = target else {
             return Ok(None);
         };
-        let reverse = tokio::task::spawn_blocking(move || {
-            let tunnel = crate::vm::libvirt::Tunnel::open(&target, &[])
-                .map_err(|e| format!("SSH to {target} for the boot server: {e}"))?;
-            let port = tunnel
-                .reverse(local_port)
-                .map_err(|e| format!("SSH to {target} for the boot server: {e}"))?;
-            Ok::<_, String>((tunnel, port))
+        let forward = tokio::task::spawn_blocking(move || {
+            let tunnel = crate::vm::libvirt::Tunnel::open(&target, &[])?;
+            let port = tunnel.reverse(local_port)?;
+            Ok(ReverseForward {
+                _tunnel: tunnel,
+                port,
+            })
         })
         .await
         .map_err(|e| RunError::Harness(format!("the boot server's SSH forward: {e}")))?
-        .map_err(RunError::Harness)?;
-        Ok(Some(reverse))
+        .map_err(|e: crate::vm::libvirt::TunnelError| {
+            RunError::Harness(format!("SSH to {uri} for the boot server: {e}"))
+        })?;
+        Ok(Some(forward))
     }
 
     /// The assets phase's work: the run's SSH key, the install-config, the installer's

@@ -1,6 +1,7 @@
 //! What a run on a remote libvirtd (`qemu+ssh://...`) needs that a local one gets from its run
-//! directory: the disks, the live ISO, the UEFI variables and a PXE boot's TFTP files as volumes of a per-run storage
-//! pool on the remote host (uploaded through libvirt streams), and the guest's addresses
+//! directory: the disks, the live ISO, the UEFI variables and a PXE boot's TFTP files as
+//! volumes of a per-run storage pool on the remote host (uploaded through libvirt streams),
+//! and the guest's addresses
 //! (the remote host's loopback forwards, or the node on a NAT network there) forwarded to this
 //! host's loopback over SSH. The serial console comes through `console_stream`.
 
@@ -83,16 +84,13 @@ impl RemoteRun {
     fn upload_tftp(&self, local_dir: &Path) -> Result<PathBuf, String> {
         let entries =
             std::fs::read_dir(local_dir).map_err(|e| format!("{}: {e}", local_dir.display()))?;
-        let mut remote_dir = None;
         for entry in entries {
             let entry = entry.map_err(|e| format!("{}: {e}", local_dir.display()))?;
-            if !entry.file_type().is_ok_and(|t| t.is_file()) {
-                continue;
+            if entry.file_type().is_ok_and(|t| t.is_file()) {
+                self.upload(&entry.path())?;
             }
-            let remote = self.upload(&entry.path())?;
-            remote_dir = remote.parent().map(Path::to_path_buf);
         }
-        remote_dir.ok_or_else(|| format!("{}: no file to serve over TFTP", local_dir.display()))
+        Ok(PathBuf::from(self.pool.as_ref().expect("prepared").dir()))
     }
 
     /// Where this host reaches `addr` of the remote side.

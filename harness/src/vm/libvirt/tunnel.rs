@@ -203,9 +203,7 @@ impl Tunnel {
             .find(|(r, _)| *r == remote)
             .map(|(_, l)| *l)
     }
-}
 
-impl Tunnel {
     /// A port on the remote host's loopback that reaches `local_port` on this host's, for as
     /// long as the tunnel is open: how a guest there fetches from a server of the harness.
     pub fn reverse(&self, local_port: u16) -> Result<u16, TunnelError> {
