@@ -45,6 +45,7 @@ pub mod report;
 pub mod result;
 pub mod run;
 pub mod scenario;
+pub mod secrets;
 pub mod util;
 pub mod vm;
 

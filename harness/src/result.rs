@@ -230,6 +230,19 @@ pub struct RunResult {
     /// How the live system booted, when not from the full live ISO.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot: Option<BootRecord>,
+    /// The run's private directory, outside the run directory: the installer's assets (the
+    /// Ignition configs, auth/), the SSH key, the disks and the live ISO. Nothing of it is
+    /// published; it is removed when the run ends unless kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private: Option<PrivateRecord>,
+}
+
+/// Where a run kept what must not be published, and whether it is still there.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrivateRecord {
+    pub dir: String,
+    /// `--keep` (or a VM left running): the directory stays for the user; else it is gone.
+    pub kept: bool,
 }
 
 /// A boot other than the full live ISO's: where the root filesystem came from, and the time
@@ -249,6 +262,10 @@ pub struct BootRecord {
     pub live_boot_fetch_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_boot_rest_ms: Option<u64>,
+    /// What the boot server refused (requests for paths it does not serve, connections it
+    /// closed at its limits), counted, never listed one by one; absent when nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 impl BootRecord {
@@ -406,6 +423,7 @@ impl RunResult {
             assets: None,
             vm_left_running: None,
             boot: None,
+            private: None,
         }
     }
 
@@ -559,6 +577,7 @@ pub(crate) mod tests {
             assets: None,
             vm_left_running: None,
             boot: None,
+            private: None,
         }
     }
 

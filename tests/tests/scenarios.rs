@@ -100,6 +100,7 @@ fn run_one(
                 when: sno_harness::gather::When::OnFailure,
                 limit: GATHER_LIMIT,
             },
+            kubeconfig_to: Vec::new(),
         },
     ));
     let checked = check_expectation(s, &result).and_then(|m| {

@@ -181,7 +181,7 @@ fn fetch_with(
     let sha256 = &sha256.to_ascii_lowercase();
     let path = file_url_path(location);
     if path.is_none() && !(location.starts_with("http://") || location.starts_with("https://")) {
-        return Err(IsoError::Scheme(location.into()));
+        return Err(IsoError::Scheme(crate::util::url::redacted(location)));
     }
     fs::create_dir_all(cache).map_err(io(format!("creating {}", cache.display())))?;
     match path {
@@ -220,7 +220,7 @@ fn verify_file(
     cache: &Path,
 ) -> Result<PathBuf, IsoError> {
     let missing = |source| IsoError::Missing {
-        location: location.into(),
+        location: crate::util::url::redacted(location),
         origin: Origin::Stream,
         source,
     };
@@ -234,7 +234,7 @@ fn verify_file(
     let actual = sha256_of(BufReader::new(f)).map_err(io(format!("reading {}", path.display())))?;
     if actual != sha256 {
         return Err(IsoError::Digest {
-            location: location.into(),
+            location: crate::util::url::redacted(location),
             origin: Origin::Stream,
             expected: sha256.into(),
             actual,
@@ -292,7 +292,7 @@ fn download_cached(
     let actual = download(agent, location, &mut partial)?;
     if actual != sha256 {
         return Err(IsoError::Digest {
-            location: location.into(),
+            location: crate::util::url::redacted(location),
             origin: Origin::Stream,
             expected: sha256.into(),
             actual,
@@ -330,12 +330,12 @@ fn download(
     partial: &mut tempfile::NamedTempFile,
 ) -> Result<String, IsoError> {
     let err = |status, message| IsoError::Download {
-        location: location.into(),
+        location: crate::util::url::redacted(location),
         status,
         message,
     };
     let late = |done, of: String| IsoError::Late {
-        location: location.into(),
+        location: crate::util::url::redacted(location),
         done,
         of,
     };
@@ -346,8 +346,15 @@ fn download(
     })?;
     let total = resp.body().content_length().filter(|&n| n > 0);
     match total {
-        Some(n) => tracing::info!("downloading {location} ({} MiB)", n >> 20),
-        None => tracing::info!("downloading {location} (size unknown)"),
+        Some(n) => tracing::info!(
+            "downloading {} ({} MiB)",
+            crate::util::url::redacted(location),
+            n >> 20
+        ),
+        None => tracing::info!(
+            "downloading {} (size unknown)",
+            crate::util::url::redacted(location)
+        ),
     }
     let what = format!("writing {}", partial.path().display());
     let out = partial.as_file_mut();
@@ -376,7 +383,11 @@ fn download(
             let now = done.saturating_mul(10) / total;
             if now > tenths {
                 tenths = now;
-                tracing::info!("downloading {location}: {}%", now * 10);
+                tracing::info!(
+                    "downloading {}: {}%",
+                    crate::util::url::redacted(location),
+                    now * 10
+                );
             }
         }
     }

@@ -8,6 +8,7 @@ pub mod install_config;
 mod installer;
 pub use installer::InstallerVersion;
 mod iso;
+mod publish;
 pub mod pxe;
 
 use std::fs;
@@ -80,7 +81,12 @@ impl AssetsError {
 
 pub struct AssetsRequest<'a> {
     pub scenario: &'a Scenario,
+    /// The published run directory: the redacted install-config and the redacted copies of
+    /// what the installer made (`publish`).
     pub run_dir: &'a Path,
+    /// The run's private directory: the installer's asset directory, the live ISO, a network
+    /// boot's files.
+    pub private_dir: &'a Path,
     pub installer: &'a Path,
     /// Extra environment for the installer (the fixture's faults and schedule).
     pub installer_env: Vec<(String, String)>,
@@ -132,6 +138,12 @@ pub(crate) fn write_private(path: &Path, data: &[u8]) -> Result<(), AssetsError>
         .map_err(|e| AssetsError::io(format!("writing {}", path.display()), e))?;
     f.write_all(data)
         .map_err(|e| AssetsError::io(format!("writing {}", path.display()), e))
+}
+
+/// The scenario's pull secret, as the run gives it to the installer (for the secrets the run
+/// looks for in what it publishes); `None` when it cannot be read.
+pub fn pull_secret_text(scenario: &Scenario) -> Option<String> {
+    pull_secret(scenario).ok()
 }
 
 /// The pull secret, checked as validation checked its file: the file may have changed since,
@@ -316,26 +328,42 @@ fn run_logged(
     Ok((code, text))
 }
 
-/// Runs the whole assets phase.
+/// Runs the whole assets phase: the installer's work in the private directory, and whatever
+/// it made, redacted, in the run directory (on failure too: the installer's log is the
+/// evidence of a rejected install-config).
 pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
-    let dir = req.run_dir.join("assets");
+    let dir = req.private_dir.join("assets");
     fs::create_dir_all(&dir).map_err(|e| AssetsError::io("creating assets/", e))?;
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))
         .map_err(|e| AssetsError::io("chmod assets/", e))?;
-    let log = dir.join("installer.log");
-
     let (ic, redacted) = render_install_config(req.scenario, req.ssh_public_key)?;
-    // Owner-only like the rest: redacted of the pull secret, it still carries what the
-    // scenario pasted in (proxy URLs with credentials, the trust bundle).
+    let made = prepare_with(req, &dir, (&ic, &redacted));
+    let mut secrets = crate::secrets::Secrets::default();
+    secrets.add_pull_secret(&ic.pull_secret);
+    secrets.add_private_dir(req.private_dir);
+    let published = publish::redacted_copies(&dir, &req.run_dir.join("assets"), &secrets);
+    let assets = made?;
+    published.map_err(|e| AssetsError::io("publishing the redacted assets", e))?;
+    Ok(assets)
+}
+
+fn prepare_with(
+    req: &AssetsRequest,
+    dir: &Path,
+    (ic, redacted): (&InstallConfig, &str),
+) -> Result<Assets, AssetsError> {
+    let log = dir.join("installer.log");
+    // Owner-only: redacted of the pull secret, it still carries what the scenario pasted in
+    // (proxy URLs with credentials, the trust bundle).
     write_private(
         &req.run_dir.join("install-config.yaml"),
         redacted.as_bytes(),
     )?;
     write_private(&dir.join("install-config.yaml"), ic.to_yaml().as_bytes())?;
-    let installer_version = create_ignition_config(req, &dir, &log)?;
+    let installer_version = create_ignition_config(req, dir, &log)?;
     // The installer writes under its own modes (auth/ 0750): what it made holds the cluster's
     // keys, so group and others lose their bits.
-    crate::util::private::make_tree_owner_only(&dir)
+    crate::util::private::make_tree_owner_only(dir)
         .map_err(|e| AssetsError::io("making assets/ owner-only", e))?;
     let ignition = dir.join("bootstrap-in-place-for-live-iso.ign");
     let kubeconfig = dir.join("auth/kubeconfig");
@@ -343,20 +371,20 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
     let left = req.deadline.saturating_duration_since(Instant::now());
     let cache = req.cache_dir.join("iso");
     let source_iso = fetch_iso_within(&location, &sha256, origin, &cache, left)?;
-    let live_iso = req.run_dir.join("live.iso");
+    let live_iso = req.private_dir.join("live.iso");
     let (rootfs, pxe) = match (&req.rootfs_url, req.scenario.boot_source.is_pxe()) {
         (None, _) => {
-            build_live_iso(req, &dir, &log, (&ignition, &source_iso, &live_iso))?;
+            build_live_iso(req, dir, &log, (&ignition, &source_iso, &live_iso))?;
             (None, None)
         }
         (Some(url), false) => {
             let (minimal, rootfs) = extract_minimal_iso(req, &log, &source_iso, url)?;
-            build_live_iso(req, &dir, &log, (&ignition, &minimal, &live_iso))?;
+            build_live_iso(req, dir, &log, (&ignition, &minimal, &live_iso))?;
             let _ = fs::remove_file(&minimal);
             (Some(rootfs), None)
         }
         (Some(url), true) => {
-            let embedded = live_ignition(req, &dir, &ignition)?;
+            let embedded = live_ignition(req, dir, &ignition)?;
             let files = pxe::make(req, &log, &source_iso, (&embedded, url))?;
             (Some(files.rootfs.clone()), Some(files))
         }
@@ -364,7 +392,7 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
     Ok(Assets {
         pxe,
         rootfs,
-        dir,
+        dir: dir.to_path_buf(),
         kubeconfig,
         ignition,
         live_iso,
@@ -561,10 +589,11 @@ impl<'a> CoreosInstaller<'a> {
         let mut message = tool_message(&output);
         if output.contains("No space left on device") {
             message.push_str(&format!(
-                " (the copy of the live ISO, {} MiB, goes into {}: free space there or \
-                 give --out a directory on a larger filesystem)",
+                " (the copy of the live ISO, {} MiB, goes into the run's private directory {}: \
+                 free space there or set SNO_HARNESS_PRIVATE_DIR to a directory on a larger \
+                 filesystem)",
                 self.iso_mib,
-                self.req.run_dir.display()
+                self.req.private_dir.display()
             ));
         }
         Err(AssetsError::CommandFailed {
@@ -585,8 +614,8 @@ fn extract_minimal_iso(
     full_iso: &Path,
     rootfs_url: &str,
 ) -> Result<(PathBuf, PathBuf), AssetsError> {
-    let minimal = req.run_dir.join(MINIMAL_ISO_FILE);
-    let rootfs = req.run_dir.join(ROOTFS_FILE);
+    let minimal = req.private_dir.join(MINIMAL_ISO_FILE);
+    let rootfs = req.private_dir.join(ROOTFS_FILE);
     for stale in [&minimal, &rootfs] {
         // coreos-installer refuses to overwrite; a resumed directory may hold them.
         let _ = fs::remove_file(stale);
@@ -606,9 +635,9 @@ fn extract_minimal_iso(
     Ok((minimal, rootfs))
 }
 
-/// The minimal ISO's file in the run directory, until the live ISO is made of it.
+/// The minimal ISO's file in the private directory, until the live ISO is made of it.
 pub const MINIMAL_ISO_FILE: &str = "minimal.iso";
-/// The root filesystem the harness serves to a minimal ISO, in the run directory.
+/// The root filesystem the harness serves to a minimal ISO, in the private directory.
 pub const ROOTFS_FILE: &str = "rootfs.img";
 
 /// The run's copy of the live ISO: the installer's Ignition (or its held copy) embedded, and
@@ -651,6 +680,7 @@ mod tests {
         let req = AssetsRequest {
             scenario: &s,
             run_dir: dir,
+            private_dir: dir,
             installer: Path::new("/nonexistent/openshift-install"),
             installer_env: Vec::new(),
             ssh_public_key: "",

@@ -3,44 +3,62 @@
 //! filesystem, `pxe ignition wrap` puts the live Ignition into an initramfs of its own (CoreOS's
 //! way of handing a PXE boot its config), and the kernel arguments are the ISO's with
 //! `coreos.liveiso=` replaced by `coreos.live.rootfs_url=`, as for the minimal ISO. The harness
-//! serves all four over HTTP; the user network's TFTP serves only the iPXE script that names
-//! them (QEMU's NIC ROM is iPXE on SeaBIOS and on OVMF).
+//! serves the kernel, the initramfs and the root filesystem over HTTP under the run's random
+//! path; the TFTP that boots the NIC (QEMU's own on the user network, the network's dnsmasq on
+//! NAT) serves the iPXE script that names them.
+//!
+//! The wrapped Ignition carries the cluster's secrets, so it never sits on a socket any local
+//! user can reach: on the user network it goes through QEMU's TFTP, which only the guest
+//! reaches; on a NAT network the boot server sends it once, only to the node's address.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::{AssetsError, AssetsRequest, CoreosInstaller};
 
-/// The TFTP root in the run directory, and the script in it the DHCP answer names.
+/// The TFTP root in the private directory, and the script in it the DHCP answer names.
 pub const TFTP_DIR: &str = "tftp";
 pub const BOOT_SCRIPT: &str = "boot.ipxe";
-/// The URL paths of the kernel, the initramfs and the wrapped Ignition on the boot server
-/// (the root filesystem is at `netboot::ROOTFS_PATH`).
-pub const KERNEL_PATH: &str = "/vmlinuz";
-pub const INITRD_PATH: &str = "/initrd.img";
-pub const IGNITION_PATH: &str = "/ignition.img";
-/// Where they are in the run directory.
+/// The names of the kernel, the initramfs and the wrapped Ignition on the boot server (under
+/// the run's token; the root filesystem is `netboot::ROOTFS_NAME`) and in the TFTP root.
+pub const KERNEL_NAME: &str = "vmlinuz";
+pub const INITRD_NAME: &str = "initrd.img";
+pub const IGNITION_NAME: &str = "ignition.img";
+/// Where they are in the private directory.
 const DIR: &str = "pxe";
 
-/// A PXE boot's files in the run directory (the iPXE script beside them, in `tftp/`).
+/// How the guest gets the wrapped Ignition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IgnitionBy {
+    /// From the TFTP root, by QEMU's user network (reached by the guest alone).
+    Tftp,
+    /// From the boot server, once, to the node's address only (a NAT network).
+    HttpOnce,
+}
+
+/// A PXE boot's files in the private directory (the iPXE script beside them, in `tftp/`).
 #[derive(Debug, Clone)]
 pub struct PxeFiles {
     pub kernel: PathBuf,
     pub initrd: PathBuf,
     /// The live Ignition as an initramfs (owner-only: it carries the cluster's secrets).
     pub ignition: PathBuf,
+    pub ignition_by: IgnitionBy,
     pub rootfs: PathBuf,
 }
 
 impl PxeFiles {
-    /// What the boot server serves for iPXE, by URL path; the root filesystem is served as
-    /// every network boot's is (`Assets::rootfs`).
-    pub fn boot_files(&self) -> [(&'static str, PathBuf); 3] {
-        [
-            (KERNEL_PATH, self.kernel.clone()),
-            (INITRD_PATH, self.initrd.clone()),
-            (IGNITION_PATH, self.ignition.clone()),
-        ]
+    /// What the boot server serves for iPXE, by name, and whether once only; the root
+    /// filesystem is served as every network boot's is (`Assets::rootfs`).
+    pub fn boot_files(&self) -> Vec<(&'static str, PathBuf, bool)> {
+        let mut files = vec![
+            (KERNEL_NAME, self.kernel.clone(), false),
+            (INITRD_NAME, self.initrd.clone(), false),
+        ];
+        if self.ignition_by == IgnitionBy::HttpOnce {
+            files.push((IGNITION_NAME, self.ignition.clone(), true));
+        }
+        files
     }
 }
 
@@ -52,7 +70,7 @@ pub(super) fn make(
     full_iso: &Path,
     (live_ignition, rootfs_url): (&Path, &str),
 ) -> Result<PxeFiles, AssetsError> {
-    let dir = req.run_dir.join(DIR);
+    let dir = req.private_dir.join(DIR);
     // coreos-installer refuses to overwrite; a resumed directory may hold them.
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).map_err(|e| AssetsError::io("creating pxe/", e))?;
@@ -64,33 +82,33 @@ pub(super) fn make(
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let file = |what: &str| dir.join(format!("{stem}-{what}"));
-    let ignition = dir.join("ignition.img");
+    let nat = req.scenario.vm.network == crate::scenario::GuestNetwork::Nat;
+    let tftp = req.private_dir.join(TFTP_DIR);
+    fs::create_dir_all(&tftp).map_err(|e| AssetsError::io("creating tftp/", e))?;
+    let (ignition, ignition_by) = match nat {
+        true => (dir.join(IGNITION_NAME), IgnitionBy::HttpOnce),
+        false => (tftp.join(IGNITION_NAME), IgnitionBy::Tftp),
+    };
     ci.run(
         &["pxe", "ignition", "wrap", "-i"],
         &[live_ignition, Path::new("-o"), &ignition],
     )?;
     crate::util::private::set_mode(&ignition, crate::util::private::PRIVATE_FILE)
-        .map_err(|e| AssetsError::io("chmod 600 pxe/ignition.img", e))?;
+        .map_err(|e| AssetsError::io("chmod 600 the wrapped Ignition", e))?;
     let iso_kargs = ci.run(&["iso", "kargs", "show"], &[full_iso])?;
     let kargs = kernel_args(last_line(&iso_kargs), rootfs_url);
-    let tftp = req.run_dir.join(TFTP_DIR);
-    fs::create_dir_all(&tftp).map_err(|e| AssetsError::io("creating tftp/", e))?;
     let script = tftp.join(BOOT_SCRIPT);
     let origin = rootfs_url
-        .strip_suffix(crate::netboot::ROOTFS_PATH)
+        .strip_suffix(&format!("/{}", crate::netboot::ROOTFS_NAME))
         .unwrap_or(rootfs_url);
-    fs::write(&script, ipxe_script(origin, &kargs))
+    fs::write(&script, ipxe_script(origin, ignition_by, &kargs))
         .map_err(|e| AssetsError::io(format!("writing {}", script.display()), e))?;
-    // Readable by others, whatever the umask: libvirt's QEMU runs as its own user, and its
-    // TFTP opens the script by name (the run directory lets it through, and no further). The
-    // script holds URLs and kernel arguments, nothing secret; the Ignition goes over HTTP.
-    crate::util::private::set_mode(&tftp, 0o755)
-        .and_then(|_| crate::util::private::set_mode(&script, 0o644))
-        .map_err(|e| AssetsError::io("making tftp/ readable by libvirt's QEMU", e))?;
+    tftp_modes(&tftp, &script, nat)?;
     let files = PxeFiles {
         kernel: file("vmlinuz"),
         initrd: file("initrd.img"),
         ignition,
+        ignition_by,
         rootfs: file("rootfs.img"),
     };
     for f in [&files.kernel, &files.initrd, &files.rootfs] {
@@ -102,6 +120,23 @@ pub(super) fn make(
         }
     }
     Ok(files)
+}
+
+/// The TFTP root's modes. On the user network it holds the Ignition: the owner's alone (a
+/// local libvirtd's QEMU, which runs as its own user, is given its files by the backend). On a
+/// NAT network the network's dnsmasq, another user, reads the script, which holds nothing
+/// secret (its URLs answer the node's address only).
+fn tftp_modes(tftp: &Path, script: &Path, nat: bool) -> Result<(), AssetsError> {
+    let (dir_mode, file_mode) = match nat {
+        true => (0o755, 0o644),
+        false => (
+            crate::util::private::PRIVATE_DIR,
+            crate::util::private::PRIVATE_FILE,
+        ),
+    };
+    crate::util::private::set_mode(tftp, dir_mode)
+        .and_then(|_| crate::util::private::set_mode(script, file_mode))
+        .map_err(|e| AssetsError::io("setting the TFTP root's modes", e))
 }
 
 fn last_line(text: &str) -> &str {
@@ -128,12 +163,19 @@ pub fn kernel_args(iso_kargs: &str, rootfs_url: &str) -> String {
 
 /// The iPXE script: both initramfs images by name, which the kernel line names too (iPXE's EFI
 /// build hands the EFI stub only the initrds named by `initrd=`; the BIOS one ignores them).
-pub fn ipxe_script(origin: &str, kargs: &str) -> String {
+/// `origin` is the boot server's URL up to the run's token. The Ignition is named relative to
+/// the script when it comes by TFTP: iPXE resolves it against the script's own URL, the TFTP
+/// server that only the guest reaches.
+pub fn ipxe_script(origin: &str, ignition_by: IgnitionBy, kargs: &str) -> String {
+    let ignition = match ignition_by {
+        IgnitionBy::Tftp => IGNITION_NAME.to_string(),
+        IgnitionBy::HttpOnce => format!("{origin}/{IGNITION_NAME}"),
+    };
     format!(
         "#!ipxe\n\
-         initrd --name initrd {origin}{INITRD_PATH}\n\
-         initrd --name ignition {origin}{IGNITION_PATH}\n\
-         kernel {origin}{KERNEL_PATH} initrd=initrd initrd=ignition {kargs}\n\
+         initrd --name initrd {origin}/{INITRD_NAME}\n\
+         initrd --name ignition {ignition}\n\
+         kernel {origin}/{KERNEL_NAME} initrd=initrd initrd=ignition {kargs}\n\
          boot\n"
     )
 }
@@ -157,22 +199,58 @@ mod tests {
 
     #[test]
     fn the_script_loads_both_initrds_by_the_names_the_kernel_line_gives() {
-        let s = ipxe_script("http://10.0.2.2:4000", "a=b");
+        let origin = "http://10.0.2.2:4000/0123abcd";
+        let s = ipxe_script(origin, IgnitionBy::Tftp, "a=b");
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines[0], "#!ipxe");
         assert_eq!(
             lines[1],
-            "initrd --name initrd http://10.0.2.2:4000/initrd.img"
+            "initrd --name initrd http://10.0.2.2:4000/0123abcd/initrd.img"
         );
         assert_eq!(
-            lines[2],
-            "initrd --name ignition http://10.0.2.2:4000/ignition.img"
+            lines[2], "initrd --name ignition ignition.img",
+            "the Ignition from the TFTP root, beside the script"
         );
         assert_eq!(
             lines[3],
-            "kernel http://10.0.2.2:4000/vmlinuz initrd=initrd initrd=ignition a=b"
+            "kernel http://10.0.2.2:4000/0123abcd/vmlinuz initrd=initrd initrd=ignition a=b"
         );
         assert_eq!(lines[4], "boot");
+        let nat = ipxe_script(origin, IgnitionBy::HttpOnce, "a=b");
+        assert_eq!(
+            nat.lines().nth(2),
+            Some("initrd --name ignition http://10.0.2.2:4000/0123abcd/ignition.img")
+        );
+    }
+
+    #[test]
+    fn only_a_nat_networks_ignition_is_served_over_http_and_once() {
+        let f = |by| PxeFiles {
+            kernel: "k".into(),
+            initrd: "i".into(),
+            ignition: "ign".into(),
+            ignition_by: by,
+            rootfs: "r".into(),
+        };
+        let names = |by| -> Vec<(&str, bool)> {
+            f(by)
+                .boot_files()
+                .iter()
+                .map(|(n, _, once)| (*n, *once))
+                .collect()
+        };
+        assert_eq!(
+            names(IgnitionBy::Tftp),
+            [("vmlinuz", false), ("initrd.img", false)]
+        );
+        assert_eq!(
+            names(IgnitionBy::HttpOnce),
+            [
+                ("vmlinuz", false),
+                ("initrd.img", false),
+                ("ignition.img", true)
+            ]
+        );
     }
 
     #[test]

@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use sno_harness::run::FORWARDED_KUBECONFIG;
-
 /// Where the kubeconfig goes, each with what named it (for the messages).
 pub struct HandOn {
     targets: Vec<(PathBuf, &'static str)>,
@@ -50,59 +48,25 @@ impl HandOn {
         Ok(())
     }
 
-    /// Copies the run's forwarded kubeconfig to every target (0600, replaced whole), and says
-    /// where it went and whether the cluster is still there to reach.
-    pub fn write(&self, run_dir: &Path, vm_left_running: Option<u32>) -> Result<(), String> {
-        if self.targets.is_empty() {
-            return Ok(());
-        }
-        let source = run_dir.join(FORWARDED_KUBECONFIG);
-        let text = std::fs::read(&source).map_err(|e| {
-            format!(
-                "the run passed but its kubeconfig cannot be handed on: {}: {e}",
-                source.display()
-            )
-        })?;
-        for (t, _) in &self.targets {
-            write_private_atomically(t, &text)
-                .map_err(|e| format!("writing the kubeconfig to {}: {e}", t.display()))?;
-            errln!("sno-harness: the admin kubeconfig is in {}", t.display());
-        }
-        if vm_left_running.is_none() {
+    /// The files the run writes the kubeconfig to when it passes.
+    pub fn targets(&self) -> Vec<PathBuf> {
+        self.targets.iter().map(|(t, _)| t.clone()).collect()
+    }
+
+    /// After a passing run that handed the kubeconfig on: whether the cluster is still there
+    /// to reach.
+    pub fn warn_if_stopped(&self, vm_left_running: Option<u32>) {
+        if !self.targets.is_empty() && vm_left_running.is_none() {
             errln!(
                 "sno-harness: warning: the VM stopped with the run, so the kubeconfig reaches no cluster now; run with --keep to leave it running"
             );
         }
-        Ok(())
     }
-}
-
-/// A new file beside `path`, 0600 from its creation, renamed over it.
-fn write_private_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(data).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn a_target_that_could_not_be_written_is_refused_before_the_run() {
@@ -121,31 +85,5 @@ mod tests {
         };
         let e = a_dir.check().unwrap_err();
         assert!(e.contains("is not a regular file"), "{e}");
-    }
-
-    #[test]
-    fn the_kubeconfig_replaces_a_target_whole_and_owner_only() {
-        let tmp = tempfile::tempdir().unwrap();
-        let run = tmp.path().join("run");
-        std::fs::create_dir_all(run.join("assets/auth")).unwrap();
-        std::fs::write(run.join(FORWARDED_KUBECONFIG), "apiVersion: v1\n").unwrap();
-        let target = tmp.path().join("kubeconfig");
-        std::fs::write(&target, "an older one, world-readable").unwrap();
-        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let h = HandOn {
-            targets: vec![(target.clone(), "--kubeconfig-out")],
-        };
-        h.write(&run, Some(1)).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&target).unwrap(),
-            "apiVersion: v1\n"
-        );
-        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
-        // Nothing else is left beside it.
-        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 2);
-        // A run without the kubeconfig cannot hand it on, and says which file is missing.
-        let e = h.write(&tmp.path().join("empty"), None).unwrap_err();
-        assert!(e.contains("kubeconfig-forwarded"), "{e}");
     }
 }

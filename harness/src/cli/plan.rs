@@ -133,8 +133,8 @@ impl ScenarioPlan {
         let meta = RunMeta::for_this_process(s.name.clone(), "RUN".into());
         let (spec, network) = vm_plan(
             s,
-            Path::new("RUN"),
-            Path::new("RUN/live.iso"),
+            Path::new("PRIVATE"),
+            Path::new("PRIVATE/live.iso"),
             accel,
             PLAN_PORTS,
             (&s.name, &meta),
@@ -231,25 +231,25 @@ fn commands(s: &Scenario) -> Vec<String> {
     };
     if let Some(r) = &records {
         commands.push(
-            format!("{env} {installer} --dir RUN/assets create manifests")
+            format!("{env} {installer} --dir PRIVATE/assets create manifests")
                 .trim()
                 .to_string(),
         );
         commands.push(format!(
-            "# RUN/assets/openshift/{}.yaml: a MachineConfig writing the node's /etc/hosts ({}); the live Ignition appends it too",
+            "# PRIVATE/assets/openshift/{}.yaml: a MachineConfig writing the node's /etc/hosts ({}); the live Ignition appends it too",
             sno_harness::assets::dns::MACHINE_CONFIG_NAME,
             sno_harness::assets::dns::hosts_lines(r).trim()
         ));
     }
     commands.extend([
-        format!("{env} {installer} --dir RUN/assets create single-node-ignition-config")
+        format!("{env} {installer} --dir PRIVATE/assets create single-node-ignition-config")
             .trim()
             .to_string(),
         iso_line(s, &installer),
     ]);
     if assisted {
         commands.push(format!(
-            "# RUN/assets/{}: install-to-disk.service masked (install.mode = \"assisted\")",
+            "# PRIVATE/assets/{}: install-to-disk.service masked (install.mode = \"assisted\")",
             sno_harness::assets::LIVE_IGNITION_FILE
         ));
     }
@@ -283,7 +283,10 @@ fn iso_line(s: &Scenario, installer: &str) -> String {
             sha256.as_deref().unwrap_or("computed at the run")
         ),
         Some(OwnIso::Url { url, sha256 }) => {
-            format!("# ISO: {url} (the scenario's), sha256 {sha256}, downloaded into the ISO cache")
+            format!(
+                "# ISO: {} (the scenario's), sha256 {sha256}, downloaded into the ISO cache",
+                sno_harness::util::url::redacted(url)
+            )
         }
         None => format!("{installer} coreos print-stream-json   # .architectures.x86_64.artifacts.metal.formats.iso.disk.{{location,sha256}}"),
     }
@@ -299,17 +302,17 @@ fn boot_lines(source: sno_harness::scenario::BootSource, live_ign: &str) -> Vec<
         BootSource::LiveIso => "ISO",
         BootSource::MinimalIso => {
             lines.extend([
-                "# boot server: 127.0.0.1:PORT, serving RUN/rootfs.img at /rootfs.img for the run's lifetime".into(),
-                "coreos-installer iso extract minimal-iso --rootfs-url http://10.0.2.2:PORT/rootfs.img --output-rootfs RUN/rootfs.img ISO RUN/minimal.iso".into(),
+                "# boot server: 127.0.0.1:PORT, serving PRIVATE/rootfs.img at /TOKEN/rootfs.img for the run's lifetime (TOKEN: 128 random bits of the run's; other paths are refused and counted)".into(),
+                "coreos-installer iso extract minimal-iso --rootfs-url http://10.0.2.2:PORT/TOKEN/rootfs.img --output-rootfs PRIVATE/rootfs.img ISO PRIVATE/minimal.iso".into(),
             ]);
-            "RUN/minimal.iso"
+            "PRIVATE/minimal.iso"
         }
     };
     lines.extend([
         format!(
-            "coreos-installer iso ignition embed -f -i RUN/assets/{live_ign} -o RUN/live.iso {iso}"
+            "coreos-installer iso ignition embed -f -i PRIVATE/assets/{live_ign} -o PRIVATE/live.iso {iso}"
         ),
-        "coreos-installer iso kargs modify -a console=ttyS0,115200n8 RUN/live.iso".into(),
+        "coreos-installer iso kargs modify -a console=ttyS0,115200n8 PRIVATE/live.iso".into(),
     ]);
     lines
 }
@@ -318,20 +321,24 @@ fn boot_lines(source: sno_harness::scenario::BootSource, live_ign: &str) -> Vec<
 fn pxe_lines(live_ign: &str) -> Vec<String> {
     use sno_harness::assets::pxe;
     vec![
-        "# boot server: 127.0.0.1:PORT (the guest's 10.0.2.2:PORT), for the run's lifetime".into(),
-        "coreos-installer iso extract pxe -o RUN/pxe ISO".into(),
-        format!("coreos-installer pxe ignition wrap -i RUN/assets/{live_ign} -o RUN/pxe/ignition.img"),
+        "# boot server: 127.0.0.1:PORT (the guest's 10.0.2.2:PORT), for the run's lifetime; every path starts with TOKEN, 128 random bits of the run's".into(),
+        "coreos-installer iso extract pxe -o PRIVATE/pxe ISO".into(),
+        format!("coreos-installer pxe ignition wrap -i PRIVATE/assets/{live_ign} -o PRIVATE/{}/{}", pxe::TFTP_DIR, pxe::IGNITION_NAME),
         format!(
-            "# served at {}, {}, {}, {}; kernel arguments: `coreos-installer iso kargs show ISO` with coreos.liveiso= replaced by coreos.live.rootfs_url=http://10.0.2.2:PORT/rootfs.img, and console=ttyS0,115200n8",
-            pxe::KERNEL_PATH,
-            pxe::INITRD_PATH,
-            pxe::IGNITION_PATH,
-            sno_harness::netboot::ROOTFS_PATH
+            "# served at /TOKEN/{}, /TOKEN/{}, /TOKEN/{}; kernel arguments: `coreos-installer iso kargs show ISO` with coreos.liveiso= replaced by coreos.live.rootfs_url=http://10.0.2.2:PORT/TOKEN/rootfs.img, and console=ttyS0,115200n8",
+            pxe::KERNEL_NAME,
+            pxe::INITRD_NAME,
+            sno_harness::netboot::ROOTFS_NAME
         ),
         format!(
-            "# RUN/{}/{}: the iPXE script the user network's TFTP serves, or on a NAT network the network's dnsmasq (DHCP boot file); no CD-ROM, the install disk first in the boot order, then the NIC",
+            "# the wrapped Ignition (the cluster's secrets) goes by the user network's own TFTP, which only the guest reaches; on a NAT network the boot server sends it once, to the node's address only, as /TOKEN/{}",
+            pxe::IGNITION_NAME
+        ),
+        format!(
+            "# PRIVATE/{}/{}: the iPXE script the user network's TFTP serves, or on a NAT network the network's dnsmasq (DHCP boot file); no CD-ROM, the install disk first in the boot order, then the NIC",
             pxe::TFTP_DIR,
             pxe::BOOT_SCRIPT
         ),
+        "# PRIVATE: the run's private directory, outside --out (SNO_HARNESS_PRIVATE_DIR, else /var/tmp/sno-harness-UID/ID-RANDOM)".into(),
     ]
 }

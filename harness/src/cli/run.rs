@@ -9,7 +9,7 @@ use sno_harness::run::state::{can_save, Manifest, StateMode};
 use sno_harness::run::{run_scenario, RunOptions};
 use sno_harness::scenario::{self, InstallMode, Scenario};
 
-use super::error::{bad, harness, Outcome};
+use super::error::{bad, Outcome};
 use super::flags::{check_dirs, claim_dirs, interrupt_channel, out_dir, runtime, RunFlags};
 use super::hand_on::HandOn;
 use super::preflight::preflight;
@@ -79,17 +79,15 @@ pub fn run(a: RunArgs) -> Outcome {
                 state,
                 junit: a.flags.junit.flavour,
                 gather: a.flags.gather(),
+                kubeconfig_to: hand_on.targets(),
             },
         )
         .await;
         let code = verdict_code(&s, &result, &dir);
-        if result.verdict != Verdict::Pass {
-            return Ok(code);
+        if result.verdict == Verdict::Pass {
+            hand_on.warn_if_stopped(result.vm_left_running);
         }
-        match hand_on.write(&dir, result.vm_left_running) {
-            Ok(()) => Ok(code),
-            Err(e) => Err(harness(e)),
-        }
+        Ok(code)
     })
 }
 

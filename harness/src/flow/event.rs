@@ -124,6 +124,11 @@ pub enum Signal {
     /// A request the harness's boot server answered (netboot): the guest fetching its root
     /// filesystem.
     Served(Served),
+    /// The harness's boot server refused others' traffic at its limits (a flood of half-sent
+    /// or junk requests), at most once a second: what it refused so far.
+    BootServerStrained {
+        detail: String,
+    },
     /// The harness's own `coreos-installer install` of an assisted install
     /// (`[install] mode = "assisted"`), run over SSH on the live system.
     Assisted(AssistedStep),
@@ -246,6 +251,9 @@ impl Signal {
                 *bytes as f64 / 1048576.0
             ),
             Signal::Api { check, ok, detail } => format!("API {check:?} ok={ok}: {detail}"),
+            Signal::BootServerStrained { detail } => {
+                format!("the harness's boot server is under strain: {detail}")
+            }
             Signal::Served(r) => format!(
                 "boot server: {} {} {}, {:.1} MiB in {:.1} s",
                 r.method,

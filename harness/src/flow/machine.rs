@@ -155,6 +155,8 @@ pub struct Machine {
     /// What the guest fetched from the harness's boot server, in order, with when each
     /// answer ended.
     pub served: Vec<(u64, Served)>,
+    /// What the harness's boot server last said it refused under strain, if it was.
+    boot_server_strain: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -219,6 +221,7 @@ impl Machine {
             stop_after: None,
             host_keys: BTreeMap::new(),
             served: Vec::new(),
+            boot_server_strain: None,
         }
     }
 
@@ -329,6 +332,7 @@ impl Machine {
         if self.outcome.is_some() {
             return;
         }
+        let (verdict, reason) = self.blame_a_strained_boot_server(verdict, phase, reason);
         let o = Outcome {
             verdict,
             failed_phase: phase,
@@ -337,6 +341,26 @@ impl Machine {
         self.outcome = Some(o.clone());
         self.current = None;
         out.push(Action::Finished(o));
+    }
+
+    /// A live boot that failed while the harness's own boot server was refusing connections at
+    /// its limits cannot be blamed on the system: the guest may have been starved of its files.
+    /// It is the host's error, naming the server and what it refused.
+    fn blame_a_strained_boot_server(
+        &self,
+        verdict: Verdict,
+        phase: Option<Phase>,
+        reason: String,
+    ) -> (Verdict, String) {
+        match (&self.boot_server_strain, verdict, phase) {
+            (Some(strain), Verdict::Fail, Some(Phase::LiveBoot)) => (
+                Verdict::Error,
+                format!(
+                    "{reason} (while the harness's boot server was under strain: {strain}; the guest may have been starved of its files by others' traffic, so this is the host's failure, not the system's)"
+                ),
+            ),
+            _ => (verdict, reason),
+        }
     }
 
     /// Fails the current phase with evidence.
@@ -464,6 +488,9 @@ impl Machine {
                 self.etcd_rule = Some((*required, why.clone()));
             }
             Signal::Served(r) => self.served.push((now, r.clone())),
+            Signal::BootServerStrained { detail } => {
+                self.boot_server_strain = Some(detail.clone());
+            }
             Signal::Assisted(step) => self.on_assisted(step, now, &mut out),
             Signal::Ssh { .. }
             | Signal::Note { .. }

@@ -3,10 +3,10 @@
 //! `--keep` prints.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::private_dir::PrivateDir;
 use super::{build_result, registry, RunOptions, RunRecord};
-use crate::guest::ssh::SshKeyPair;
 use crate::result::RunResult;
 use crate::scenario::Scenario;
 use crate::vm::VmSpec;
@@ -31,6 +31,64 @@ pub fn finish(s: &Scenario, opts: &RunOptions, rec: RunRecord) -> RunResult {
         let _ = rewrite(&opts.dir, opts.junit, &result);
     }
     result
+}
+
+/// The last look at the run directory before it is handed over: no file may hold one of the
+/// run's secrets (or any private key). A leak is the harness's bug, so the run becomes a harness
+/// error naming what was found where; the reports are rewritten with their text redacted, and
+/// any other file that holds a secret is withheld (removed, with a note beside it saying why),
+/// so that an uploader of the directory never publishes it.
+pub fn withhold_leaks(
+    opts: &RunOptions,
+    mut result: RunResult,
+    secrets: &crate::secrets::Secrets,
+) -> RunResult {
+    let leaks = secrets.scan(&opts.dir);
+    if leaks.is_empty() {
+        return result;
+    }
+    let found: Vec<String> = leaks
+        .iter()
+        .map(|l| {
+            let rel = l.file.strip_prefix(&opts.dir).unwrap_or(&l.file);
+            format!("{} in {}", l.found.join(" and "), rel.display())
+        })
+        .collect();
+    errln!(
+        "sno-harness: the run's secrets reached its published directory: {}",
+        found.join("; ")
+    );
+    redact_result(&mut result, secrets);
+    let why = format!(
+        "the harness found the run's secrets in its published directory ({}); those files were withheld",
+        found.join("; ")
+    );
+    mark_unrecorded(&mut result, &why);
+    let _ = rewrite(&opts.dir, opts.junit, &result);
+    for l in secrets.scan(&opts.dir) {
+        let note = l.file.with_extension("withheld.txt");
+        let _ = fs::remove_file(&l.file);
+        let _ = fs::write(
+            &note,
+            format!(
+                "{} was removed by sno-harness: it held {}, which must never be published.\n",
+                l.file.display(),
+                l.found.join(" and ")
+            ),
+        );
+    }
+    result
+}
+
+/// The result's words (reason, phase details, last signals) with the secrets taken out.
+fn redact_result(r: &mut RunResult, secrets: &crate::secrets::Secrets) {
+    r.reason = secrets.redact(&r.reason);
+    for p in &mut r.phases {
+        p.detail = secrets.redact(&p.detail);
+    }
+    for s in &mut r.last_signals {
+        s.summary = secrets.redact(&s.summary);
+    }
 }
 
 /// Writes result.json, junit.xml, summary.md and report.html into `dir` (again, when the
@@ -78,12 +136,12 @@ fn mark_unrecorded(result: &mut RunResult, why: &str) {
     result.reason = format!("{why} ({was})");
 }
 
-/// What a run makes in its directory for the VM's sake only: the disks and the live ISO copy
-/// (unless `--keep`) and QEMU's sockets, removed on every way out of `drive` (an error before
-/// or while the VM starts included), and only then the run's registration, so that `gc` still
-/// finds anything a killed harness left.
+/// What a run makes for the VM's sake and its secrets, all in its private directory (see
+/// `private_dir`), released on every way out of `drive` (an error before or while the VM starts
+/// included): the directory goes unless the run keeps it (`--keep`, or a VM left running), and
+/// only then the run's registration, so that `gc` still finds anything a killed harness left.
 pub struct RunFiles {
-    pub dir: PathBuf,
+    pub private: Option<PrivateDir>,
     pub keep: bool,
     pub registration: Option<registry::Registration>,
     /// A passing `--keep` run left its VM running (QEMU's pid): its sockets and registration
@@ -93,63 +151,57 @@ pub struct RunFiles {
 
 impl Drop for RunFiles {
     fn drop(&mut self) {
-        if !self.keep {
-            let _ = fs::remove_dir_all(self.dir.join("disks"));
-            let _ = fs::remove_file(self.dir.join("live.iso"));
-            let _ = fs::remove_file(self.dir.join(crate::assets::ROOTFS_FILE));
-            let _ = fs::remove_file(self.dir.join(crate::assets::MINIMAL_ISO_FILE));
+        if let Some(mut private) = self.private.take() {
+            if self.keep || self.vm_left_running.is_some() {
+                private.keep();
+            }
+            if self.vm_left_running.is_none() {
+                let _ = fs::remove_file(private.path().join("serial.sock"));
+                let _ = fs::remove_file(private.path().join("qmp.sock"));
+            }
+            drop(private);
         }
         match (self.vm_left_running, self.registration.take()) {
-            (Some(_), Some(r)) => {
-                // QEMU made them with the process umask; QMP runs anything as this user, so
-                // they become the owner's alone, as what they live beside is.
-                for s in ["serial.sock", "qmp.sock"] {
-                    let _ = crate::util::private::set_mode(&self.dir.join(s), 0o600);
-                }
-                r.leave_for_gc()
-            }
-            (_, r) => {
-                let _ = fs::remove_file(self.dir.join("serial.sock"));
-                let _ = fs::remove_file(self.dir.join("qmp.sock"));
-                drop(r);
-            }
+            (Some(_), Some(r)) => r.leave_for_gc(),
+            (_, r) => drop(r),
         }
     }
 }
 
 /// Where a passing run leaves the admin kubeconfig pointed at the address the harness reached
-/// the API on (with the API's name kept for TLS), relative to the run directory.
+/// the API on (with the API's name kept for TLS), relative to the private directory.
 pub const FORWARDED_KUBECONFIG: &str = "assets/auth/kubeconfig-forwarded";
 
+/// The run's SSH private key in the private directory, written (0600) when the run starts.
+pub const SSH_KEY_FILE: &str = "ssh-key";
+
 /// What `--keep` leaves and how to use it: the command that boots the kept disks with the
-/// console on the terminal, and how to log in (the run's key, saved 0600 under assets/).
-pub fn keep_instructions(dir: &Path, spec: &VmSpec, key: &SshKeyPair, ssh_port: u16) -> String {
+/// console on the terminal, and how to log in with the run's key; `private` is the run's
+/// private directory, which holds both.
+pub fn keep_instructions(private: &Path, spec: &VmSpec, ssh_port: u16) -> String {
     format!(
-        "sno-harness: --keep: the VM's disks are in {}.\nTo boot them again (serial console on this terminal; Ctrl-a x quits QEMU):\n{}\n{}",
-        dir.join("disks").display(),
+        "sno-harness: --keep: the VM's disks are in {}.\nTo boot them again (serial console on this terminal; Ctrl-a x quits QEMU):\n{}\n{}\nThey are the run's private files (its secrets among them), outside --out; remove {} when done.",
+        private.join("disks").display(),
         crate::vm::qemu::argv::shell_command_line(&crate::vm::qemu::argv::interactive_argv(spec)),
-        login_line(dir, key, ssh_port, "log in, once it is up:"),
+        login_line(private, ssh_port, "log in, once it is up:"),
+        private.display(),
     )
 }
 
-/// How to log in with the run's key, saved 0600 under assets/ for that, under `heading`.
-fn login_line(dir: &Path, key: &SshKeyPair, ssh_port: u16, heading: &str) -> String {
-    let key_path = dir.join("assets").join("ssh-key");
-    match crate::assets::write_private(&key_path, key.private_openssh.as_bytes()) {
-        Ok(()) => format!(
-            "{heading}\n  ssh -i {} -p {ssh_port} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null core@127.0.0.1",
-            key_path.display()
-        ),
-        Err(e) => format!("(the SSH key could not be saved: {e})"),
-    }
+/// How to log in with the run's key (in the private directory), under `heading`.
+fn login_line(private: &Path, ssh_port: u16, heading: &str) -> String {
+    format!(
+        "{heading}\n  ssh -i {} -p {ssh_port} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null core@127.0.0.1",
+        private.join(SSH_KEY_FILE).display()
+    )
 }
 
 /// A passing `--keep` run whose VM runs on.
 pub struct KeptCluster<'a> {
-    pub dir: &'a Path,
+    /// The run's private directory.
+    pub private: &'a Path,
     pub qemu_pid: u32,
     pub ssh_port: u16,
-    pub key: &'a SshKeyPair,
     pub install: &'a crate::scenario::model::InstallSpec,
 }
 
@@ -157,7 +209,7 @@ pub struct KeptCluster<'a> {
 /// running: the KUBECONFIG to export, the console, the kubeadmin password's file, how to log
 /// in, and how to remove the VM.
 pub fn kept_cluster_instructions(k: &KeptCluster<'_>) -> String {
-    let dir = crate::util::lexical_absolute(k.dir);
+    let dir = crate::util::lexical_absolute(k.private);
     let apps = format!("apps.{}.{}", k.install.cluster, k.install.base_domain);
     [
         format!(
@@ -173,10 +225,10 @@ pub fn kept_cluster_instructions(k: &KeptCluster<'_>) -> String {
             "  the kubeadmin password is in {}",
             dir.join("assets/auth/kubeadmin-password").display()
         ),
-        login_line(&dir, k.key, k.ssh_port, "  log in:"),
+        login_line(&dir, k.ssh_port, "  log in:"),
         format!(
-            "When done, stop the VM with `sno-harness gc` (its disks stay in {}; remove the run directory to free them).",
-            dir.join("disks").display()
+            "When done, stop the VM with `sno-harness gc` (its disks and secrets stay in {}, outside --out; remove it to free them).",
+            dir.display()
         ),
     ]
     .join("\n")
@@ -185,6 +237,7 @@ pub fn kept_cluster_instructions(k: &KeptCluster<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn options(dir: PathBuf) -> RunOptions {
         RunOptions {
@@ -202,7 +255,57 @@ mod tests {
             state: Default::default(),
             junit: Default::default(),
             gather: Default::default(),
+            kubeconfig_to: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_secret_in_the_published_directory_is_withheld_and_the_run_becomes_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let opts = options(d.path().to_path_buf());
+        let mut secrets = crate::secrets::Secrets::default();
+        secrets.add("the kubeadmin password", "Kx9pQ-aaaaa-bbbbb-ccccc");
+        std::fs::create_dir_all(d.path().join("gather/guest")).unwrap();
+        let leaked = d.path().join("gather/guest/journal.txt");
+        std::fs::write(&leaked, "login with Kx9pQ-aaaaa-bbbbb-ccccc\n").unwrap();
+        std::fs::write(d.path().join("serial.log"), "an ordinary console\n").unwrap();
+        let mut result = RunResult::unreached_error("smoke", "");
+        result.verdict = crate::result::Verdict::Pass;
+        result.reason.clear();
+        result.last_signals = vec![crate::result::LastSignal {
+            t_ms: 1,
+            source: "journal".into(),
+            summary: "password Kx9pQ-aaaaa-bbbbb-ccccc".into(),
+        }];
+        let clean = withhold_leaks(&opts, result.clone(), &crate::secrets::Secrets::default());
+        assert_eq!(
+            clean.verdict,
+            crate::result::Verdict::Pass,
+            "no secrets: no finding"
+        );
+        assert!(rewrite(&opts.dir, opts.junit, &result).is_empty());
+        let r = withhold_leaks(&opts, result, &secrets);
+        assert_eq!(r.verdict, crate::result::Verdict::Error);
+        assert!(
+            r.reason.starts_with("the harness found the run's secrets in its published directory (the kubeadmin password in ")
+                && r.reason.contains("gather/guest/journal.txt")
+                && r.reason.contains("result.json"),
+            "{}",
+            r.reason
+        );
+        assert!(!leaked.exists(), "the leaking file is withheld");
+        let note = std::fs::read_to_string(leaked.with_extension("withheld.txt")).unwrap();
+        assert!(note.contains("must never be published"), "{note}");
+        assert!(d.path().join("serial.log").exists(), "clean files stay");
+        assert!(
+            secrets.scan(d.path()).is_empty(),
+            "{:?}",
+            secrets.scan(d.path())
+        );
+        assert!(
+            d.path().join("result.json").exists(),
+            "the reports are redacted, not removed"
+        );
     }
 
     #[test]

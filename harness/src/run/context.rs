@@ -18,6 +18,9 @@ use crate::scenario::Scenario;
 pub struct Run<'a> {
     pub s: &'a Scenario,
     pub opts: &'a RunOptions,
+    /// The run's private directory (`private_dir`): the secrets and what only the VM needs,
+    /// outside the published run directory.
+    pub private: std::path::PathBuf,
     pub machine: Machine,
     pub log: EventLog,
     pub ui: &'a mut Progress,
@@ -43,6 +46,9 @@ pub struct BootServer {
     /// server's loopback address), or a NAT network's host address on its bridge (where the
     /// server listens too, once the network exists).
     pub guest_sees_host_at: std::net::Ipv4Addr,
+    /// Whom its listeners answer: anyone on the user network (the per-run paths keep others
+    /// out), the node's address alone on a NAT network.
+    pub peers: crate::netboot::Peers,
     /// On a remote libvirt host: how the guest's requests get from that host to the server.
     pub reverse: Option<ReverseForward>,
 }
@@ -64,13 +70,24 @@ impl BootServer {
             .map_or(self.server.addr().port(), |r| r.port)
     }
 
-    /// Where the guest fetches its root filesystem.
+    /// Where the guest fetches its root filesystem (the run's token in its path).
     pub fn rootfs_url(&self) -> String {
         format!(
             "http://{}:{}{}",
             self.guest_sees_host_at,
             self.guest_port(),
-            crate::netboot::ROOTFS_PATH
+            self.server.path_of(crate::netboot::ROOTFS_NAME)
+        )
+    }
+
+    /// The root filesystem's URL as the reports show it: the token left out (the run's
+    /// published files never name its server's paths).
+    pub fn rootfs_url_shown(&self) -> String {
+        format!(
+            "http://{}:{}/<token>/{}",
+            self.guest_sees_host_at,
+            self.guest_port(),
+            crate::netboot::ROOTFS_NAME
         )
     }
 }

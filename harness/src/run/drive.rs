@@ -6,11 +6,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::artifacts::RunFiles;
+use super::artifacts::{RunFiles, SSH_KEY_FILE};
 use super::context::{BootServer, ReverseForward, Run};
 use super::error::RunError;
 use super::installer::installer_for;
 use super::lifecycle::Lifecycle;
+use super::private_dir::PrivateDir;
 use super::progress::Progress;
 use super::session::Session;
 use super::RunOptions;
@@ -20,7 +21,7 @@ use crate::flow::machine::Machine;
 use crate::flow::phase::Phase;
 use crate::guest::ssh::SshKeyPair;
 use crate::hw::Accel;
-use crate::netboot::FileServer;
+use crate::netboot::{FileServer, Peers};
 use crate::result::{AssetsUsed, HostContext};
 use crate::scenario::Scenario;
 
@@ -33,6 +34,12 @@ pub struct Driven {
     /// QEMU's pid when the run left its VM running (a passing `--keep` run).
     pub vm_left_running: Option<u32>,
     pub rootfs_url: Option<String>,
+    /// Where the run's private directory was, and whether it stays.
+    pub private: Option<crate::result::PrivateRecord>,
+    /// What the boot server refused, in words, when it refused anything.
+    pub boot_server_refused: Option<String>,
+    /// The run's secrets, to make sure none reached the run directory.
+    pub secrets: crate::secrets::Secrets,
 }
 
 /// Everything between the start and the verdict.
@@ -44,21 +51,29 @@ pub async fn drive(
     artifacts: &mut BTreeMap<String, String>,
     ui: &mut Progress,
 ) -> Driven {
-    // Declared first so that it goes last, after the VM, on every way out of here.
+    // The run directory is published whole, but while the run lives its lines name the boot
+    // server's per-run paths: the owner's alone until then.
+    if let Err(e) = crate::util::private::set_mode(&opts.dir, crate::util::private::PRIVATE_DIR) {
+        let why = format!("chmod 700 {}: {e}", opts.dir.display());
+        RunError::Harness(why).record(&mut machine, 0);
+        return Driven::before_assets(machine);
+    }
+    // The secrets and the VM's files, outside the run directory; declared first so that it
+    // goes last, after the VM, on every way out of here.
+    let private = match PrivateDir::create(&opts.id, opts.backend.dir_access()) {
+        Ok(p) => p,
+        Err(e) => {
+            RunError::Harness(format!("the run's private directory: {e}")).record(&mut machine, 0);
+            return Driven::before_assets(machine);
+        }
+    };
+    let private_path = private.path().to_path_buf();
     let mut files = RunFiles {
-        dir: opts.dir.clone(),
+        private: Some(private),
         keep: opts.keep,
         registration: None,
         vm_left_running: None,
     };
-    // Owner-only before anything is in it: QEMU's sockets, the disks and the live ISO get
-    // their protection from it (see util::private).
-    let access = opts.backend.dir_access();
-    if let Err(e) = crate::util::private::set_mode(&opts.dir, access.mode()) {
-        let why = format!("chmod {:o} {}: {e}", access.mode(), opts.dir.display());
-        RunError::Harness(why).record(&mut machine, 0);
-        return Driven::before_assets(machine);
-    }
     let log = match EventLog::create(&opts.dir.join("events.jsonl"), started) {
         Ok(l) => l,
         Err(e) => {
@@ -70,6 +85,7 @@ pub async fn drive(
     let mut run = Run {
         s,
         opts,
+        private: private_path,
         machine,
         log,
         ui,
@@ -85,12 +101,30 @@ pub async fn drive(
         let now = run.now();
         e.record(&mut run.machine, now);
     }
+    let kept = files.keep || files.vm_left_running.is_some();
+    // What the published files must not hold, read before the private directory goes.
+    let mut secrets = crate::secrets::Secrets::default();
+    if let Some(p) = crate::assets::pull_secret_text(s) {
+        secrets.add_pull_secret(&p);
+    }
+    secrets.add_private_dir(&run.private);
     let driven = Driven {
         machine: run.machine,
         vm_host: run.vm_host,
         assets: run.assets_used,
         vm_left_running: files.vm_left_running,
-        rootfs_url: run.boot_server.as_ref().map(BootServer::rootfs_url),
+        rootfs_url: run.boot_server.as_ref().map(BootServer::rootfs_url_shown),
+        private: Some(crate::result::PrivateRecord {
+            dir: run.private.display().to_string(),
+            kept,
+        }),
+        boot_server_refused: run
+            .boot_server
+            .as_ref()
+            .map(|b| b.server.load())
+            .filter(|l| !l.is_zero())
+            .map(|l| l.sentence()),
+        secrets,
     };
     drop(files);
     driven
@@ -104,6 +138,9 @@ impl Driven {
             assets: None,
             vm_left_running: None,
             rootfs_url: None,
+            private: None,
+            boot_server_refused: None,
+            secrets: Default::default(),
         }
     }
 }
@@ -119,7 +156,7 @@ fn assets_used(a: &Assets) -> AssetsUsed {
             .release_override
             .clone()
             .or_else(|| v.release_image.clone()),
-        iso: a.iso_source.clone(),
+        iso: crate::util::url::redacted(&a.iso_source),
         iso_sha256: a.iso_sha256.clone(),
     }
 }
@@ -140,11 +177,14 @@ impl Run<'_> {
             }
         };
         if let (Some(b), Some(rootfs)) = (&self.boot_server, &assets.rootfs) {
-            b.server.serve(crate::netboot::ROOTFS_PATH, rootfs.clone());
+            b.server.serve(crate::netboot::ROOTFS_NAME, rootfs.clone());
         }
         if let (Some(b), Some(pxe)) = (&self.boot_server, &assets.pxe) {
-            for (path, file) in pxe.boot_files() {
-                b.server.serve(path, file);
+            for (name, file, once) in pxe.boot_files() {
+                match once {
+                    true => b.server.serve_once(name, file),
+                    false => b.server.serve(name, file),
+                }
             }
         }
         self.assets_used = Some(assets_used(&assets));
@@ -166,21 +206,20 @@ impl Run<'_> {
         if !self.s.boot_source.fetches_rootfs() {
             return Ok(None);
         }
-        let guest_sees_host_at = match self.s.vm.network {
+        let (guest_sees_host_at, peers) = match self.s.vm.network {
             crate::scenario::GuestNetwork::Nat => {
-                crate::hw::nat::layout(&self.s.install.machine_network)
-                    .map_err(RunError::Harness)?
-                    .ipv4
-                    .host
+                let nat = crate::hw::nat::layout(&self.s.install.machine_network)
+                    .map_err(RunError::Harness)?;
+                (nat.ipv4.host, Peers::Only(nat.node_ipv4.into()))
             }
-            _ => crate::netboot::USER_NETWORK_HOST,
+            _ => (crate::netboot::USER_NETWORK_HOST, Peers::Any),
         };
         let fault = self
             .s
             .fixture
             .as_ref()
             .and_then(|f| crate::netboot::fault_of(&f.faults));
-        let server = FileServer::start((std::net::Ipv4Addr::LOCALHOST, 0).into(), fault)
+        let server = FileServer::start((std::net::Ipv4Addr::LOCALHOST, 0).into(), fault, peers)
             .await
             .map_err(|e| {
                 RunError::Harness(format!("starting the boot server on 127.0.0.1: {e}"))
@@ -189,6 +228,7 @@ impl Run<'_> {
             reverse: self.reverse_forward(server.addr().port()).await?,
             server,
             guest_sees_host_at,
+            peers,
         };
         let via = match &boot.reverse {
             Some(r) => format!(
@@ -200,7 +240,7 @@ impl Run<'_> {
         self.ui.line(&format!(
             "boot server on {}: the guest fetches its root filesystem from {}{via}",
             boot.server.addr(),
-            boot.rootfs_url()
+            boot.rootfs_url_shown()
         ));
         Ok(Some(boot))
     }
@@ -245,9 +285,13 @@ impl Run<'_> {
             SshKeyPair::generate(&comment)
         }
         .map_err(|e| RunError::Harness(e.to_string()))?;
-        let (s, dir, key2, cache) = (
+        // Saved now, so that a developer can log in while the run goes on.
+        let key_path = self.private.join(SSH_KEY_FILE);
+        crate::assets::write_private(&key_path, key.private_openssh.as_bytes())
+            .map_err(|e| RunError::Harness(format!("saving the run's SSH key: {e}")))?;
+        let (s, dirs, key2, cache) = (
             self.s.clone(),
-            self.opts.dir.clone(),
+            (self.opts.dir.clone(), self.private.clone()),
             key.clone(),
             self.opts.cache_dir.clone(),
         );
@@ -258,7 +302,8 @@ impl Run<'_> {
             let (installer, env) = installer_for(&s).map_err(AssetsFailure::Other)?;
             assets::prepare(&AssetsRequest {
                 scenario: &s,
-                run_dir: &dir,
+                run_dir: &dirs.0,
+                private_dir: &dirs.1,
                 installer: &installer,
                 installer_env: env,
                 ssh_public_key: &key2.public_openssh,

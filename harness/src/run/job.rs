@@ -64,6 +64,7 @@ impl RunSettings {
             state,
             junit: self.junit,
             gather: self.gather,
+            kubeconfig_to: Vec::new(),
         }
     }
 }

@@ -16,6 +16,7 @@ mod error;
 mod expect;
 mod gather_step;
 pub mod gc;
+pub mod hand_on;
 pub mod hosts_file;
 mod installer;
 pub mod job;
@@ -28,6 +29,7 @@ pub mod places;
 pub mod plan;
 mod ports;
 pub mod preflight;
+pub mod private_dir;
 pub mod progress;
 pub mod registry;
 pub mod run_dir;
@@ -78,6 +80,10 @@ pub struct RunOptions {
     pub junit: crate::report::junit::JunitFlavour,
     /// When the run gathers, and each collector's limit.
     pub gather: crate::gather::Settings,
+    /// Where a passing run hands its admin kubeconfig on (`--kubeconfig-out`,
+    /// `$SHARED_DIR/kubeconfig`): the user's explicit choices, written before the run's private
+    /// directory goes.
+    pub kubeconfig_to: Vec<PathBuf>,
 }
 
 /// Resolves once the run must stop; never when the sender is gone without asking.
@@ -110,6 +116,10 @@ pub struct RunRecord {
     pub vm_left_running: Option<u32>,
     /// The root filesystem's URL the guest was given (a minimal-ISO boot).
     pub rootfs_url: Option<String>,
+    /// The run's private directory: where it was, and whether it stays.
+    pub private: Option<crate::result::PrivateRecord>,
+    /// What the boot server refused, in words, when it refused anything.
+    pub boot_server_refused: Option<String>,
 }
 
 /// Runs a scenario to its verdict and writes result.json. Never panics on the guest's or the
@@ -140,6 +150,8 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
         assets: None,
         vm_left_running: None,
         rootfs_url: None,
+        private: None,
+        boot_server_refused: None,
     };
     // Timeouts depend on the accelerator, so the machine is made once it is known.
     let (accel, accel_reason) = match accel::decide(s.vm.accel) {
@@ -167,5 +179,8 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
     rec.assets = driven.assets;
     rec.vm_left_running = driven.vm_left_running;
     rec.rootfs_url = driven.rootfs_url;
-    artifacts::finish(s, &opts, rec)
+    rec.private = driven.private;
+    rec.boot_server_refused = driven.boot_server_refused;
+    let result = artifacts::finish(s, &opts, rec);
+    artifacts::withhold_leaks(&opts, result, &driven.secrets)
 }

@@ -71,6 +71,7 @@ fn boot_record(s: &Scenario, rec: &RunRecord) -> Option<result::BootRecord> {
         served,
         live_boot_fetch_ms: split.map(|(f, _)| f),
         live_boot_rest_ms: split.map(|(_, r)| r),
+        refused: rec.boot_server_refused.clone(),
     })
 }
 
@@ -188,5 +189,6 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         assets: rec.assets.clone(),
         vm_left_running: rec.vm_left_running,
         boot: boot_record(s, rec),
+        private: rec.private.clone(),
     }
 }

@@ -55,11 +55,30 @@ pub async fn run_perf(
     let total = jobs.len() * plan.len();
     let mut n = 0;
     'jobs: for job in jobs {
-        // The saved VM (disks, RAM, live ISO: GiBs) goes when the permutation is done, on
-        // every way out, unless --keep.
-        let state = SavedState {
-            dir: opts.out.join(&job.id).join(STATE_DIR),
-            keep: opts.settings.keep,
+        // The saved VM (disks, RAM, live ISO, the guest's key and kubeconfig: GiBs and
+        // secrets) lives in a private directory of its own, outside --out, and goes when the
+        // permutation is done, on every way out, unless --keep.
+        let state = match SavedState::new(&job.id, opts.settings.keep) {
+            Ok(s) => s,
+            Err(e) => {
+                let why = format!("no private directory for the saved VM state: {e}");
+                done.push(PermutationRuns {
+                    id: job.id.clone(),
+                    params: job.params.clone(),
+                    install_disk: InstallDisk::of(&job.scenario),
+                    runs: vec![PerfRun {
+                        kind: RunKind::SaveState,
+                        index: 0,
+                        dir: format!("{}/{}", job.id, RunKind::SaveState.dir_name(0)),
+                        result: job.not_started(&why),
+                        as_expected: false,
+                        load_1m: None,
+                        other_vms: Vec::new(),
+                    }],
+                });
+                after_each(&done);
+                continue;
+            }
         };
         let mut unsaved: Option<String> = None;
         for &(kind, index) in &plan {
@@ -112,20 +131,29 @@ pub async fn run_perf(
     }
 }
 
-/// The state directory of a permutation's saved VM, under its directory.
+/// The state directory of a permutation's saved VM, in its private directory.
 pub const STATE_DIR: &str = "state";
 
-/// Removes a permutation's saved VM when dropped, unless kept.
+/// A permutation's saved VM, in a private directory of its own (see `private_dir`), removed
+/// when dropped unless kept.
 struct SavedState {
     dir: PathBuf,
-    keep: bool,
+    _private: super::private_dir::PrivateDir,
 }
 
-impl Drop for SavedState {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.dir);
+impl SavedState {
+    fn new(job_id: &str, keep: bool) -> Result<SavedState, super::private_dir::PrivateDirError> {
+        let mut private = super::private_dir::PrivateDir::create(
+            &format!("{job_id}-saved"),
+            crate::util::private::DirAccess::OwnerOnly,
+        )?;
+        if keep {
+            private.keep();
         }
+        Ok(SavedState {
+            dir: private.path().join(STATE_DIR),
+            _private: private,
+        })
     }
 }
 

@@ -27,6 +27,7 @@ use crate::flow::phase::Phase;
 use crate::guest::ssh::{SshKeyPair, SshTarget};
 use crate::health::checks::Inputs;
 use crate::health::ApiEndpoint;
+use crate::netboot::Report;
 use crate::scenario::InstallMode;
 use crate::vm::libvirt::network::{bridge_name, NatNetwork};
 use crate::vm::libvirt::runtime::StartOptions;
@@ -52,7 +53,7 @@ pub struct Session {
     signal_tx: SignalTx,
 }
 
-/// The boot server's answers become timeline events.
+/// The boot server's answers and its strain become timeline events.
 fn forward_served(run: &mut Run<'_>, tx: &mpsc::UnboundedSender<(Source, Signal)>) {
     let Some(mut reports) = run
         .boot_server
@@ -64,13 +65,18 @@ fn forward_served(run: &mut Run<'_>, tx: &mpsc::UnboundedSender<(Source, Signal)
     let tx = tx.clone();
     tokio::spawn(async move {
         while let Some(r) = reports.recv().await {
-            let signal = Signal::Served(Served {
-                method: r.method,
-                path: r.path,
-                status: r.status,
-                bytes: r.bytes,
-                ms: r.took.as_millis() as u64,
-            });
+            let signal = match r {
+                Report::Served(r) => Signal::Served(Served {
+                    method: r.method,
+                    path: r.path,
+                    status: r.status,
+                    bytes: r.bytes,
+                    ms: r.took.as_millis() as u64,
+                }),
+                Report::Strained(load) => Signal::BootServerStrained {
+                    detail: load.sentence(),
+                },
+            };
             if tx.send((Source::Harness, signal)).is_err() {
                 return;
             }
@@ -100,7 +106,7 @@ impl Session {
             RunMeta::for_this_process(run.opts.id.clone(), crate::util::lexical_absolute(dir));
         let (spec, network) = vm_plan(
             run.s,
-            dir,
+            &run.private,
             &assets.live_iso,
             run.accel,
             (ssh_port, api_port),
@@ -378,13 +384,12 @@ impl Session {
             run.ui.finish();
             let text = match runs_on {
                 Some(pid) => kept_cluster_instructions(&KeptCluster {
-                    dir: &run.opts.dir,
+                    private: &run.private,
                     qemu_pid: pid,
                     ssh_port: self.ssh_port,
-                    key,
                     install: &run.s.install,
                 }),
-                None => keep_instructions(&run.opts.dir, &self.spec, key, self.ssh_port),
+                None => keep_instructions(&run.private, &self.spec, self.ssh_port),
             };
             run.ui.print(&text);
         }
@@ -400,12 +405,13 @@ impl Session {
         key: &SshKeyPair,
         assets: &Assets,
     ) {
-        match write_forwarded_kubeconfig(&run.opts.dir, &self.endpoint) {
-            Ok(()) => {
-                run.artifacts
-                    .insert("kubeconfig".into(), FORWARDED_KUBECONFIG.into());
-            }
-            Err(e) => run.ui.line(&format!("warning: {e}")),
+        match write_forwarded_kubeconfig(&run.private, &self.endpoint) {
+            Ok(text) => match super::hand_on::hand_on(&run.opts.kubeconfig_to, text.as_bytes()) {
+                Ok(lines) => lines.iter().for_each(|l| run.ui.line(l)),
+                Err(e) => run.machine.error_after_pass(e),
+            },
+            Err(e) if run.opts.kubeconfig_to.is_empty() => run.ui.line(&format!("warning: {e}")),
+            Err(e) => run.machine.error_after_pass(e),
         }
         let saved = life
             .after_pass(
@@ -430,15 +436,20 @@ impl Session {
     }
 }
 
-/// The admin kubeconfig pointed where the harness reached the API, written 0600 into assets/
-/// (`FORWARDED_KUBECONFIG`): what `--kubeconfig-out` and `$SHARED_DIR` hand on.
-fn write_forwarded_kubeconfig(dir: &std::path::Path, ep: &ApiEndpoint) -> Result<(), String> {
+/// The admin kubeconfig pointed where the harness reached the API, written 0600 into the
+/// private directory's assets/ (`FORWARDED_KUBECONFIG`): what `--kubeconfig-out` and
+/// `$SHARED_DIR` hand on, and what a kept cluster is used with.
+fn write_forwarded_kubeconfig(
+    private: &std::path::Path,
+    ep: &ApiEndpoint,
+) -> Result<String, String> {
     let text = ep
         .kubeconfig_for_hand_on()
         .map_err(|e| format!("no hand-on kubeconfig: {e}"))?;
-    let path = dir.join(FORWARDED_KUBECONFIG);
+    let path = private.join(FORWARDED_KUBECONFIG);
     crate::assets::write_private(&path, text.as_bytes())
-        .map_err(|e| format!("no hand-on kubeconfig: {e}"))
+        .map_err(|e| format!("no hand-on kubeconfig: {e}"))?;
+    Ok(text)
 }
 
 /// `timeout 20m, until 06:31:02 UTC`: the phase's timeout and when it runs out, from now.
@@ -539,9 +550,9 @@ fn make_vm_files(
     network: Option<&NatNetwork>,
 ) -> Result<(), RunError> {
     let dir = run.opts.dir.as_path();
-    // As the run directory: the disks are secrets (see util::private).
+    // As the private directory: the disks are secrets (see util::private).
     crate::util::private::create_dir_with_mode(
-        &dir.join("disks"),
+        &run.private.join("disks"),
         run.opts.backend.dir_access().mode(),
     )
     .map_err(|e| format!("creating disks/: {e}"))?;
@@ -572,12 +583,16 @@ async fn listen_on_the_network(run: &mut Run<'_>, n: &NatNetwork) -> Result<(), 
         return Ok(());
     };
     let at = b.guest_sees_host_at;
-    let addr = b.server.listen_also(at.into()).await.map_err(|e| {
-        RunError::Harness(format!(
-            "the boot server cannot listen on {at}, network {}'s host address: {e}",
-            n.name
-        ))
-    })?;
+    let addr = b
+        .server
+        .listen_also(at.into(), b.peers)
+        .await
+        .map_err(|e| {
+            RunError::Harness(format!(
+                "the boot server cannot listen on {at}, network {}'s host address: {e}",
+                n.name
+            ))
+        })?;
     run.ui
         .line(&format!("boot server on {addr} too (network {})", n.name));
     Ok(())

@@ -8,6 +8,7 @@ pub mod out;
 pub mod private;
 pub mod process;
 pub mod socket_path;
+pub mod url;
 pub mod wait;
 
 use std::path::{Component, Path, PathBuf};

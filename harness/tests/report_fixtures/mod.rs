@@ -71,5 +71,6 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         assets: None,
         vm_left_running: None,
         boot: None,
+        private: None,
     }
 }

@@ -136,6 +136,39 @@ fn give_nvme_disks_to_qemu(spec: &VmSpec) -> Result<(), LibvirtError> {
     Ok(())
 }
 
+/// A PXE boot on the user network: QEMU's own TFTP serves the TFTP root, wrapped Ignition
+/// included, and libvirt neither relabels it nor knows of it (it reaches QEMU through the
+/// command-line passthrough). The directory becomes passable by name (never listable) and each
+/// file libvirt's QEMU user's alone, as the NVMe disks are; nobody else gets them. On a NAT
+/// network the network's dnsmasq serves the root, which holds the script only (see
+/// assets::pxe) and keeps its own modes.
+fn give_tftp_root_to_qemu(spec: &VmSpec, nat: bool) -> Result<(), LibvirtError> {
+    let Some(netboot) = spec.netboot.as_ref().filter(|_| !nat) else {
+        return Ok(());
+    };
+    let user = super::qemu_user::qemu_user()
+        .map_err(|e| other("libvirt's QEMU user, for the PXE boot's TFTP root", e))?;
+    let dir = &netboot.tftp_dir;
+    crate::util::private::set_mode(dir, crate::util::private::DirAccess::Traverse.mode())
+        .map_err(|e| other(&format!("chmod 711 {}", dir.display()), e))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| other(&dir.display().to_string(), e))?;
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_file()) {
+            super::qemu_user::grant(&e.path(), &user).map_err(|err| {
+                other(
+                    &format!(
+                        "giving libvirt's QEMU user {} {}",
+                        user.name,
+                        e.path().display()
+                    ),
+                    err,
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// What an event callback needs; owned by libvirt between registration and the free callback.
 struct Sink {
     tx: SignalTx,
@@ -362,7 +395,9 @@ impl LibvirtVm {
     ) -> Result<(LibvirtVm, Console), LibvirtError> {
         let target = remote_target(uri).map_err(|e| other("the libvirt URI", e))?;
         if target.is_none() {
-            check_reachable(dir)?;
+            // The VM's files (disks, ISO, sockets) are in the run's private directory.
+            let files = spec.serial_socket.parent().unwrap_or(dir);
+            check_reachable(files)?;
             // libvirt's QEMU binds the console's socket by its path; it cannot take the way
             // round a long one that the QEMU backend takes (util::socket_path).
             if !crate::util::socket_path::fits(&spec.serial_socket) {
@@ -377,6 +412,7 @@ impl LibvirtVm {
                 ));
             }
             give_nvme_disks_to_qemu(spec)?;
+            give_tftp_root_to_qemu(spec, opts.network.is_some())?;
         }
         let conn = connect(uri)?;
         let mut spec = spec.clone();
