@@ -66,30 +66,23 @@ impl Secrets {
         }
     }
 
-    /// The base64 lines of every PEM private key in `text` (each enough to find the key).
-    pub fn add_private_keys(&mut self, what: &str, text: &str) {
-        for line in pem_key_lines(text) {
-            self.add(what, &line);
-        }
-    }
-
-    /// A kubeconfig's client keys (`client-key-data`: base64 of a PEM), as base64 and as PEM.
+    /// A kubeconfig's client keys (`client-key-data`: base64 of a whole PEM key). A key's body
+    /// lines are not taken one by one: the public half of a key (an RSA modulus, an EC point,
+    /// the public part of an OpenSSH key) stands in certificates, CSRs and `authorized_keys`,
+    /// which may be published; a leaked key is found by its PEM header, in any encoding.
     pub fn add_kubeconfig(&mut self, what: &str, text: &str) {
-        use base64::Engine as _;
         for b64 in text
             .lines()
             .filter_map(|l| l.trim().strip_prefix("client-key-data:"))
             .map(|v| v.trim().trim_matches('"'))
         {
             self.add(what, b64);
-            if let Ok(pem) = base64::engine::general_purpose::STANDARD.decode(b64) {
-                self.add_private_keys(what, &String::from_utf8_lossy(&pem));
-            }
         }
     }
 
-    /// What a run's private directory holds of them: the kubeadmin password, the admin
-    /// kubeconfigs' client keys and the run's SSH key (files that are missing are skipped).
+    /// What a run's private directory holds of them: the kubeadmin password and the admin
+    /// kubeconfig's client key (files that are missing are skipped). The run's SSH key, as
+    /// every private key, is found by its PEM header.
     pub fn add_private_dir(&mut self, private: &Path) {
         let read = |rel: &str| fs::read_to_string(private.join(rel)).unwrap_or_default();
         self.add(
@@ -97,7 +90,6 @@ impl Secrets {
             &read("assets/auth/kubeadmin-password"),
         );
         self.add_kubeconfig("the admin client key", &read("assets/auth/kubeconfig"));
-        self.add_private_keys("the run's SSH private key", &read("ssh-key"));
     }
 
     pub fn is_empty(&self) -> bool {
@@ -188,22 +180,6 @@ fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The base64 body lines of every PEM private key in `text`.
-fn pem_key_lines(text: &str) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut inside = false;
-    for l in text.lines().map(str::trim) {
-        if l.starts_with("-----BEGIN") && l.contains("PRIVATE KEY") {
-            inside = true;
-        } else if l.starts_with("-----END") {
-            inside = false;
-        } else if inside && !l.contains(':') {
-            lines.push(l.to_string());
-        }
-    }
-    lines
-}
-
 /// Every `-----BEGIN ... PRIVATE KEY-----` ... `-----END ...-----` block as one marker.
 fn redact_pem_blocks(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -239,7 +215,10 @@ mod tests {
         let mut s = Secrets::default();
         s.add_pull_secret(r#"{"auths":{"r.example":{"auth":"Y2FuYXJ5OnNlY3JldC12YWx1ZQ=="}}}"#);
         s.add("the kubeadmin password", "abcde-fghij-klmno-pqrst\n");
-        s.add_private_keys("the run's SSH private key", KEY);
+        s.add_kubeconfig(
+            "the admin client key",
+            "users:\n- user:\n    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlF\n",
+        );
         s.add("too short", "abc");
         s
     }
@@ -254,7 +233,15 @@ mod tests {
             found,
             ["the pull secret's credentials", "the kubeadmin password"]
         );
-        assert_eq!(s.found_in(KEY.as_bytes())[0], "the run's SSH private key");
+        assert_eq!(s.found_in(KEY.as_bytes()), ["a PEM private key"]);
+        assert_eq!(
+            s.found_in(b"client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlF")[0],
+            "the admin client key"
+        );
+        // The public half of a key, as authorized_keys and certificates carry it, is no leak.
+        assert!(s
+            .found_in(b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleExample")
+            .is_empty());
         assert!(s.found_in(b"nothing of it here").is_empty());
     }
 
@@ -311,6 +298,9 @@ mod tests {
             leaks[0].starts_with("the kubeadmin password in "),
             "{leaks:?}"
         );
-        assert!(leaks[1].contains("journal.json.gz"), "{leaks:?}");
+        assert!(
+            leaks[1].starts_with("a PEM private key in ") && leaks[1].contains("journal.json.gz"),
+            "{leaks:?}"
+        );
     }
 }

@@ -8,7 +8,7 @@
 
 mod junit_xsd;
 mod run_watch;
-use run_watch::qemu_processes_for;
+use run_watch::{private_leftovers, qemu_processes_of_state};
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -113,14 +113,13 @@ fn run(scenario: &Path, out: &Path, state: &Path, tweak: impl FnOnce(&mut Comman
 
 /// No QEMU, disks, ISO copy, sockets or registration of the run remain.
 fn assert_nothing_left(ran: &Ran, state: &Path) {
-    assert_eq!(qemu_processes_for(&ran.dir), Vec::<String>::new());
-    for gone in ["disks", "live.iso", "serial.sock", "qmp.sock"] {
-        assert!(
-            !ran.dir.join(gone).exists(),
-            "{gone} remains in {}",
-            ran.dir.display()
-        );
-    }
+    assert_eq!(qemu_processes_of_state(state), Vec::<String>::new());
+    assert_eq!(
+        private_leftovers(state),
+        Vec::<PathBuf>::new(),
+        "the private directory remains ({})",
+        ran.dir.display()
+    );
     let registered: Vec<_> = std::fs::read_dir(state.join("runs"))
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -205,6 +204,49 @@ esac
     std::fs::write(&path, script).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
+}
+
+/// An installer that fails after it wrote secrets and printed them: the install-config it was
+/// given (with the pull secret), a private key, and a kubeadmin password in `auth/`. Nothing
+/// of it may reach `--out`: the installer's directory stays private, its log is published
+/// redacted, and the run's own search of its directory finds nothing.
+#[test]
+fn an_installer_failure_publishes_nothing_secret() {
+    let work = tempfile::tempdir().unwrap();
+    let (out, state) = (work.path().join("out"), work.path().join("state"));
+    let canary = "CANARY-INSTALLER-FAILURE-9d41c2";
+    let create = format!(
+        r#"mkdir -p "$2/auth" && echo 'Kq7Vw-canary-admin-pw-4411' > "$2/auth/kubeadmin-password" && cat "$2/install-config.yaml" >&2 && printf -- '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA{canary}\n-----END RSA PRIVATE KEY-----\n' >&2 && echo 'level=fatal msg="failed to fetch Master Ignition Config"' >&2 && exit 1"#
+    );
+    let installer = fake_installer(work.path(), &create, &stream_json("http://x/", "00"));
+    let scenario = openshift_scenario(work.path(), &installer);
+    let pull_secret = format!(r#"{{"auths":{{"registry.invalid":{{"auth":"{canary}-auth"}}}}}}"#);
+    std::fs::write(work.path().join("pull-secret.json"), &pull_secret).unwrap();
+    let ran = run(&scenario, &out, &state, |_| {});
+    ran.assert_error(HARNESS_ERROR);
+    let log = std::fs::read_to_string(ran.dir.join("assets/installer.log")).unwrap();
+    assert!(
+        log.contains("<redacted: a private key>") && log.contains("level=fatal"),
+        "the log is published, redacted: {log}"
+    );
+    assert!(ran
+        .reason()
+        .contains(&ran.dir.join("assets/installer.log").display().to_string()));
+    let mut secrets = sno_harness::secrets::Secrets::default();
+    secrets.add_pull_secret(&pull_secret);
+    secrets.add("the canary", canary);
+    secrets.add("the kubeadmin password", "Kq7Vw-canary-admin-pw-4411");
+    let leaks = secrets.scan(&out);
+    assert!(leaks.is_empty(), "{leaks:?}");
+    assert!(!ran.stderr.contains(canary), "{}", ran.stderr);
+    assert!(
+        !std::fs::read_dir(&ran.dir)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name() == "live.iso"),
+        "nothing of the VM's under --out"
+    );
+    assert_nothing_left(&ran, &state);
 }
 
 /// What a successful `create single-node-ignition-config` leaves.
@@ -907,17 +949,27 @@ fn a_lost_qmp_connection_is_an_error_naming_it_and_leaves_nothing() {
     a="${BASH_REMATCH[1]}${BASH_REMATCH[2]}.real${BASH_REMATCH[3]}"
   fi"#,
     );
-    let dir = out.join("smoke");
+    // QEMU's sockets are in the run's private directory, the one directory under the state's.
+    let private = state.join("private");
     let cut = std::thread::spawn(move || -> Result<(), String> {
-        let real = dir.join("qmp.sock.real");
         let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while !real.exists() {
+        let real = loop {
+            let found = std::fs::read_dir(&private)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path().join("qmp.sock.real"))
+                .find(|p| p.exists());
+            if let Some(real) = found {
+                break real;
+            }
             if std::time::Instant::now() > until {
                 return Err("QEMU made no QMP socket".into());
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let listener = UnixListener::bind(dir.join("qmp.sock")).map_err(|e| e.to_string())?;
+        };
+        let listener =
+            UnixListener::bind(real.with_file_name("qmp.sock")).map_err(|e| e.to_string())?;
         let (harness, _) = listener.accept().map_err(|e| e.to_string())?;
         let qemu = UnixStream::connect(&real).map_err(|e| e.to_string())?;
         let pass = |mut from: UnixStream, mut to: UnixStream| {

@@ -2,7 +2,10 @@
 //! `interrupted`, keeps its evidence, and leaves no QEMU, socket or disk behind.
 
 mod run_watch;
-use run_watch::{qemu_processes_for, slow_smoke, wait_for_bootkube, wait_for_events};
+use run_watch::{
+    private_leftovers, qemu_processes_of_run, qemu_processes_of_state, slow_smoke,
+    wait_for_bootkube, wait_for_events,
+};
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -14,12 +17,17 @@ fn ctrl_c_during_bootkube_stops_the_run_cleanly() {
         .prefix("sno-interrupt-")
         .tempdir()
         .unwrap();
+    let state = tempfile::Builder::new()
+        .prefix("sno-interrupt-state-")
+        .tempdir()
+        .unwrap();
     let scenario = slow_smoke(out.path());
     let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
         .arg("run")
         .arg(&scenario)
         .arg("--out")
         .arg(out.path())
+        .env("SNO_HARNESS_STATE_DIR", state.path())
         .stdin(Stdio::null())
         .spawn()
         .unwrap();
@@ -28,7 +36,7 @@ fn ctrl_c_during_bootkube_stops_the_run_cleanly() {
 
     wait_for_bootkube(&mut child, &events);
     assert!(
-        !qemu_processes_for(&dir).is_empty(),
+        !qemu_processes_of_run(state.path(), "smoke").is_empty(),
         "QEMU runs during bootkube"
     );
 
@@ -69,10 +77,12 @@ fn ctrl_c_during_bootkube_stops_the_run_cleanly() {
     ] {
         assert!(dir.join(kept).is_file(), "{kept} is kept");
     }
-    assert!(qemu_processes_for(&dir).is_empty(), "QEMU outlived the run");
-    for gone in ["disks", "live.iso", "serial.sock", "qmp.sock"] {
-        assert!(!dir.join(gone).exists(), "{gone} was left behind");
-    }
+    assert!(
+        qemu_processes_of_state(state.path()).is_empty(),
+        "QEMU outlived the run"
+    );
+    let left = private_leftovers(state.path());
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 #[test]
@@ -195,11 +205,16 @@ fn sigterm_during_a_matrix_stops_every_running_permutation() {
     )
     .unwrap();
     let runs = out.path().join("runs");
+    let state = tempfile::Builder::new()
+        .prefix("sno-interrupt-state-")
+        .tempdir()
+        .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
         .arg("matrix")
         .arg(&matrix)
         .args(["--jobs", "2", "--out"])
         .arg(&runs)
+        .env("SNO_HARNESS_STATE_DIR", state.path())
         .env("SNO_HARNESS_PROGRESS", "plain")
         .stdin(Stdio::null())
         .spawn()
@@ -220,7 +235,7 @@ fn sigterm_during_a_matrix_stops_every_running_permutation() {
     );
     for running in ["virtio", "scsi"] {
         assert!(
-            !qemu_processes_for(&runs.join(running)).is_empty(),
+            !qemu_processes_of_run(state.path(), running).is_empty(),
             "{running} has its VM"
         );
     }
@@ -260,17 +275,13 @@ fn sigterm_during_a_matrix_stops_every_running_permutation() {
         for kept in ["events.jsonl", "serial.log", "junit.xml"] {
             assert!(dir.join(kept).is_file(), "{running}: {kept} is kept");
         }
-        assert!(
-            qemu_processes_for(&dir).is_empty(),
-            "{running}: QEMU outlived the matrix"
-        );
-        for gone in ["disks", "live.iso", "serial.sock", "qmp.sock"] {
-            assert!(
-                !dir.join(gone).exists(),
-                "{running}: {gone} was left behind"
-            );
-        }
     }
+    assert!(
+        qemu_processes_of_state(state.path()).is_empty(),
+        "QEMU outlived the matrix"
+    );
+    let left = private_leftovers(state.path());
+    assert!(left.is_empty(), "left behind: {left:?}");
     let queued = result("nvme");
     assert_eq!(queued["verdict"], "error");
     assert_eq!(queued["reason"], "interrupted before it started");

@@ -5,7 +5,9 @@
 //! connection (auto-destroy); gc collects the files.
 
 mod run_watch;
-use run_watch::{qemu_processes_for, slow_smoke, wait_for_bootkube};
+use run_watch::{
+    private_dir_of, private_leftovers, qemu_processes_of_state, slow_smoke, wait_for_bootkube,
+};
 
 use std::net::TcpStream;
 use std::path::Path;
@@ -55,9 +57,9 @@ fn kill_then_gc(backend: &str) {
         .prefix("sno-kill-")
         .tempdir()
         .unwrap();
-    // libvirt's QEMU runs as its own user and must reach the run directory.
-    std::fs::set_permissions(out.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let state = tempfile::tempdir().unwrap();
+    // libvirt's QEMU runs as its own user and must pass through to the run's private directory.
+    std::fs::set_permissions(state.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let scenario = slow_smoke(out.path());
     let stderr_path = out.path().join("harness.stderr");
     let mut child = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
@@ -78,7 +80,7 @@ fn kill_then_gc(backend: &str) {
     let vm_name = format!("sno-smoke-{}", ports[0]);
     match backend {
         "qemu" => assert!(
-            !qemu_processes_for(&dir).is_empty(),
+            !qemu_processes_of_state(state.path()).is_empty(),
             "QEMU runs during bootkube"
         ),
         _ => assert!(
@@ -98,7 +100,7 @@ fn kill_then_gc(backend: &str) {
     // The VM goes with the harness: QEMU by its parent-death signal, the libvirt domain when
     // libvirtd sees the harness's connection close.
     let killed = Instant::now();
-    while !qemu_processes_for(&dir).is_empty()
+    while !qemu_processes_of_state(state.path()).is_empty()
         || (backend == "libvirt" && libvirt_domains().contains(&vm_name))
     {
         assert!(
@@ -111,8 +113,9 @@ fn kill_then_gc(backend: &str) {
         "VM gone {:.1} s after SIGKILL",
         killed.elapsed().as_secs_f64()
     );
+    let private = private_dir_of(state.path(), "smoke").expect("the run's private directory");
     assert!(
-        dir.join("disks").exists(),
+        private.join("disks").exists(),
         "the killed harness left its disks (gc's job)"
     );
 
@@ -125,11 +128,11 @@ fn kill_then_gc(backend: &str) {
     eprintln!("{gc_out}{}", String::from_utf8_lossy(&gc.stderr));
     assert!(gc.status.success(), "gc failed");
     assert!(
-        gc_out.contains("remove") && gc_out.contains("disks"),
+        gc_out.contains(&format!("remove {}", private.display())),
         "{gc_out}"
     );
 
-    assert!(qemu_processes_for(&dir).is_empty());
+    assert!(qemu_processes_of_state(state.path()).is_empty());
     if backend == "libvirt" {
         // By name: other tests may run the smoke scenario on libvirt at the same time.
         assert!(
@@ -143,9 +146,8 @@ fn kill_then_gc(backend: &str) {
         );
         assert!(dir.join("qemu.log").is_file(), "qemu.log is in the run");
     }
-    for gone in ["disks", "live.iso", "serial.sock", "qmp.sock"] {
-        assert!(!dir.join(gone).exists(), "{gone} remains after gc");
-    }
+    let left = private_leftovers(state.path());
+    assert!(left.is_empty(), "left after gc: {left:?}");
     for port in ports {
         assert!(
             TcpStream::connect(("127.0.0.1", port)).is_err(),

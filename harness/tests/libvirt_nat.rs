@@ -298,10 +298,10 @@ virsh -c qemu:///system net-list --name | sed '/^$/d' >{state}/networks-killed
     assert_no_network_left(&state);
     // The run's own leftovers went too, and the evidence stays.
     let dir = out.join("nat");
-    assert!(run_watch::qemu_processes_for(&dir).is_empty());
-    for gone in ["disks", "live.iso", "serial.sock"] {
-        assert!(!dir.join(gone).exists(), "{gone} remains");
-    }
+    let registry = state.join("registry");
+    assert!(run_watch::qemu_processes_of_state(&registry).is_empty());
+    let left = run_watch::private_leftovers(&registry);
+    assert!(left.is_empty(), "remains: {left:?}");
     let result: serde_json::Value = serde_json::from_str(&read(&dir.join("result.json"))).unwrap();
     assert_eq!(result["verdict"], "error");
 }

@@ -194,9 +194,10 @@ fn smoke_on_a_remote_libvirt_host_passes_and_leaves_nothing_there() {
         );
     }
     assert_eq!(leftovers("remote"), Vec::<String>::new());
+    let left = run_watch::private_leftovers(&work.path().join("state"));
     assert!(
-        !dir.join("disks").exists(),
-        "local disks stay only with --keep"
+        left.is_empty(),
+        "local disks stay only with --keep: {left:?}"
     );
 }
 

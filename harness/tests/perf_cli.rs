@@ -439,7 +439,6 @@ fn an_interrupt_between_runs_stops_before_the_next_one() {
                 progress: sno_harness::run::terminal::Mode::Plain,
                 junit: Default::default(),
                 gather: Default::default(),
-                kubeconfig_to: Vec::new(),
             },
             disk_write_only: false,
         },

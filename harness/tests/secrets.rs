@@ -1,10 +1,11 @@
-//! Secrets stay in `assets/`: a whole run with a canary pull secret, then every artifact, every
-//! report and the harness's own output are searched for the pull secret, the kubeadmin password
-//! and every private key the run made. Whatever holds secrets at rest (the assets, the disks
-//! with master.ign, the live ISO with its Ignition) must be the owner's alone, and so must
-//! every directory on the way to them. The run is kept (`--keep`), so it also shows what a
-//! passing kept run hands on: its VM runs on, the kubeconfig written to `--kubeconfig-out` and
-//! `$SHARED_DIR` reaches its API, and `sno-harness gc` stops it.
+//! Nothing secret under `--out`: a whole run with a canary pull secret, then every file under
+//! `--out` (uploaders take it whole and ignore modes) and the harness's own output are searched
+//! for the pull secret, the kubeadmin password and every private key the run made. Those live in
+//! the run's private directory outside `--out`, whose secrets at rest (the assets, the disks
+//! with master.ign, the live ISO with its Ignition, QEMU's sockets) must be the owner's alone,
+//! and so must every directory on the way to them. The run is kept (`--keep`), so it also shows
+//! what a passing kept run hands on: its VM runs on, the kubeconfig written to
+//! `--kubeconfig-out` and `$SHARED_DIR` reaches its API, and `sno-harness gc` stops it.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -128,15 +129,15 @@ fn canary_secrets_never_leave_the_assets_directory() {
     .unwrap();
     let out = work.path().join("out");
     let state = work.path().join("state");
+    let private_root = work.path().join("private");
     let (handed, shared) = (work.path().join("handed"), work.path().join("shared"));
     std::fs::create_dir_all(&handed).unwrap();
     std::fs::create_dir_all(&shared).unwrap();
     let _stop_it = KeptVm {
         state: state.clone(),
-        dir: out.join("smoke"),
+        private_root: private_root.clone(),
     };
-    // --keep: the run's SSH private key is then saved (0600) in assets/, so it can be searched
-    // for; the disks and the ISO it also keeps are VM data, not artifacts, and are not searched.
+    // --keep: the private directory stays, so its secrets can be read and searched for.
     let run = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
         .arg("run")
         .arg(&scenario)
@@ -147,6 +148,7 @@ fn canary_secrets_never_leave_the_assets_directory() {
         .arg(handed.join("kubeconfig"))
         .env("SHARED_DIR", &shared)
         .env("SNO_HARNESS_STATE_DIR", &state)
+        .env("SNO_HARNESS_PRIVATE_DIR", &private_root)
         .env("SNO_HARNESS_PROGRESS", "plain")
         .stdin(Stdio::null())
         .output()
@@ -158,7 +160,16 @@ fn canary_secrets_never_leave_the_assets_directory() {
     );
     assert!(run.status.success(), "the run failed:\n{harness_output}");
     let dir = out.join("smoke");
-    let assets = dir.join("assets");
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("result.json")).unwrap()).unwrap();
+    let private = PathBuf::from(
+        result["private"]["dir"]
+            .as_str()
+            .expect("result.json names it"),
+    );
+    assert_eq!(result["private"]["kept"], true);
+    assert!(private.starts_with(&private_root), "{}", private.display());
+    let assets = private.join("assets");
 
     // What must not leak, read from where it legitimately lives.
     let password = std::fs::read_to_string(assets.join("auth/kubeadmin-password")).unwrap();
@@ -167,7 +178,7 @@ fn canary_secrets_never_leave_the_assets_directory() {
         ("the pull secret's canary".into(), CANARY.into()),
         ("the kubeadmin password".into(), password.trim().to_string()),
     ];
-    let ssh_key = std::fs::read_to_string(assets.join("ssh-key")).unwrap();
+    let ssh_key = std::fs::read_to_string(private.join("ssh-key")).unwrap();
     for l in private_key_lines(&ssh_key).into_iter().take(3) {
         needles.push(("the run's SSH private key".into(), l));
     }
@@ -179,32 +190,43 @@ fn canary_secrets_never_leave_the_assets_directory() {
     }
     assert!(needles.iter().all(|(_, n)| n.len() >= 16), "{needles:?}");
 
-    // Everything a person or CI reads: the run directory but its assets (secrets by design),
-    // the disks and the ISO; the installer's log, which sits in assets/ but is a log; and what
-    // the harness printed.
+    // Everything under --out, without exception, and what the harness printed.
     let mut searched = Vec::new();
-    files_under(&dir, &mut searched);
-    searched.retain(|p| {
-        (!p.starts_with(&assets) || p.ends_with("installer.log"))
-            && !p.starts_with(dir.join("disks"))
-            && p.extension().is_none_or(|x| x != "iso")
-    });
-    assert!(
-        searched.iter().any(|p| p.ends_with("events.jsonl"))
-            && searched.iter().any(|p| p.ends_with("junit.xml"))
-            && searched.iter().any(|p| p.ends_with("serial.log"))
-            && searched
+    files_under(&out, &mut searched);
+    for must in [
+        "events.jsonl",
+        "junit.xml",
+        "serial.log",
+        "gather/index.json",
+        "gather/installed/journal.txt",
+        "gather/api/clusteroperators.json",
+        "assets/installer.log",
+        "assets/bootstrap-in-place-for-live-iso.ign",
+        "assets/private.txt",
+    ] {
+        assert!(
+            searched.iter().any(|p| p.ends_with(must)),
+            "{must} not in {searched:?}"
+        );
+    }
+    assert!(searched
+        .iter()
+        .any(|p| p.extension().is_some_and(|x| x == "gz")));
+    for never in [
+        "auth",
+        "disks",
+        "live.iso",
+        "ssh-key",
+        "qmp.sock",
+        "serial.sock",
+    ] {
+        assert!(
+            !searched
                 .iter()
-                .any(|p| p.extension().is_some_and(|x| x == "gz"))
-            && searched.iter().any(|p| p.ends_with("gather/index.json"))
-            && searched
-                .iter()
-                .any(|p| p.ends_with("gather/installed/journal.txt"))
-            && searched
-                .iter()
-                .any(|p| p.ends_with("gather/api/clusteroperators.json")),
-        "{searched:?}"
-    );
+                .any(|p| p.components().any(|c| c.as_os_str() == never)),
+            "{never} under --out: {searched:?}"
+        );
+    }
     let mut leaks = Vec::new();
     for p in &searched {
         let text = String::from_utf8_lossy(&readable(p)).into_owned();
@@ -224,26 +246,31 @@ fn canary_secrets_never_leave_the_assets_directory() {
     }
     assert!(leaks.is_empty(), "secrets leaked:\n{}", leaks.join("\n"));
     eprintln!(
-        "searched {} files and the harness's output for {} secrets",
+        "searched {} files under --out and the harness's output for {} secrets",
         searched.len(),
         needles.len()
     );
 
-    // The redacted copy says so.
+    // The redacted copies say so.
     let redacted = std::fs::read_to_string(dir.join("install-config.yaml")).unwrap();
     assert!(redacted.contains("<redacted>"));
+    let ign =
+        std::fs::read_to_string(dir.join("assets/bootstrap-in-place-for-live-iso.ign")).unwrap();
+    assert!(
+        ign.contains("/root/.docker/config.json") && ign.contains("redacted"),
+        "{ign}"
+    );
 
-    assert_secrets_are_owner_only(&dir);
-
-    // Assets and what gather kept: owner only.
+    assert_secrets_are_owner_only(&private);
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-    let mut gathered = Vec::new();
-    files_under(&dir.join("gather"), &mut gathered);
-    for f in gathered {
-        assert_eq!(mode(&f), 0o600, "{}", f.display());
-    }
     assert_eq!(mode(&assets), 0o700, "assets/");
-    the_kept_cluster_is_handed_on_and_gc_stops_it(&dir, &state, &harness_output, &handed, &shared);
+    the_kept_cluster_is_handed_on_and_gc_stops_it(
+        (&dir, &private),
+        &state,
+        &harness_output,
+        &handed,
+        &shared,
+    );
     let mut asset_files = Vec::new();
     files_under(&assets, &mut asset_files);
     assert!(asset_files.len() >= 5, "{asset_files:?}");
@@ -259,10 +286,10 @@ fn canary_secrets_never_leave_the_assets_directory() {
 }
 
 /// Stops what a kept run left running, whatever became of the test: gc with the run's
-/// registry, then any QEMU still naming the run directory.
+/// registry, then any QEMU still naming the private directories.
 struct KeptVm {
     state: PathBuf,
-    dir: PathBuf,
+    private_root: PathBuf,
 }
 
 impl Drop for KeptVm {
@@ -270,13 +297,14 @@ impl Drop for KeptVm {
         let _ = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
             .arg("gc")
             .env("SNO_HARNESS_STATE_DIR", &self.state)
+            .env("SNO_HARNESS_PRIVATE_DIR", &self.private_root)
             .output();
-        for line in qemu_processes_for(&self.dir) {
+        for line in qemu_processes_for(&self.private_root) {
             eprintln!("still running after gc, killed: {line}");
         }
         let _ = Command::new("pkill")
             .args(["-KILL", "-f"])
-            .arg(self.dir.join("disks").display().to_string())
+            .arg(self.private_root.display().to_string())
             .status();
     }
 }
@@ -286,7 +314,7 @@ impl Drop for KeptVm {
 /// places) passes `sno-harness check` against the running VM, and `gc` stops the VM and leaves
 /// the disks.
 fn the_kept_cluster_is_handed_on_and_gc_stops_it(
-    dir: &Path,
+    (dir, private): (&Path, &Path),
     state: &Path,
     output: &str,
     handed: &Path,
@@ -297,20 +325,21 @@ fn the_kept_cluster_is_handed_on_and_gc_stops_it(
     let pid = result["vm_left_running"]
         .as_u64()
         .unwrap_or_else(|| panic!("no vm_left_running in {result}"));
-    assert_eq!(
-        result["artifacts"]["kubeconfig"],
-        "assets/auth/kubeconfig-forwarded"
+    assert!(
+        result["artifacts"].get("kubeconfig").is_none(),
+        "no artifact names a secret: {result}"
     );
-    assert_eq!(qemu_processes_for(dir).len(), 1, "the kept VM runs");
-    let forwarded = dir.join("assets/auth/kubeconfig-forwarded");
+    assert_eq!(qemu_processes_for(private).len(), 1, "the kept VM runs");
+    let forwarded = private.join("assets/auth/kubeconfig-forwarded");
     for said in [
         format!("the cluster runs on in its VM (QEMU pid {pid})"),
         format!("export KUBECONFIG={}", forwarded.display()),
         "the console: https://console-openshift-console.apps.".to_string(),
         format!(
             "the kubeadmin password is in {}",
-            dir.join("assets/auth/kubeadmin-password").display()
+            private.join("assets/auth/kubeadmin-password").display()
         ),
+        format!("ssh -i {}", private.join("ssh-key").display()),
         "stop the VM with `sno-harness gc`".to_string(),
         format!(
             "the admin kubeconfig is in {}",
@@ -349,6 +378,7 @@ fn the_kept_cluster_is_handed_on_and_gc_stops_it(
     let gc = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
         .arg("gc")
         .env("SNO_HARNESS_STATE_DIR", state)
+        .env("SNO_HARNESS_PRIVATE_DIR", private.parent().unwrap())
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&gc.stdout);
@@ -361,9 +391,13 @@ fn the_kept_cluster_is_handed_on_and_gc_stops_it(
         said.contains("smoke: "),
         "gc did nothing for the run: {said}"
     );
-    assert_eq!(qemu_processes_for(dir), Vec::<String>::new(), "gc: {said}");
+    assert_eq!(
+        qemu_processes_for(private),
+        Vec::<String>::new(),
+        "gc: {said}"
+    );
     assert!(
-        dir.join("disks").is_dir(),
+        private.join("disks").is_dir(),
         "gc removed the kept disks: {said}"
     );
     let left: Vec<_> = std::fs::read_dir(state.join("runs"))
@@ -372,10 +406,6 @@ fn the_kept_cluster_is_handed_on_and_gc_stops_it(
     assert!(left.is_empty(), "registrations remain: {left:?}");
 }
 
-/// What in a run directory carries secrets at rest: the assets, the disks (master.ign, with the
-/// cluster CA's key and the pull secret, once installed), the live ISO (its Ignition), a saved
-/// VM's state (the guest's memory) and QEMU's sockets (QMP runs anything as the harness's
-/// user). Logs and reports are searched for leaks instead.
 /// A file's bytes as a reader sees them: a gzipped one (the raw journals) decompressed.
 fn readable(p: &Path) -> Vec<u8> {
     let bytes = std::fs::read(p).unwrap();
@@ -388,9 +418,14 @@ fn readable(p: &Path) -> Vec<u8> {
     out
 }
 
-fn carries_secrets(run_dir: &Path, p: &Path) -> bool {
-    p.starts_with(run_dir.join("assets"))
-        || p.starts_with(run_dir.join("disks"))
+/// What in a private directory carries secrets at rest: the assets, the SSH key, the disks
+/// (master.ign, with the cluster CA's key and the pull secret, once installed), the live ISO
+/// (its Ignition), a saved VM's state (the guest's memory) and QEMU's sockets (QMP runs anything
+/// as the harness's user).
+fn carries_secrets(private: &Path, p: &Path) -> bool {
+    p.starts_with(private.join("assets"))
+        || p.starts_with(private.join("disks"))
+        || p.ends_with("ssh-key")
         || p.extension().is_some_and(|x| {
             ["iso", "qcow2", "state", "sock", "fd"]
                 .iter()
@@ -398,14 +433,14 @@ fn carries_secrets(run_dir: &Path, p: &Path) -> bool {
         })
 }
 
-/// No secret under `run_dir` (the QEMU backend's) grants group or others anything, nor does any
-/// directory from `run_dir` down to one (a kept VM's QEMU sockets stay while it runs, and must
-/// be the owner's alone too).
-fn assert_secrets_are_owner_only(run_dir: &Path) {
+/// No secret under the private directory (the QEMU backend's) grants group or others anything,
+/// nor does any directory from it down to one (a kept VM's QEMU sockets stay while it runs, and
+/// must be the owner's alone too).
+fn assert_secrets_are_owner_only(private: &Path) {
     use sno_harness::util::private::{exposures, DirAccess};
     let mut secret_files = Vec::new();
-    files_under(run_dir, &mut secret_files);
-    secret_files.retain(|p| carries_secrets(run_dir, p));
+    files_under(private, &mut secret_files);
+    secret_files.retain(|p| carries_secrets(private, p));
     assert!(
         secret_files.iter().any(|p| p.ends_with("live.iso"))
             && secret_files
@@ -414,17 +449,20 @@ fn assert_secrets_are_owner_only(run_dir: &Path) {
         "--keep leaves the disks and the ISO to judge: {secret_files:?}"
     );
     let found = exposures(
-        run_dir,
-        &|p| carries_secrets(run_dir, p),
+        private,
+        &|p| carries_secrets(private, p),
         DirAccess::OwnerOnly,
     )
-    .expect("reading the run directory");
+    .expect("reading the private directory");
     let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
     assert!(
         found.is_empty(),
         "secrets at rest others can reach:\n{}",
         shown.join("\n")
     );
-    let mode = std::fs::metadata(run_dir).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o700, "the run directory (QEMU's sockets are in it)");
+    let mode = std::fs::metadata(private).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode, 0o700,
+        "the private directory (QEMU's sockets are in it)"
+    );
 }

@@ -71,6 +71,24 @@ pub enum AssetsError {
 }
 
 impl AssetsError {
+    /// The same error, naming `log` as the log to read.
+    fn logged_in(self, log: &Path) -> Self {
+        match self {
+            AssetsError::CommandFailed {
+                command,
+                code,
+                message,
+                ..
+            } => AssetsError::CommandFailed {
+                command,
+                code,
+                message,
+                log: log.to_path_buf(),
+            },
+            e => e,
+        }
+    }
+
     fn io(what: impl Into<String>, source: std::io::Error) -> Self {
         AssetsError::Io {
             what: what.into(),
@@ -342,7 +360,8 @@ pub fn prepare(req: &AssetsRequest) -> Result<Assets, AssetsError> {
     secrets.add_pull_secret(&ic.pull_secret);
     secrets.add_private_dir(req.private_dir);
     let published = publish::redacted_copies(&dir, &req.run_dir.join("assets"), &secrets);
-    let assets = made?;
+    // A failure points at the published log: the private one goes with the run.
+    let assets = made.map_err(|e| e.logged_in(&req.run_dir.join("assets/installer.log")))?;
     published.map_err(|e| AssetsError::io("publishing the redacted assets", e))?;
     Ok(assets)
 }

@@ -8,8 +8,9 @@
 //! embedded Ignition), a network boot's files, the disks (the installed system's Ignition),
 //! the UEFI variables and QEMU's sockets (QMP runs anything as the harness's user).
 //!
-//! It lives under one root per user (`$SNO_HARNESS_PRIVATE_DIR`, else
-//! `/var/tmp/sno-harness-<uid>`: on disk, not tmpfs, since disks are GiBs), in a directory of
+//! It lives under one root per user (`$SNO_HARNESS_PRIVATE_DIR`, else `$SNO_HARNESS_STATE_DIR/
+//! private`, else `/var/tmp/sno-harness-<uid>`: on disk, not tmpfs, since disks are GiBs, and
+//! passable by a local libvirtd's QEMU user), in a directory of
 //! its own named by the run id and 64 random bits; it is locked (`flock` on `lock`) while the
 //! run lives, so that `gc` tells a live run's from a dead one's, and removed when the run ends
 //! unless the run keeps it (`--keep`), in which case a `kept` file says so.
@@ -46,13 +47,18 @@ fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> PrivateD
     move |source| PrivateDirError::Io { what, path, source }
 }
 
-/// The root of this user's private directories: `$SNO_HARNESS_PRIVATE_DIR`, else
+/// The root of this user's private directories: `$SNO_HARNESS_PRIVATE_DIR`, else `private/`
+/// in `$SNO_HARNESS_STATE_DIR` (the harness's own state, tests keep theirs apart so), else
 /// `/var/tmp/sno-harness-<uid>`.
 pub fn root() -> PathBuf {
-    match std::env::var_os("SNO_HARNESS_PRIVATE_DIR").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(format!("/var/tmp/sno-harness-{}", effective_uid())),
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(d) = var("SNO_HARNESS_PRIVATE_DIR") {
+        return PathBuf::from(d);
     }
+    if let Some(d) = var("SNO_HARNESS_STATE_DIR") {
+        return PathBuf::from(d).join("private");
+    }
+    PathBuf::from(format!("/var/tmp/sno-harness-{}", effective_uid()))
 }
 
 fn effective_uid() -> u32 {

@@ -117,3 +117,47 @@ pub fn what_the_run_left(events: &Path) -> String {
     }
     report
 }
+
+/// What is left in the private directories of the runs whose `SNO_HARNESS_STATE_DIR` is
+/// `state` (their secrets, disks, ISO and sockets live there, outside `--out`): the paths of
+/// everything in them, which a run that ended must have removed.
+pub fn private_leftovers(state: &Path) -> Vec<PathBuf> {
+    let mut left = Vec::new();
+    let Ok(runs) = std::fs::read_dir(state.join("private")) else {
+        return left;
+    };
+    for run in runs.flatten() {
+        left.push(run.path());
+        if let Ok(files) = std::fs::read_dir(run.path()) {
+            left.extend(files.flatten().map(|f| f.path()));
+        }
+    }
+    left
+}
+
+/// The QEMU processes of the runs whose `SNO_HARNESS_STATE_DIR` is `state` (their disks and
+/// sockets are in its private directories).
+pub fn qemu_processes_of_state(state: &Path) -> Vec<String> {
+    qemu_processes_for(&state.join("private"))
+}
+
+/// The private directory of run `id` under `state` (`ID-` and 16 hex digits), while it exists.
+pub fn private_dir_of(state: &Path, id: &str) -> Option<PathBuf> {
+    std::fs::read_dir(state.join("private"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix(id)?.strip_prefix('-'))
+                .is_some_and(|rest| rest.len() == 16 && rest.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
+}
+
+/// The QEMU processes of run `id` whose `SNO_HARNESS_STATE_DIR` is `state`.
+pub fn qemu_processes_of_run(state: &Path, id: &str) -> Vec<String> {
+    private_dir_of(state, id)
+        .map(|d| qemu_processes_for(&d))
+        .unwrap_or_default()
+}
