@@ -295,11 +295,11 @@ mod tests {
         leaks.sort();
         assert_eq!(leaks.len(), 2, "{leaks:?}");
         assert!(
-            leaks[0].starts_with("the kubeadmin password in "),
+            leaks[1].starts_with("the kubeadmin password in "),
             "{leaks:?}"
         );
         assert!(
-            leaks[1].starts_with("a PEM private key in ") && leaks[1].contains("journal.json.gz"),
+            leaks[0].starts_with("a PEM private key in ") && leaks[0].contains("journal.json.gz"),
             "{leaks:?}"
         );
     }
