@@ -17,6 +17,7 @@ mod expect;
 mod gather_step;
 pub mod gc;
 pub mod hosts_file;
+pub mod in_use;
 mod installer;
 pub mod job;
 mod lifecycle;
