@@ -337,7 +337,7 @@ pub fn collect(registry_dir: &Path, uris: &[String], dry_run: bool) -> Collected
             Ok(e) => e,
             Err(err) => {
                 out.errors.push(format!(
-                    "{}: unreadable registration ({err}); it is not acted on: remove it by hand",
+                    "{}: unusable registration ({err}): not acted on; remove it by hand",
                     file.display()
                 ));
                 continue;
