@@ -46,7 +46,8 @@ pub struct RunFlags {
     #[arg(long, value_parser = ["qemu", "libvirt"])]
     pub backend: Option<String>,
     /// The libvirt URI for `--backend libvirt` [default: qemu:///system]; `matrix` takes it
-    /// more than once, to spread its permutations over those hosts.
+    /// more than once, to spread its permutations over those hosts (not two of one daemon).
+    /// Parameters: keyfile, no_verify, no_tty, mode, proxy over qemu+ssh; mode, socket here.
     #[arg(long, value_name = "URI")]
     pub connect: Vec<String>,
     #[command(flatten)]
@@ -173,15 +174,30 @@ impl RunFlags {
                 "--connect names a libvirt host: give --backend libvirt with it",
             ));
         }
-        for uri in &self.connect {
-            sno_harness::vm::libvirt::remote::remote_target(uri)
-                .map_err(|e| bad(format!("--connect: {e}")))?;
-            if self.connect.iter().filter(|u| *u == uri).count() > 1 {
-                return Err(bad(format!("--connect {uri} is given twice")));
-            }
-        }
-        Ok(())
+        check_connect(&self.connect)
     }
+}
+
+/// `--connect` URIs: each one the harness can use without libvirt running a program of the
+/// URI's choosing, and no two of one daemon (each would get its own share of jobs).
+pub fn check_connect(uris: &[String]) -> Result<(), CliError> {
+    use sno_harness::vm::libvirt::remote::daemon;
+    let mut seen: Vec<(&String, _)> = Vec::new();
+    for uri in uris {
+        let d = daemon(uri).map_err(|e| bad(format!("--connect: {e}")))?;
+        match seen.iter().find(|(_, s)| *s == d) {
+            Some((first, _)) if *first == uri => {
+                return Err(bad(format!("--connect {uri} is given twice")))
+            }
+            Some((first, _)) => {
+                return Err(bad(format!(
+                    "--connect {first} and --connect {uri} reach the same libvirt daemon ({d}): give each host once"
+                )))
+            }
+            None => seen.push((uri, d)),
+        }
+    }
+    Ok(())
 }
 
 /// A directory refused (bad input: another `--out`, or `--replace`) or that could not be

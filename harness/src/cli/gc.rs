@@ -17,12 +17,14 @@ pub struct GcArgs {
     #[arg(long)]
     dry_run: bool,
     /// libvirt URIs to search for the harness's domains, networks and storage pools
-    /// [default: qemu:///system when libvirtd runs here]. Repeatable.
+    /// [default: qemu:///system when libvirtd runs here]. Repeatable; the parameters `run`
+    /// takes only.
     #[arg(long = "connect", value_name = "URI")]
     connect: Vec<String>,
 }
 
 pub fn gc(a: GcArgs) -> Outcome {
+    super::flags::check_connect(&a.connect)?;
     let mut uris = a.connect;
     if uris.is_empty() && Path::new("/run/libvirt/libvirt-sock").exists() {
         uris.push(sno_harness::vm::libvirt::DEFAULT_URI.to_string());

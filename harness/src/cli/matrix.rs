@@ -207,11 +207,8 @@ fn places_of(a: &MatrixArgs) -> Result<Vec<PlaceSpec>, CliError> {
             "--hosts names libvirt hosts: it cannot go with --backend qemu",
         ));
     }
-    let check = |uri: &str| {
-        sno_harness::vm::libvirt::remote::remote_target(uri)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    };
+    let check =
+        |uri: &str| sno_harness::vm::libvirt::remote::daemon(uri).map_err(|e| e.to_string());
     let hosts = hosts_file::load(file, check).map_err(bad)?;
     Ok(hosts
         .into_iter()

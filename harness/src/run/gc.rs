@@ -12,8 +12,10 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use super::in_use;
 use super::registry::{self, Entry};
 use crate::result::RunResult;
 use crate::vm::libvirt::gc::{collect_domains, collect_networks, collect_pools, sweep, Collected};
@@ -78,7 +80,7 @@ fn qemu_options(arg: &str) -> Vec<String> {
 }
 
 /// The files a run makes that are not evidence: disks (GiBs), the ISO copy, sockets.
-fn disposable_files(dir: &Path) -> Vec<std::path::PathBuf> {
+fn disposable_files(dir: &Path) -> Vec<PathBuf> {
     [
         "disks",
         "live.iso",
@@ -118,7 +120,8 @@ fn remove(path: &Path) -> std::io::Result<()> {
 /// Stops the run's QEMU: the process the registration names, when it is still that process
 /// (same start time) and still runs a disk of the run. A QEMU found only by the run's disks
 /// (the registration names none: the harness died as QEMU started) is reported, not killed.
-fn stop_qemu(e: &Entry, dry_run: bool, out: &mut Collected) {
+/// Returns the pid killed (with `dry_run`, the one that would be).
+fn stop_qemu(e: &Entry, dry_run: bool, out: &mut Collected) -> Option<u32> {
     let holders = qemu_processes_of(&e.dir);
     let recorded = e.qemu.filter(|q| q.alive() && holders.contains(&q.pid));
     for pid in holders
@@ -130,21 +133,109 @@ fn stop_qemu(e: &Entry, dry_run: bool, out: &mut Collected) {
             e.id
         ));
     }
-    let Some(q) = recorded else { return };
+    let q = recorded?;
     let what = format!("{}: kill QEMU process {}", e.id, q.pid);
     // SAFETY: kill(2) on the process the registration names, checked to be that very one
     // (pid and start time) a moment ago.
     if !dry_run && unsafe { libc::kill(q.pid as i32, libc::SIGKILL) } != 0 {
         out.errors
             .push(format!("{what}: {}", std::io::Error::last_os_error()));
-        return;
+        return None;
     }
     out.actions.push(what);
+    Some(q.pid)
 }
 
-/// Collects one dead run.
-fn collect_run(e: &Entry, dry_run: bool, out: &mut Collected) {
-    stop_qemu(e, dry_run, out);
+/// Everything of the run that gc removes: the disposable files of its directory and its
+/// private directory.
+fn removable(e: &Entry) -> Vec<PathBuf> {
+    let mut all = disposable_files(&e.dir);
+    all.extend(e.private.clone().filter(|p| p.symlink_metadata().is_ok()));
+    all
+}
+
+/// The processes that still use the run's files: a QEMU known by its command line (one of
+/// another user's is not seen by its descriptors), any process with one of them open. `killed`
+/// is the QEMU gc just killed: its descriptors close as it dies, waited for a few seconds
+/// (past that, it counts like any other). Dry, it counts as gone.
+fn users_of_files(e: &Entry, killed: Option<u32>, dry_run: bool) -> Vec<String> {
+    let files = removable(e);
+    if let (Some(pid), false) = (killed, dry_run) {
+        let _ = crate::util::wait::wait_until_succeeds(
+            "the killed QEMU's exit",
+            Duration::from_secs(10),
+            Duration::from_millis(50),
+            || match in_use::open_holders(&files, &[])
+                .iter()
+                .any(|h| h.pid == pid)
+            {
+                true => Err(()),
+                false => Ok(()),
+            },
+        );
+    }
+    let except: Vec<u32> = killed.filter(|_| dry_run).into_iter().collect();
+    let mut users: Vec<String> = qemu_processes_of(&e.dir)
+        .into_iter()
+        .filter(|p| !except.contains(p))
+        .map(|p| format!("QEMU process {p} runs a disk of the run"))
+        .collect();
+    users.extend(
+        in_use::open_holders(&files, &except)
+            .iter()
+            .map(ToString::to_string),
+    );
+    users
+}
+
+/// Removes the run's private directory whole: only a directory (not a link) of this user.
+fn remove_private(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = dir.symlink_metadata()?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !m.is_dir() || m.uid() != me {
+        return Err(std::io::Error::other(format!(
+            "not a directory of this user (uid {me}): left as it is"
+        )));
+    }
+    fs::remove_dir_all(dir)
+}
+
+/// Removes (or, dry, names) what a dead run leaves that is not evidence.
+fn remove_leftovers(e: &Entry, dry_run: bool, out: &mut Collected) {
+    for f in disposable_files(&e.dir) {
+        let what = format!("{}: remove {}", e.id, f.display());
+        if dry_run {
+            out.actions.push(what);
+        } else {
+            match remove(&f) {
+                Ok(()) => out.actions.push(what),
+                Err(err) => out.errors.push(format!("{what}: {err}")),
+            }
+        }
+    }
+    let Some(private) = e.private.as_ref().filter(|p| p.symlink_metadata().is_ok()) else {
+        return;
+    };
+    let what = format!(
+        "{}: remove {} (the run's private directory)",
+        e.id,
+        private.display()
+    );
+    match dry_run {
+        true => out.actions.push(what),
+        false => match remove_private(private) {
+            Ok(()) => out.actions.push(what),
+            Err(err) => out.errors.push(format!("{what}: {err}")),
+        },
+    }
+}
+
+/// Collects one dead run; `false` when a process still uses its files, which are left (and no
+/// result.json written) for a later gc.
+fn collect_run(e: &Entry, dry_run: bool, out: &mut Collected) -> bool {
+    let killed = stop_qemu(e, dry_run, out);
     if let (Some(uri), Some(domain)) = (&e.uri, &e.domain) {
         collect_domains(uri, Some(domain), &BTreeSet::new(), dry_run, out);
         // The domain may have died with the harness (auto-destroy): its log is still there.
@@ -158,18 +249,17 @@ fn collect_run(e: &Entry, dry_run: bool, out: &mut Collected) {
         collect_networks(uri, Some(domain), &BTreeSet::new(), dry_run, out);
         collect_pools(uri, Some(domain), &BTreeSet::new(), dry_run, out);
     }
+    let users = users_of_files(e, killed, dry_run);
+    if !users.is_empty() {
+        out.errors.push(format!(
+            "{}: its disks, ISO copy and sockets are left, and no result.json written, while a process uses them: {}; run gc again once it has ended",
+            e.id,
+            users.join("; ")
+        ));
+        return false;
+    }
     if !e.keep {
-        for f in disposable_files(&e.dir) {
-            let what = format!("{}: remove {}", e.id, f.display());
-            if dry_run {
-                out.actions.push(what);
-            } else {
-                match remove(&f) {
-                    Ok(()) => out.actions.push(what),
-                    Err(err) => out.errors.push(format!("{what}: {err}")),
-                }
-            }
-        }
+        remove_leftovers(e, dry_run, out);
     }
     let result = e.dir.join("result.json");
     if e.dir.is_dir() && !result.exists() {
@@ -182,10 +272,58 @@ fn collect_run(e: &Entry, dry_run: bool, out: &mut Collected) {
             r.backend = e.backend.clone();
             if let Err(err) = r.write(&e.dir) {
                 out.errors.push(format!("{what}: {err}"));
-                return;
+                return true;
             }
         }
         out.actions.push(what);
+    }
+    true
+}
+
+/// Collects the dead run of the registration `file`, unless its directory is held by a live
+/// run: then the registration is stale (the directory was reused) and only it goes. The
+/// directory's lock is kept while gc collects, so that no run claims it meanwhile.
+fn collect_registered(file: &Path, e: &Entry, dry_run: bool, out: &mut Collected) {
+    let _lock = match in_use::lock_run_dir(&e.dir) {
+        Ok(lock) => lock,
+        Err(held @ in_use::LockError::Held { .. }) => {
+            out.alive.push(format!(
+                "{}: {} is {held} (the registration, of the dead pid {}, is stale)",
+                e.id,
+                e.dir.display(),
+                e.pid
+            ));
+            remove_registration(
+                file,
+                "stale: its run directory belongs to a live run now",
+                dry_run,
+                out,
+            );
+            return;
+        }
+        Err(err) => {
+            out.errors.push(format!("{}: left alone: {err}", e.id));
+            return;
+        }
+    };
+    if collect_run(e, dry_run, out) {
+        remove_registration(file, "", dry_run, out);
+    }
+}
+
+/// Removes a registration file; `why` (when not empty) is said as an action.
+fn remove_registration(file: &Path, why: &str, dry_run: bool, out: &mut Collected) {
+    if !why.is_empty() {
+        out.actions.push(format!(
+            "remove the registration {} ({why})",
+            file.display()
+        ));
+    }
+    if dry_run {
+        return;
+    }
+    if let Err(err) = fs::remove_file(file) {
+        out.errors.push(format!("{}: {err}", file.display()));
     }
 }
 
@@ -199,7 +337,7 @@ pub fn collect(registry_dir: &Path, uris: &[String], dry_run: bool) -> Collected
             Ok(e) => e,
             Err(err) => {
                 out.errors.push(format!(
-                    "{}: unreadable registration ({err}); remove it by hand",
+                    "{}: unusable registration ({err}): not acted on; remove it by hand",
                     file.display()
                 ));
                 continue;
@@ -210,12 +348,7 @@ pub fn collect(registry_dir: &Path, uris: &[String], dry_run: bool) -> Collected
             alive_domains.extend(e.domain.clone());
             continue;
         }
-        collect_run(&e, dry_run, &mut out);
-        if !dry_run {
-            if let Err(err) = fs::remove_file(&file) {
-                out.errors.push(format!("{}: {err}", file.display()));
-            }
-        }
+        collect_registered(&file, &e, dry_run, &mut out);
     }
     for uri in uris {
         sweep(uri, None, &alive_domains, dry_run, &mut out);
@@ -327,6 +460,7 @@ mod tests {
             domain: None,
             keep: false,
             qemu: None,
+            private: None,
         };
         fs::write(
             reg.path().join("1-smoke.json"),
@@ -404,6 +538,7 @@ mod tests {
             domain: None,
             keep: false,
             qemu,
+            private: None,
         }
     }
 
@@ -467,6 +602,199 @@ mod tests {
         q.wait().unwrap();
     }
 
+    /// Writes a registration of a run whose harness is dead.
+    fn register_dead(reg: &Path, e: &Entry) -> std::path::PathBuf {
+        let file = reg.join("1-smoke.json");
+        fs::write(&file, serde_json::to_vec(e).unwrap()).unwrap();
+        file
+    }
+
+    /// A run directory with what a run leaves: a disk, the ISO copy, a log.
+    fn run_with_disk(dir: &Path) -> std::path::PathBuf {
+        fs::create_dir_all(dir.join("disks")).unwrap();
+        let disk = dir.join("disks/install.qcow2");
+        fs::write(&disk, b"disk").unwrap();
+        fs::write(dir.join("live.iso"), b"iso").unwrap();
+        fs::write(dir.join("serial.log"), b"evidence").unwrap();
+        disk
+    }
+
+    #[test]
+    fn a_directory_a_live_run_holds_is_left_alone_under_a_stale_registration() {
+        let reg = tempfile::tempdir().unwrap();
+        let run = tempfile::tempdir().unwrap();
+        let disk = run_with_disk(run.path());
+        // A live run's claim: run.lock, flock'ed by an open file description of its own (this
+        // test's, as the run's would be), holding its pid.
+        let lock_path = run.path().join(super::super::run_dir::LOCK_FILE);
+        fs::write(&lock_path, "4242\n").unwrap();
+        let lock = fs::File::open(&lock_path).unwrap();
+        lock.try_lock().unwrap();
+        let file = register_dead(reg.path(), &dead_entry(run.path(), None));
+
+        let dry = collect(reg.path(), &[], true);
+        assert!(
+            dry.actions.iter().all(|a| !a.contains("disks")),
+            "{:?}",
+            dry.actions
+        );
+        let c = collect(reg.path(), &[], false);
+        assert!(disk.exists(), "the live run's disk was removed");
+        assert!(run.path().join("live.iso").exists());
+        assert!(
+            !run.path().join("result.json").exists(),
+            "a bogus result.json"
+        );
+        assert!(
+            c.alive
+                .iter()
+                .any(|a| a.contains("held by a live run (pid 4242)")),
+            "{:?}",
+            c.alive
+        );
+        assert!(c.errors.is_empty(), "{:?}", c.errors);
+        assert!(!file.exists(), "the stale registration stays");
+        assert!(
+            c.actions.iter().any(|a| a.contains("stale")),
+            "{:?}",
+            c.actions
+        );
+        drop(lock);
+    }
+
+    #[test]
+    fn a_file_a_process_still_has_open_is_left_and_reported() {
+        let reg = tempfile::tempdir().unwrap();
+        let run = tempfile::tempdir().unwrap();
+        let disk = run_with_disk(run.path());
+        // Not a QEMU by its command line: only its open file says it uses the disk.
+        let mut holder = std::process::Command::new("sleep")
+            .arg("60")
+            .stdin(fs::File::open(&disk).unwrap())
+            .spawn()
+            .unwrap();
+        let file = register_dead(reg.path(), &dead_entry(run.path(), None));
+
+        let c = collect(reg.path(), &[], false);
+        assert!(
+            disk.exists(),
+            "removed while process {} has it open",
+            holder.id()
+        );
+        assert!(run.path().join("live.iso").exists());
+        assert!(!run.path().join("result.json").exists());
+        let said = c.errors.join("\n");
+        assert!(
+            said.contains(&format!("process {}", holder.id())) && said.contains("install.qcow2"),
+            "{said}"
+        );
+        assert!(
+            file.exists(),
+            "the registration goes before its run is collected"
+        );
+
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        let c = collect(reg.path(), &[], false);
+        assert!(c.errors.is_empty(), "{:?}", c.errors);
+        assert!(!run.path().join("disks").exists());
+        assert!(run.path().join("result.json").exists());
+        assert!(!file.exists());
+    }
+
+    #[test]
+    fn a_dead_run_s_private_directory_goes_whole_unless_in_use_kept_or_not_its_own() {
+        let reg = tempfile::tempdir().unwrap();
+        let run = tempfile::tempdir().unwrap();
+        let base = tempfile::tempdir().unwrap();
+        let private = base.path().join("private");
+        fs::create_dir_all(private.join("disks")).unwrap();
+        let disk = private.join("disks/install.qcow2");
+        fs::write(&disk, b"disk").unwrap();
+        fs::write(private.join("live.iso"), b"iso").unwrap();
+        let mut e = dead_entry(run.path(), None);
+        e.private = Some(private.clone());
+
+        // In use: left, said, and the registration stays for a later gc.
+        let mut holder = std::process::Command::new("sleep")
+            .arg("60")
+            .stdin(fs::File::open(&disk).unwrap())
+            .spawn()
+            .unwrap();
+        let file = register_dead(reg.path(), &e);
+        let c = collect(reg.path(), &[], false);
+        assert!(disk.exists());
+        assert!(
+            c.errors
+                .join("\n")
+                .contains(&format!("process {}", holder.id())),
+            "{:?}",
+            c.errors
+        );
+        assert!(file.exists());
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+
+        // Kept (--keep): the disks are wanted.
+        e.keep = true;
+        register_dead(reg.path(), &e);
+        let c = collect(reg.path(), &[], false);
+        assert!(c.errors.is_empty(), "{:?}", c.errors);
+        assert!(disk.exists(), "a kept run's disks went");
+
+        // A link where the directory was: the link's target is not the run's to remove.
+        e.keep = false;
+        let moved = base.path().join("someone-elses");
+        fs::rename(&private, &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, &private).unwrap();
+        register_dead(reg.path(), &e);
+        let c = collect(reg.path(), &[], false);
+        assert!(
+            c.errors.join("\n").contains("not a directory of this user"),
+            "{:?}",
+            c.errors
+        );
+        assert!(moved.join("disks/install.qcow2").exists());
+        fs::remove_file(&private).unwrap();
+        fs::rename(&moved, &private).unwrap();
+
+        // Dead, not kept, not in use: gone whole, the run directory's evidence stays.
+        fs::write(run.path().join("serial.log"), b"evidence").unwrap();
+        register_dead(reg.path(), &e);
+        let dry = collect(reg.path(), &[], true);
+        assert!(dry.actions.iter().any(|a| a.contains("private directory")));
+        assert!(private.exists(), "a dry run changes nothing");
+        let c = collect(reg.path(), &[], false);
+        assert!(c.errors.is_empty(), "{:?}", c.errors);
+        assert!(!private.exists());
+        assert!(run.path().join("serial.log").exists());
+        assert!(run.path().join("result.json").exists());
+    }
+
+    #[test]
+    fn the_registered_qemu_is_killed_and_then_the_disks_go() {
+        let reg = tempfile::tempdir().unwrap();
+        let run = tempfile::tempdir().unwrap();
+        run_with_disk(run.path());
+        let mut q = fake_qemu(run.path());
+        let id = registry::ProcessId::of(q.id()).unwrap();
+        register_dead(reg.path(), &dead_entry(run.path(), Some(id)));
+        // Dry, the QEMU it would kill does not hold the disks back.
+        let dry = collect(reg.path(), &[], true);
+        assert!(dry.errors.is_empty(), "{:?}", dry.errors);
+        assert!(dry
+            .actions
+            .iter()
+            .any(|a| a.contains("remove") && a.contains("disks")));
+        assert!(id.alive());
+        let c = collect(reg.path(), &[], false);
+        assert!(c.errors.is_empty(), "{:?}", c.errors);
+        assert!(!q.wait().unwrap().success());
+        assert!(!run.path().join("disks").exists());
+        // SAFETY: the test's own process group (whatever is left of it).
+        unsafe { libc::kill(-(id.pid as i32), libc::SIGKILL) };
+    }
+
     #[test]
     fn a_live_run_is_left_alone() {
         let reg = tempfile::tempdir().unwrap();
@@ -484,6 +812,7 @@ mod tests {
                 domain: None,
                 keep: false,
                 qemu: None,
+                private: None,
             },
         )
         .unwrap();

@@ -57,10 +57,11 @@ const MAX_JOBS: i64 = 256;
 const MAX_CPUS: i64 = 4096;
 const MIN_MEMORY: u64 = 1 << 30;
 
-/// Reads and checks a hosts file.
-pub fn load(
+/// Reads and checks a hosts file; `check_uri` says what is wrong with a URI, or which daemon
+/// it reaches (two hosts of one daemon are refused).
+pub fn load<D: PartialEq + std::fmt::Display>(
     path: &Path,
-    check_uri: impl Fn(&str) -> Result<(), String>,
+    check_uri: impl Fn(&str) -> Result<D, String>,
 ) -> Result<Vec<HostEntry>, ScenarioError> {
     let whole = |message: String| ScenarioError {
         file: path.to_path_buf(),
@@ -75,11 +76,11 @@ pub fn load(
     parse_str(path, &text, check_uri)
 }
 
-/// Parses and checks the text of a hosts file; `check_uri` says what is wrong with a URI.
-pub fn parse_str(
+/// Parses and checks the text of a hosts file; `check_uri` as for [`load`].
+pub fn parse_str<D: PartialEq + std::fmt::Display>(
     path: &Path,
     text: &str,
-    check_uri: impl Fn(&str) -> Result<(), String>,
+    check_uri: impl Fn(&str) -> Result<D, String>,
 ) -> Result<Vec<HostEntry>, ScenarioError> {
     let cx = Ctx { file: path, text };
     let raw: RawFile = toml::from_str(text)
@@ -97,24 +98,34 @@ pub fn parse_str(
             format!("{} hosts; at most {MAX_HOSTS}", hosts.len()),
         ));
     }
-    let mut out: Vec<HostEntry> = Vec::new();
+    let mut out: Vec<(HostEntry, D)> = Vec::new();
     for h in hosts {
         let h = h.into_inner();
-        let entry = host(&cx, h, &check_uri)?;
-        if out.iter().any(|o| o.uri == entry.uri) {
-            return Err(cx.err(None, format!("host {:?} is listed twice", entry.uri)));
+        let span = h.uri.span();
+        let (entry, daemon) = host(&cx, h, &check_uri)?;
+        let twice = |message: String| Err(cx.err(Some(span.clone()), message));
+        match out.iter().find(|(_, d)| *d == daemon) {
+            Some((o, _)) if o.uri == entry.uri => {
+                return twice(format!("host {:?} is listed twice", entry.uri))
+            }
+            Some((o, _)) => {
+                return twice(format!(
+                    "host {:?} reaches the same libvirt daemon as host {:?} ({daemon}): list each host once",
+                    entry.uri, o.uri
+                ))
+            }
+            None => out.push((entry, daemon)),
         }
-        out.push(entry);
     }
-    Ok(out)
+    Ok(out.into_iter().map(|(h, _)| h).collect())
 }
 
-fn host(
+fn host<D>(
     cx: &Ctx,
     h: RawHost,
-    check_uri: &impl Fn(&str) -> Result<(), String>,
-) -> Result<HostEntry, ScenarioError> {
-    check_uri(h.uri.get_ref()).map_err(|e| cx.err(Some(h.uri.span()), e))?;
+    check_uri: &impl Fn(&str) -> Result<D, String>,
+) -> Result<(HostEntry, D), ScenarioError> {
+    let daemon = check_uri(h.uri.get_ref()).map_err(|e| cx.err(Some(h.uri.span()), e))?;
     let count =
         |v: &Option<Spanned<i64>>, key: &str, max: i64| -> Result<Option<u32>, ScenarioError> {
             let Some(v) = v else { return Ok(None) };
@@ -145,10 +156,11 @@ fn host(
         memory_bytes,
         cpus: count(&h.cpus, "cpus", MAX_CPUS)?,
     };
-    Ok(HostEntry {
+    let entry = HostEntry {
         uri: h.uri.into_inner(),
         limits,
-    })
+    };
+    Ok((entry, daemon))
 }
 
 #[cfg(test)]
@@ -156,9 +168,10 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Vec<HostEntry>, String> {
+        // The daemon of a test URI: the URI without its parameters.
         let check = |u: &str| {
             if u.starts_with("qemu") {
-                Ok(())
+                Ok(u.split('?').next().unwrap_or(u).to_string())
             } else {
                 Err(format!("{u:?} is not a libvirt URI"))
             }
@@ -216,7 +229,11 @@ mod tests {
             ("[[host]]\njobs = 1\n", "missing field `uri`"),
             (
                 "[[host]]\nuri = \"qemu:///system\"\n[[host]]\nuri = \"qemu:///system\"\n",
-                "listed twice",
+                "hosts.toml:4:7: host \"qemu:///system\" is listed twice",
+            ),
+            (
+                "[[host]]\nuri = \"qemu:///system\"\n[[host]]\nuri = \"qemu:///system?x=1\"\n",
+                "hosts.toml:4:7: host \"qemu:///system?x=1\" reaches the same libvirt daemon as host \"qemu:///system\" (qemu:///system)",
             ),
             ("host = 3\n", "hosts.toml:1:8"),
         ];

@@ -18,6 +18,7 @@ mod gather_step;
 pub mod gc;
 pub mod hand_on;
 pub mod hosts_file;
+pub mod in_use;
 mod installer;
 pub mod job;
 mod lifecycle;

@@ -38,6 +38,11 @@ pub struct Entry {
     /// this process, never one it only finds by its command line.
     #[serde(default)]
     pub qemu: Option<ProcessId>,
+    /// The run's private directory (its disks, ISO copy and sockets, out of the run directory
+    /// others may read), when it has one: gc removes it whole once the run is dead and not
+    /// kept.
+    #[serde(default)]
+    pub private: Option<PathBuf>,
 }
 
 /// A process by pid and start time (clock ticks since boot): a pid alone can be reused.
@@ -97,6 +102,9 @@ impl Entry {
                 self.dir
             ));
         }
+        if let Some(p) = &self.private {
+            check_private(p, &self.dir)?;
+        }
         if let Some(uri) = &self.uri {
             crate::vm::libvirt::remote::remote_target(uri).map_err(|e| e.to_string())?;
         }
@@ -118,6 +126,29 @@ impl Entry {
     pub fn owner_alive(&self) -> bool {
         process_start(self.pid) == Some(self.pid_start)
     }
+}
+
+/// A private directory gc may remove whole: absolute, without `..`, and neither `/`, the run
+/// directory (its evidence), the home directory nor a directory above one of them.
+fn check_private(private: &Path, run_dir: &Path) -> Result<(), String> {
+    let plain = private.is_absolute()
+        && private.parent().is_some()
+        && !private
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir));
+    if !plain {
+        return Err(format!(
+            "private directory {private:?} is not an absolute path below / without \"..\""
+        ));
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let above = |p: &Path| p.starts_with(private);
+    if above(run_dir) || home.as_deref().is_some_and(above) {
+        return Err(format!(
+            "private directory {private:?} holds the run directory or the home directory: gc would remove it whole"
+        ));
+    }
+    Ok(())
 }
 
 /// A registered run; the file goes when this is dropped (the run cleaned up after itself),
@@ -303,6 +334,7 @@ mod tests {
             domain: None,
             keep: false,
             qemu: None,
+            private: None,
         }
     }
 
@@ -393,6 +425,24 @@ mod tests {
                 ("6-ok.json".into(), true),
             ]
         );
+    }
+
+    #[test]
+    fn a_private_directory_gc_would_remove_whole_must_be_one_of_the_run_s_own() {
+        let with = |p: &str| {
+            let mut e = entry("x");
+            e.dir = "/out/smoke".into();
+            e.private = Some(p.into());
+            e.check()
+        };
+        with("/run/user/1000/sno-harness/private/smoke-1").unwrap();
+        for bad in ["/", "relative", "/tmp/a/../..", "/out", "/out/smoke"] {
+            assert!(with(bad).is_err(), "{bad}");
+        }
+        if let Some(home) = std::env::var_os("HOME").filter(|h| h.len() > 1) {
+            let err = with(home.to_str().unwrap()).unwrap_err();
+            assert!(err.contains("home directory"), "{err}");
+        }
     }
 
     #[test]
