@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 /// Bottom first. The command line (src/cli, in the binary) sits on top of all of them.
 const LAYERS: &[&str] = &[
-    "util", "hw", "netboot", "flow", "result", "scenario", "guest", "fixture", "vm", "assets",
-    "health", "gather", "perf", "report", "run",
+    "util", "secrets", "hw", "netboot", "flow", "result", "scenario", "guest", "fixture", "vm",
+    "assets", "health", "gather", "perf", "report", "run",
 ];
 
 fn src() -> PathBuf {

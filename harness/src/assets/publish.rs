@@ -49,7 +49,7 @@ pub fn redacted_copies(
 fn redacted(name: &str, from: &Path, secrets: &Secrets) -> Option<Result<Vec<u8>, String>> {
     let read = || fs::read(from).map_err(|e| e.to_string());
     if name.ends_with(".ign") {
-        return Some(read().and_then(|b| crate::gather::redact::ignition(&b)));
+        return Some(read().and_then(|b| crate::secrets::ignition::redacted(&b)));
     }
     if name.ends_with(".log") {
         return Some(read().map(|b| secrets.redact(&String::from_utf8_lossy(&b)).into_bytes()));

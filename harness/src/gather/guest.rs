@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::{redact, Collector, Failure, Sink};
+use super::{Collector, Failure, Sink};
 use crate::guest::ssh::SshTarget;
 
 /// The exit of a command that found nothing to collect (a file that does not exist, a unit
@@ -232,7 +232,7 @@ fn run_command(
     }
     let bytes = match c.keep {
         Keep::AsIs => out.stdout,
-        Keep::RedactedIgnition => redact::ignition(&out.stdout)?,
+        Keep::RedactedIgnition => crate::secrets::ignition::redacted(&out.stdout)?,
     };
     sink.write(&c.file, &bytes)?;
     if out.status != 0 {

@@ -9,7 +9,7 @@
 
 pub mod api;
 pub mod guest;
-pub mod redact;
+
 pub mod sink;
 pub mod vm;
 

@@ -493,7 +493,7 @@ pub fn register(run: &Run<'_>) -> Option<registry::Registration> {
         domain: None,
         keep: run.opts.keep,
         qemu: None,
-        private: None,
+        private: Some(run.private.clone()),
     };
     match registry::register(&registry_dir, entry) {
         Ok(r) => Some(r),

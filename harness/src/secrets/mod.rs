@@ -8,6 +8,8 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+pub mod ignition;
+
 /// What no published file may hold, whatever run it comes from: a private key in PEM, plainly,
 /// percent-encoded (an Ignition data URL) or in base64 (a kubeconfig's `client-key-data`, a
 /// base64 data URL).

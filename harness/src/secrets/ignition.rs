@@ -1,14 +1,14 @@
-//! An Ignition config with its secrets taken out, for gather/. master.ign carries the node's
-//! kubeconfigs, private keys, the pull secret and the bootstrap log bundle as data URLs: every
-//! inline `source` is replaced by its size and media type, every HTTP header value and
-//! password hash by a marker. What is left is the config's shape: which files, units, modes,
+//! An Ignition config with its secrets taken out, for gather/ and the published assets/.
+//! master.ign carries the node's kubeconfigs, private keys, the pull secret and the bootstrap
+//! log bundle as data URLs: every inline `source` is replaced by its size and media type, every
+//! HTTP header value and password hash by a marker. What is left is the config's shape: which files, units, modes,
 //! users and remote sources, which is what a reader of a failed install needs.
 
 use serde_json::Value;
 
 /// `bytes` (an Ignition config) redacted and pretty-printed. Not JSON: refused, since what
 /// cannot be read cannot be redacted.
-pub fn ignition(bytes: &[u8]) -> Result<Vec<u8>, String> {
+pub fn redacted(bytes: &[u8]) -> Result<Vec<u8>, String> {
     let mut v: Value = serde_json::from_slice(bytes).map_err(|e| {
         format!("the config is not JSON ({e}); not kept, since it cannot be redacted")
     })?;
@@ -86,7 +86,7 @@ mod tests {
             ]},
             "systemd": {"units": [{"name": "kubelet.service", "enabled": true}]}
         });
-        let out = ignition(config.to_string().as_bytes()).unwrap();
+        let out = redacted(config.to_string().as_bytes()).unwrap();
         let text = String::from_utf8(out).unwrap();
         for secret in ["SECRET", "U0VDUkVU"] {
             assert!(!text.contains(secret), "{secret} left in:\n{text}");
@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn a_config_that_is_not_json_is_not_kept() {
-        let e = ignition(b"{\"storage\": SECRET").unwrap_err();
+        let e = redacted(b"{\"storage\": SECRET").unwrap_err();
         assert!(e.contains("not kept"), "{e}");
         assert!(!e.contains("SECRET"), "{e}");
     }
