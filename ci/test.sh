@@ -50,9 +50,10 @@ cat target/fresh-host-check.log
 #   or `--run-ignored only`); CI runs a representative three: an IPv6 install-config with a
 #   proxy, a trust bundle trusted always, and FIPS with the installer's host check skipped
 #   (checked in the cluster's reported state); and the installer refusing FIPS on this host.
-#   Of the boot matrix (scenarios/boot.toml) the minimal ISO on OVMF runs and PXE on OVMF
-#   (iPXE's EFI build; PXE on SeaBIOS shares all but the firmware's NIC ROM, the minimal ISO
-#   on SeaBIOS all but the boot loader) (the full live ISO on SeaBIOS is smoke, on OVMF
+#   Of the boot matrix (scenarios/boot.toml) the minimal ISO on OVMF runs; PXE on OVMF runs as
+#   harness/tests/boot_server_attacks.rs (the same scenario under a flood and another user's
+#   attempts; iPXE's EFI build; PXE on SeaBIOS shares all but the firmware's NIC ROM, the
+#   minimal ISO on SeaBIOS all but the boot loader) (the full live ISO on SeaBIOS is smoke, on OVMF
 #   minisno_os's install_to_disk_and_boot_ovmf_4k); its assisted
 #   installs are scenarios/assisted.toml on SeaBIOS, which runs, and on OVMF the same SSH path
 #   after an OVMF live boot (boot::minimal-iso.uefi.install-to-disk). libvirt::assisted is left
@@ -92,8 +93,7 @@ if [ "${1:-}" = "--all" ]; then
 fi
 ci_permutations='test(=install-config::ipv6.OVNKubernetes.proxy.bundle.always.fips.skip-hostcrypt.caps-default)
   or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)
-  or test(=boot::minimal-iso.uefi.install-to-disk)
-  or test(=boot::pxe.uefi.install-to-disk)'
+  or test(=boot::minimal-iso.uefi.install-to-disk)'
 cargo nextest run --workspace --locked --profile ci --run-ignored all -E "
   ($not_in_ci) and not binary(soak) and not test(=smoke_twice_after_one_warmup)
   and not test(=six_permutations_on_one_host_and_on_two)

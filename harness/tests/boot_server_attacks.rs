@@ -63,11 +63,12 @@ fn a_pxe_run_under_attack_keeps_its_ignition_and_its_verdict() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (lines, port) = watch_for_the_boot_server(child.stdout.take().unwrap());
-    let stderr = child.stderr.take().unwrap();
-    let stderr = std::thread::spawn(move || {
+    // The run's lines (plain, on stderr) name the boot server's port.
+    let (lines, port) = watch_for_the_boot_server(child.stderr.take().unwrap());
+    let stdout = child.stdout.take().unwrap();
+    let stdout = std::thread::spawn(move || {
         let mut s = String::new();
-        let _ = BufReader::new(stderr).read_to_string(&mut s);
+        let _ = BufReader::new(stdout).read_to_string(&mut s);
         s
     });
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -83,7 +84,7 @@ fn a_pxe_run_under_attack_keeps_its_ignition_and_its_verdict() {
     let said = format!(
         "{}\n{}",
         lines.join().unwrap().join("\n"),
-        stderr.join().unwrap()
+        stdout.join().unwrap()
     );
     assert!(
         attacked.status.success(),
@@ -104,12 +105,12 @@ fn a_pxe_run_under_attack_keeps_its_ignition_and_its_verdict() {
 /// Reads the harness's output in a thread until the boot server's line names its port; the
 /// thread keeps reading (and returns every line) until the harness closes its output.
 fn watch_for_the_boot_server(
-    stdout: std::process::ChildStdout,
+    output: std::process::ChildStderr,
 ) -> (std::thread::JoinHandle<Vec<String>>, u16) {
     let (tx, rx) = std::sync::mpsc::channel();
     let lines = std::thread::spawn(move || {
         let mut all = Vec::new();
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        for line in BufReader::new(output).lines().map_while(Result::ok) {
             if let Some(port) = boot_server_port(&line) {
                 let _ = tx.send(port);
             }

@@ -104,6 +104,7 @@ fn run_one(
         },
     ));
     let checked = check_expectation(s, &result).and_then(|m| {
+        nothing_secret_published(out.path())?;
         check_boot_served(s, &result)?;
         check_assisted(s, out.path(), &result)?;
         if result.verdict == sno_harness::flow::machine::Verdict::Pass {
@@ -136,6 +137,22 @@ fn run_one(
                 kept.display()
             )))
         }
+    }
+}
+
+/// Nothing under the run's `--out` holds the fixture's pull secret or any private key, whatever
+/// the run's verdict and whatever it gathered (the run searched itself for its own secrets
+/// before it ended, and would have ended as `error`; this is the test's own look).
+fn nothing_secret_published(out: &Path) -> Result<(), String> {
+    let mut secrets = sno_harness::secrets::Secrets::default();
+    secrets.add_pull_secret(sno_harness::assets::FIXTURE_PULL_SECRET);
+    let leaks = secrets.scan(out);
+    match leaks.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "secrets under --out: {}",
+            leaks.iter().map(|l| l.to_string()).collect::<Vec<_>>().join("; ")
+        )),
     }
 }
 

@@ -155,9 +155,14 @@ impl Drop for RunFiles {
             if self.keep || self.vm_left_running.is_some() {
                 private.keep();
             }
-            if self.vm_left_running.is_none() {
-                let _ = fs::remove_file(private.path().join("serial.sock"));
-                let _ = fs::remove_file(private.path().join("qmp.sock"));
+            for s in ["serial.sock", "qmp.sock"] {
+                let sock = private.path().join(s);
+                let _ = match self.vm_left_running {
+                    // QEMU made them under the process umask; QMP runs anything as this user,
+                    // so they become the owner's alone, as what they live beside is.
+                    Some(_) => crate::util::private::set_mode(&sock, 0o600),
+                    None => fs::remove_file(&sock),
+                };
             }
             drop(private);
         }
