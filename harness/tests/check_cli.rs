@@ -81,7 +81,7 @@ fn an_api_that_does_not_answer_is_exit_4_and_said_so_in_the_json() {
 fn bad_input_is_exit_2_naming_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let kc = kubeconfig(dir.path(), "https://127.0.0.1:1");
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["check", "--kubeconfig", "/nonexistent/kubeconfig"],
             "/nonexistent/kubeconfig",
@@ -89,6 +89,10 @@ fn bad_input_is_exit_2_naming_what_is_wrong() {
         (
             &["check", "--kubeconfig", &kc, "--wait", "soon"],
             "--wait \"soon\"",
+        ),
+        (
+            &["check", "--kubeconfig", &kc, "--wait", "0s"],
+            "--wait \"0s\": the deadline must be longer than zero",
         ),
         (
             &["check", "--kubeconfig", &kc, "--install-config", "/"],

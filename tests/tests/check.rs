@@ -11,8 +11,9 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
 };
-use sno_harness::health::check::{check_cluster, Report};
+use sno_harness::health::check::{check_cluster, Deadline, Report};
 use sno_harness::health::checks::Inputs;
+use sno_harness::health::watch::Watch;
 use sno_harness::health::ApiEndpoint;
 use sno_harness::scenario::model::EtcdCheck;
 
@@ -138,7 +139,8 @@ impl Cluster {
         kubeconfig(self.dir.path(), self.running.local_addr.port())
     }
 
-    /// The checks, again until healthy or `wait` is over; with the install-config when asked.
+    /// The checks, again until healthy or `wait` is over (once when it is zero, as without
+    /// `--wait`); with the install-config when asked.
     async fn check(&self, wait: Duration, with_install_config: bool) -> Report {
         let install_config = with_install_config
             .then(|| serde_saphyr::from_str::<serde_json::Value>(INSTALL_CONFIG).unwrap());
@@ -151,7 +153,13 @@ impl Cluster {
             kubeconfig: self.kubeconfig(),
             server: None,
         };
-        check_cluster(&endpoint, &inputs, wait).await.unwrap()
+        let deadline = match wait.is_zero() {
+            true => Deadline::one_attempt(),
+            false => Deadline::wait(wait, &format!("{}s", wait.as_secs())),
+        };
+        check_cluster(&endpoint, &inputs, &deadline, &Watch::default())
+            .await
+            .unwrap()
     }
 }
 

@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sno_harness::exit;
-use sno_harness::health::check::{check_cluster, Report};
+use sno_harness::health::check::{check_cluster, cut_short, Deadline, Report};
 use sno_harness::health::checks::Inputs;
+use sno_harness::health::watch::Watch;
 use sno_harness::health::{ApiEndpoint, HealthError};
 use sno_harness::scenario::model::EtcdCheck;
 use sno_harness::util::input_file;
@@ -15,9 +16,11 @@ use super::flags::write_atomically;
 
 /// Check an existing cluster (one installed by other means, or a kept run's) the way a run
 /// checks its own after the pivot: api-ready, node-ready, bootstrap-complete, cluster-ready
-/// (operators settled for 30 s), and the install-config applied when one is given. Exit 0
-/// healthy, 1 not healthy (each failing check named with the object that fails it), 2 bad
-/// input, 4 the API could not be reached.
+/// (operators settled for 30 s), and the install-config applied when one is given. Each API
+/// request is bounded: 10 s to connect (TCP and TLS handshake), 20 s of silence, 30 s in all,
+/// 32 MiB of response body. Exit 0 healthy, 1 not healthy (each failing check named with the
+/// object that fails it), 2 bad input, 4 the API could not be reached or the deadline passed
+/// (naming the request that did not answer, its server, and how long it waited).
 #[derive(clap::Args)]
 pub struct CheckArgs {
     /// The cluster's admin kubeconfig: its server, CA, client certificate and
@@ -28,8 +31,9 @@ pub struct CheckArgs {
     /// compared with it.
     #[arg(long, value_name = "FILE")]
     install_config: Option<PathBuf>,
-    /// Check again every 5 s until healthy or this long has passed (e.g. 10m) [default: one
-    /// attempt].
+    /// Check again every 5 s until healthy, within this deadline for the whole command (e.g.
+    /// 10m): when it passes, exit 4 naming what did not answer [default: one attempt, within
+    /// 60 s].
     #[arg(long, value_name = "DURATION")]
     wait: Option<String>,
     /// Also write the result as JSON (schema sno-harness/check/v1) to this file.
@@ -47,14 +51,22 @@ const INSTALL_CONFIG: input_file::Cap = input_file::Cap {
     bytes: 1 << 20,
 };
 
+/// Past the deadline, how long the command waits for the check's own report (naming the
+/// request cut short) before it reports from the outside what was still waited for.
+const GRACE: Duration = Duration::from_secs(2);
+
 pub fn check(a: CheckArgs) -> Outcome {
-    let wait = match &a.wait {
-        None => Duration::ZERO,
-        Some(w) => humantime::parse_duration(w).map_err(|e| {
-            bad(format!(
+    let deadline = match &a.wait {
+        None => Deadline::one_attempt(),
+        Some(w) => match humantime::parse_duration(w) {
+            Ok(d) if !d.is_zero() => Deadline::wait(d, w),
+            Ok(_) => return Err(bad(format!(
+                "--wait {w:?}: the deadline must be longer than zero; leave --wait out for one attempt"
+            ))),
+            Err(e) => return Err(bad(format!(
                 "--wait {w:?}: {e}; give a duration such as 90s, 10m or 1h"
-            ))
-        })?,
+            ))),
+        },
     };
     let install_config = a
         .install_config
@@ -74,13 +86,7 @@ pub fn check(a: CheckArgs) -> Outcome {
         kubeconfig: a.kubeconfig.clone(),
         server: None,
     };
-    let rt = tokio::runtime::Runtime::new().map_err(harness)?;
-    let report = rt
-        .block_on(check_cluster(&endpoint, &inputs, wait))
-        .map_err(|e| match e {
-            HealthError::Kubeconfig { .. } => bad(e),
-            other => harness(other),
-        })?;
+    let report = within_deadline(endpoint, inputs, &deadline)?;
     print_report(&report);
     if let Some(path) = &a.json {
         let text = serde_json::to_string_pretty(&report.to_json()).expect("a report serialises");
@@ -93,6 +99,34 @@ pub fn check(a: CheckArgs) -> Outcome {
         exit::OK
     } else {
         exit::SCENARIO_FAILED
+    })
+}
+
+/// The check on a runtime of its own, its report awaited on this thread: the check keeps the
+/// deadline itself, and this thread keeps it too (plus [`GRACE`]) in case the runtime cannot,
+/// e.g. a kubeconfig's exec credential plugin that kube runs on a runtime thread and that
+/// never returns. The runtime is left behind, not waited for.
+fn within_deadline(
+    endpoint: ApiEndpoint,
+    inputs: Inputs,
+    deadline: &Deadline,
+) -> Result<Report, CliError> {
+    let rt = tokio::runtime::Runtime::new().map_err(harness)?;
+    let watch = Watch::default();
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    {
+        let (watch, deadline, inputs) = (watch.clone(), deadline.clone(), inputs.clone());
+        rt.spawn(async move {
+            let _ = tx.send(check_cluster(&endpoint, &inputs, &deadline, &watch).await);
+        });
+    }
+    let outcome = rx
+        .recv_timeout(deadline.after + GRACE)
+        .unwrap_or_else(|_| Ok(cut_short(&inputs, deadline, watch.stuck(), None)));
+    rt.shutdown_background();
+    outcome.map_err(|e| match e {
+        HealthError::Kubeconfig { .. } => bad(e),
+        other => harness(other),
     })
 }
 

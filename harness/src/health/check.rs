@@ -7,8 +7,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::checks::{evaluate, EtcdRule, Inputs, Pass};
+use super::checks::{self, evaluate, EtcdRule, Inputs, Pass};
+use super::client::Limits;
+use super::failure::human;
 use super::judge::Judgement;
+use super::watch::{Stuck, Watch};
 use super::{ApiEndpoint, ClusterApi, HealthError};
 use crate::flow::event::ApiCheck;
 use crate::flow::phase::Phase;
@@ -39,12 +42,14 @@ impl PhaseCheck {
 
     /// What failed, in words (each failing check's own detail), or what passed.
     pub fn detail(&self) -> String {
-        let failing: Vec<&str> = self
+        let mut failing: Vec<&str> = self
             .parts
             .iter()
             .filter(|(_, j)| !j.ok)
             .map(|(_, j)| j.detail.as_str())
             .collect();
+        // Checks not asked share one reason.
+        failing.dedup();
         if failing.is_empty() {
             let all: Vec<&str> = self.parts.iter().map(|(_, j)| j.detail.as_str()).collect();
             all.join("; ")
@@ -124,23 +129,132 @@ impl Report {
     }
 }
 
-/// Checks the cluster once, or again every few seconds until it is healthy or `wait` is
-/// over. A kubeconfig that cannot be used is the error; an API that does not answer is in
-/// the report.
+/// How long `check` may take in all, and what set it (named when it cuts a check short).
+#[derive(Debug, Clone)]
+pub struct Deadline {
+    pub after: Duration,
+    pub set_by: String,
+    /// Check again until healthy (`--wait`), or once.
+    pub again: bool,
+}
+
+impl Deadline {
+    /// Without `--wait`: one attempt, within twice a request's own bound.
+    pub const ONE_ATTEMPT: Duration = Duration::from_secs(60);
+
+    /// `--wait` as given (`text`, e.g. `10m`).
+    pub fn wait(after: Duration, text: &str) -> Deadline {
+        Deadline {
+            after,
+            set_by: format!("--wait {text}"),
+            again: true,
+        }
+    }
+
+    pub fn one_attempt() -> Deadline {
+        Deadline {
+            after: Self::ONE_ATTEMPT,
+            set_by: format!(
+                "{} for one attempt, as no --wait was given",
+                human(Self::ONE_ATTEMPT)
+            ),
+            again: false,
+        }
+    }
+}
+
+/// What the watch shows while the client is set up (kube may run the kubeconfig's exec
+/// credential plugins then).
+const SETTING_UP: &str = "setting up the API client from the kubeconfig";
+
+/// Checks the cluster once, or again every few seconds until it is healthy, within
+/// `deadline`: when it passes, the report says what did not answer (from `watch`). A kubeconfig
+/// that cannot be used is the error; an API that does not answer is in the report.
 pub async fn check_cluster(
     endpoint: &ApiEndpoint,
     inputs: &Inputs,
-    wait: Duration,
+    deadline: &Deadline,
+    watch: &Watch,
 ) -> Result<Report, HealthError> {
-    let until = Instant::now() + wait;
-    let api = ClusterApi::connect(endpoint).await?;
-    let mut attempts = 0;
+    let until = Instant::now() + deadline.after;
+    let mut last = None;
+    let again = deadline.again.then_some(until);
+    let attempts = attempts(endpoint, inputs, again, watch, &mut last);
+    // What is waited for is seen as the deadline passes, before the attempts are dropped
+    // (which ends their waits).
+    let passed = async {
+        tokio::time::sleep_until(until.into()).await;
+        watch.stuck()
+    };
+    let outcome = tokio::select! {
+        report = attempts => Ok(report),
+        seen = passed => Err(seen),
+    };
+    match outcome {
+        Ok(report) => report,
+        Err(seen) => Ok(cut_short(inputs, deadline, seen, last)),
+    }
+}
+
+/// Attempts, again until healthy when `again` (the deadline) is given.
+async fn attempts(
+    endpoint: &ApiEndpoint,
+    inputs: &Inputs,
+    again: Option<Instant>,
+    watch: &Watch,
+    last: &mut Option<Report>,
+) -> Result<Report, HealthError> {
+    let api = {
+        let _setting_up = watch.begin(SETTING_UP);
+        ClusterApi::connect_with(endpoint, Limits::DEFAULT, watch.clone()).await?
+    };
+    let mut attempt = 0;
     loop {
-        attempts += 1;
-        let report = Report::of(evaluate(&api, inputs).await, api.server().into(), attempts);
-        if report.healthy() || Instant::now() + RETRY > until {
+        attempt += 1;
+        let started = Instant::now();
+        let report = Report::of(evaluate(&api, inputs).await, api.server().into(), attempt);
+        // Another attempt only when it should end before the deadline, by the time this one
+        // took (twice over): a deadline that cuts an attempt short then means that something
+        // did not answer, rather than an unhealthy cluster's answers being cut off.
+        let next_ends = Instant::now() + RETRY + started.elapsed() * 2;
+        if report.healthy() || again.is_none_or(|until| next_ends > until) {
             return Ok(report);
         }
+        *last = Some(report);
         tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// `d` to the nearest tenth of a second.
+fn tenths(d: Duration) -> Duration {
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    Duration::from_millis(ms.saturating_add(50) / 100 * 100)
+}
+
+/// The report of a check the deadline cut short: the last whole attempt's findings, if any,
+/// and what was still waited for (`seen`, from [`Watch::stuck`]), where, and for how long.
+pub fn cut_short(
+    inputs: &Inputs,
+    deadline: &Deadline,
+    seen: (String, Option<Stuck>),
+    last: Option<Report>,
+) -> Report {
+    let (server, stuck) = seen;
+    let why = match stuck {
+        Some(s) => format!(
+            "{}: no answer after {}, when the deadline ({}) passed",
+            s.what,
+            human(tenths(s.waited)),
+            deadline.set_by
+        ),
+        None => format!("the deadline ({}) passed", deadline.set_by),
+    };
+    match last {
+        Some(mut report) => {
+            report.attempts += 1;
+            report.unreachable = Some(why);
+            report
+        }
+        None => Report::of(checks::unreachable(inputs, &why), server, 1),
     }
 }

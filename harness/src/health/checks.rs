@@ -112,26 +112,22 @@ fn judged(
     }
 }
 
-/// Every check once.
+/// Every check once. When /readyz gets no answer the rest are not asked: each would wait out
+/// its own timeouts against the same silent server (a pass would take ten times as long), and
+/// each is failed with the reason instead.
 pub async fn evaluate(api: &ClusterApi, inputs: &Inputs) -> Pass {
-    let mut results = Vec::new();
-    let mut unreachable = None;
     let readyz = match api.readyz().await {
         Ok(ok) => judge::Judgement {
             ok,
             detail: format!("/readyz {}", if ok { "ok" } else { "not ready (503)" }),
         },
-        Err(e) => {
-            if matches!(e, HealthError::Transport(..)) {
-                unreachable = Some(e.to_string());
-            }
-            judge::Judgement {
-                ok: false,
-                detail: e.to_string(),
-            }
-        }
+        Err(e) if e.is_unreachable() => return unreachable(inputs, &e.to_string()),
+        Err(e) => judge::Judgement {
+            ok: false,
+            detail: e.to_string(),
+        },
     };
-    results.push((ApiCheck::Readyz, readyz));
+    let mut results = vec![(ApiCheck::Readyz, readyz)];
     results.push((ApiCheck::NodeReady, node_check(api, inputs).await));
     results.push((ApiCheck::BootstrapConfigmap, configmap_check(api).await));
     let cv = api.cluster_version().await;
@@ -153,7 +149,29 @@ pub async fn evaluate(api: &ClusterApi, inputs: &Inputs) -> Pass {
         results,
         etcd_rule,
         version,
-        unreachable,
+        unreachable: None,
+    }
+}
+
+/// A pass whose /readyz got no answer (`why`): every check fails with it, but the
+/// install-config's, for which only an answer is evidence (as in [`applied_check`]).
+pub fn unreachable(inputs: &Inputs, why: &str) -> Pass {
+    let fail = |detail: String| judge::Judgement { ok: false, detail };
+    let mut results = vec![(ApiCheck::Readyz, fail(why.into()))];
+    for check in [
+        ApiCheck::NodeReady,
+        ApiCheck::BootstrapConfigmap,
+        ApiCheck::EtcdBootstrapMemberRemoved,
+        ApiCheck::ClusterVersion,
+        ApiCheck::ClusterOperators,
+    ] {
+        results.push((check, fail("not asked: GET /readyz got no answer".into())));
+    }
+    Pass {
+        results,
+        etcd_rule: etcd_rule(inputs.etcd, None),
+        version: None,
+        unreachable: Some(why.into()),
     }
 }
 
@@ -201,8 +219,8 @@ async fn etcd_check(api: &ClusterApi, rule: Option<&EtcdRule>) -> judge::Judgeme
     }
 }
 
-/// Only an answer is evidence here: a dropped connection says nothing about the config (and
-/// /readyz reports it), while a refusal such as 403 is kept.
+/// Only an answer is evidence here: a dropped connection says nothing about the config, while
+/// a refusal such as 403 is kept.
 async fn applied_check(api: &ClusterApi, inputs: &Inputs) -> Option<judge::Judgement> {
     let install_config = inputs.install_config.as_ref()?;
     match api.applied_config().await {

@@ -5,8 +5,12 @@
 pub mod applied;
 pub mod check;
 pub mod checks;
+pub mod client;
+pub mod failure;
 pub mod judge;
+pub mod watch;
 
+use std::future::Future;
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
@@ -16,6 +20,9 @@ use kube::discovery::ApiResource;
 use kube::Client;
 
 use crate::util::input_file;
+use client::Limits;
+use failure::{Peer, Transport};
+use watch::Watch;
 
 /// The largest kubeconfig read.
 const KUBECONFIG: input_file::Cap = input_file::Cap {
@@ -31,17 +38,43 @@ pub enum HealthError {
     Kubeconfig { path: String, message: String },
     #[error("building the API client: {0}")]
     Client(String),
+    /// No answer: refused, dropped, timed out, or too large to read.
+    #[error("{what} at {server}: {problem}")]
+    Transport {
+        what: String,
+        server: String,
+        problem: Transport,
+    },
     #[error(
-        "the API at {server} refused or dropped the connection ({0}); if it is a TLS error, the admin client certificate was not accepted",
-        server = .1
+        "the API server at {server} presented a serving certificate that does not verify against the kubeconfig's certificate-authority for the name {name} ({why}): it is the server's certificate that failed, not the admin client certificate"
     )]
-    Transport(String, String),
+    ServerCertificate {
+        server: String,
+        name: String,
+        why: String,
+    },
+    #[error(
+        "the API server at {server} did not accept the kubeconfig's client certificate (TLS alert {alert})"
+    )]
+    ClientCertificate { server: String, alert: String },
     #[error("{what}: {message} ({code})")]
     Api {
         what: String,
         message: String,
         code: u16,
     },
+}
+
+impl HealthError {
+    /// The API was not reached, or gave nothing usable: not an answer, not even a 503.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            HealthError::Transport { .. }
+                | HealthError::ServerCertificate { .. }
+                | HealthError::ClientCertificate { .. }
+        )
+    }
 }
 
 /// Where the API is reached: the admin kubeconfig, with its server replaced by the forwarded
@@ -101,13 +134,26 @@ impl ApiEndpoint {
 
 pub struct ClusterApi {
     client: Client,
-    server: String,
+    peer: Peer,
+    limits: Limits,
+    watch: Watch,
 }
 
 impl ClusterApi {
+    /// The client of the kubeconfig, with the harness's [`Limits`].
     pub async fn connect(ep: &ApiEndpoint) -> Result<ClusterApi, HealthError> {
+        Self::connect_with(ep, Limits::DEFAULT, Watch::default()).await
+    }
+
+    /// The client within `limits`, its requests shown in `watch` while they wait.
+    pub async fn connect_with(
+        ep: &ApiEndpoint,
+        limits: Limits,
+        watch: Watch,
+    ) -> Result<ClusterApi, HealthError> {
         let path = ep.kubeconfig.display().to_string();
         let (kc, server) = ep.pointed()?;
+        watch.set_server(&server);
         let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
             .await
             .map_err(|e| HealthError::Kubeconfig {
@@ -117,65 +163,93 @@ impl ClusterApi {
         // The harness polls on its own schedule; kube's built-in retries would turn a 503 from
         // a not-yet-ready API into a call that hangs for minutes.
         config.default_retry = false;
-        let client = Client::try_from(config).map_err(|e| HealthError::Client(e.to_string()))?;
-        Ok(ClusterApi { client, server })
+        // The server and name kube itself uses (the current context's cluster).
+        let server = config
+            .cluster_url
+            .to_string()
+            .trim_end_matches('/')
+            .to_string();
+        watch.set_server(&server);
+        let tls_name = config
+            .tls_server_name
+            .clone()
+            .or_else(|| config.cluster_url.host().map(str::to_string))
+            .unwrap_or_default();
+        let client =
+            client::build(config, &limits).map_err(|e| HealthError::Client(e.to_string()))?;
+        Ok(ClusterApi {
+            client,
+            peer: Peer { server, tls_name },
+            limits,
+            watch,
+        })
     }
 
     /// The server it talks to.
     pub fn server(&self) -> &str {
-        &self.server
+        &self.peer.server
     }
 
-    fn api_error(&self, what: &str, e: kube::Error) -> HealthError {
-        match e {
-            kube::Error::Api(s) => HealthError::Api {
+    /// `request`, shown in the watch while it waits, bounded as a whole by the request limit
+    /// (the connect and read timeouts of the client bound its parts), its failure in words.
+    async fn call<T>(
+        &self,
+        what: &str,
+        request: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, HealthError> {
+        let _waiting = self.watch.begin(format!("{what} at {}", self.peer.server));
+        match tokio::time::timeout(self.limits.request, request).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(failure::classify(e, what, &self.peer, &self.limits)),
+            Err(_) => Err(HealthError::Transport {
                 what: what.into(),
-                message: s.message,
-                code: s.code,
-            },
-            other => HealthError::Transport(other.to_string(), self.server.clone()),
+                server: self.peer.server.clone(),
+                problem: Transport::Request(self.limits.request),
+            }),
         }
+    }
+
+    /// GET `path`'s body as text.
+    async fn text(&self, what: &str, path: &str) -> Result<String, HealthError> {
+        let req = http::Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| HealthError::Client(e.to_string()))?;
+        self.call(what, self.client.request_text(req)).await
     }
 
     /// GET /readyz: Ok(true) on 200.
     pub async fn readyz(&self) -> Result<bool, HealthError> {
-        let req = http::Request::get("/readyz")
-            .body(Vec::new())
-            .map_err(|e| HealthError::Client(e.to_string()))?;
-        match self.client.request_text(req).await {
+        match self.text("GET /readyz", "/readyz").await {
             Ok(body) => Ok(body.trim() == "ok"),
-            Err(kube::Error::Api(s)) if s.code == 503 || s.code == 500 => Ok(false),
-            Err(e) => Err(self.api_error("GET /readyz", e)),
+            Err(HealthError::Api {
+                code: 503 | 500, ..
+            }) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
     /// GET `path` as the server's text (for gather: objects kept as the API gave them).
     pub async fn get_text(&self, path: &str) -> Result<String, HealthError> {
-        let req = http::Request::get(path)
-            .body(Vec::new())
-            .map_err(|e| HealthError::Client(e.to_string()))?;
-        self.client
-            .request_text(req)
-            .await
-            .map_err(|e| self.api_error(&format!("GET {path}"), e))
+        self.text(&format!("GET {path}"), path).await
     }
 
     /// `data.status` of configmap kube-system/bootstrap, None while it does not exist.
     pub async fn bootstrap_status(&self) -> Result<Option<String>, HealthError> {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), "kube-system");
-        let cm = api
-            .get_opt("bootstrap")
-            .await
-            .map_err(|e| self.api_error("GET configmap kube-system/bootstrap", e))?;
+        let cm = self
+            .call(
+                "GET configmap kube-system/bootstrap",
+                api.get_opt("bootstrap"),
+            )
+            .await?;
         Ok(cm.and_then(|c| c.data?.get("status").cloned()))
     }
 
     pub async fn nodes(&self) -> Result<serde_json::Value, HealthError> {
         let api: Api<Node> = Api::all(self.client.clone());
-        let list = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| self.api_error("LIST nodes", e))?;
+        let list = self
+            .call("LIST nodes", api.list(&ListParams::default()))
+            .await?;
         serde_json::to_value(list).map_err(|e| HealthError::Client(e.to_string()))
     }
 
@@ -195,10 +269,9 @@ impl ClusterApi {
             plural: plural.into(),
         };
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
-        let obj = api
-            .get(name)
-            .await
-            .map_err(|e| self.api_error(&format!("GET {plural}/{name}"), e))?;
+        let obj = self
+            .call(&format!("GET {plural}/{name}"), api.get(name))
+            .await?;
         serde_json::to_value(obj).map_err(|e| HealthError::Client(e.to_string()))
     }
 
@@ -209,10 +282,12 @@ impl ClusterApi {
         name: &str,
     ) -> Result<Option<serde_json::Value>, HealthError> {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), namespace);
-        let cm = api
-            .get_opt(name)
-            .await
-            .map_err(|e| self.api_error(&format!("GET configmap {namespace}/{name}"), e))?;
+        let cm = self
+            .call(
+                &format!("GET configmap {namespace}/{name}"),
+                api.get_opt(name),
+            )
+            .await?;
         cm.map(|c| serde_json::to_value(c).map_err(|e| HealthError::Client(e.to_string())))
             .transpose()
     }
@@ -271,10 +346,9 @@ impl ClusterApi {
             plural: "clusteroperators".into(),
         };
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
-        let list = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| self.api_error("LIST clusteroperators", e))?;
+        let list = self
+            .call("LIST clusteroperators", api.list(&ListParams::default()))
+            .await?;
         serde_json::to_value(list).map_err(|e| HealthError::Client(e.to_string()))
     }
 }
