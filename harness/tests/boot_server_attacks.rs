@@ -88,7 +88,7 @@ fn a_pxe_run_under_attack_keeps_its_ignition_and_its_verdict() {
     );
     assert!(
         attacked.status.success(),
-        "the other user got something:\n{}{}",
+        "the other user got something (the run: {status}):\n{}{}",
         String::from_utf8_lossy(&attacked.stdout),
         String::from_utf8_lossy(&attacked.stderr)
     );
@@ -220,7 +220,12 @@ fn attacker() {
             out.join("pxe-attacked/events.jsonl"),
             out.join("pxe-attacked/serial.log"),
         ];
-        paths.extend(paths_qemu_names());
+        // The run's own files among them (QEMU also names the firmware, /dev/urandom...).
+        paths.extend(
+            paths_qemu_names()
+                .into_iter()
+                .filter(|p| p.starts_with(&private_root) || p.starts_with(&out)),
+        );
         for p in &paths {
             tried += 1;
             if let Some(what) = readable(p) {

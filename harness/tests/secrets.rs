@@ -102,7 +102,7 @@ fn decode_base64(s: &str) -> Vec<u8> {
 }
 
 #[test]
-fn canary_secrets_never_leave_the_assets_directory() {
+fn nothing_secret_reaches_out_and_a_kept_cluster_is_handed_on() {
     let work = tempfile::Builder::new()
         .prefix("sno-secrets-")
         .tempdir()

@@ -151,7 +151,11 @@ fn nothing_secret_published(out: &Path) -> Result<(), String> {
         true => Ok(()),
         false => Err(format!(
             "secrets under --out: {}",
-            leaks.iter().map(|l| l.to_string()).collect::<Vec<_>>().join("; ")
+            leaks
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join("; ")
         )),
     }
 }

@@ -122,7 +122,7 @@ fn remove(path: &Path) -> std::io::Result<()> {
 /// (the registration names none: the harness died as QEMU started) is reported, not killed.
 /// Returns the pid killed (with `dry_run`, the one that would be).
 fn stop_qemu(e: &Entry, dry_run: bool, out: &mut Collected) -> Option<u32> {
-    let holders = qemu_processes_of(&e.dir);
+    let holders = qemu_of_run(e);
     let recorded = e.qemu.filter(|q| q.alive() && holders.contains(&q.pid));
     for pid in holders
         .iter()
@@ -175,7 +175,7 @@ fn users_of_files(e: &Entry, killed: Option<u32>, dry_run: bool) -> Vec<String> 
         );
     }
     let except: Vec<u32> = killed.filter(|_| dry_run).into_iter().collect();
-    let mut users: Vec<String> = qemu_processes_of(&e.dir)
+    let mut users: Vec<String> = qemu_of_run(e)
         .into_iter()
         .filter(|p| !except.contains(p))
         .map(|p| format!("QEMU process {p} runs a disk of the run"))
@@ -186,6 +186,18 @@ fn users_of_files(e: &Entry, killed: Option<u32>, dry_run: bool) -> Vec<String> 
             .map(ToString::to_string),
     );
     users
+}
+
+/// The QEMU processes that run a disk of the run: in its private directory (where a run keeps
+/// its disks), or in its run directory (where runs of older versions kept them).
+fn qemu_of_run(e: &Entry) -> Vec<u32> {
+    let mut pids = qemu_processes_of(&e.dir);
+    if let Some(private) = &e.private {
+        pids.extend(qemu_processes_of(private));
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    pids
 }
 
 /// Removes the run's private directory whole: only a directory (not a link) of this user.
@@ -574,6 +586,24 @@ mod tests {
         let mut out = Collected::default();
         stop_qemu(&dead_entry(run.path(), Some(id)), false, &mut out);
         assert!(out.errors.is_empty(), "{:?}", out.errors);
+        assert!(!q.wait().unwrap().success());
+        // SAFETY: the test's own process group (whatever is left of it).
+        unsafe { libc::kill(-(id.pid as i32), libc::SIGKILL) };
+    }
+
+    #[test]
+    fn the_registered_qemu_of_a_run_whose_disks_are_private_is_killed() {
+        let (run, private) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut q = fake_qemu(private.path());
+        let id = registry::ProcessId::of(q.id()).unwrap();
+        let mut entry = dead_entry(run.path(), Some(id));
+        entry.private = Some(private.path().to_path_buf());
+        let mut out = Collected::default();
+        stop_qemu(&entry, false, &mut out);
+        assert_eq!(
+            (out.actions, out.errors),
+            (vec![format!("smoke: kill QEMU process {}", id.pid)], vec![])
+        );
         assert!(!q.wait().unwrap().success());
         // SAFETY: the test's own process group (whatever is left of it).
         unsafe { libc::kill(-(id.pid as i32), libc::SIGKILL) };
