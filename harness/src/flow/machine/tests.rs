@@ -1539,3 +1539,57 @@ fn the_assisted_installs_write_gets_the_same_deadline_and_stall_detector() {
     );
     assert_the_write_stall_fails(&mut m);
 }
+
+#[test]
+fn a_live_boot_that_fails_while_the_boot_server_was_strained_is_the_hosts_error() {
+    let strained = |m: &mut Machine| {
+        feed(
+            m,
+            vec![
+                (1000, Signal::AssetsReady),
+                (1100, Signal::VmStarted { pid: 1 }),
+                (
+                    5000,
+                    Signal::BootServerStrained {
+                        detail: "1100 idle connections evicted at its limit".into(),
+                    },
+                ),
+            ],
+        );
+    };
+    // Timed out under strain: error, naming the server and what it refused.
+    let mut m = machine();
+    strained(&mut m);
+    m.tick(200_000);
+    let o = m.outcome().unwrap();
+    assert_eq!(
+        (o.verdict, o.failed_phase),
+        (Verdict::Error, Some(Phase::LiveBoot))
+    );
+    assert!(
+        o.reason.starts_with("live-boot did not finish within")
+            && o.reason.contains(
+                "while the harness's boot server was under strain: 1100 idle connections evicted"
+            ),
+        "{}",
+        o.reason
+    );
+    // The same timeout without strain is the system's failure.
+    let mut m = machine();
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+        ],
+    );
+    m.tick(200_000);
+    assert_eq!(m.outcome().unwrap().verdict, Verdict::Fail);
+    // Strain during live-boot does not excuse a later phase's failure.
+    let mut m = machine();
+    strained(&mut m);
+    through_bootkube(&mut m);
+    let o = m.fail_now(400_000, "bootkube failed".into());
+    assert!(!o.is_empty());
+    assert_eq!(m.outcome().unwrap().verdict, Verdict::Fail);
+}
