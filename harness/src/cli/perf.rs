@@ -108,7 +108,10 @@ pub fn perf(a: PerfArgs) -> Outcome {
     // Held until the reports are written.
     let _claims = claim_dirs(&claimed, a.flags.replace)?;
     super::flags::open_log(&out);
-    let backing = sno_harness::run::backing::backing_for(&a.flags.backend(), &out);
+    // The disks go into the runs' private directories: their filesystem is the one measured.
+    let private_root = sno_harness::run::private_dir::root();
+    let _ = sno_harness::run::private_dir::ensure_root(&private_root);
+    let backing = sno_harness::run::backing::backing_for(&a.flags.backend(), &private_root);
     let started_at = rfc3339(std::time::SystemTime::now());
     let input =
         |permutations: &[PermutationRuns], interrupted: bool, finished_at: String| PerfInput {

@@ -1,13 +1,18 @@
 //! Which filesystem a directory lives on: the backing store of a perf run's disks (their images
-//! sit in the run directories under `--out`), part of the host context of every number.
+//! sit in the runs' private directories, `run::private_dir::root()`), part of the host context
+//! of every number.
 
 use std::path::{Path, PathBuf};
 
 use crate::perf::model::BackingStore;
 
-/// Where a perf run's disk images live: under `out` on this host, or in the run's storage
-/// pool on a remote libvirt host, whose filesystem this host cannot see.
-pub fn backing_for(backend: &crate::vm::running::Backend, out: &Path) -> Option<BackingStore> {
+/// Where a perf run's disk images live: under `private_root` (the runs' private directories) on
+/// this host, or in the run's storage pool on a remote libvirt host, whose filesystem this host
+/// cannot see.
+pub fn backing_for(
+    backend: &crate::vm::running::Backend,
+    private_root: &Path,
+) -> Option<BackingStore> {
     if let crate::vm::running::Backend::Libvirt { uri } = backend {
         if let Ok(Some(t)) = crate::vm::libvirt::remote::remote_target(uri) {
             return Some(BackingStore {
@@ -18,7 +23,7 @@ pub fn backing_for(backend: &crate::vm::running::Backend, out: &Path) -> Option<
             });
         }
     }
-    backing_store(out)
+    backing_store(private_root)
 }
 
 /// The mount `path` (absolute and canonical: symbolic links resolved, no `..`) is on, given

@@ -14,7 +14,7 @@ pub enum LibvirtError {
         /// What to check: this host's daemons for a local URI, the SSH side for a remote one.
         hint: String,
     },
-    #[error("libvirt's QEMU runs as another user and cannot reach {path}: {ancestor} has mode {mode:o}; put the run directory (--out) under a directory others can traverse, such as /var/tmp")]
+    #[error("libvirt's QEMU runs as another user and cannot reach {path}: {ancestor} has mode {mode:o}; set SNO_HARNESS_PRIVATE_DIR (where the run keeps its disks) to a directory others can traverse, such as one under /var/tmp")]
     Unreachable {
         path: PathBuf,
         ancestor: PathBuf,

@@ -298,11 +298,11 @@ pub fn start_up_hint(stderr: &str) -> String {
     // QEMU 7.2's words when open(O_DIRECT) fails with EINVAL and a plain open works.
     if stderr.contains("filesystem does not support O_DIRECT") {
         return "; cache = \"none\" and \"directsync\" (which aio = \"native\" needs) open the \
-                disk image with O_DIRECT, and the filesystem of the run directory does not \
-                support it (ramfs, tmpfs before Linux 6.6, some FUSE and network filesystems): \
-                put the run directory (--out or $ARTIFACT_DIR) on a disk filesystem such as ext4 \
-                or XFS, or use cache = \"unsafe\" or \"writeback\" with aio = \"threads\" or \
-                \"io_uring\""
+                disk image with O_DIRECT, and the filesystem of the run's private directory \
+                does not support it (ramfs, tmpfs before Linux 6.6, some FUSE and network \
+                filesystems): set SNO_HARNESS_PRIVATE_DIR to a directory on a disk filesystem \
+                such as ext4 or XFS, or use cache = \"unsafe\" or \"writeback\" with aio = \
+                \"threads\" or \"io_uring\""
             .into();
     }
     if stderr.contains("Unable to use io_uring") {
@@ -381,7 +381,12 @@ mod tests {
         let stderr = "qemu-system-x86_64: -drive file=/tmp/ioprobe/ramfs/x.qcow2,format=qcow2,if=none,id=install,cache=none,aio=native: Could not open '/tmp/ioprobe/ramfs/x.qcow2': filesystem does not support O_DIRECT";
         let h = start_up_hint(stderr);
         assert!(h.starts_with("; "), "{h}");
-        for said in ["O_DIRECT", "tmpfs", "--out", "cache = \"unsafe\""] {
+        for said in [
+            "O_DIRECT",
+            "tmpfs",
+            "SNO_HARNESS_PRIVATE_DIR",
+            "cache = \"unsafe\"",
+        ] {
             assert!(h.contains(said), "{said:?} not in {h}");
         }
     }
