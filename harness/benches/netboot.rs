@@ -11,15 +11,18 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use sno_harness::netboot::FileServer;
+use sno_harness::netboot::{FileServer, Peers};
 
 const SIZE: usize = 64 << 20;
 
-/// GET /rootfs.img over a fresh connection; the bytes of the body.
-fn fetch(addr: std::net::SocketAddr) -> usize {
+/// GET `path` (the run's token, then rootfs.img) over a fresh connection; the bytes of the
+/// response.
+fn fetch(addr: std::net::SocketAddr, path: &str) -> usize {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /rootfs.img HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
-        .unwrap();
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0;
     loop {
@@ -38,14 +41,14 @@ fn serve(c: &mut Criterion) {
     std::fs::write(&file, &data).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(async {
-        let s = FileServer::start("127.0.0.1:0".parse().unwrap(), None)
+        let s = FileServer::start("127.0.0.1:0".parse().unwrap(), None, Peers::Any)
             .await
             .unwrap();
-        s.serve("/rootfs.img", file.clone());
+        s.serve("rootfs.img", file.clone());
         s
     });
-    let addr = server.addr();
-    let got = fetch(addr);
+    let (addr, path) = (server.addr(), server.path_of("rootfs.img"));
+    let got = fetch(addr, &path);
     assert!(
         got > SIZE,
         "a response of {got} bytes for a {SIZE}-byte file"
@@ -54,7 +57,7 @@ fn serve(c: &mut Criterion) {
     let mut g = c.benchmark_group("netboot");
     g.throughput(Throughput::Bytes(SIZE as u64));
     g.sample_size(10).measurement_time(Duration::from_secs(6));
-    g.bench_function("get_rootfs_64mib", |b| b.iter(|| fetch(addr)));
+    g.bench_function("get_rootfs_64mib", |b| b.iter(|| fetch(addr, &path)));
     g.finish();
     drop(server);
 }
