@@ -11,7 +11,7 @@ use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions};
 use sno_harness::run::places::PlaceSpec;
 use sno_harness::run::terminal::Mode;
 use sno_harness::scenario::parse_str;
-use sno_harness::vm::running::Backend;
+use sno_harness::vm::Backend;
 
 /// A pull secret file of the installer's shape; it opens nothing.
 const PULL_SECRET: &str = concat!(

@@ -434,7 +434,7 @@ fn an_interrupt_between_runs_stops_before_the_next_one() {
                 keep: false,
                 timeout_scale: 1.0,
                 cache_dir: tmp.path().join("cache"),
-                backend: sno_harness::vm::running::Backend::Qemu,
+                backend: sno_harness::vm::Backend::Qemu,
                 interrupt: rx,
                 progress: sno_harness::run::terminal::Mode::Plain,
                 junit: Default::default(),

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Arguments, Failed, Trial};
 use sno_harness::run::{check_expectation, run_scenario, RunOptions};
 use sno_harness::scenario;
-use sno_harness::vm::running::Backend;
+use sno_harness::vm::Backend;
 
 /// The scenarios that also run on libvirt: the smoke test, a failure inside the guest's flow
 /// and a guest crash (which libvirt reports through its own event).

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use sno_harness::exit;
 use sno_harness::hw::{Accel, AccelChoice, OVMF_CODE, OVMF_VARS};
 use sno_harness::run::preflight::{Finding, Level, Probe};
-use sno_harness::vm::running::Backend;
+use sno_harness::vm::Backend;
 
 use super::error::{bad, Outcome};
 
@@ -23,7 +23,7 @@ pub struct DoctorArgs {
     #[arg(long)]
     json: bool,
     /// The backend the scenario would run on: `qemu` or `libvirt`.
-    #[arg(long, default_value = "qemu", value_parser = ["qemu", "libvirt"])]
+    #[arg(long, default_value = "qemu", value_parser = sno_harness::vm::backend::NAMES)]
     backend: String,
     /// The libvirt URI for `--backend libvirt`.
     #[arg(long, default_value = sno_harness::vm::libvirt::DEFAULT_URI)]
@@ -138,16 +138,11 @@ fn scenario_findings(
     a: &DoctorArgs,
 ) -> Result<ScenarioChecks, super::error::CliError> {
     let s = sno_harness::scenario::load(path).map_err(bad)?;
-    let backend = match a.backend.as_str() {
-        "libvirt" => {
-            sno_harness::vm::libvirt::remote::remote_target(&a.connect)
-                .map_err(|e| bad(format!("--connect: {e}")))?;
-            Backend::Libvirt {
-                uri: a.connect.clone(),
-            }
-        }
-        _ => Backend::Qemu,
-    };
+    let backend = Backend::named(&a.backend).map_err(bad)?.on(&a.connect);
+    if backend.uri().is_some() {
+        sno_harness::vm::libvirt::remote::remote_target(&a.connect)
+            .map_err(|e| bad(format!("--connect: {e}")))?;
+    }
     sno_harness::run::preflight::backend_fits(&[&s], &backend).map_err(bad)?;
     let found = sno_harness::run::preflight::findings(&[&s], &backend, &Probe::host());
     Ok(ScenarioChecks {

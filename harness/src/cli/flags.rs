@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use sno_harness::report::junit::JunitFlavour;
 use sno_harness::run::job::RunSettings;
 use sno_harness::run::run_dir::{self, Claim, ClaimError, DirKind};
-use sno_harness::vm::running::Backend;
+use sno_harness::vm::backend::BackendError;
+use sno_harness::vm::Backend;
 
 use super::error::{bad, harness, CliError};
 
@@ -43,7 +44,7 @@ pub struct RunFlags {
     pub timeout_scale: f64,
     /// Who starts the VMs: `qemu` (the harness itself) or `libvirt` (transient domains).
     /// [default: qemu]
-    #[arg(long, value_parser = ["qemu", "libvirt"])]
+    #[arg(long, value_parser = sno_harness::vm::backend::NAMES)]
     pub backend: Option<String>,
     /// The libvirt URI for `--backend libvirt` [default: qemu:///system]; `matrix` takes it
     /// more than once, to spread its permutations over those hosts (not two of one daemon).
@@ -111,19 +112,11 @@ impl RunFlags {
         self.backend.as_deref().unwrap_or("qemu")
     }
 
-    /// One backend per `--connect` (at least one).
+    /// One backend per `--connect` (at least one). The flags were checked (`check_hosts`):
+    /// clap takes only backend names and `--connect` only with libvirt.
     pub fn backends(&self) -> Vec<Backend> {
-        match self.backend_name() {
-            "libvirt" if self.connect.is_empty() => vec![Backend::Libvirt {
-                uri: sno_harness::vm::libvirt::DEFAULT_URI.into(),
-            }],
-            "libvirt" => self
-                .connect
-                .iter()
-                .map(|uri| Backend::Libvirt { uri: uri.clone() })
-                .collect(),
-            _ => vec![Backend::Qemu],
-        }
+        Backend::from_flags(self.backend_name(), &self.connect)
+            .unwrap_or_else(|_| vec![Backend::Qemu])
     }
 
     /// The settings of every run of a matrix or perf run.
@@ -169,10 +162,13 @@ impl RunFlags {
         }
         // The URI a libvirt run connects to, with the transports it can use: refused here,
         // not once the run directory exists.
-        if self.backend_name() != "libvirt" && !self.connect.is_empty() {
-            return Err(bad(
-                "--connect names a libvirt host: give --backend libvirt with it",
-            ));
+        if let Err(e) = Backend::from_flags(self.backend_name(), &self.connect) {
+            return Err(bad(match e {
+                BackendError::ConnectWithoutLibvirt => {
+                    "--connect names a libvirt host: give --backend libvirt with it".to_string()
+                }
+                e => e.to_string(),
+            }));
         }
         check_connect(&self.connect)
     }

@@ -10,7 +10,7 @@ use sno_harness::run::places::PlaceSpec;
 use sno_harness::run::run_dir;
 use sno_harness::scenario::matrix::{self, Matrix, Permutation, Shard, Strategy};
 use sno_harness::scenario::Scenario;
-use sno_harness::vm::running::Backend;
+use sno_harness::vm::Backend;
 
 use super::error::{bad, CliError, Outcome};
 use super::flags::{

@@ -8,9 +8,10 @@ use sno_harness::exit;
 use sno_harness::hw::Accel;
 use sno_harness::run::plan::{phase_timeouts, vm_plan};
 use sno_harness::scenario::{self, matrix, Profile, Scenario};
-use sno_harness::vm::libvirt::{domain_xml, nat_network_xml, RunMeta};
+use sno_harness::vm::libvirt::nat_network_xml;
 use sno_harness::vm::qemu::argv::shell_command_line;
 use sno_harness::vm::qemu::qemu_argv;
+use sno_harness::vm::start::RunMeta;
 
 use super::error::{bad, Outcome};
 
@@ -25,7 +26,7 @@ pub struct PlanArgs {
     json: bool,
     /// Show the VM as this backend defines it: the QEMU command line, or the libvirt
     /// domain XML.
-    #[arg(long, default_value = "qemu", value_parser = ["qemu", "libvirt"])]
+    #[arg(long, default_value = "qemu", value_parser = sno_harness::vm::backend::NAMES)]
     backend: String,
     /// A matrix: list only shard K of N, the permutations `matrix --shard K/N` runs.
     #[arg(long, value_name = "K/N")]
@@ -59,7 +60,8 @@ pub fn plan(a: PlanArgs) -> Outcome {
         }
     }
     let s = scenario::load(&a.scenario).map_err(bad)?;
-    let p = ScenarioPlan::of(&s, a.backend == "libvirt")?;
+    let backend = sno_harness::vm::Backend::named(&a.backend).map_err(bad)?;
+    let p = ScenarioPlan::of(&s, &backend)?;
     if a.json {
         print_json(&p.json(&s));
     } else {
@@ -119,7 +121,10 @@ struct ScenarioPlan {
 }
 
 impl ScenarioPlan {
-    fn of(s: &Scenario, libvirt: bool) -> Result<ScenarioPlan, super::error::CliError> {
+    fn of(
+        s: &Scenario,
+        backend: &sno_harness::vm::Backend,
+    ) -> Result<ScenarioPlan, super::error::CliError> {
         // The plan shows the install-config redacted, so it neither needs nor reads the secret.
         let mut unsecret = s.clone();
         unsecret.install.pull_secret = None;
@@ -146,10 +151,12 @@ impl ScenarioPlan {
             accel,
             accel_reason,
             qemu_argv: qemu_argv(&spec),
-            domain_xml: libvirt.then(|| domain_xml(&spec, &meta)),
+            domain_xml: backend.domain_xml(&spec, &meta),
             // A real cluster on libvirt gets a NAT network of its own (the node on a virtual
             // LAN, its names in the network's DNS); the fixture uses loopback forwards.
-            network_xml: network.filter(|_| libvirt).map(|n| nat_network_xml(&n)),
+            network_xml: network
+                .filter(|_| backend.can().nat_network)
+                .map(|n| nat_network_xml(&n)),
             timeouts: phase_timeouts(s, accel, 1.0),
         })
     }

@@ -3,7 +3,7 @@
 //! then the host has what they need (else the host is not ready).
 
 use sno_harness::scenario::Scenario;
-use sno_harness::vm::running::Backend;
+use sno_harness::vm::Backend;
 
 use super::error::CliError;
 

@@ -11,7 +11,7 @@ pub fn collectors(vm: RunningVmHandle, definition: String, limit: Duration) -> V
         let vm = vm.clone();
         Collector::new(file, limit, move |sink| {
             Box::pin(async move {
-                let reply = vm.query(q).await?;
+                let reply = vm.query(q).await.map_err(|e| e.to_string())?;
                 let text = serde_json::to_string_pretty(&reply).map_err(|e| e.to_string())?;
                 sink.write(file, format!("{text}\n").as_bytes())?;
                 Ok(None)
@@ -48,7 +48,11 @@ async fn screenshot(vm: &RunningVmHandle, sink: &super::Sink) -> Result<Option<S
     let (file, path) = match (png.exists(), ppm.exists()) {
         (true, _) => ("vm/screenshot.png", png),
         (false, true) => ("vm/screenshot.ppm", ppm),
-        (false, false) => return Err(shot.err().unwrap_or_else(|| "no picture written".into())),
+        (false, false) => {
+            return Err(shot
+                .err()
+                .map_or_else(|| "no picture written".into(), |e| e.to_string()))
+        }
     };
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     sink.write(file, &bytes)?;

@@ -254,7 +254,7 @@ mod tests {
             timeout_scale: 1.0,
             cache_dir: PathBuf::from("/nonexistent"),
             replay: String::new(),
-            backend: crate::vm::running::Backend::Qemu,
+            backend: crate::vm::Backend::Qemu,
             interrupt: tokio::sync::watch::channel(false).1,
             progress: super::super::progress::Display::Plain,
             state: Default::default(),

@@ -9,19 +9,14 @@ use crate::perf::model::BackingStore;
 /// Where a perf run's disk images live: under `private_root` (the runs' private directories) on
 /// this host, or in the run's storage pool on a remote libvirt host, whose filesystem this host
 /// cannot see.
-pub fn backing_for(
-    backend: &crate::vm::running::Backend,
-    private_root: &Path,
-) -> Option<BackingStore> {
-    if let crate::vm::running::Backend::Libvirt { uri } = backend {
-        if let Ok(Some(t)) = crate::vm::libvirt::remote::remote_target(uri) {
-            return Some(BackingStore {
-                fstype: "unknown (remote)".into(),
-                source: format!("a libvirt storage pool on {t}"),
-                mount_point: crate::vm::libvirt::remote_run::REMOTE_POOL_BASE.into(),
-                options: String::new(),
-            });
-        }
+pub fn backing_for(backend: &crate::vm::Backend, private_root: &Path) -> Option<BackingStore> {
+    if let Some(t) = backend.remote_target() {
+        return Some(BackingStore {
+            fstype: "unknown (remote)".into(),
+            source: format!("a libvirt storage pool on {t}"),
+            mount_point: crate::vm::libvirt::remote_run::REMOTE_POOL_BASE.into(),
+            options: String::new(),
+        });
     }
     backing_store(private_root)
 }
@@ -109,7 +104,7 @@ mod tests {
 
     #[test]
     fn disks_on_a_remote_libvirt_host_are_in_its_pool_not_under_out() {
-        use crate::vm::running::Backend;
+        use crate::vm::Backend;
         let remote = Backend::Libvirt {
             uri: "qemu+ssh://root@lab-7:2222/system".into(),
         };

@@ -63,7 +63,7 @@ pub async fn drive(
     let private = match PrivateDir::create(&opts.id, opts.backend.dir_access()) {
         Ok(p) => p,
         Err(e) => {
-            RunError::Harness(format!("the run's private directory: {e}")).record(&mut machine, 0);
+            RunError::from(e).record(&mut machine, 0);
             return Driven::before_assets(machine);
         }
     };
@@ -249,14 +249,10 @@ impl Run<'_> {
     /// this one's: an SSH connection there forwards a port of its loopback back to the boot
     /// server's. `None` here, on QEMU and on a local libvirtd.
     async fn reverse_forward(&self, local_port: u16) -> Result<Option<ReverseForward>, RunError> {
-        let crate::vm::running::Backend::Libvirt { uri } = &self.opts.backend else {
+        let Some(target) = self.opts.backend.remote_target() else {
             return Ok(None);
         };
-        let target = crate::vm::libvirt::remote_target(uri)
-            .map_err(|e| RunError::Harness(format!("the libvirt URI {uri}: {e}")))?;
-        let Some(target) = target else {
-            return Ok(None);
-        };
+        let uri = self.opts.backend.uri().unwrap_or_default().to_string();
         let forward = tokio::task::spawn_blocking(move || {
             let tunnel = crate::vm::libvirt::Tunnel::open(&target, &[])?;
             let port = tunnel.reverse(local_port)?;

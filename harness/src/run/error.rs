@@ -2,17 +2,27 @@
 
 use crate::flow::machine::Machine;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The system under test refused the input (the installer rejected the install-config):
     /// the current phase fails, verdict `fail`.
+    #[error("{0}")]
     Rejected(String),
     /// Ctrl-C or SIGTERM: verdict `error`, reason `interrupted`.
+    #[error("interrupted")]
     Interrupted,
     /// The harness or the host failed: verdict `error`.
+    #[error("{0}")]
     Harness(String),
+    /// The VM could not be started or driven: verdict `error`.
+    #[error(transparent)]
+    Vm(#[from] crate::vm::VmError),
+    /// The run's private directory could not be made: verdict `error`.
+    #[error("the run's private directory: {0}")]
+    PrivateDir(#[from] super::private_dir::PrivateDirError),
     /// The state machine already ended the run (a phase's deadline passed while the harness
     /// waited on blocking work): nothing to add.
+    #[error("decided")]
     Decided,
 }
 
@@ -30,6 +40,7 @@ impl RunError {
             RunError::Rejected(reason) => machine.fail_now(now_ms, reason),
             RunError::Interrupted => machine.error(now_ms, "interrupted".into()),
             RunError::Harness(reason) => machine.error(now_ms, reason),
+            e @ (RunError::Vm(_) | RunError::PrivateDir(_)) => machine.error(now_ms, e.to_string()),
             RunError::Decided if machine.outcome().is_none() => {
                 machine.error(now_ms, "the run stopped without a verdict".into())
             }

@@ -11,7 +11,7 @@ use super::terminal::Mode;
 use super::RunOptions;
 use crate::result::RunResult;
 use crate::scenario::Scenario;
-use crate::vm::running::Backend;
+use crate::vm::Backend;
 
 /// One permutation to run.
 #[derive(Debug, Clone)]

@@ -49,7 +49,7 @@ use crate::hw::Accel;
 use crate::result::RunResult;
 use crate::scenario::Scenario;
 use crate::vm::accel;
-use crate::vm::running::Backend;
+use crate::vm::Backend;
 
 pub use expect::check_expectation;
 pub use installer::{installer_env, installer_for};

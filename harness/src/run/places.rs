@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use super::admission::{self, Admission, Decision, HostNow, Need};
 use super::hosts_file::HostLimits;
-use crate::vm::running::Backend;
+use crate::vm::Backend;
 
 /// How often a remote host is asked for its room.
 const PROBE_EVERY: Duration = Duration::from_secs(5);
@@ -75,12 +75,16 @@ impl Place {
     /// A place for `spec`, following `interrupt`; a remote host's watcher starts here (inside
     /// the runtime).
     pub fn new(spec: PlaceSpec, default_jobs: u32, interrupt: &watch::Receiver<bool>) -> Place {
-        let (seen, watcher) = match (&spec.backend, spec.backend.is_remote()) {
-            (Backend::Libvirt { uri }, true) => {
+        let remote_uri = spec.backend.uri().filter(|_| spec.backend.is_remote());
+        let (seen, watcher) = match remote_uri {
+            Some(uri) => {
                 let (tx, rx) = watch::channel(Seen::default());
-                (Some(rx), Some(tokio::spawn(watch_host(uri.clone(), tx))))
+                (
+                    Some(rx),
+                    Some(tokio::spawn(watch_host(uri.to_string(), tx))),
+                )
             }
-            _ => (None, None),
+            None => (None, None),
         };
         let mut place = Place::assemble(spec, default_jobs, seen, interrupt);
         place.watcher = watcher;
@@ -150,13 +154,13 @@ impl Place {
 
     /// Asks the host once more, now: a run here ended badly, and the reason may be the host.
     pub async fn confirm_alive(&mut self) {
-        let Backend::Libvirt { uri } = &self.spec.backend else {
+        let Some(uri) = self.spec.backend.uri() else {
             return;
         };
         if !self.is_remote() || self.lost.is_some() {
             return;
         }
-        if let Err(e) = probe_once(uri.clone()).await {
+        if let Err(e) = probe_once(uri.to_string()).await {
             self.mark_lost(format!("it did not answer after a run there ended: {e}"));
         }
     }

@@ -13,7 +13,7 @@ use crate::flow::phase::{fixture_default_timeout, openshift_default_timeout, Pha
 use crate::hw::{Accel, Firmware};
 use crate::scenario::{BootOrder, GuestNetwork, Profile, Scenario};
 use crate::vm::libvirt::network::{from_machine_network, NatNetwork, NetTftp};
-use crate::vm::libvirt::RunMeta;
+use crate::vm::start::RunMeta;
 use crate::vm::{CdromSpec, DiskSpec, NetBootSpec, Nic, PortForward, VmSpec};
 
 /// The phase timeouts of a scenario: the profile's defaults, the scenario's overrides, times

@@ -9,7 +9,7 @@ mod probe;
 
 use crate::hw::{Firmware, OVMF_CODE, OVMF_VARS};
 use crate::scenario::{GuestNetwork, Scenario};
-use crate::vm::running::Backend;
+use crate::vm::Backend;
 use std::path::Path;
 
 pub use probe::Probe;
@@ -53,8 +53,8 @@ pub struct HostNotReady {
 /// A scenario the backend cannot run as written (bad input, exit 2): `vm.network = "nat"`
 /// is a libvirt network.
 pub fn backend_fits(scenarios: &[&Scenario], backend: &Backend) -> Result<(), String> {
-    if let (Backend::Qemu, Some(s)) = (
-        backend,
+    if let (false, Some(s)) = (
+        backend.can().nat_network,
         scenarios.iter().find(|s| s.vm.network == GuestNetwork::Nat),
     ) {
         return Err(format!(
@@ -68,7 +68,7 @@ pub fn backend_fits(scenarios: &[&Scenario], backend: &Backend) -> Result<(), St
     let fetching_on_nat = scenarios
         .iter()
         .find(|s| s.boot_source.fetches_rootfs() && s.vm.network == GuestNetwork::Nat);
-    if let (true, Some(s)) = (backend.is_remote(), fetching_on_nat) {
+    if let (false, Some(s)) = (backend.can().network_boot_on_nat, fetching_on_nat) {
         return Err(format!(
             "{}: boot.source = {:?} with vm.network = \"nat\" is not supported on a remote libvirt host: the guest fetches its root filesystem from the harness through an SSH forward on that host's loopback, which its NAT network does not reach; use vm.network = \"user\" there, or run it on this host",
             s.path.display(),
@@ -105,7 +105,7 @@ pub fn findings(scenarios: &[&Scenario], backend: &Backend, probe: &Probe) -> Ve
         all.extend(probe::room_for(s, backend, probe));
     }
     all.extend(probe::accelerators(scenarios, probe));
-    if let Backend::Libvirt { uri } = backend {
+    if let Some(uri) = backend.uri() {
         all.push(probe::libvirt(uri, probe));
     }
     let mut seen = std::collections::HashSet::new();
@@ -137,7 +137,7 @@ fn tools(scenarios: &[&Scenario], backend: &Backend, probe: &Probe) -> Vec<Findi
         "Debian and Ubuntu: apt-get install qemu-utils; Fedora: dnf install qemu-img",
     );
     // libvirtd starts QEMU from its own installation.
-    if *backend == Backend::Qemu {
+    if backend.can().starts_qemu_here {
         need(
             crate::vm::qemu::QEMU_BINARY,
             "QEMU is not installed: Debian and Ubuntu: apt-get install qemu-system-x86; \

@@ -29,10 +29,11 @@ use crate::health::checks::Inputs;
 use crate::health::ApiEndpoint;
 use crate::netboot::Report;
 use crate::scenario::InstallMode;
+use crate::vm::backend::Owned;
+use crate::vm::libvirt::nat_network_xml;
 use crate::vm::libvirt::network::{bridge_name, NatNetwork};
-use crate::vm::libvirt::runtime::StartOptions;
-use crate::vm::libvirt::{nat_network_xml, RunMeta};
-use crate::vm::running::{Backend, Liveness, RunningVm};
+use crate::vm::running::{Liveness, RunningVm};
+use crate::vm::start::{RunMeta, StartOptions};
 use crate::vm::VmSpec;
 
 pub struct Session {
@@ -485,10 +486,7 @@ pub fn register(run: &Run<'_>) -> Option<registry::Registration> {
         pid_start: 0,
         dir: crate::util::lexical_absolute(dir),
         backend: run.opts.backend.name().into(),
-        uri: match &run.opts.backend {
-            Backend::Libvirt { uri } => Some(uri.clone()),
-            Backend::Qemu => None,
-        },
+        uri: run.opts.backend.uri().map(str::to_string),
         // Named once the VM is planned (`name_domain`).
         domain: None,
         keep: run.opts.keep,
@@ -510,7 +508,7 @@ pub fn register(run: &Run<'_>) -> Option<registry::Registration> {
 /// Adds the libvirt domain's name to the registration, before the domain (or its network or
 /// pool) exists.
 fn name_domain(run: &Run<'_>, files: &mut RunFiles, spec: &VmSpec) {
-    if !matches!(run.opts.backend, Backend::Libvirt { .. }) {
+    if run.opts.backend.can().owned != Owned::Domain {
         return;
     }
     let Some(reg) = files.registration.as_mut() else {
@@ -524,13 +522,16 @@ fn name_domain(run: &Run<'_>, files: &mut RunFiles, spec: &VmSpec) {
     }
 }
 
-/// Adds the QEMU process (QEMU backend: libvirt's domains are gc's by name) to the
-/// registration, so that gc kills that process and no other. A failure is a warning, as for
-/// the registration itself.
+/// Adds the QEMU process of a backend whose VM is a process of the harness's (a libvirt domain
+/// is gc's by name) to the registration, so that gc kills that process and no other. A failure
+/// is a warning, as for the registration itself.
 fn record_qemu(run: &Run<'_>, files: &mut RunFiles, vm: &RunningVm) {
-    let (Some(reg), RunningVm::Qemu { .. }) = (files.registration.as_mut(), vm) else {
+    let Some(reg) = files.registration.as_mut() else {
         return;
     };
+    if run.opts.backend.can().owned != Owned::Process {
+        return;
+    }
     let Some(id) = vm.pid().and_then(registry::ProcessId::of) else {
         return;
     };
@@ -619,14 +620,13 @@ async fn start_vm(
             incoming: life.incoming(),
             may_outlive: run.opts.keep
                 && run.opts.leave_running
-                && run.opts.backend == crate::vm::running::Backend::Qemu,
+                && run.opts.backend.can().leave_running,
         },
         meta,
         dir,
         tx,
     )
-    .await
-    .map_err(RunError::Harness)?;
+    .await?;
     // On a remote libvirt host, the guest is reached through SSH forwards, and the numbers
     // are that host's.
     let reach = Reach {
@@ -637,17 +637,10 @@ async fn start_vm(
     let _ = fs::write(dir.join("vm.txt"), vm.describe() + "\n");
     run.artifacts.insert("vm".into(), "vm.txt".into());
     run.artifacts.insert("serial".into(), "serial.log".into());
-    match &run.opts.backend {
-        Backend::Qemu => {
-            run.artifacts
-                .insert("qemu-stderr".into(), "qemu.stderr".into());
-        }
-        // libvirt's log of the domain's QEMU, taken into the run directory when the domain
-        // ends (a local libvirtd only).
-        Backend::Libvirt { uri } if !uri.contains("+ssh") => {
-            run.artifacts.insert("qemu-log".into(), "qemu.log".into());
-        }
-        Backend::Libvirt { .. } => {}
+    // QEMU's stderr, or libvirt's log of the domain's QEMU taken into the run directory when
+    // the domain ends (a local libvirtd only).
+    if let Some((name, file)) = run.opts.backend.can().vm_log.artifact() {
+        run.artifacts.insert(name.into(), file.into());
     }
     life.after_start(&mut vm, run.ui, &mut run.log).await?;
     Ok((vm, console, reach))

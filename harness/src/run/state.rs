@@ -167,11 +167,8 @@ pub fn read_key(dir: &Path) -> Result<SshKeyPair, StateError> {
 /// runs. QEMU's own migration does it (a libvirt save would need the domain restored with its
 /// disks swapped for overlays: not done), and QEMU 7.2 refuses to migrate an NVMe controller
 /// ("State blocked by non-migratable device").
-pub fn can_save(
-    scenarios: &[&Scenario],
-    backend: &crate::vm::running::Backend,
-) -> Result<(), String> {
-    if *backend != crate::vm::running::Backend::Qemu {
+pub fn can_save(scenarios: &[&Scenario], backend: &crate::vm::Backend) -> Result<(), String> {
+    if !backend.can().saved_state {
         return Err(format!(
             "saving and resuming the VM needs --backend qemu, not {}",
             backend.name()

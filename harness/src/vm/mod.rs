@@ -4,12 +4,18 @@
 //! decision.
 
 pub mod accel;
+pub mod backend;
 pub mod disk;
+pub mod error;
 pub mod libvirt;
 pub mod qemu;
 pub mod running;
+pub mod start;
 
 use std::path::PathBuf;
+
+pub use backend::{Backend, Capabilities};
+pub use error::VmError;
 
 use serde::{Deserialize, Serialize};
 

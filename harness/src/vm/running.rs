@@ -6,77 +6,18 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::libvirt::runtime::StartOptions;
-use super::libvirt::{LibvirtVm, RunMeta};
+use super::error::VmError;
+use super::libvirt::LibvirtVm;
 use super::qemu::process::Tether;
 use super::qemu::qmp::Qmp;
 use super::qemu::QemuProcess;
+use super::start::{RunMeta, StartOptions};
 use super::{Nic, VmSpec};
 use crate::flow::event::SignalTx;
 use crate::flow::event::{Signal, Source};
 use crate::guest::console::Console;
 
-/// Which backend runs the VM (`--backend`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Backend {
-    /// QEMU started by the harness itself.
-    Qemu,
-    /// A transient libvirt domain on `uri` (`qemu:///system` by default).
-    Libvirt { uri: String },
-}
-
-impl Backend {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Backend::Qemu => "qemu",
-            Backend::Libvirt { .. } => "libvirt",
-        }
-    }
-
-    /// The libvirt host a run goes to, for the reports: its URI without the parameters (a key
-    /// file's path says nothing about where the run went); `None` for QEMU.
-    pub fn libvirt_host(&self) -> Option<String> {
-        match self {
-            Backend::Qemu => None,
-            Backend::Libvirt { uri } => Some(uri.split('?').next().unwrap_or(uri).to_string()),
-        }
-    }
-
-    /// The flags a replay command must repeat to run on the same backend and host.
-    pub fn replay_flags(&self) -> String {
-        match self {
-            Backend::Qemu => String::new(),
-            Backend::Libvirt { uri } => format!(" --backend libvirt --connect {uri}"),
-        }
-    }
-
-    /// A libvirt backend whose libvirtd runs on another host (`qemu+ssh://`).
-    pub fn is_remote(&self) -> bool {
-        match self {
-            Backend::Qemu => false,
-            Backend::Libvirt { uri } => {
-                matches!(crate::vm::libvirt::remote::remote_target(uri), Ok(Some(_)))
-            }
-        }
-    }
-
-    /// How far others may reach into the run directory and its `disks/`: not at all, except
-    /// that a local libvirtd runs QEMU as its own user (`libvirt-qemu` on Debian), which opens
-    /// the disks and the ISO by path and so must traverse the directories (never list them;
-    /// the files themselves stay owner-only and libvirt relabels them for that user). A remote
-    /// libvirtd's QEMU opens copies on its own host.
-    pub fn dir_access(&self) -> crate::util::private::DirAccess {
-        use crate::util::private::DirAccess;
-        match self {
-            Backend::Libvirt { uri }
-                if matches!(crate::vm::libvirt::remote::remote_target(uri), Ok(None)) =>
-            {
-                DirAccess::Traverse
-            }
-            _ => DirAccess::OwnerOnly,
-        }
-    }
-}
+pub use super::backend::Backend;
 
 /// QMP's event stream ended: QEMU exited (its own signal says so), or QEMU runs on without the
 /// harness's QMP connection, which is then lost. QEMU closes the socket a moment before it
@@ -122,11 +63,11 @@ impl RunningVm {
         meta: &RunMeta,
         dir: &Path,
         tx: &SignalTx,
-    ) -> Result<(RunningVm, Console), String> {
+    ) -> Result<(RunningVm, Console), VmError> {
         match backend {
             Backend::Qemu => {
                 if spec.nic != Nic::User || opts.network.is_some() {
-                    return Err("the QEMU backend has only user-mode networking; a libvirt network needs --backend libvirt".into());
+                    return Err(VmError::NoNetwork { backend: "QEMU" });
                 }
                 let tether = if opts.may_outlive {
                     Tether::MayOutlive
@@ -134,8 +75,7 @@ impl RunningVm {
                     Tether::DiesWithHarness
                 };
                 let (mut process, console) =
-                    QemuProcess::start_with(spec, dir, opts.incoming, tether)
-                        .map_err(|e| e.to_string())?;
+                    QemuProcess::start_with(spec, dir, opts.incoming, tether)?;
                 let qmp_path = spec
                     .qmp_socket
                     .clone()
@@ -169,16 +109,21 @@ impl RunningVm {
                     }
                     Err(e) => {
                         process.kill();
-                        Err(format!("QMP: {e}"))
+                        Err(e.into())
                     }
                 }
             }
-            Backend::Libvirt { .. } if opts.incoming => {
-                Err("restoring a saved VM state needs --backend qemu".into())
-            }
+            Backend::Libvirt { .. } if opts.incoming => Err(VmError::NotOnThisBackend {
+                what: "restoring a saved VM state",
+            }),
             Backend::Libvirt { uri } => {
-                let (vm, console) = LibvirtVm::start(uri, spec, opts, meta, dir, tx)
-                    .map_err(|e| format!("libvirt ({uri}): {e}"))?;
+                let (vm, console) =
+                    LibvirtVm::start(uri, spec, opts, meta, dir, tx).map_err(|source| {
+                        VmError::Libvirt {
+                            uri: uri.clone(),
+                            source,
+                        }
+                    })?;
                 Ok((
                     RunningVm::Libvirt(Arc::new(std::sync::Mutex::new(vm))),
                     console,
@@ -244,33 +189,37 @@ impl RunningVm {
         &self,
         path: &Path,
         timeout: Duration,
-    ) -> Result<super::qemu::state_file::Saved, String> {
+    ) -> Result<super::qemu::state_file::Saved, VmError> {
         match self {
-            RunningVm::Qemu { qmp, .. } => super::qemu::state_file::save(qmp, path, timeout)
-                .await
-                .map_err(|e| e.to_string()),
-            RunningVm::Libvirt(_) => Err("saving the VM state needs --backend qemu".into()),
+            RunningVm::Qemu { qmp, .. } => {
+                Ok(super::qemu::state_file::save(qmp, path, timeout).await?)
+            }
+            RunningVm::Libvirt(_) => Err(VmError::NotOnThisBackend {
+                what: "saving the VM state",
+            }),
         }
     }
 
     /// Loads a state saved by `save_state` into a VM started with `incoming`, and lets it run.
-    pub async fn load_state(&self, path: &Path, timeout: Duration) -> Result<Duration, String> {
+    pub async fn load_state(&self, path: &Path, timeout: Duration) -> Result<Duration, VmError> {
         match self {
-            RunningVm::Qemu { qmp, .. } => super::qemu::state_file::load(qmp, path, timeout)
-                .await
-                .map_err(|e| e.to_string()),
-            RunningVm::Libvirt(_) => Err("restoring a saved VM state needs --backend qemu".into()),
+            RunningVm::Qemu { qmp, .. } => {
+                Ok(super::qemu::state_file::load(qmp, path, timeout).await?)
+            }
+            RunningVm::Libvirt(_) => Err(VmError::NotOnThisBackend {
+                what: "restoring a saved VM state",
+            }),
         }
     }
 
     /// Leaves the VM running after the harness, for the user: its QEMU pid. Only a QEMU started
     /// `may_outlive`; a libvirt domain ends with the harness's connection.
-    pub fn detach(&mut self) -> Result<u32, String> {
+    pub fn detach(&mut self) -> Result<u32, VmError> {
         match self {
-            RunningVm::Qemu { process, .. } => process.detach(),
-            RunningVm::Libvirt(_) => {
-                Err("a libvirt domain is destroyed with the harness's connection".into())
-            }
+            RunningVm::Qemu { process, .. } => process.detach().map_err(VmError::Detach),
+            RunningVm::Libvirt(_) => Err(VmError::Detach(
+                "a libvirt domain is destroyed with the harness's connection".into(),
+            )),
         }
     }
 
@@ -316,45 +265,38 @@ impl VmQuery {
 
 impl RunningVmHandle {
     /// The primary display as PNG.
-    pub async fn screenshot(&self, png: &Path) -> Result<(), String> {
+    pub async fn screenshot(&self, png: &Path) -> Result<(), VmError> {
         match self {
-            RunningVmHandle::Qemu(qmp) => qmp.screendump(png).await.map_err(|e| e.to_string()),
+            RunningVmHandle::Qemu(qmp) => Ok(qmp.screendump(png).await?),
             RunningVmHandle::Libvirt(vm) => {
                 let (vm, png) = (vm.clone(), png.to_path_buf());
-                tokio::task::spawn_blocking(move || lock(&vm).screenshot(&png))
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| e.to_string())
+                Ok(tokio::task::spawn_blocking(move || lock(&vm).screenshot(&png)).await??)
             }
         }
     }
 
     /// QEMU's reply to `q`, raw (through libvirt's monitor passthrough on libvirt).
-    pub async fn query(&self, q: VmQuery) -> Result<serde_json::Value, String> {
+    pub async fn query(&self, q: VmQuery) -> Result<serde_json::Value, VmError> {
         use super::qemu::qmp::{QueryBlockstats, QueryStatus};
         match self {
-            RunningVmHandle::Qemu(qmp) => match q {
+            RunningVmHandle::Qemu(qmp) => Ok(match q {
                 VmQuery::Status => qmp.execute_raw::<QueryStatus>(Default::default()).await,
                 VmQuery::BlockStats => qmp.execute_raw::<QueryBlockstats>(Default::default()).await,
-            }
-            .map_err(|e| e.to_string()),
+            }?),
             RunningVmHandle::Libvirt(vm) => {
                 let vm = vm.clone();
                 let command = serde_json::json!({ "execute": q.command() });
-                tokio::task::spawn_blocking(move || lock(&vm).monitor(&command))
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| e.to_string())
+                Ok(tokio::task::spawn_blocking(move || lock(&vm).monitor(&command)).await??)
             }
         }
     }
 
     /// Bytes written so far to the disk with this id (the guest's writes, from QEMU's block
     /// stats), None when QEMU does not list it.
-    pub async fn disk_written_bytes(&self, disk_id: &str) -> Result<Option<u64>, String> {
+    pub async fn disk_written_bytes(&self, disk_id: &str) -> Result<Option<u64>, VmError> {
         match self {
             RunningVmHandle::Qemu(qmp) => {
-                let stats = qmp.block_stats().await.map_err(|e| e.to_string())?;
+                let stats = qmp.block_stats().await?;
                 Ok(stats
                     .iter()
                     .find(|b| b.drive_id() == Some(disk_id))
@@ -362,10 +304,10 @@ impl RunningVmHandle {
             }
             RunningVmHandle::Libvirt(vm) => {
                 let (vm, id) = (vm.clone(), disk_id.to_string());
-                tokio::task::spawn_blocking(move || lock(&vm).disk_written_bytes(&id))
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| e.to_string())
+                Ok(
+                    tokio::task::spawn_blocking(move || lock(&vm).disk_written_bytes(&id))
+                        .await??,
+                )
             }
         }
     }

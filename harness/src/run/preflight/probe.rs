@@ -7,7 +7,7 @@ use crate::run::admission::{CPU_OVERCOMMIT, MEMORY_HEADROOM};
 use crate::scenario::model::SecretSource;
 use crate::scenario::{Profile, Scenario};
 use crate::vm::accel::{AccelDecision, KvmUnusable};
-use crate::vm::running::Backend;
+use crate::vm::Backend;
 use std::path::{Path, PathBuf};
 
 type Which = dyn Fn(&str) -> Option<PathBuf>;
@@ -137,13 +137,7 @@ pub(super) fn pull_secret(source: &SecretSource, probe: &Probe) -> Finding {
 /// host's are its own). One VM must fit with the headroom the admission keeps; CPUs may be
 /// overcommitted as far as the admission lets parallel runs go.
 pub(super) fn room_for(s: &Scenario, backend: &Backend, probe: &Probe) -> Vec<Finding> {
-    let local = match backend {
-        Backend::Qemu => true,
-        Backend::Libvirt { uri } => {
-            matches!(crate::vm::libvirt::remote::remote_target(uri), Ok(None))
-        }
-    };
-    if !local {
+    if backend.is_remote() {
         return Vec::new();
     }
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;

@@ -20,7 +20,7 @@ pub mod storage;
 pub mod tunnel;
 
 pub use console_stream::{console_over_stream, ConsolePump};
-pub use domain::{disk_alias, disk_id_from_qdev, domain_xml, RunMeta};
+pub use domain::{disk_alias, disk_id_from_qdev, domain_xml};
 pub use error::LibvirtError;
 pub use network::{nat_network_xml, NatNetwork};
 pub use remote::{remote_target, RemoteTarget, UriError};

@@ -17,8 +17,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::domain::{Metadata, RunMeta};
+use super::domain::Metadata;
 pub use crate::hw::nat::{Ipv4Subnet, Ipv6Subnet};
+use crate::vm::start::RunMeta;
 
 /// Namespace of libvirt's dnsmasq passthrough options.
 pub const DNSMASQ_XMLNS: &str = "http://libvirt.org/schemas/network/dnsmasq/1.0";

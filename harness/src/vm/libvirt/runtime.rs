@@ -22,10 +22,10 @@ use virt::domain::Domain;
 use virt_sys as sys;
 
 use super::console_stream::{console_over_stream, ConsolePump};
-use super::domain::{disk_id_from_qdev, domain_xml_for, RunMeta, SerialAt};
+use super::domain::{disk_id_from_qdev, domain_xml_for, SerialAt};
 use super::error::other;
 use super::error::LibvirtError;
-use super::network::{nat_network_xml, NatNetwork};
+use super::network::nat_network_xml;
 use super::remote::remote_target;
 use super::remote_run::RemoteRun;
 use crate::flow::event::SignalTx;
@@ -33,6 +33,7 @@ use crate::flow::event::{Signal, Source};
 use crate::guest::console::Console;
 use crate::hw::Bus;
 use crate::vm::qemu::qmp::{parse_block_stats, BlockStats};
+use crate::vm::start::{RunMeta, StartOptions};
 use crate::vm::VmSpec;
 
 /// Where libvirtd listens when no URI is given: the system instance, as dev-scripts and
@@ -359,22 +360,6 @@ pub fn take_qemu_log(name: &str, dir: &Path) -> bool {
         let _ = std::fs::remove_file(&from);
     }
     moved
-}
-
-/// How to start a domain, beyond its `VmSpec`.
-pub struct StartOptions<'a> {
-    /// The run's own NAT network, created before the domain and destroyed after it.
-    pub network: Option<&'a NatNetwork>,
-    /// The guest's addresses the harness will connect to; on a remote libvirtd they are
-    /// forwarded over SSH (see `LibvirtVm::local_addr`).
-    pub reach: &'a [std::net::SocketAddr],
-    /// `--keep`: on a remote libvirtd, the disks come back into the run directory at the end.
-    pub keep_disks: bool,
-    /// Start paused, waiting for a saved state (`-incoming defer`): the QEMU backend only.
-    pub incoming: bool,
-    /// The QEMU backend's `--keep`: a QEMU that a passing run may leave running for the user
-    /// (`RunningVm::detach`). A libvirt domain is auto-destroyed with the harness's connection.
-    pub may_outlive: bool,
 }
 
 impl LibvirtVm {

@@ -1,6 +1,7 @@
 //! The generated XML read back as a tree and checked against the QEMU backend's plan, plus
 //! libvirt 9.0's own schema check (`virt-xml-validate`).
 
+use crate::vm::start::RunMeta;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::Command;
@@ -8,8 +9,7 @@ use std::process::Command;
 use quick_xml::events::{BytesStart, Event};
 
 use super::domain::{
-    disk_alias, disk_id_from_qdev, domain_xml, RunMeta, CDROM_ALIAS, GUEST_MAC, QEMU_XMLNS,
-    RUN_XMLNS,
+    disk_alias, disk_id_from_qdev, domain_xml, CDROM_ALIAS, GUEST_MAC, QEMU_XMLNS, RUN_XMLNS,
 };
 use super::network::{
     bridge_name, nat_network_xml, Ipv4Subnet, Ipv6Subnet, NatNetwork, NodeReservation,

@@ -4,8 +4,9 @@
 
 use serde::Serialize;
 
-use super::{RunMeta, RUN_XMLNS};
+use super::RUN_XMLNS;
 use crate::hw::{CacheMode, Throttle};
+use crate::vm::start::RunMeta;
 
 #[derive(Serialize)]
 #[serde(rename = "domain")]

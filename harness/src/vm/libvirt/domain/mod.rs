@@ -30,7 +30,7 @@
 //!   and its `<interface type='user'>` without passt has no port forwards. The passthrough gives
 //!   the guest exactly the QEMU backend's network: 10.0.2.15/24 via 10.0.2.2, the same MAC.
 
-use std::path::PathBuf;
+use crate::vm::start::RunMeta;
 
 mod document;
 
@@ -58,34 +58,6 @@ pub const USER_ALIAS_PREFIX: &str = "ua-";
 /// Alias of the CD-ROM. Disk ids are lowercase letters, digits and '-', so the underscore
 /// keeps it from clashing with a disk's alias.
 pub const CDROM_ALIAS: &str = "ua-live_cdrom";
-
-/// The run a domain belongs to, written into its metadata so that `gc` can find what a killed
-/// run left behind and where that run kept its files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunMeta {
-    pub run_id: String,
-    pub run_dir: PathBuf,
-    /// The harness process that owns the domain: its host name, pid and start time (clock ticks
-    /// since boot), so that `gc` can tell a live run's domain from a dead one's without any
-    /// other record.
-    pub owner_host: String,
-    pub owner_pid: u32,
-    pub owner_start: u64,
-}
-
-impl RunMeta {
-    /// Metadata naming this process as the owner.
-    pub fn for_this_process(run_id: String, run_dir: PathBuf) -> RunMeta {
-        let pid = std::process::id();
-        RunMeta {
-            run_id,
-            run_dir,
-            owner_host: host_name(),
-            owner_pid: pid,
-            owner_start: crate::util::process::process_start(pid).unwrap_or(0),
-        }
-    }
-}
 
 /// This machine's name (the kernel's), for the owner of a domain.
 pub fn host_name() -> String {

@@ -1,0 +1,285 @@
+//! Which backend runs the VM, known in this one place: its parsing from the command line, where
+//! it runs (this host or a remote libvirt host), and what it can do. The rest of the harness
+//! asks [`Backend::can`] and the methods below instead of naming a backend; every match over
+//! backends is here or in `running.rs`, exhaustive, so a new backend fails to compile wherever it
+//! must be handled instead of passing for QEMU.
+
+use crate::util::private::DirAccess;
+
+/// Which backend runs the VM (`--backend`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// QEMU started by the harness itself.
+    Qemu,
+    /// A transient libvirt domain on `uri` (`qemu:///system` by default).
+    Libvirt { uri: String },
+}
+
+/// The names `--backend` takes, in the order help lists them.
+pub const NAMES: [&str; 2] = ["qemu", "libvirt"];
+
+/// A backend the command line asked for that cannot be had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    #[error("--backend {name:?}: not a backend; give one of: {}", NAMES.join(", "))]
+    Unknown { name: String },
+    #[error("--connect is a libvirt URI: it needs --backend libvirt")]
+    ConnectWithoutLibvirt,
+}
+
+/// What the VM's file logs into the run directory, beside the console.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VmLog {
+    /// QEMU's stderr, as the harness started it (`qemu.stderr`).
+    Stderr,
+    /// libvirt's log of the domain's QEMU, taken when the domain ends (`qemu.log`).
+    LibvirtLog,
+    /// None the harness can read (a remote host's).
+    None,
+}
+
+impl VmLog {
+    /// The artifact's name and its file in the run directory.
+    pub fn artifact(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            VmLog::Stderr => Some(("qemu-stderr", "qemu.stderr")),
+            VmLog::LibvirtLog => Some(("qemu-log", "qemu.log")),
+            VmLog::None => None,
+        }
+    }
+}
+
+/// How `gc` finds a run's VM after the harness died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owned {
+    /// By its process (pid and start time), recorded in the registration.
+    Process,
+    /// By its libvirt domain's name, recorded in the registration.
+    Domain,
+}
+
+/// What a backend can do. Both backends today have a QMP monitor (libvirt's passthrough), a
+/// serial console, block statistics and screenshots; they differ in the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// QMP events and commands reach the VM.
+    pub qmp: bool,
+    /// The serial console is read into serial.log.
+    pub console: bool,
+    /// The install disk's writes are counted (block statistics).
+    pub block_stats: bool,
+    pub screenshots: bool,
+    /// The VM can be saved after bootkube and resumed (`--save-state`, `perf --disk-write-only`).
+    pub saved_state: bool,
+    /// A passing `run --keep` may leave the VM running after the harness exits.
+    pub leave_running: bool,
+    /// `vm.network = "nat"`: a network of the run's own.
+    pub nat_network: bool,
+    /// A boot that fetches from the harness (minimal ISO, PXE) on the run's NAT network.
+    pub network_boot_on_nat: bool,
+    pub vm_log: VmLog,
+    pub owned: Owned,
+    /// The harness starts this host's QEMU itself (a libvirtd starts its own).
+    pub starts_qemu_here: bool,
+}
+
+impl Backend {
+    /// The backends `--backend NAME` and `--connect URI...` (each URI checked by the caller)
+    /// name: one for QEMU or a libvirt without `--connect`, one per URI otherwise.
+    pub fn from_flags(name: &str, connect: &[String]) -> Result<Vec<Backend>, BackendError> {
+        match name {
+            "qemu" if connect.is_empty() => Ok(vec![Backend::Qemu]),
+            "qemu" => Err(BackendError::ConnectWithoutLibvirt),
+            "libvirt" if connect.is_empty() => Ok(vec![Backend::Libvirt {
+                uri: crate::vm::libvirt::DEFAULT_URI.to_string(),
+            }]),
+            "libvirt" => Ok(connect
+                .iter()
+                .map(|uri| Backend::Libvirt { uri: uri.clone() })
+                .collect()),
+            other => Err(BackendError::Unknown {
+                name: other.to_string(),
+            }),
+        }
+    }
+
+    /// The backend `--backend NAME` names on its default host.
+    pub fn named(name: &str) -> Result<Backend, BackendError> {
+        let mut all = Self::from_flags(name, &[])?;
+        Ok(all.remove(0))
+    }
+
+    /// The same backend on the host `uri` names, for a backend that has hosts; QEMU runs here.
+    pub fn on(self, uri: &str) -> Backend {
+        match self {
+            Backend::Qemu => Backend::Qemu,
+            Backend::Libvirt { .. } => Backend::Libvirt {
+                uri: uri.to_string(),
+            },
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Qemu => "qemu",
+            Backend::Libvirt { .. } => "libvirt",
+        }
+    }
+
+    /// The libvirt URI the VM goes to, for the registration and the hosts' placement.
+    pub fn uri(&self) -> Option<&str> {
+        match self {
+            Backend::Qemu => None,
+            Backend::Libvirt { uri } => Some(uri),
+        }
+    }
+
+    /// The libvirt host a run goes to, for the reports: its URI without the parameters (a key
+    /// file's path says nothing about where the run went); `None` for QEMU.
+    pub fn libvirt_host(&self) -> Option<String> {
+        self.uri()
+            .map(|uri| uri.split('?').next().unwrap_or(uri).to_string())
+    }
+
+    /// The flags a replay command must repeat to run on the same backend and host.
+    pub fn replay_flags(&self) -> String {
+        match self {
+            Backend::Qemu => String::new(),
+            Backend::Libvirt { uri } => format!(" --backend libvirt --connect {uri}"),
+        }
+    }
+
+    /// The SSH target of a libvirt backend whose libvirtd runs on another host (`qemu+ssh://`);
+    /// `None` for this host's backends (and for a URI that names none).
+    pub fn remote_target(&self) -> Option<crate::vm::libvirt::RemoteTarget> {
+        match self {
+            Backend::Qemu => None,
+            Backend::Libvirt { uri } => crate::vm::libvirt::remote_target(uri).ok().flatten(),
+        }
+    }
+
+    /// Whether the VM runs on another host (its files are copied there, its addresses
+    /// forwarded here).
+    pub fn is_remote(&self) -> bool {
+        self.remote_target().is_some()
+    }
+
+    /// How far others may reach into the run's private directory and its `disks/`: not at all,
+    /// except that a local libvirtd runs QEMU as its own user (`libvirt-qemu` on Debian), which
+    /// opens the disks and the ISO by path and so must pass through the directories (never list
+    /// them; the files themselves stay owner-only and libvirt relabels them for that user). A
+    /// remote libvirtd's QEMU opens copies on its own host.
+    pub fn dir_access(&self) -> DirAccess {
+        match self {
+            Backend::Libvirt { .. } if !self.is_remote() => DirAccess::Traverse,
+            Backend::Libvirt { .. } | Backend::Qemu => DirAccess::OwnerOnly,
+        }
+    }
+
+    /// The libvirt domain XML this backend would define for `spec` (for `plan`); `None` for a
+    /// backend that defines no domain.
+    pub fn domain_xml(
+        &self,
+        spec: &crate::vm::VmSpec,
+        meta: &crate::vm::start::RunMeta,
+    ) -> Option<String> {
+        match self {
+            Backend::Qemu => None,
+            Backend::Libvirt { .. } => Some(crate::vm::libvirt::domain_xml(spec, meta)),
+        }
+    }
+
+    /// What this backend can do.
+    pub fn can(&self) -> Capabilities {
+        let remote = self.is_remote();
+        let common = Capabilities {
+            qmp: true,
+            console: true,
+            block_stats: true,
+            screenshots: true,
+            saved_state: false,
+            leave_running: false,
+            nat_network: false,
+            network_boot_on_nat: false,
+            vm_log: VmLog::None,
+            owned: Owned::Process,
+            starts_qemu_here: false,
+        };
+        match self {
+            Backend::Qemu => Capabilities {
+                saved_state: true,
+                leave_running: true,
+                vm_log: VmLog::Stderr,
+                starts_qemu_here: true,
+                ..common
+            },
+            Backend::Libvirt { .. } => Capabilities {
+                nat_network: true,
+                // A remote host's bridge is not reached by a forward on its loopback.
+                network_boot_on_nat: !remote,
+                vm_log: if remote {
+                    VmLog::None
+                } else {
+                    VmLog::LibvirtLog
+                },
+                owned: Owned::Domain,
+                ..common
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_name_one_backend_or_one_per_libvirt_host() {
+        assert_eq!(Backend::from_flags("qemu", &[]), Ok(vec![Backend::Qemu]));
+        assert_eq!(
+            Backend::from_flags("libvirt", &[]),
+            Ok(vec![Backend::Libvirt {
+                uri: "qemu:///system".into()
+            }])
+        );
+        let two = ["qemu+ssh://a/system".to_string(), "qemu:///system".into()];
+        assert_eq!(Backend::from_flags("libvirt", &two).unwrap().len(), 2);
+        assert_eq!(
+            Backend::from_flags("qemu", &two),
+            Err(BackendError::ConnectWithoutLibvirt)
+        );
+        let e = Backend::named("vbox").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--backend \"vbox\": not a backend; give one of: qemu, libvirt"
+        );
+    }
+
+    #[test]
+    fn what_each_backend_can_do_where_it_runs() {
+        let local = Backend::named("libvirt").unwrap();
+        let remote = Backend::Libvirt {
+            uri: "qemu+ssh://root@lab/system?keyfile=/k".into(),
+        };
+        let qemu = Backend::Qemu;
+        assert!(qemu.can().saved_state && qemu.can().leave_running && !qemu.can().nat_network);
+        assert_eq!(
+            qemu.can().vm_log.artifact(),
+            Some(("qemu-stderr", "qemu.stderr"))
+        );
+        assert_eq!(qemu.can().owned, Owned::Process);
+        assert!(!local.can().saved_state && local.can().nat_network);
+        assert!(local.can().network_boot_on_nat && !remote.can().network_boot_on_nat);
+        assert_eq!(local.can().vm_log, VmLog::LibvirtLog);
+        assert_eq!(remote.can().vm_log, VmLog::None);
+        assert_eq!(remote.can().owned, Owned::Domain);
+        assert!(remote.is_remote() && !local.is_remote() && !qemu.is_remote());
+        assert_eq!(local.dir_access(), DirAccess::Traverse);
+        assert_eq!(remote.dir_access(), DirAccess::OwnerOnly);
+        assert_eq!(
+            remote.libvirt_host().as_deref(),
+            Some("qemu+ssh://root@lab/system")
+        );
+        assert_eq!(qemu.replay_flags(), "");
+    }
+}
