@@ -33,6 +33,7 @@ macro_rules! errln {
 
 pub mod assets;
 pub mod fixture;
+pub mod fleet;
 pub mod flow;
 pub mod gather;
 pub mod guest;
@@ -41,6 +42,7 @@ pub mod hw;
 pub mod netboot;
 
 pub mod perf;
+pub mod registry;
 pub mod report;
 pub mod result;
 pub mod run;

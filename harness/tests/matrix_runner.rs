@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use sno_harness::fleet::job::{Job, RunSettings};
+use sno_harness::fleet::matrix_runner::{run_matrix, MatrixOptions};
+use sno_harness::fleet::places::PlaceSpec;
 use sno_harness::result::{RunResult, Verdict};
-use sno_harness::run::job::{Job, RunSettings};
-use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions};
-use sno_harness::run::places::PlaceSpec;
 use sno_harness::run::terminal::Mode;
 use sno_harness::scenario::parse_str;
 use sno_harness::vm::Backend;

@@ -408,9 +408,9 @@ values = ["unsafe", "writeback", "none"]
 
 #[test]
 fn an_interrupt_between_runs_stops_before_the_next_one() {
+    use sno_harness::fleet::job::{Job as PerfJob, RunSettings};
+    use sno_harness::fleet::perf_runner::{run_perf, PerfOptions};
     use sno_harness::perf::model::{build, PerfInput};
-    use sno_harness::run::job::{Job as PerfJob, RunSettings};
-    use sno_harness::run::perf_runner::{run_perf, PerfOptions};
 
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use sno_harness::exit;
+use sno_harness::fleet::preflight::{Finding, Level, Probe};
 use sno_harness::hw::{Accel, AccelChoice, OVMF_CODE, OVMF_VARS};
-use sno_harness::run::preflight::{Finding, Level, Probe};
 use sno_harness::vm::Backend;
 
 use super::error::{bad, Outcome};
@@ -143,8 +143,8 @@ fn scenario_findings(
         sno_harness::vm::libvirt::remote::remote_target(&a.connect)
             .map_err(|e| bad(format!("--connect: {e}")))?;
     }
-    sno_harness::run::preflight::backend_fits(&[&s], &backend).map_err(bad)?;
-    let found = sno_harness::run::preflight::findings(&[&s], &backend, &Probe::host());
+    sno_harness::fleet::preflight::backend_fits(&[&s], &backend).map_err(bad)?;
+    let found = sno_harness::fleet::preflight::findings(&[&s], &backend, &Probe::host());
     Ok(ScenarioChecks {
         name: s.name.clone(),
         backend: backend.name(),

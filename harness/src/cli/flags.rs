@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use sno_harness::fleet::job::RunSettings;
+use sno_harness::registry::run_dir::{self, Claim, ClaimError, DirKind};
 use sno_harness::report::junit::JunitFlavour;
-use sno_harness::run::job::RunSettings;
-use sno_harness::run::run_dir::{self, Claim, ClaimError, DirKind};
 use sno_harness::vm::backend::BackendError;
 use sno_harness::vm::Backend;
 
@@ -116,7 +116,7 @@ impl RunFlags {
     /// clap takes only backend names and `--connect` only with libvirt.
     pub fn backends(&self) -> Vec<Backend> {
         Backend::from_flags(self.backend_name(), &self.connect)
-            .unwrap_or_else(|_| vec![Backend::Qemu])
+            .unwrap_or_else(|_| vec![Backend::default()])
     }
 
     /// The settings of every run of a matrix or perf run.

@@ -29,8 +29,8 @@ pub fn gc(a: GcArgs) -> Outcome {
     if uris.is_empty() && Path::new("/run/libvirt/libvirt-sock").exists() {
         uris.push(sno_harness::vm::libvirt::DEFAULT_URI.to_string());
     }
-    let registry = sno_harness::run::registry::dir();
-    let c = sno_harness::run::gc::collect(&registry, &uris, a.dry_run);
+    let registry = sno_harness::registry::dir();
+    let c = sno_harness::registry::gc::collect(&registry, &uris, a.dry_run);
     let verb = if a.dry_run { "would" } else { "did" };
     for action in &c.actions {
         outln!("gc {verb}: {action}");

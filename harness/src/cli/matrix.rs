@@ -3,11 +3,11 @@
 
 use std::path::PathBuf;
 
-use sno_harness::run::hosts_file;
-use sno_harness::run::job::Job;
-use sno_harness::run::matrix_runner::{run_matrix, MatrixOptions, Schedule};
-use sno_harness::run::places::PlaceSpec;
-use sno_harness::run::run_dir;
+use sno_harness::fleet::hosts_file;
+use sno_harness::fleet::job::Job;
+use sno_harness::fleet::matrix_runner::{run_matrix, MatrixOptions, Schedule};
+use sno_harness::fleet::places::PlaceSpec;
+use sno_harness::registry::run_dir;
 use sno_harness::scenario::matrix::{self, Matrix, Permutation, Shard, Strategy};
 use sno_harness::scenario::Scenario;
 use sno_harness::vm::Backend;
@@ -132,7 +132,7 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
         .collect();
     let jobs_n = a
         .jobs
-        .unwrap_or_else(sno_harness::run::admission::default_jobs);
+        .unwrap_or_else(sno_harness::fleet::admission::default_jobs);
     let slice = a
         .shard
         .map(|s| format!(" (shard {s} of {} permutations)", plan.ids.len()))
@@ -213,7 +213,7 @@ fn places_of(a: &MatrixArgs) -> Result<Vec<PlaceSpec>, CliError> {
     Ok(hosts
         .into_iter()
         .map(|h| PlaceSpec {
-            backend: Backend::Libvirt { uri: h.uri },
+            backend: Backend::libvirt(h.uri),
             limits: h.limits,
         })
         .collect())
@@ -304,7 +304,7 @@ fn summarise(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sno_harness::run::hosts_file::HostLimits;
+    use sno_harness::fleet::hosts_file::HostLimits;
 
     fn host(jobs: Option<u32>) -> PlaceSpec {
         PlaceSpec {

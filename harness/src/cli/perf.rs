@@ -4,14 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
+use sno_harness::fleet::job::Job;
+use sno_harness::fleet::perf_runner::{run_perf, PerfOptions, PerfRuns};
 use sno_harness::perf::model::{
     self as perf_model, PerfInput, PerfReport, PermutationRuns, RunKind, PERF_JSON, PERF_MD,
 };
+use sno_harness::registry::run_dir;
 use sno_harness::report::html::{render_perf_html, REPORT_HTML_FILE};
 use sno_harness::result::rfc3339;
-use sno_harness::run::job::Job;
-use sno_harness::run::perf_runner::{run_perf, PerfOptions, PerfRuns};
-use sno_harness::run::run_dir;
 use sno_harness::scenario::{self, matrix::is_matrix_file, Scenario};
 
 use super::error::{bad, CliError, Outcome};
@@ -109,9 +109,9 @@ pub fn perf(a: PerfArgs) -> Outcome {
     let _claims = claim_dirs(&claimed, a.flags.replace)?;
     super::flags::open_log(&out);
     // The disks go into the runs' private directories: their filesystem is the one measured.
-    let private_root = sno_harness::run::private_dir::root();
-    let _ = sno_harness::run::private_dir::ensure_root(&private_root);
-    let backing = sno_harness::run::backing::backing_for(&a.flags.backend(), &private_root);
+    let private_root = sno_harness::registry::private_dir::root();
+    let _ = sno_harness::registry::private_dir::ensure_root(&private_root);
+    let backing = sno_harness::fleet::backing::backing_for(&a.flags.backend(), &private_root);
     let started_at = rfc3339(std::time::SystemTime::now());
     let input =
         |permutations: &[PermutationRuns], interrupted: bool, finished_at: String| PerfInput {

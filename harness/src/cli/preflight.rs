@@ -14,9 +14,9 @@ pub fn preflight<T>(
     backend: &Backend,
     input: impl FnOnce() -> Result<T, CliError>,
 ) -> Result<T, CliError> {
-    sno_harness::run::preflight::backend_fits(scenarios, backend).map_err(CliError::BadInput)?;
+    sno_harness::fleet::preflight::backend_fits(scenarios, backend).map_err(CliError::BadInput)?;
     let decided = input()?;
-    let warnings = sno_harness::run::preflight::check(scenarios, backend)
+    let warnings = sno_harness::fleet::preflight::check(scenarios, backend)
         .map_err(|e| CliError::HostNotReady(e.to_string()))?;
     for w in warnings {
         errln!("sno-harness: warning: {}: {}", w.check, w.detail);

@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use sno_harness::exit;
+use sno_harness::registry::run_dir;
 use sno_harness::result::Verdict;
-use sno_harness::run::run_dir;
 use sno_harness::run::state::{can_save, Manifest, StateMode};
 use sno_harness::run::{run_scenario, RunOptions};
 use sno_harness::scenario::{self, InstallMode, Scenario};

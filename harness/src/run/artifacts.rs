@@ -5,8 +5,9 @@
 use std::fs;
 use std::path::Path;
 
-use super::private_dir::PrivateDir;
-use super::{build_result, registry, RunOptions, RunRecord};
+use super::{build_result, RunOptions, RunRecord};
+use crate::registry;
+use crate::registry::private_dir::PrivateDir;
 use crate::result::RunResult;
 use crate::scenario::Scenario;
 use crate::vm::VmSpec;

@@ -11,7 +11,6 @@ use super::context::{BootServer, ReverseForward, Run};
 use super::error::RunError;
 use super::installer::installer_for;
 use super::lifecycle::Lifecycle;
-use super::private_dir::PrivateDir;
 use super::progress::Progress;
 use super::session::Session;
 use super::RunOptions;
@@ -22,6 +21,7 @@ use crate::flow::phase::Phase;
 use crate::guest::ssh::SshKeyPair;
 use crate::hw::Accel;
 use crate::netboot::{FileServer, Peers};
+use crate::registry::private_dir::PrivateDir;
 use crate::result::{AssetsUsed, HostContext};
 use crate::scenario::Scenario;
 

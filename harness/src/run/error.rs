@@ -19,7 +19,7 @@ pub enum RunError {
     Vm(#[from] crate::vm::VmError),
     /// The run's private directory could not be made: verdict `error`.
     #[error("the run's private directory: {0}")]
-    PrivateDir(#[from] super::private_dir::PrivateDirError),
+    PrivateDir(#[from] crate::registry::private_dir::PrivateDirError),
     /// The state machine already ended the run (a phase's deadline passed while the harness
     /// waited on blocking work): nothing to add.
     #[error("decided")]

@@ -1,39 +1,25 @@
-//! Running scenarios: one run as named steps (`drive`: plan, assets, the VM session with its
-//! observers, artifacts), the runners of many (`matrix_runner`, `perf_runner`, sharing `job`),
-//! admission control, the registry of runs in progress and the gc of dead ones, and the
-//! preflight of the host. Every resource a run creates is owned here and released on every
-//! path.
+//! One run of a scenario, as named steps (`drive`: plan, assets, the VM session with its
+//! observers, artifacts), from its start to its verdict and its reports. Many runs (matrices,
+//! perf runs, their hosts and admission) are `fleet`'s; the registry of runs in progress, their
+//! directories and the gc of dead ones are `registry`'s. Every resource a run creates is owned
+//! here and released on every path.
 
-pub mod admission;
 mod api_poller;
-mod artifacts;
+pub mod artifacts;
 pub mod assisted;
-pub mod backing;
-pub mod board;
 mod context;
 mod drive;
 mod error;
 mod expect;
 mod gather_step;
-pub mod gc;
 pub mod hand_on;
-pub mod hosts_file;
-pub mod in_use;
 mod installer;
-pub mod job;
 mod lifecycle;
-pub mod matrix_runner;
 mod observers;
 mod outcome;
-pub mod perf_runner;
-pub mod places;
 pub mod plan;
 mod ports;
-pub mod preflight;
-pub mod private_dir;
 pub mod progress;
-pub mod registry;
-pub mod run_dir;
 mod session;
 pub mod state;
 pub mod terminal;

@@ -2,17 +2,30 @@
 //! one live status line (indicatif) that says, every second, which phase runs and for how long,
 //! how far the disk write is and what the last signal was. Elsewhere (CI logs, pipes, files):
 //! the same log lines, plain, and the status as a heartbeat line every 30 s. Inside a matrix,
-//! the status goes to the matrix's board (`board.rs`), which draws or prints all runs together.
+//! the status goes to a board shared by the runs (`SharedBoard`; the matrix's is
+//! `fleet::board`), which draws or prints all runs together.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget};
 
-use super::board::Board;
 use super::terminal::{live_bar, Mode, HEARTBEAT};
 use crate::flow::machine::Machine;
 use crate::flow::phase::Phase;
+
+/// What several runs at once show their lines and status on (a matrix's board): it owns the
+/// terminal while they run.
+pub trait SharedBoard: Send + Sync {
+    /// A live status line for one more run, when the board draws live.
+    fn add_bar(&self) -> Option<ProgressBar>;
+    /// A log line, above the status lines.
+    fn println(&self, line: &str);
+    /// The run `id`'s status, for the board's own line or heartbeat.
+    fn set_status(&self, id: &str, text: &str);
+    /// The run `id` ended: its status (and its bar) go.
+    fn remove_run(&self, id: &str, bar: Option<&ProgressBar>);
+}
 
 /// Where a run shows its lines and status.
 #[derive(Clone)]
@@ -22,7 +35,7 @@ pub enum Display {
     /// Alone, elsewhere: plain lines and its own heartbeat.
     Plain,
     /// One of a matrix's runs: the matrix's board shows its status, live or plain.
-    InMatrix(Arc<Board>),
+    InMatrix(Arc<dyn SharedBoard>),
 }
 
 impl Display {
@@ -47,7 +60,7 @@ pub struct Progress {
     /// Prefix of every line (the run id), so that lines of parallel runs can be told apart.
     label: String,
     /// The matrix this run belongs to: it takes the status and owns the terminal.
-    board: Option<Arc<Board>>,
+    board: Option<Arc<dyn SharedBoard>>,
 }
 
 impl Progress {
@@ -236,8 +249,30 @@ mod tests {
         assert!(p.last_heartbeat > before, "a heartbeat after 30 s");
     }
 
+    /// A board that keeps what the runs tell it.
+    #[derive(Default)]
+    struct Recording {
+        status: std::sync::Mutex<BTreeMap<String, String>>,
+        lines: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl SharedBoard for Recording {
+        fn add_bar(&self) -> Option<ProgressBar> {
+            None
+        }
+        fn println(&self, line: &str) {
+            self.lines.lock().unwrap().push(line.to_string());
+        }
+        fn set_status(&self, id: &str, text: &str) {
+            self.status.lock().unwrap().insert(id.into(), text.into());
+        }
+        fn remove_run(&self, id: &str, _: Option<&ProgressBar>) {
+            self.status.lock().unwrap().remove(id);
+        }
+    }
+
     #[test]
-    fn in_a_matrix_the_status_goes_to_the_board_and_leaves_it_at_the_end() {
+    fn in_a_matrix_the_status_and_lines_go_to_the_board_and_leave_it_at_the_end() {
         let mut m = Machine::new(Config {
             timeouts: BTreeMap::new(),
             write_stall: Duration::from_secs(120),
@@ -245,25 +280,22 @@ mod tests {
             adaptive_install: None,
         });
         m.start(1_000);
-        let board = Arc::new(Board::new("disks", 2, Mode::Plain));
-        board.started("disks-a");
-        board.started("disks-b");
+        let board = Arc::new(Recording::default());
         let mut p = Progress::new(Instant::now(), &Display::InMatrix(board.clone()), "disks-a");
         p.last_heartbeat = Instant::now() - HEARTBEAT;
         let before = p.last_heartbeat;
         p.status(&m, 4_000);
         assert_eq!(
-            board.running()["disks-a"],
+            board.status.lock().unwrap()["disks-a"],
             format!("{} for 3 s; no signal yet", Phase::Assets)
         );
         assert_eq!(p.last_heartbeat, before, "no heartbeat of its own");
+        p.line("phase assets ended: pass");
+        assert!(board.lines.lock().unwrap()[0].ends_with("disks-a: phase assets ended: pass"));
         p.finish();
-        assert_eq!(
-            board.running().keys().collect::<Vec<_>>(),
-            ["disks-b"],
+        assert!(
+            board.status.lock().unwrap().is_empty(),
             "the finished run's line is gone"
         );
-        drop(p);
-        assert_eq!(board.running().len(), 1);
     }
 }

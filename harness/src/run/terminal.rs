@@ -31,7 +31,7 @@ impl Mode {
 }
 
 /// The look of every live status line, a run's alone or in a matrix, and the matrix's own.
-pub(super) fn live_bar(bar: ProgressBar) -> ProgressBar {
+pub fn live_bar(bar: ProgressBar) -> ProgressBar {
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_msg}")
             .expect("a valid template"),

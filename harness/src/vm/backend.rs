@@ -7,12 +7,17 @@
 use crate::util::private::DirAccess;
 
 /// Which backend runs the VM (`--backend`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Backend {
-    /// QEMU started by the harness itself.
+    /// QEMU started by the harness itself (`--backend`'s default).
+    #[default]
     Qemu,
     /// A transient libvirt domain on `uri` (`qemu:///system` by default).
     Libvirt { uri: String },
+    /// A test-only backend whose VM runs nothing (`stand_in.rs`): it shows which files a new
+    /// backend touches.
+    #[cfg(test)]
+    StandIn,
 }
 
 /// The names `--backend` takes, in the order help lists them.
@@ -109,10 +114,17 @@ impl Backend {
         Ok(all.remove(0))
     }
 
+    /// A libvirt backend on `uri` (a hosts file's host).
+    pub fn libvirt(uri: String) -> Backend {
+        Backend::Libvirt { uri }
+    }
+
     /// The same backend on the host `uri` names, for a backend that has hosts; QEMU runs here.
     pub fn on(self, uri: &str) -> Backend {
         match self {
             Backend::Qemu => Backend::Qemu,
+            #[cfg(test)]
+            Backend::StandIn => Backend::StandIn,
             Backend::Libvirt { .. } => Backend::Libvirt {
                 uri: uri.to_string(),
             },
@@ -123,6 +135,8 @@ impl Backend {
         match self {
             Backend::Qemu => "qemu",
             Backend::Libvirt { .. } => "libvirt",
+            #[cfg(test)]
+            Backend::StandIn => "stand-in",
         }
     }
 
@@ -131,6 +145,8 @@ impl Backend {
         match self {
             Backend::Qemu => None,
             Backend::Libvirt { uri } => Some(uri),
+            #[cfg(test)]
+            Backend::StandIn => None,
         }
     }
 
@@ -146,6 +162,8 @@ impl Backend {
         match self {
             Backend::Qemu => String::new(),
             Backend::Libvirt { uri } => format!(" --backend libvirt --connect {uri}"),
+            #[cfg(test)]
+            Backend::StandIn => " --backend stand-in".into(),
         }
     }
 
@@ -155,6 +173,8 @@ impl Backend {
         match self {
             Backend::Qemu => None,
             Backend::Libvirt { uri } => crate::vm::libvirt::remote_target(uri).ok().flatten(),
+            #[cfg(test)]
+            Backend::StandIn => None,
         }
     }
 
@@ -173,6 +193,8 @@ impl Backend {
         match self {
             Backend::Libvirt { .. } if !self.is_remote() => DirAccess::Traverse,
             Backend::Libvirt { .. } | Backend::Qemu => DirAccess::OwnerOnly,
+            #[cfg(test)]
+            Backend::StandIn => DirAccess::OwnerOnly,
         }
     }
 
@@ -186,6 +208,8 @@ impl Backend {
         match self {
             Backend::Qemu => None,
             Backend::Libvirt { .. } => Some(crate::vm::libvirt::domain_xml(spec, meta)),
+            #[cfg(test)]
+            Backend::StandIn => None,
         }
     }
 
@@ -223,6 +247,13 @@ impl Backend {
                     VmLog::LibvirtLog
                 },
                 owned: Owned::Domain,
+                ..common
+            },
+            #[cfg(test)]
+            Backend::StandIn => Capabilities {
+                qmp: false,
+                block_stats: false,
+                screenshots: false,
                 ..common
             },
         }

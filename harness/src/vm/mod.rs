@@ -10,6 +10,8 @@ pub mod error;
 pub mod libvirt;
 pub mod qemu;
 pub mod running;
+#[cfg(test)]
+pub mod stand_in;
 pub mod start;
 
 use std::path::PathBuf;

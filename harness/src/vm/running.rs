@@ -50,6 +50,8 @@ pub enum RunningVm {
     },
     /// libvirt's calls block: the domain is shared with `spawn_blocking` tasks.
     Libvirt(Arc<std::sync::Mutex<LibvirtVm>>),
+    #[cfg(test)]
+    StandIn(super::stand_in::StandInVm),
 }
 
 impl RunningVm {
@@ -65,54 +67,7 @@ impl RunningVm {
         tx: &SignalTx,
     ) -> Result<(RunningVm, Console), VmError> {
         match backend {
-            Backend::Qemu => {
-                if spec.nic != Nic::User || opts.network.is_some() {
-                    return Err(VmError::NoNetwork { backend: "QEMU" });
-                }
-                let tether = if opts.may_outlive {
-                    Tether::MayOutlive
-                } else {
-                    Tether::DiesWithHarness
-                };
-                let (mut process, console) =
-                    QemuProcess::start_with(spec, dir, opts.incoming, tether)?;
-                let qmp_path = spec
-                    .qmp_socket
-                    .clone()
-                    .unwrap_or_else(|| dir.join("qmp.sock"));
-                match Qmp::connect(&qmp_path, Duration::from_secs(30)).await {
-                    Ok((q, mut events)) => {
-                        let tx = tx.clone();
-                        let qemu = process.pid();
-                        let qemu_start = crate::util::process::process_start(qemu);
-                        tokio::spawn(async move {
-                            while let Some(ev) = events.recv().await {
-                                let _ = tx.send((
-                                    Source::Qmp,
-                                    Signal::Qmp {
-                                        name: ev.name,
-                                        data: ev.data,
-                                    },
-                                ));
-                            }
-                            if let Some(lost) = qmp_lost(qemu, qemu_start).await {
-                                let _ = tx.send((Source::Harness, lost));
-                            }
-                        });
-                        Ok((
-                            RunningVm::Qemu {
-                                process,
-                                qmp: Arc::new(q),
-                            },
-                            console,
-                        ))
-                    }
-                    Err(e) => {
-                        process.kill();
-                        Err(e.into())
-                    }
-                }
-            }
+            Backend::Qemu => Self::start_qemu(spec, &opts, dir, tx).await,
             Backend::Libvirt { .. } if opts.incoming => Err(VmError::NotOnThisBackend {
                 what: "restoring a saved VM state",
             }),
@@ -129,7 +84,62 @@ impl RunningVm {
                     console,
                 ))
             }
+            #[cfg(test)]
+            Backend::StandIn => {
+                let (vm, console) = super::stand_in::StandInVm::start(dir)
+                    .map_err(|e| VmError::Detach(e.to_string()))?;
+                Ok((RunningVm::StandIn(vm), console))
+            }
         }
+    }
+
+    /// QEMU started by the harness, with its QMP events forwarded into `tx`.
+    async fn start_qemu(
+        spec: &VmSpec,
+        opts: &StartOptions<'_>,
+        dir: &Path,
+        tx: &SignalTx,
+    ) -> Result<(RunningVm, Console), VmError> {
+        if spec.nic != Nic::User || opts.network.is_some() {
+            return Err(VmError::NoNetwork { backend: "QEMU" });
+        }
+        let tether = if opts.may_outlive {
+            Tether::MayOutlive
+        } else {
+            Tether::DiesWithHarness
+        };
+        let (mut process, console) = QemuProcess::start_with(spec, dir, opts.incoming, tether)?;
+        let qmp_path = spec
+            .qmp_socket
+            .clone()
+            .unwrap_or_else(|| dir.join("qmp.sock"));
+        let (q, mut events) = match Qmp::connect(&qmp_path, Duration::from_secs(30)).await {
+            Ok(connected) => connected,
+            Err(e) => {
+                process.kill();
+                return Err(e.into());
+            }
+        };
+        let tx = tx.clone();
+        let qemu = process.pid();
+        let qemu_start = crate::util::process::process_start(qemu);
+        tokio::spawn(async move {
+            while let Some(ev) = events.recv().await {
+                let signal = Signal::Qmp {
+                    name: ev.name,
+                    data: ev.data,
+                };
+                let _ = tx.send((Source::Qmp, signal));
+            }
+            if let Some(lost) = qmp_lost(qemu, qemu_start).await {
+                let _ = tx.send((Source::Harness, lost));
+            }
+        });
+        let vm = RunningVm::Qemu {
+            process,
+            qmp: Arc::new(q),
+        };
+        Ok((vm, console))
     }
 
     /// For `vm.txt`: the QEMU command line, or the domain XML.
@@ -137,6 +147,8 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { process, .. } => process.command_line(),
             RunningVm::Libvirt(vm) => lock(vm).xml().to_string(),
+            #[cfg(test)]
+            RunningVm::StandIn(_) => "a stand-in VM".into(),
         }
     }
 
@@ -146,6 +158,8 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { .. } => addr,
             RunningVm::Libvirt(vm) => lock(vm).local_addr(addr),
+            #[cfg(test)]
+            RunningVm::StandIn(_) => addr,
         }
     }
 
@@ -154,6 +168,8 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { .. } => None,
             RunningVm::Libvirt(vm) => lock(vm).remote_host_context(),
+            #[cfg(test)]
+            RunningVm::StandIn(_) => None,
         }
     }
 
@@ -161,6 +177,8 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { process, .. } => Some(process.pid()),
             RunningVm::Libvirt(vm) => lock(vm).pid(),
+            #[cfg(test)]
+            RunningVm::StandIn(_) => None,
         }
     }
 
@@ -180,6 +198,11 @@ impl RunningVm {
                     detail: e.to_string(),
                 },
             },
+            #[cfg(test)]
+            RunningVm::StandIn(vm) => match vm.is_running() {
+                true => Liveness::Running,
+                false => Liveness::Gone,
+            },
         }
     }
 
@@ -197,6 +220,10 @@ impl RunningVm {
             RunningVm::Libvirt(_) => Err(VmError::NotOnThisBackend {
                 what: "saving the VM state",
             }),
+            #[cfg(test)]
+            RunningVm::StandIn(_) => Err(VmError::NotOnThisBackend {
+                what: "saving the VM state",
+            }),
         }
     }
 
@@ -207,6 +234,10 @@ impl RunningVm {
                 Ok(super::qemu::state_file::load(qmp, path, timeout).await?)
             }
             RunningVm::Libvirt(_) => Err(VmError::NotOnThisBackend {
+                what: "restoring a saved VM state",
+            }),
+            #[cfg(test)]
+            RunningVm::StandIn(_) => Err(VmError::NotOnThisBackend {
                 what: "restoring a saved VM state",
             }),
         }
@@ -220,6 +251,8 @@ impl RunningVm {
             RunningVm::Libvirt(_) => Err(VmError::Detach(
                 "a libvirt domain is destroyed with the harness's connection".into(),
             )),
+            #[cfg(test)]
+            RunningVm::StandIn(_) => Err(VmError::Detach("a stand-in VM ends with the run".into())),
         }
     }
 
@@ -228,6 +261,8 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { process, .. } => process.kill(),
             RunningVm::Libvirt(vm) => lock(vm).stop(),
+            #[cfg(test)]
+            RunningVm::StandIn(vm) => vm.stop(),
         }
     }
 
@@ -236,6 +271,8 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { qmp, .. } => RunningVmHandle::Qemu(qmp.clone()),
             RunningVm::Libvirt(vm) => RunningVmHandle::Libvirt(vm.clone()),
+            #[cfg(test)]
+            RunningVm::StandIn(_) => RunningVmHandle::StandIn,
         }
     }
 }
@@ -245,6 +282,9 @@ impl RunningVm {
 pub enum RunningVmHandle {
     Qemu(Arc<Qmp>),
     Libvirt(Arc<std::sync::Mutex<LibvirtVm>>),
+    /// A stand-in VM has no monitor.
+    #[cfg(test)]
+    StandIn,
 }
 
 /// A QMP query whose reply gather keeps as QEMU gave it.
@@ -272,6 +312,10 @@ impl RunningVmHandle {
                 let (vm, png) = (vm.clone(), png.to_path_buf());
                 Ok(tokio::task::spawn_blocking(move || lock(&vm).screenshot(&png)).await??)
             }
+            #[cfg(test)]
+            RunningVmHandle::StandIn => Err(VmError::NotOnThisBackend {
+                what: "a screenshot",
+            }),
         }
     }
 
@@ -288,6 +332,10 @@ impl RunningVmHandle {
                 let command = serde_json::json!({ "execute": q.command() });
                 Ok(tokio::task::spawn_blocking(move || lock(&vm).monitor(&command)).await??)
             }
+            #[cfg(test)]
+            RunningVmHandle::StandIn => Err(VmError::NotOnThisBackend {
+                what: "a QMP query",
+            }),
         }
     }
 
@@ -309,6 +357,8 @@ impl RunningVmHandle {
                         .await??,
                 )
             }
+            #[cfg(test)]
+            RunningVmHandle::StandIn => Ok(None),
         }
     }
 }

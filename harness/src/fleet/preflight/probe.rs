@@ -2,8 +2,8 @@
 //! host; and the checks that look at it.
 
 use super::{Finding, Level};
+use crate::fleet::admission::{CPU_OVERCOMMIT, MEMORY_HEADROOM};
 use crate::hw::accel::{Accel, AccelChoice};
-use crate::run::admission::{CPU_OVERCOMMIT, MEMORY_HEADROOM};
 use crate::scenario::model::SecretSource;
 use crate::scenario::{Profile, Scenario};
 use crate::vm::accel::{AccelDecision, KvmUnusable};
@@ -41,10 +41,10 @@ impl Probe {
             is_file: Box::new(|p| p.is_file()),
             executable: Box::new(executable_file),
             env: Box::new(|v| std::env::var(v).ok()),
-            mem_available: crate::run::admission::host_now(Path::new("/"))
+            mem_available: crate::fleet::admission::host_now(Path::new("/"))
                 .ok()
                 .map(|h| h.mem_available),
-            cpus: crate::run::admission::host_cpus(),
+            cpus: crate::fleet::admission::host_cpus(),
             accel: Box::new(crate::vm::accel::decide),
             libvirt: Box::new(|uri| {
                 crate::vm::libvirt::runtime::connect(uri)

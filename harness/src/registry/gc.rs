@@ -15,8 +15,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super as registry;
 use super::in_use;
-use super::registry::{self, Entry};
+use super::Entry;
 use crate::result::RunResult;
 use crate::vm::libvirt::gc::{collect_domains, collect_networks, collect_pools, sweep, Collected};
 

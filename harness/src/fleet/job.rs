@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use super::progress::Display;
-use super::state::StateMode;
-use super::terminal::Mode;
-use super::RunOptions;
 use crate::result::RunResult;
+use crate::run::progress::Display;
+use crate::run::state::StateMode;
+use crate::run::terminal::Mode;
+use crate::run::RunOptions;
 use crate::scenario::Scenario;
 use crate::vm::Backend;
 

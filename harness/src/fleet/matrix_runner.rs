@@ -12,9 +12,9 @@ use super::admission::Need;
 use super::board::Board;
 use super::job::{Job, RunSettings};
 use super::places::{choose, Choice, Place, PlaceSpec};
-use super::progress::Display;
-use super::run_scenario;
 use crate::result::{RunResult, Verdict};
+use crate::run::progress::Display;
+use crate::run::run_scenario;
 use crate::scenario::Scenario;
 
 pub struct MatrixOptions {
@@ -140,7 +140,7 @@ pub async fn run_matrix(jobs: Vec<Job>, opts: MatrixOptions) -> (Vec<RunResult>,
                     let place = &mut places[p];
                     place.release(need);
                     let r = judge_host(place, r, &opts).await;
-                    let as_expected = super::check_expectation(&scenarios[index], &r).is_ok();
+                    let as_expected = crate::run::check_expectation(&scenarios[index], &r).is_ok();
                     board.ended(&r, as_expected);
                     results[index] = Some(r);
                     free_since = Instant::now();
@@ -216,7 +216,7 @@ async fn judge_host(place: &mut Place, mut r: RunResult, opts: &MatrixOptions) -
         place.label
     );
     let dir = opts.out.join(&r.id);
-    for failure in super::artifacts::rewrite(&dir, opts.settings.junit, &r) {
+    for failure in crate::run::artifacts::rewrite(&dir, opts.settings.junit, &r) {
         errln!("sno-harness: {failure}");
     }
     r

@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 
 use super::job::{Job, RunSettings};
-use super::progress::Display;
-use super::state::StateMode;
-use super::{check_expectation, run_scenario};
 use crate::perf::model::{InstallDisk, PerfRun, PermutationRuns, RunKind};
 use crate::result::Verdict;
+use crate::run::progress::Display;
+use crate::run::state::StateMode;
+use crate::run::{check_expectation, run_scenario};
 
 pub struct PerfOptions {
     pub out: PathBuf,
@@ -138,12 +138,15 @@ pub const STATE_DIR: &str = "state";
 /// when dropped unless kept.
 struct SavedState {
     dir: PathBuf,
-    _private: super::private_dir::PrivateDir,
+    _private: crate::registry::private_dir::PrivateDir,
 }
 
 impl SavedState {
-    fn new(job_id: &str, keep: bool) -> Result<SavedState, super::private_dir::PrivateDirError> {
-        let mut private = super::private_dir::PrivateDir::create(
+    fn new(
+        job_id: &str,
+        keep: bool,
+    ) -> Result<SavedState, crate::registry::private_dir::PrivateDirError> {
+        let mut private = crate::registry::private_dir::PrivateDir::create(
             &format!("{job_id}-saved"),
             crate::util::private::DirAccess::OwnerOnly,
         )?;

@@ -1,9 +1,16 @@
-//! Which runs are in progress, so that `sno-harness gc` can tell what a killed harness left.
+//! The registry of runs: which runs are in progress, so that `sno-harness gc` can tell what a
+//! killed harness left (this file); the claim of a run's directory (`run_dir`), its private
+//! directory (`private_dir`), what still uses a run's files (`in_use`), and `gc` itself.
 //!
 //! Every run writes one small file into the registry directory when its VM is about to be made,
 //! and removes it when it has cleaned up. A file whose owner is gone (SIGKILL, a second Ctrl-C,
 //! a crash, a reboot of the host) is the mark of a run whose leftovers need collecting: its
 //! disks, its copy of the live ISO, its sockets, a libvirt domain.
+
+pub mod gc;
+pub mod in_use;
+pub mod private_dir;
+pub mod run_dir;
 
 use std::fs;
 

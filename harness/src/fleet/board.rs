@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 
-use super::terminal::{live_bar, Mode, HEARTBEAT};
 use crate::result::RunResult;
+use crate::run::terminal::{live_bar, Mode, HEARTBEAT};
 
 /// How many permutations are where. Changed only by the matrix's start and end events.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -330,6 +330,22 @@ impl Board {
         // A run that panicked while holding the lock left consistent data (every update is a
         // single insert or counter step): keep displaying.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A run of the matrix shows its lines and status here (`run::progress`).
+impl crate::run::progress::SharedBoard for Board {
+    fn add_bar(&self) -> Option<ProgressBar> {
+        Board::add_bar(self)
+    }
+    fn println(&self, line: &str) {
+        Board::println(self, line)
+    }
+    fn set_status(&self, id: &str, text: &str) {
+        Board::set_status(self, id, text)
+    }
+    fn remove_run(&self, id: &str, bar: Option<&ProgressBar>) {
+        Board::remove_run(self, id, bar)
     }
 }
 
