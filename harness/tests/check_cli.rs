@@ -7,6 +7,8 @@ use std::process::Command;
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 
+mod planted;
+
 fn harness(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_sno-harness"))
         .args(args)
@@ -75,6 +77,39 @@ fn an_api_that_does_not_answer_is_exit_4_and_said_so_in_the_json() {
     assert_eq!(v["healthy"], false);
     assert_eq!(v["checks"][0]["name"], "api-ready");
     assert_eq!(v["checks"][0]["status"], "fail");
+}
+
+#[test]
+fn the_json_is_written_through_no_link_planted_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let kc = kubeconfig(dir.path(), &format!("https://127.0.0.1:{}", closed_port()));
+    let json = dir.path().join("check.json");
+    let victim = planted::Victim::new(dir.path());
+    victim.link_beside(&json);
+    let out = harness(&[
+        "check",
+        "--kubeconfig",
+        &kc,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(4));
+    victim.assert_untouched();
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["schema"], "sno-harness/check/v1");
+    // A link at the path itself is replaced, not written through.
+    std::fs::remove_file(&json).unwrap();
+    victim.link_at(&json);
+    let out = harness(&[
+        "check",
+        "--kubeconfig",
+        &kc,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(4));
+    victim.assert_untouched();
+    assert!(std::fs::symlink_metadata(&json).unwrap().is_file());
 }
 
 #[test]

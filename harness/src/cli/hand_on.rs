@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use sno_harness::run::FORWARDED_KUBECONFIG;
+use sno_harness::util::private::PRIVATE_FILE;
+use sno_harness::util::replace_file::replace_file;
 
 /// Where the kubeconfig goes, each with what named it (for the messages).
 pub struct HandOn {
@@ -64,8 +66,8 @@ impl HandOn {
             )
         })?;
         for (t, _) in &self.targets {
-            write_private_atomically(t, &text)
-                .map_err(|e| format!("writing the kubeconfig to {}: {e}", t.display()))?;
+            replace_file(t, &text, PRIVATE_FILE)
+                .map_err(|e| format!("writing the kubeconfig to {e}"))?;
             errln!("sno-harness: the admin kubeconfig is in {}", t.display());
         }
         if vm_left_running.is_none() {
@@ -75,28 +77,6 @@ impl HandOn {
         }
         Ok(())
     }
-}
-
-/// A new file beside `path`, 0600 from its creation, renamed over it.
-fn write_private_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(data).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
 }
 
 #[cfg(test)]

@@ -191,8 +191,7 @@ fn perf_compare(a: &ReportArgs, baseline_dir: &Path, rules: Rules) -> Outcome {
         );
     }
     if let Some(path) = &a.json {
-        write_atomically(path, &cmp.to_json())
-            .map_err(|e| harness(format!("writing {}: {e}", path.display())))?;
+        write_atomically(path, &cmp.to_json()).map_err(|e| harness(format!("writing {e}")))?;
         outln!("wrote {}", path.display());
     }
     if let Some(file) = &a.html {
