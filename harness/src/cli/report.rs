@@ -35,7 +35,9 @@ pub struct ReportArgs {
     #[arg(long, value_name = "DIR", requires = "merge")]
     pub out: Option<PathBuf>,
     /// With --merge: copy the permutation directories into --out instead of linking to them
-    /// relatively.
+    /// relatively. Left out, and counted: symbolic links, sockets, FIFOs and devices, disk
+    /// images, ISOs and firmware (disks/, *.qcow2, *.raw, *.iso, *.img, *.fd), assets/
+    /// directories (secrets) and run.lock.
     #[arg(long, requires = "merge")]
     pub copy: bool,
     /// Compare with this run directory (permutations matched by id); prints the deltas

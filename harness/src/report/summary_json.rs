@@ -69,6 +69,17 @@ pub struct Summary {
     pub plan: Option<PlanIdentity>,
 }
 
+/// Why a summary.json could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SummaryReadError {
+    #[error(transparent)]
+    File(#[from] input_file::InputFileError),
+    #[error("not a summary: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("of schema {0:?}")]
+    Schema(String),
+}
+
 /// Permutations by verdict.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerdictCounts {
@@ -146,9 +157,17 @@ impl Summary {
     /// (it is a derived file: the result.json files are the record). Also `None` for a FIFO
     /// or device put in its place, or a file over 16 MiB: never blocks or reads without end.
     pub fn read(path: &Path) -> Option<Summary> {
-        let text = input_file::read_text(path, input_file::SUMMARY).ok()?;
-        let summary: Summary = serde_json::from_str(&text).ok()?;
-        (summary.schema == SUMMARY_SCHEMA).then_some(summary)
+        Summary::load(path).ok()
+    }
+
+    /// [`Summary::read`], saying why not.
+    pub fn load(path: &Path) -> Result<Summary, SummaryReadError> {
+        let text = input_file::read_text(path, input_file::SUMMARY)?;
+        let summary: Summary = serde_json::from_str(&text)?;
+        if summary.schema != SUMMARY_SCHEMA {
+            return Err(SummaryReadError::Schema(summary.schema));
+        }
+        Ok(summary)
     }
 }
 

@@ -89,15 +89,18 @@ pub struct InputFileError {
     pub problem: Problem,
 }
 
-/// A byte count for people: "1 MiB", "13.4 MiB", "512 bytes".
-struct Bytes(u64);
+/// A byte count for people: "1 MiB", "13.4 MiB", "2.5 GiB", "512 bytes".
+pub(crate) struct Bytes(pub(crate) u64);
 
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const GIB: u64 = 1 << 30;
         const MIB: u64 = 1 << 20;
         const KIB: u64 = 1 << 10;
         let n = self.0;
-        if n >= MIB {
+        if n >= GIB {
+            fmt_unit(f, n, GIB, "GiB")
+        } else if n >= MIB {
             fmt_unit(f, n, MIB, "MiB")
         } else if n >= KIB {
             fmt_unit(f, n, KIB, "KiB")
