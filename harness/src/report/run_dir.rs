@@ -57,10 +57,17 @@ pub fn write_reports_for(
 ) -> io::Result<Vec<PathBuf>> {
     let mut summary = summarise(runs, axes);
     summary.plan = plan.cloned();
+    // A summary.json too large to be read back would lose the plan: nothing is written.
+    let summary_json = summary.to_json_readable().map_err(|e| {
+        io::Error::other(format!(
+            "{}: {e}",
+            out_dir.join(SUMMARY_JSON_FILE).display()
+        ))
+    })?;
     let results: Vec<RunResult> = runs.iter().map(|r| r.result.clone()).collect();
     let junit_xml = junit_for_runs(runs, out_dir, &junit_name(&results), junit);
     let files = [
-        (SUMMARY_JSON_FILE, summary.to_json()),
+        (SUMMARY_JSON_FILE, summary_json),
         (JUNIT_FILE, junit_xml),
         (SUMMARY_MD_FILE, matrix_summary_markdown(runs, &summary)),
         (REPORT_HTML_FILE, render_html(runs, &summary)),

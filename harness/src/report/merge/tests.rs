@@ -2,7 +2,9 @@ use std::fs;
 
 use super::*;
 use crate::report::copy_run::Why;
-use crate::result::tests::sample_pass;
+use crate::report::junit::JunitFlavour;
+use crate::report::run_dir::{summarise, write_reports_for};
+use crate::result::tests::{sample_fail, sample_pass};
 use crate::result::RunResult;
 
 fn plan(ids: &[String]) -> PlanIdentity {
@@ -145,4 +147,85 @@ fn a_linked_permutation_directory_is_refused_before_a_copy() {
         e.to_string().contains(&format!("{}/a", s1.display())),
         "{e}"
     );
+}
+
+/// A plan of the most permutations a matrix may have (four axes of ten values), with the
+/// longest ids, every run failing with a long reason, in shards deep in a CI system's
+/// artifacts: its merged summary.json is read back whole, and `report` (which reads the
+/// runs and that summary) of the copied merge keeps the plan.
+#[test]
+fn the_merged_summary_of_the_largest_plan_is_read_back() {
+    let t = tempfile::tempdir().unwrap();
+    let axes = [
+        "disks.install.bus",
+        "vm.firmware",
+        "disks.install.sector_size",
+        "vm.vcpus",
+    ];
+    // Labels of 62, 62, 62 and 61 characters: ids of the 250 a matrix allows.
+    let label = |a: usize, digit: usize| {
+        let width = if a == 3 { 61 } else { 62 };
+        format!("{a}{digit}{}", "x".repeat(width - 2))
+    };
+    let labels_of = |i: usize| -> Vec<String> {
+        (0..4)
+            .map(|a| label(a, i / 10usize.pow(a as u32) % 10))
+            .collect()
+    };
+    let plan_ids: Vec<String> = (0..MAX_PERMUTATIONS)
+        .map(|i| labels_of(i).join("."))
+        .collect();
+    assert_eq!(plan_ids[0].len(), 250);
+    // Longer than summary.json quotes (QUOTED_REASON): the summary is as large as it gets.
+    let reason = "bootkube: the API did not answer; last seen ".repeat(25);
+    let runs: Vec<RunResult> = (0..MAX_PERMUTATIONS)
+        .map(|i| {
+            let mut r = sample_fail(&plan_ids[i], &reason);
+            r.params = axes
+                .iter()
+                .map(|k| k.to_string())
+                .zip(labels_of(i))
+                .collect();
+            r
+        })
+        .collect();
+    let (half_a, half_b) = runs.split_at(MAX_PERMUTATIONS / 2);
+    let deep = t
+        .path()
+        .join("artifacts/from-the-ci-system/job-12345/shards");
+    shard(&deep.join("shard-1"), &plan_ids, half_a);
+    shard(&deep.join("shard-2"), &plan_ids, half_b);
+    drop(runs);
+    let inputs = [deep.join("shard-1"), deep.join("shard-2")];
+    // Linked where they are: the longest paths.
+    let linked = t.path().join("linked");
+    let merged = merge(&inputs, &linked).unwrap();
+    let mut summary = summarise(&merged.runs, &merged.axes);
+    summary.plan = Some(merged.plan.clone());
+    fs::create_dir(&linked).unwrap();
+    let file = linked.join(SUMMARY_JSON_FILE);
+    fs::write(&file, summary.to_json_readable().unwrap()).unwrap();
+    let back = Summary::load(&file).unwrap();
+    assert_eq!(back.permutations.len(), MAX_PERMUTATIONS);
+    assert!(back.permutations[0].path.contains("job-12345"));
+    assert_eq!(back.coverage[0].values.len(), 10);
+    assert_eq!(back.plan.unwrap().ids, plan_ids);
+    // Copied, as `report --merge --copy` writes it; then read as `report OUT` reads it: the
+    // runs, and the plan from the summary.
+    let out = t.path().join("copied");
+    fs::create_dir(&out).unwrap();
+    let mut merged = merge(&inputs, &out).unwrap();
+    merged.copy_into(&out).unwrap();
+    let plan = Some(&merged.plan);
+    write_reports_for(
+        &out,
+        &merged.runs,
+        &merged.axes,
+        plan,
+        JunitFlavour::Harness,
+    )
+    .unwrap();
+    assert_eq!(load_run_dir(&out).unwrap().len(), MAX_PERMUTATIONS);
+    let back = Summary::load(&out.join(SUMMARY_JSON_FILE)).unwrap();
+    assert_eq!(back.plan.unwrap().ids, plan_ids);
 }
