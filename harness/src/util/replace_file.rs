@@ -105,11 +105,17 @@ mod tests {
         n
     }
 
+    /// A file `victim` in `dir` that must stay "untouched".
+    fn victim(dir: &Path) -> PathBuf {
+        let victim = dir.join("victim");
+        fs::write(&victim, "untouched").unwrap();
+        victim
+    }
+
     #[test]
     fn links_planted_at_guessable_names_are_not_followed() {
         let d = tempfile::tempdir().unwrap();
-        let victim = d.path().join("victim");
-        fs::write(&victim, "untouched").unwrap();
+        let victim = victim(d.path());
         let path = d.path().join("out.json");
         // The names earlier versions wrote through: `.NAME.tmp`, and `.NAME.PID.tmp`.
         for planted in [
@@ -131,8 +137,7 @@ mod tests {
     #[test]
     fn a_link_at_the_path_is_replaced_not_written_through() {
         let d = tempfile::tempdir().unwrap();
-        let victim = d.path().join("victim");
-        fs::write(&victim, "untouched").unwrap();
+        let victim = victim(d.path());
         let path = d.path().join("kubeconfig");
         std::os::unix::fs::symlink(&victim, &path).unwrap();
         replace_file(&path, b"secret", 0o600).unwrap();

@@ -93,17 +93,22 @@ fn evidence_is_copied_and_links_specials_images_and_assets_are_left_out_and_name
     assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
 }
 
+/// An empty permutation directory `run` and an empty merged directory `out`.
+fn run_and_out() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let (run, out) = (d.path().join("run"), d.path().join("out"));
+    fs::create_dir(&run).unwrap();
+    fs::create_dir(&out).unwrap();
+    (d, run, out)
+}
+
 #[test]
 fn a_sparse_file_stays_sparse() {
-    let d = tempfile::tempdir().unwrap();
-    let run = d.path().join("run");
-    fs::create_dir(&run).unwrap();
+    let (_d, run, out) = run_and_out();
     let big = fs::File::create(run.join("serial.log")).unwrap();
     big.set_len(256 << 20).unwrap();
     big.write_all_at(b"data in the middle", 100 << 20).unwrap();
     drop(big);
-    let out = d.path().join("out");
-    fs::create_dir(&out).unwrap();
     assert_eq!(copy_run_dir(&run, &out, "run").unwrap(), []);
     let copy = out.join("run/serial.log");
     let meta = fs::metadata(&copy).unwrap();
@@ -136,14 +141,10 @@ fn extents_are_copied_whole_with_a_trailing_hole() {
 
 #[test]
 fn a_link_planted_at_the_destination_is_not_followed() {
-    let d = tempfile::tempdir().unwrap();
-    let run = d.path().join("run");
-    fs::create_dir(&run).unwrap();
+    let (d, run, out) = run_and_out();
     fs::write(run.join("authorized_keys"), "attacker's key").unwrap();
     let victim = d.path().join("ssh");
     fs::create_dir(&victim).unwrap();
-    let out = d.path().join("out");
-    fs::create_dir(&out).unwrap();
     std::os::unix::fs::symlink(&victim, out.join("run")).unwrap();
     let e = copy_run_dir(&run, &out, "run").unwrap_err();
     assert_eq!(e.source.kind(), io::ErrorKind::AlreadyExists, "{e}");
@@ -167,15 +168,12 @@ fn a_linked_permutation_directory_is_not_followed() {
 
 #[test]
 fn directories_too_deep_are_left_out() {
-    let d = tempfile::tempdir().unwrap();
-    let run = d.path().join("run");
+    let (_d, run, out) = run_and_out();
     let mut deep = run.clone();
     for _ in 0..=MAX_DEPTH {
         deep.push("d");
     }
     fs::create_dir_all(&deep).unwrap();
-    let out = d.path().join("out");
-    fs::create_dir(&out).unwrap();
     let skipped = copy_run_dir(&run, &out, "run").unwrap();
     assert_eq!(skipped.len(), 1, "{skipped:?}");
     assert_eq!(skipped[0].why, Why::TooDeep);
