@@ -158,7 +158,7 @@ pub fn copy_run_dir(from: &Path, into: &Path, name: &str) -> Result<Vec<Skipped>
     };
     copy_entries(&at, &mut skipped)?;
     let mode = rfs::fstat(&source).map_err(err(from))?.st_mode;
-    rfs::fchmod(&copy, Mode::from_raw_mode(mode & 0o777)).map_err(err(path))?;
+    rfs::fchmod(&copy, dir_mode(mode)).map_err(err(path))?;
     Ok(skipped)
 }
 
@@ -226,7 +226,7 @@ fn copy_entry(at: &At, name: &CStr, skipped: &mut Vec<Skipped>) -> Result<(), Co
                 depth: at.depth + 1,
             };
             copy_entries(&inner, skipped)?;
-            rfs::fchmod(&to, Mode::from_raw_mode(stat.st_mode & 0o777)).map_err(err)?;
+            rfs::fchmod(&to, dir_mode(stat.st_mode)).map_err(err)?;
         }
         FileType::RegularFile if withheld_file(name) => skip(Why::Withheld, size(stat.st_size)),
         FileType::RegularFile => copy_file(at, name).map_err(|source| CopyError {
@@ -237,6 +237,13 @@ fn copy_entry(at: &At, name: &CStr, skipped: &mut Vec<Skipped>) -> Result<(), Co
         _ => skip(Why::Special, 0),
     }
     Ok(())
+}
+
+/// A copied directory's mode: the source's permission bits, and always the owner's: the copy
+/// is the user's to read and remove (a failed merge removes it), whatever the shard said.
+/// Files likewise keep at least read and write for the owner.
+fn dir_mode(st_mode: u32) -> Mode {
+    Mode::from_raw_mode(st_mode & 0o777 | 0o700)
 }
 
 fn withheld_dir(name: &CStr) -> bool {
@@ -309,7 +316,7 @@ fn copy_file(at: &At, name: &CStr) -> io::Result<()> {
         Mode::from_raw_mode(0o600),
     )?);
     copy_extents(&from, &to, size(stat.st_size))?;
-    rfs::fchmod(&to, Mode::from_raw_mode(stat.st_mode & 0o777))?;
+    rfs::fchmod(&to, Mode::from_raw_mode(stat.st_mode & 0o777 | 0o600))?;
     Ok(())
 }
 

@@ -84,6 +84,13 @@ fn evidence_is_copied_and_links_specials_images_and_assets_are_left_out_and_name
     assert_eq!(mode(&copy.join("install-config.yaml")), 0o600);
     assert_eq!(mode(&copy.join("gather")), 0o700);
     assert_eq!(mode(&copy), mode(&run));
+    // A shard's directory the owner could not write is still the owner's in the copy.
+    fs::set_permissions(run.join("gather/live"), fs::Permissions::from_mode(0o500)).unwrap();
+    let again = d.path().join("again");
+    fs::create_dir(&again).unwrap();
+    copy_run_dir(&run, &again, "a.virtio").unwrap();
+    assert_eq!(mode(&again.join("a.virtio/gather/live")), 0o700);
+    fs::remove_dir_all(&again).unwrap();
     let mut names: Vec<String> = fs::read_dir(&copy)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
