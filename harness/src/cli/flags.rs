@@ -274,18 +274,14 @@ pub fn matrix_replay(path: &Path, strategy: &str, id: &str) -> String {
     )
 }
 
-/// Writes `path` through a temporary file in the same directory and a rename, so that a reader
-/// never sees half a document.
-pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+/// Writes a document (a report, a `--json FILE`) at `path` whole or not at all, following no
+/// link planted beside it (util/replace_file.rs); the error names the path.
+pub fn write_atomically(
+    path: &Path,
+    text: &str,
+) -> Result<(), sno_harness::util::replace_file::WriteError> {
+    use sno_harness::util::replace_file::{replace_file, PUBLIC_FILE};
+    replace_file(path, text.as_bytes(), PUBLIC_FILE)
 }
 
 /// How many runs ended as their scenario expects, and how the others count: a harness error

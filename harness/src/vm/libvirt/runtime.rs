@@ -824,7 +824,7 @@ mod tests {
         };
         assert_eq!(ancestor, &closed);
         assert_eq!(*mode, 0o700);
-        assert!(err.to_string().contains("--out"), "{err}");
+        assert!(err.to_string().contains("SNO_HARNESS_PRIVATE_DIR"), "{err}");
         std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o711)).unwrap();
         check_reachable(&run).unwrap();
     }
