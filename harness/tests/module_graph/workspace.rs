@@ -33,10 +33,13 @@ pub fn read(root: &Path) -> Workspace {
 
 /// `members = [..]` of the `[workspace]` table (the list may span lines).
 pub fn members(manifest: &str) -> Vec<PathBuf> {
-    let start = manifest
+    let table = manifest
+        .find("[workspace]")
+        .expect("Cargo.toml: no [workspace]");
+    let list = &manifest[table..];
+    let list = &list[list
         .find("members")
-        .expect("Cargo.toml: no workspace members");
-    let list = &manifest[start..];
+        .expect("Cargo.toml: no workspace members")..];
     let list = &list[list.find('[').unwrap() + 1..list.find(']').unwrap()];
     let members: Vec<PathBuf> = list
         .split(',')
