@@ -10,8 +10,10 @@
 //! The edges kept: a module's imports of other modules, except its own descendants. A
 //! module may use its children (they are its parts, and it declares them), and a child may
 //! use its parent's items through `super::` (the parent is the ground its children share);
-//! counting both would make every such pair a cycle. So a cycle runs between modules of
-//! which neither contains the other: siblings, or a child and its parent's siblings.
+//! counting both would make every such pair a cycle (the harness alone would have 12). So a
+//! cycle runs between modules of which neither contains the other: siblings, or a child and
+//! its parent's siblings. What is not seen: the grain is the module, not the item, so a child
+//! using a parent's type that holds a sibling's type imports the parent only.
 
 use super::parse::Bind;
 use super::tree::Tree;
