@@ -48,14 +48,14 @@ impl HandOn {
             };
             if !parent.is_dir() {
                 return Err(HandOnError::NoDirectory {
-                    named_by: *named_by,
+                    named_by,
                     dir: parent.to_path_buf(),
                 });
             }
             if let Ok(meta) = std::fs::symlink_metadata(t) {
                 if !meta.is_file() {
                     return Err(HandOnError::NotARegularFile {
-                        named_by: *named_by,
+                        named_by,
                         path: t.clone(),
                     });
                 }
