@@ -61,16 +61,31 @@ pub struct RunFlags {
     pub gather_limit: std::time::Duration,
 }
 
-fn gather_when(s: &str) -> Result<sno_harness::gather::When, String> {
+fn gather_when(s: &str) -> Result<sno_harness::gather::When, sno_harness::gather::UnknownWhen> {
     s.parse()
 }
 
+/// A `--gather-limit` that cannot be one.
+#[derive(Debug, thiserror::Error)]
+enum GatherLimitError {
+    #[error("{given:?} is not a duration such as 30s or 2m ({source})")]
+    NotADuration {
+        given: String,
+        #[source]
+        source: humantime::DurationError,
+    },
+    #[error("{0:?}: a collector's limit is from 1s to 1h")]
+    OutOfRange(String),
+}
+
 /// A limit from 1 s to 1 h, in the scenario files' duration forms.
-fn gather_limit(s: &str) -> Result<std::time::Duration, String> {
-    let d = humantime::parse_duration(s)
-        .map_err(|e| format!("{s:?} is not a duration such as 30s or 2m ({e})"))?;
+fn gather_limit(s: &str) -> Result<std::time::Duration, GatherLimitError> {
+    let d = humantime::parse_duration(s).map_err(|source| GatherLimitError::NotADuration {
+        given: s.into(),
+        source,
+    })?;
     if d < std::time::Duration::from_secs(1) || d > std::time::Duration::from_secs(3600) {
-        return Err(format!("{s:?}: a collector's limit is from 1s to 1h"));
+        return Err(GatherLimitError::OutOfRange(s.into()));
     }
     Ok(d)
 }
@@ -94,9 +109,8 @@ pub struct JunitFlag {
     pub flavour: JunitFlavour,
 }
 
-fn junit_flavour(s: &str) -> Result<JunitFlavour, String> {
+fn junit_flavour(s: &str) -> Result<JunitFlavour, sno_harness::report::junit::UnknownFlavour> {
     s.parse()
-        .map_err(|e: sno_harness::report::junit::UnknownFlavour| e.to_string())
 }
 
 impl RunFlags {

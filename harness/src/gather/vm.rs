@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::Collector;
+use super::{Collector, Failure};
 use crate::vm::running::{RunningVmHandle, VmQuery};
 
 pub fn collectors(vm: RunningVmHandle, definition: String, limit: Duration) -> Vec<Collector> {
@@ -21,7 +21,7 @@ pub fn collectors(vm: RunningVmHandle, definition: String, limit: Duration) -> V
     let screen = vm.clone();
     vec![
         Collector::new("vm/screenshot.png", limit, move |sink| {
-            Box::pin(async move { Ok(screenshot(&screen, &sink).await?) })
+            Box::pin(async move { screenshot(&screen, &sink).await })
         }),
         query("vm/query-status.json", VmQuery::Status),
         query("vm/blockstats.json", VmQuery::BlockStats),
@@ -36,7 +36,7 @@ pub fn collectors(vm: RunningVmHandle, definition: String, limit: Duration) -> V
 
 /// QEMU (or libvirt) writes the picture into a scratch file first; the sink then keeps it
 /// like every other file, owner-only and listed.
-async fn screenshot(vm: &RunningVmHandle, sink: &super::Sink) -> Result<Option<String>, String> {
+async fn screenshot(vm: &RunningVmHandle, sink: &super::Sink) -> Result<Option<String>, Failure> {
     let scratch = tempfile::Builder::new()
         .prefix("sno-harness-screen")
         .tempdir()
@@ -48,7 +48,12 @@ async fn screenshot(vm: &RunningVmHandle, sink: &super::Sink) -> Result<Option<S
     let (file, path) = match (png.exists(), ppm.exists()) {
         (true, _) => ("vm/screenshot.png", png),
         (false, true) => ("vm/screenshot.ppm", ppm),
-        (false, false) => return Err(shot.err().unwrap_or_else(|| "no picture written".into())),
+        (false, false) => {
+            return Err(shot
+                .err()
+                .unwrap_or_else(|| "no picture written".into())
+                .into())
+        }
     };
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     sink.write(file, &bytes)?;
