@@ -7,11 +7,18 @@ use std::process::Command;
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 
+mod planted;
+
 fn harness(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_sno-harness"))
         .args(args)
         .output()
         .unwrap()
+}
+
+/// `check --kubeconfig KC FLAG FILE`.
+fn check_with(kc: &str, flag: &str, file: &Path) -> std::process::Output {
+    harness(&["check", "--kubeconfig", kc, flag, file.to_str().unwrap()])
 }
 
 /// A kubeconfig with a real CA and client certificate, for a server at `server`.
@@ -54,13 +61,7 @@ fn an_api_that_does_not_answer_is_exit_4_and_said_so_in_the_json() {
     let dir = tempfile::tempdir().unwrap();
     let kc = kubeconfig(dir.path(), &format!("https://127.0.0.1:{}", closed_port()));
     let json = dir.path().join("check.json");
-    let out = harness(&[
-        "check",
-        "--kubeconfig",
-        &kc,
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let out = check_with(&kc, "--json", &json);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -75,6 +76,28 @@ fn an_api_that_does_not_answer_is_exit_4_and_said_so_in_the_json() {
     assert_eq!(v["healthy"], false);
     assert_eq!(v["checks"][0]["name"], "api-ready");
     assert_eq!(v["checks"][0]["status"], "fail");
+}
+
+#[test]
+fn the_json_is_written_through_no_link_planted_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let kc = kubeconfig(dir.path(), &format!("https://127.0.0.1:{}", closed_port()));
+    let json = dir.path().join("check.json");
+    let victim = planted::Victim::new(dir.path());
+    let check_writes_the_json = || {
+        let out = check_with(&kc, "--json", &json);
+        assert_eq!(out.status.code(), Some(4));
+        victim.assert_untouched();
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(v["schema"], "sno-harness/check/v1");
+    };
+    victim.link_beside(&json);
+    check_writes_the_json();
+    // A link at the path itself is replaced, not written through.
+    std::fs::remove_file(&json).unwrap();
+    victim.link_at(&json);
+    check_writes_the_json();
+    assert!(std::fs::symlink_metadata(&json).unwrap().is_file());
 }
 
 #[test]
@@ -111,13 +134,7 @@ fn bad_input_is_exit_2_naming_what_is_wrong() {
     }
     let bad_yaml = dir.path().join("install-config.yaml");
     std::fs::write(&bad_yaml, "apiVersion: v1\nmetadata: [unclosed\n").unwrap();
-    let out = harness(&[
-        "check",
-        "--kubeconfig",
-        &kc,
-        "--install-config",
-        bad_yaml.to_str().unwrap(),
-    ]);
+    let out = check_with(&kc, "--install-config", &bad_yaml);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("install-config.yaml"));
 }

@@ -4,6 +4,8 @@
 
 use std::process::Command;
 
+mod planted;
+
 fn harness(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
         .args(args)
@@ -75,6 +77,16 @@ fn completions_for_every_shell_and_the_manual_pages() {
     ] {
         assert!(dir.join(page).is_file(), "{page} missing");
     }
+    // Again, with a link planted where a page goes: replaced, not written through.
+    let victim = planted::Victim::new(d.path());
+    let page = dir.join("sno-harness-run.1");
+    std::fs::remove_file(&page).unwrap();
+    victim.link_at(&page);
+    let (code, _, err) = harness(&["man", "--out", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    victim.assert_untouched();
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert!(text.contains(".TH sno-harness-run 1"), "{text}");
 }
 
 #[test]

@@ -614,31 +614,34 @@ fn bytes_under(dir: &Path) -> u64 {
         .sum()
 }
 
-/// Case 3: the run directory fills up while the live ISO is copied into it.
+/// Case 3: the run's private directory (where the live ISO is copied) fills up.
 #[test]
-fn a_full_run_directory_is_a_harness_error_naming_the_directory() {
+fn a_full_private_directory_is_a_harness_error_naming_it() {
     fixture_ready();
     let work = tempfile::tempdir().unwrap();
     let state = work.path().join("state");
     let out = work.path().join("out");
-    let _tmpfs = Tmpfs::mount(&out, "2m");
+    // The live ISO's copy goes into the run's private directory, under the state's.
+    let private_root = state.join("private");
+    std::fs::create_dir_all(&private_root).unwrap();
+    let _tmpfs = Tmpfs::mount(&private_root, "2m");
     let ran = run(&smoke(), &out, &state, |_| {});
     ran.assert_error(HARNESS_ERROR);
-    let dir = ran.dir.display().to_string();
+    let private = ran.result["private"]["dir"].as_str().unwrap().to_string();
     ran.assert_says(&[
         "No space left on device",
-        &format!("goes into {dir}"),
-        "give --out a directory on a larger filesystem",
+        &format!("goes into the run's private directory {private}"),
+        "set SNO_HARNESS_PRIVATE_DIR to a directory on a larger filesystem",
     ]);
     // coreos-installer's own message, not the last line of its backtrace.
     assert!(!ran.reason().contains("_start"), "{}", ran.reason());
     assert_eq!(ran.result["failed_phase"], "assets");
     // Not a byte of the ISO copy stays (a partial one would have filled the 2 MiB).
-    let used = bytes_under(&out);
+    let used = bytes_under(&private_root);
     assert!(
         used < 512 << 10,
         "{used} bytes remain under {}",
-        out.display()
+        private_root.display()
     );
     assert_nothing_left(&ran, &state);
 }

@@ -261,9 +261,16 @@ fn the_network_boots_run_on_a_remote_host_through_a_reverse_ssh_forward() {
         let (server, guest) = boot_server_ports(&stderr, id);
         assert_ne!(server, guest, "{id}");
         let serial = std::fs::read_to_string(dir.join("serial.log")).unwrap();
+        // The kernel's command line names the URL: the forwarded port, then the run's token.
+        let told = serial
+            .split(&format!("coreos.live.rootfs_url=http://10.0.2.2:{guest}/"))
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_default();
+        let token = told.strip_suffix("/rootfs.img").unwrap_or_default();
         assert!(
-            serial.contains(&format!("10.0.2.2:{guest}/rootfs.img")),
-            "{id}: the guest was told the forwarded port: {serial}"
+            token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{id}: the guest was told the forwarded port and the run's path: {serial}"
         );
         let domain = std::fs::read_to_string(dir.join("vm.txt")).unwrap();
         if id.starts_with("pxe") {

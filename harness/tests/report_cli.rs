@@ -74,12 +74,25 @@ fn report_regenerates_the_reports_and_keeps_known_axes() {
     scsi.passed = 0;
     edited.coverage[0].values.push(scsi);
     std::fs::write(out.path().join("summary.json"), edited.to_json()).unwrap();
-    assert_eq!(sno_harness(&["report", dir]).status.code(), Some(0));
+    let o = sno_harness(&["report", dir]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let again = Summary::read(&out.path().join("summary.json")).unwrap();
     let bus = &again.coverage[0];
     assert_eq!(bus.axis, "bus");
     let scsi = bus.values.iter().find(|v| v.value == "scsi").unwrap();
     assert_eq!((scsi.passed, scsi.failed, scsi.not_run), (0, 0, 0));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+
+    // An earlier summary that cannot be read is said to be lost, not dropped in silence.
+    std::fs::write(out.path().join("summary.json"), "{\"schema\": 1").unwrap();
+    let o = sno_harness(&["report", dir]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: the earlier summary is not read"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(Summary::read(&out.path().join("summary.json")).is_some());
 }
 
 #[test]

@@ -13,6 +13,7 @@ use sno_harness::perf::model::BackingStore;
 use sno_harness::perf::model::{build, InstallDisk, PerfInput, PerfRun, PermutationRuns, RunKind};
 use sno_harness::result::{HostContext, RunResult};
 
+mod planted;
 mod report_fixtures;
 
 const REGRESSED: i32 = 1;
@@ -286,6 +287,21 @@ fn a_slower_phase_exits_1_and_the_json_says_why() {
         .ends_with("slower; below the 31% minimum effect"));
     let o = compare(cand.path(), base.path(), &["--alpha", "0.01"]);
     assert_eq!(o.status.code(), Some(REGRESSED), "{}", stdout(&o));
+}
+
+#[test]
+fn the_comparison_json_is_written_through_no_link_planted_beside_it() {
+    let base = perf_dir(&[Perm::new("smoke", &BASELINE_NOISE)], "kvm");
+    let cand = perf_dir(&[Perm::new("smoke", &CANDIDATE_NOISE)], "kvm");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let victim = planted::Victim::new(elsewhere.path());
+    let json = cand.path().join("cmp.json");
+    victim.link_beside(&json);
+    let o = compare(cand.path(), base.path(), &["--json", path(&json)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    victim.assert_untouched();
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["schema"], "sno-harness/perf-compare/v1");
 }
 
 #[test]

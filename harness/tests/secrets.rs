@@ -171,79 +171,9 @@ fn nothing_secret_reaches_out_and_a_kept_cluster_is_handed_on() {
     assert!(private.starts_with(&private_root), "{}", private.display());
     let assets = private.join("assets");
 
-    // What must not leak, read from where it legitimately lives.
-    let password = std::fs::read_to_string(assets.join("auth/kubeadmin-password")).unwrap();
-    let mut needles: Vec<(String, String)> = vec![
-        ("the pull secret's auth".into(), auth.clone()),
-        ("the pull secret's canary".into(), CANARY.into()),
-        ("the kubeadmin password".into(), password.trim().to_string()),
-    ];
-    let ssh_key = std::fs::read_to_string(private.join("ssh-key")).unwrap();
-    for l in private_key_lines(&ssh_key).into_iter().take(3) {
-        needles.push(("the run's SSH private key".into(), l));
-    }
-    let kubeconfig = std::fs::read_to_string(assets.join("auth/kubeconfig")).unwrap();
-    let client_key = kubeconfig_key_lines(&kubeconfig);
-    assert!(!client_key.is_empty(), "the kubeconfig has a client key");
-    for l in client_key.into_iter().take(3) {
-        needles.push(("the admin client key".into(), l));
-    }
-    assert!(needles.iter().all(|(_, n)| n.len() >= 16), "{needles:?}");
-
-    // Everything under --out, without exception, and what the harness printed.
-    let mut searched = Vec::new();
-    files_under(&out, &mut searched);
-    for must in [
-        "events.jsonl",
-        "junit.xml",
-        "serial.log",
-        "gather/index.json",
-        "gather/installed/journal.txt",
-        "gather/api/clusteroperators.json",
-        "assets/installer.log",
-        "assets/bootstrap-in-place-for-live-iso.ign",
-        "assets/private.txt",
-    ] {
-        assert!(
-            searched.iter().any(|p| p.ends_with(must)),
-            "{must} not in {searched:?}"
-        );
-    }
-    assert!(searched
-        .iter()
-        .any(|p| p.extension().is_some_and(|x| x == "gz")));
-    for never in [
-        "auth",
-        "disks",
-        "live.iso",
-        "ssh-key",
-        "qmp.sock",
-        "serial.sock",
-    ] {
-        assert!(
-            !searched
-                .iter()
-                .any(|p| p.components().any(|c| c.as_os_str() == never)),
-            "{never} under --out: {searched:?}"
-        );
-    }
-    let mut leaks = Vec::new();
-    for p in &searched {
-        let text = String::from_utf8_lossy(&readable(p)).into_owned();
-        for (what, needle) in &needles {
-            if text.contains(needle.as_str()) {
-                leaks.push(format!("{what} in {}", p.display()));
-            }
-        }
-        if text.contains("PRIVATE KEY-----") {
-            leaks.push(format!("a PEM private key in {}", p.display()));
-        }
-    }
-    for (what, needle) in &needles {
-        if harness_output.contains(needle.as_str()) {
-            leaks.push(format!("{what} in the harness's output"));
-        }
-    }
+    let needles = needles(&private, &auth);
+    let searched = everything_under(&out);
+    let leaks = leaks(&searched, &needles, &harness_output);
     assert!(leaks.is_empty(), "secrets leaked:\n{}", leaks.join("\n"));
     eprintln!(
         "searched {} files under --out and the harness's output for {} secrets",
@@ -283,6 +213,93 @@ fn nothing_secret_reaches_out_and_a_kept_cluster_is_handed_on() {
             mode(&f)
         );
     }
+}
+
+/// What must not leak, read from where it legitimately lives: the run's private directory.
+fn needles(private: &Path, auth: &str) -> Vec<(String, String)> {
+    let assets = private.join("assets");
+    let password = std::fs::read_to_string(assets.join("auth/kubeadmin-password")).unwrap();
+    let mut needles: Vec<(String, String)> = vec![
+        ("the pull secret's auth".into(), auth.to_string()),
+        ("the pull secret's canary".into(), CANARY.into()),
+        ("the kubeadmin password".into(), password.trim().to_string()),
+    ];
+    let ssh_key = std::fs::read_to_string(private.join("ssh-key")).unwrap();
+    for l in private_key_lines(&ssh_key).into_iter().take(3) {
+        needles.push(("the run's SSH private key".into(), l));
+    }
+    let kubeconfig = std::fs::read_to_string(assets.join("auth/kubeconfig")).unwrap();
+    let client_key = kubeconfig_key_lines(&kubeconfig);
+    assert!(!client_key.is_empty(), "the kubeconfig has a client key");
+    for l in client_key.into_iter().take(3) {
+        needles.push(("the admin client key".into(), l));
+    }
+    assert!(needles.iter().all(|(_, n)| n.len() >= 16), "{needles:?}");
+    needles
+}
+
+/// Every file under --out, without exception: the evidence a reader needs is there, and
+/// nothing of the private directory is.
+fn everything_under(out: &Path) -> Vec<PathBuf> {
+    let mut searched = Vec::new();
+    files_under(out, &mut searched);
+    for must in [
+        "events.jsonl",
+        "junit.xml",
+        "serial.log",
+        "gather/index.json",
+        "gather/installed/journal.txt",
+        "gather/api/clusteroperators.json",
+        "assets/installer.log",
+        "assets/bootstrap-in-place-for-live-iso.ign",
+        "assets/private.txt",
+    ] {
+        assert!(
+            searched.iter().any(|p| p.ends_with(must)),
+            "{must} not in {searched:?}"
+        );
+    }
+    assert!(searched
+        .iter()
+        .any(|p| p.extension().is_some_and(|x| x == "gz")));
+    for never in [
+        "auth",
+        "disks",
+        "live.iso",
+        "ssh-key",
+        "qmp.sock",
+        "serial.sock",
+    ] {
+        assert!(
+            !searched
+                .iter()
+                .any(|p| p.components().any(|c| c.as_os_str() == never)),
+            "{never} under --out: {searched:?}"
+        );
+    }
+    searched
+}
+
+/// Each secret (and any PEM private key) found in a file or in what the harness printed.
+fn leaks(files: &[PathBuf], needles: &[(String, String)], output: &str) -> Vec<String> {
+    let mut leaks = Vec::new();
+    for p in files {
+        let text = String::from_utf8_lossy(&readable(p)).into_owned();
+        for (what, needle) in needles {
+            if text.contains(needle.as_str()) {
+                leaks.push(format!("{what} in {}", p.display()));
+            }
+        }
+        if text.contains("PRIVATE KEY-----") {
+            leaks.push(format!("a PEM private key in {}", p.display()));
+        }
+    }
+    for (what, needle) in needles {
+        if output.contains(needle.as_str()) {
+            leaks.push(format!("{what} in the harness's output"));
+        }
+    }
+    leaks
 }
 
 /// Stops what a kept run left running, whatever became of the test: gc with the run's

@@ -501,3 +501,150 @@ fn two_shards_of_the_install_config_rejections_merge_into_the_coverage_of_one_ru
     assert_eq!(one["plan"]["ids"], whole["plan"]["ids"]);
     assert_eq!(one["plan"]["filter"], Value::String(REJECTED.into()));
 }
+
+fn edit_json(path: &Path, change: impl FnOnce(&mut Value)) {
+    let mut v = read_json(path);
+    change(&mut v);
+    std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+/// Two shards of the no-VM matrix in `t/s1` and `t/s2`, and the first permutation of s1.
+fn two_shards(t: &Path) -> String {
+    let m = no_vm_matrix(t);
+    run_matrix(&m, &["--shard", "1/2"], &t.join("s1"), t);
+    run_matrix(&m, &["--shard", "2/2"], &t.join("s2"), t);
+    read_json(&t.join("s1/summary.json"))["permutations"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Renames permutation `id` to `to` in both shards' plans and in its result.json, in s1's
+/// directory `dir`.
+fn rename_permutation(t: &Path, dir: &str, id: &str, to: &str) {
+    for s in ["s1", "s2"] {
+        edit_json(&t.join(s).join("summary.json"), |v| {
+            for i in v["plan"]["ids"].as_array_mut().unwrap() {
+                if i == id {
+                    *i = Value::String(to.into());
+                }
+            }
+        });
+    }
+    edit_json(&t.join("s1").join(dir).join("result.json"), |v| {
+        v["id"] = Value::String(to.into())
+    });
+}
+
+#[test]
+fn merging_refuses_ids_that_are_no_names_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let first = two_shards(t);
+    // A directory an attacker wants written, reached by an absolute id, by '..', or through a
+    // link the copy of an earlier permutation would have made.
+    let victim = t.join("home/.ssh");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::os::unix::fs::symlink(&victim, t.join("s1").join(&first).join("keys")).unwrap();
+    let mut current = first.clone();
+    for hostile in [
+        victim.join("authorized_keys").to_str().unwrap().to_string(),
+        "../../home/.ssh".to_string(),
+        format!("{first}/keys"),
+    ] {
+        rename_permutation(t, &first, &current, &hostile);
+        current = hostile.clone();
+        let out = t.join("out");
+        let r = merge(&[&t.join("s1"), &t.join("s2")], &out, &["--copy"], t);
+        assert_eq!(r.code, 2, "{hostile}: {}\n{}", r.stdout, r.stderr);
+        for said in [
+            format!("{}/summary.json", t.join("s1").display()),
+            format!("{hostile:?}"),
+            "one directory name".to_string(),
+        ] {
+            assert!(r.stderr.contains(&said), "{said}: {}", r.stderr);
+        }
+        assert!(!out.exists(), "{hostile}");
+        assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "{hostile}");
+    }
+}
+
+#[test]
+fn a_plan_naming_an_id_twice_is_refused_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let first = two_shards(t);
+    for s in ["s1", "s2"] {
+        edit_json(&t.join(s).join("summary.json"), |v| {
+            let ids = v["plan"]["ids"].as_array_mut().unwrap();
+            ids.push(Value::String(first.clone()));
+        });
+    }
+    let out = t.join("out");
+    let r = merge(&[&t.join("s1"), &t.join("s2")], &out, &[], t);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("the plan lists the permutation {first} twice")),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_copy_leaves_out_links_special_files_disks_and_assets_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let first = two_shards(t);
+    let run = t.join("s1").join(&first);
+    let outside = t.join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("secret"), "not evidence").unwrap();
+    std::os::unix::fs::symlink(&outside, run.join("escape")).unwrap();
+    std::fs::create_dir_all(run.join("disks")).unwrap();
+    std::fs::write(run.join("disks/install.qcow2"), vec![1u8; 4096]).unwrap();
+    std::fs::write(run.join("live.iso"), vec![1u8; 1024]).unwrap();
+    std::fs::create_dir_all(run.join("assets/auth")).unwrap();
+    std::fs::write(run.join("assets/auth/kubeconfig"), "key").unwrap();
+    let _sock = std::os::unix::net::UnixListener::bind(run.join("qmp.sock")).unwrap();
+    let out = t.join("out");
+    let r = merge(&[&t.join("s1"), &t.join("s2")], &out, &["--copy"], t);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let copy = out.join(&first);
+    assert!(copy.join("result.json").is_file());
+    for gone in [
+        "escape", "disks", "live.iso", "assets", "qmp.sock", "run.lock",
+    ] {
+        assert!(
+            std::fs::symlink_metadata(copy.join(gone)).is_err(),
+            "{gone} copied"
+        );
+    }
+    let said = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("left out of the copies: "))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(
+        said.contains("1 symbolic link; 1 socket, FIFO or device"),
+        "{said}"
+    );
+    assert!(
+        r.stdout
+            .contains(&format!("not copied, a symbolic link: {first}/escape")),
+        "{}",
+        r.stdout
+    );
+    // `report` of the merged directory reads it back, plan included.
+    let r = harness(&["report", out.to_str().unwrap()], t);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    assert_eq!(
+        read_json(&out.join("summary.json"))["plan"]["ids"]
+            .as_array()
+            .unwrap()
+            .len(),
+        8
+    );
+}

@@ -227,14 +227,16 @@ fn check_boot_served(
         ));
     }
     if s.boot_source.is_pxe() {
-        check_pxe_fetches(&gets)?;
+        check_pxe_fetches(&gets, s.vm.network == scenario::GuestNetwork::Nat)?;
     }
     Ok(())
 }
 
-/// A PXE boot's iPXE fetched the initramfs, the wrapped Ignition and the kernel once each,
-/// whole, before the live system fetched its root filesystem.
-fn check_pxe_fetches(gets: &[&sno_harness::result::Served]) -> Result<(), String> {
+/// A PXE boot's iPXE fetched the initramfs and the kernel once each, whole, before the live
+/// system fetched its root filesystem. The wrapped Ignition came by the user network's own
+/// TFTP (never over HTTP, where a local user could ask for it), or on a NAT network once over
+/// HTTP, to the node alone.
+fn check_pxe_fetches(gets: &[&sno_harness::result::Served], nat: bool) -> Result<(), String> {
     let at = |path: &str| -> Result<u64, String> {
         match gets.iter().filter(|x| x.path == path).collect::<Vec<_>>()[..] {
             [one] if one.status == 200 && one.bytes > 0 => Ok(one.t_ms),
@@ -243,7 +245,16 @@ fn check_pxe_fetches(gets: &[&sno_harness::result::Served]) -> Result<(), String
             )),
         }
     };
-    let boot_files = [at("/initrd.img")?, at("/ignition.img")?, at("/vmlinuz")?];
+    let mut boot_files = vec![at("/initrd.img")?, at("/vmlinuz")?];
+    match nat {
+        true => boot_files.push(at("/ignition.img")?),
+        false if gets.iter().any(|x| x.path == "/ignition.img") => {
+            return Err(format!(
+                "PXE: the Ignition went over HTTP on the user network: {gets:?}"
+            ))
+        }
+        false => {}
+    }
     let rootfs = gets
         .iter()
         .filter(|x| x.path == "/rootfs.img" && x.status == 200)

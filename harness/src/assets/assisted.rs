@@ -9,9 +9,10 @@
 use serde_json::{json, Value};
 
 use super::hold::{install_to_disk_unit, HELD_UNIT};
+use super::ignition_edit::EditError;
 
 /// Masks install-to-disk.service in an Ignition config (spec 3.x).
-pub fn mask_install_to_disk(ignition: &mut Value) -> Result<(), String> {
+pub fn mask_install_to_disk(ignition: &mut Value) -> Result<(), EditError> {
     let unit = install_to_disk_unit(ignition, "mask")?;
     *unit = json!({ "name": HELD_UNIT, "mask": true });
     Ok(())
@@ -41,12 +42,13 @@ mod tests {
     fn an_ignition_without_the_unit_says_so() {
         let mut ign = json!({"ignition": {"version": "3.2.0"}});
         assert_eq!(
-            mask_install_to_disk(&mut ign).unwrap_err(),
+            mask_install_to_disk(&mut ign).unwrap_err().to_string(),
             "the Ignition has no systemd.units"
         );
         let mut ign = json!({"systemd": {"units": [{"name": "bootkube.service"}]}});
         assert!(mask_install_to_disk(&mut ign)
             .unwrap_err()
+            .to_string()
             .contains("no install-to-disk.service to mask"));
     }
 }

@@ -17,6 +17,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use super::ignition_edit::EditError;
 use super::{write_private, AssetsError};
 use crate::scenario::{GuestNetwork, Scenario};
 
@@ -120,19 +121,17 @@ pub fn write_machine_config(dir: &Path, r: &Records) -> Result<(), AssetsError> 
 }
 
 /// Appends the records to the live system's /etc/hosts in an Ignition config (spec 3.x).
-pub fn add_to_live_ignition(ignition: &mut Value, r: &Records) -> Result<(), String> {
-    let root = ignition
-        .as_object_mut()
-        .ok_or("the Ignition is not a JSON object")?;
+pub fn add_to_live_ignition(ignition: &mut Value, r: &Records) -> Result<(), EditError> {
+    let root = ignition.as_object_mut().ok_or(EditError::NotAnObject)?;
     let storage = root.entry("storage").or_insert_with(|| json!({}));
     let files = storage
         .as_object_mut()
-        .ok_or("the Ignition's storage is not an object")?
+        .ok_or(EditError::StorageNotAnObject)?
         .entry("files")
         .or_insert_with(|| json!([]));
     files
         .as_array_mut()
-        .ok_or("the Ignition's storage.files is not a list")?
+        .ok_or(EditError::FilesNotAList)?
         .push(json!({
             "path": "/etc/hosts",
             "append": [{"source": data_url(&hosts_lines(r))}]

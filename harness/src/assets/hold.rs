@@ -14,6 +14,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use super::ignition_edit::EditError;
 use super::{write_private, AssetsError};
 
 /// The Ignition embedded instead of the installer's, in the run's assets/.
@@ -38,27 +39,30 @@ pub fn dropin() -> String {
 /// caller meant to do with it, for the error.
 pub fn install_to_disk_unit<'a>(
     ignition: &'a mut Value,
-    to: &str,
-) -> Result<&'a mut Value, String> {
+    to: &'static str,
+) -> Result<&'a mut Value, EditError> {
     let units = ignition
         .pointer_mut("/systemd/units")
         .and_then(Value::as_array_mut)
-        .ok_or("the Ignition has no systemd.units")?;
+        .ok_or(EditError::NoUnits)?;
     units
         .iter_mut()
         .find(|u| u.get("name").and_then(Value::as_str) == Some(HELD_UNIT))
-        .ok_or_else(|| format!("the Ignition has no {HELD_UNIT} to {to}"))
+        .ok_or(EditError::NoUnit {
+            unit: HELD_UNIT,
+            to,
+        })
 }
 
 /// Adds the drop-in to install-to-disk.service in an Ignition config (spec 3.x).
-pub fn add_hold(ignition: &mut Value) -> Result<(), String> {
+pub fn add_hold(ignition: &mut Value) -> Result<(), EditError> {
     let unit = install_to_disk_unit(ignition, "hold")?
         .as_object_mut()
-        .ok_or_else(|| format!("{HELD_UNIT} in the Ignition is not an object"))?;
+        .ok_or(EditError::UnitNotAnObject { unit: HELD_UNIT })?;
     let dropins = unit.entry("dropins").or_insert_with(|| json!([]));
     let dropins = dropins
         .as_array_mut()
-        .ok_or_else(|| format!("{HELD_UNIT}'s dropins in the Ignition are not a list"))?;
+        .ok_or(EditError::DropinsNotAList { unit: HELD_UNIT })?;
     dropins.retain(|d| d.get("name").and_then(Value::as_str) != Some(DROPIN_NAME));
     dropins.push(json!({ "name": DROPIN_NAME, "contents": dropin() }));
     Ok(())
@@ -68,9 +72,12 @@ pub fn add_hold(ignition: &mut Value) -> Result<(), String> {
 pub fn write_held_ignition(from: &Path, to: &Path) -> Result<(), AssetsError> {
     let text = std::fs::read_to_string(from)
         .map_err(|e| AssetsError::io(format!("reading {}", from.display()), e))?;
-    let mut ign: Value = serde_json::from_str(&text)
-        .map_err(|e| AssetsError::Hold(format!("{}: {e}", from.display())))?;
-    add_hold(&mut ign).map_err(|e| AssetsError::Hold(format!("{}: {e}", from.display())))?;
+    let bad = |source| AssetsError::Hold {
+        file: from.to_path_buf(),
+        source,
+    };
+    let mut ign: Value = serde_json::from_str(&text).map_err(|e| bad(EditError::NotJson(e)))?;
+    add_hold(&mut ign).map_err(bad)?;
     write_private(to, ign.to_string().as_bytes())
 }
 
@@ -134,13 +141,13 @@ mod tests {
     fn an_ignition_without_the_unit_says_so() {
         let mut ign = json!({"ignition": {"version": "3.2.0"}});
         assert_eq!(
-            add_hold(&mut ign).unwrap_err(),
+            add_hold(&mut ign).unwrap_err().to_string(),
             "the Ignition has no systemd.units"
         );
         let mut ign = json!({"systemd": {"units": [{"name": "bootkube.service"}]}});
-        assert!(add_hold(&mut ign)
-            .unwrap_err()
-            .contains("no install-to-disk.service"));
+        let e = add_hold(&mut ign).unwrap_err();
+        assert!(matches!(e, EditError::NoUnit { to: "hold", .. }), "{e:?}");
+        assert!(e.to_string().contains("no install-to-disk.service"), "{e}");
     }
 
     #[test]
@@ -162,7 +169,10 @@ mod tests {
         std::fs::write(&from, "not json").unwrap();
         assert!(matches!(
             write_held_ignition(&from, &to),
-            Err(AssetsError::Hold(_))
+            Err(AssetsError::Hold {
+                source: EditError::NotJson(_),
+                ..
+            })
         ));
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod assisted;
 pub mod dns;
+pub mod ignition_edit;
 pub mod install_config;
 mod installer;
 pub use installer::InstallerVersion;
@@ -60,8 +61,12 @@ pub enum AssetsError {
     Iso(#[from] IsoError),
     /// The installer's Ignition cannot take the harness's additions (the install hold of
     /// `--save-state`, the node's DNS records).
-    #[error("adding to the live Ignition: {0}")]
-    Hold(String),
+    #[error("adding to the live Ignition: {}: {source}", file.display())]
+    Hold {
+        file: PathBuf,
+        #[source]
+        source: ignition_edit::EditError,
+    },
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -478,9 +483,12 @@ fn live_ignition(req: &AssetsRequest, dir: &Path, ignition: &Path) -> Result<Pat
     }
     let text = fs::read_to_string(ignition)
         .map_err(|e| AssetsError::io(format!("reading {}", ignition.display()), e))?;
-    let mut ign: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| AssetsError::Hold(format!("{}: {e}", ignition.display())))?;
-    let bad = |e: String| AssetsError::Hold(format!("{}: {e}", ignition.display()));
+    let bad = |source| AssetsError::Hold {
+        file: ignition.to_path_buf(),
+        source,
+    };
+    let mut ign: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(ignition_edit::EditError::NotJson(e)))?;
     if req.hold_install {
         hold::add_hold(&mut ign).map_err(bad)?;
     }

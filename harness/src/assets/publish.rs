@@ -36,26 +36,23 @@ pub fn redacted_copies(
     names.sort();
     for name in &names {
         let from = private_assets.join(name);
-        let copy = match redacted(name, &from, secrets) {
-            Some(Ok(bytes)) => bytes,
-            Some(Err(_)) | None => continue,
+        let Some(copy) = redacted(name, &from, secrets) else {
+            continue;
         };
         fs::write(published.join(name), copy)?;
     }
     fs::write(published.join(PRIVATE_NOTE), note(private_assets, &names))
 }
 
-/// The redacted copy of one of the installer's files, or `None` for a file not published.
-fn redacted(name: &str, from: &Path, secrets: &Secrets) -> Option<Result<Vec<u8>, String>> {
-    let read = || fs::read(from).map_err(|e| e.to_string());
+/// The redacted copy of one of the installer's files; `None` for a file not published, one
+/// that cannot be read, and an Ignition config that cannot be redacted.
+fn redacted(name: &str, from: &Path, secrets: &Secrets) -> Option<Vec<u8>> {
+    let text = |b: Vec<u8>| secrets.redact(&String::from_utf8_lossy(&b)).into_bytes();
     if name.ends_with(".ign") {
-        return Some(read().and_then(|b| crate::secrets::ignition::redacted(&b)));
+        return crate::secrets::ignition::redacted(&fs::read(from).ok()?).ok();
     }
-    if name.ends_with(".log") {
-        return Some(read().map(|b| secrets.redact(&String::from_utf8_lossy(&b)).into_bytes()));
-    }
-    if name == "metadata.json" {
-        return Some(read().map(|b| secrets.redact(&String::from_utf8_lossy(&b)).into_bytes()));
+    if name.ends_with(".log") || name == "metadata.json" {
+        return fs::read(from).ok().map(text);
     }
     None
 }

@@ -90,8 +90,7 @@ pub fn check(a: CheckArgs) -> Outcome {
     print_report(&report);
     if let Some(path) = &a.json {
         let text = serde_json::to_string_pretty(&report.to_json()).expect("a report serialises");
-        write_atomically(path, &(text + "\n"))
-            .map_err(|e| harness(format!("writing {}: {e}", path.display())))?;
+        write_atomically(path, &(text + "\n")).map_err(|e| harness(format!("writing {e}")))?;
     }
     Ok(if report.unreachable.is_some() {
         exit::HARNESS_ERROR

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use sno_harness::exit;
 use sno_harness::fleet::preflight::{Finding, Level, Probe};
-use sno_harness::hw::{Accel, AccelChoice, OVMF_CODE, OVMF_VARS};
+use sno_harness::hw::host_programs::{self, HostProgram, Need};
+use sno_harness::hw::{Accel, AccelChoice, OVMF_CODE};
 use sno_harness::vm::Backend;
 
 use super::error::{bad, Outcome};
@@ -47,14 +48,16 @@ impl Checks {
         self.found.push(Finding::new(what, level, detail));
     }
 
-    /// A program's version line, or how to install it.
-    fn program(&mut self, cmd: &str, args: &[&str], needed: bool, missing: &str) {
-        let v = version(cmd, args);
+    /// A program's version line, or how to install it. Only what every scenario on the
+    /// default backend needs blocks; the rest is a warning.
+    fn program(&mut self, p: &HostProgram) {
+        let v = version(p.name, p.version_args.unwrap_or_default());
+        let needed = matches!(p.need, Need::EveryRun | Need::QemuBackend);
         self.line(
             v.is_some(),
             needed,
-            cmd,
-            v.unwrap_or_else(|| missing.into()),
+            p.name,
+            v.unwrap_or_else(|| p.missing()),
         );
     }
 }
@@ -90,36 +93,20 @@ pub fn doctor(a: DoctorArgs) -> Outcome {
     })
 }
 
-/// What the host has, whatever the scenario.
+/// What the host has, whatever the scenario: the programs and files of
+/// `hw::host_programs` (the list the run's preflight checks too), the accelerator, root for a
+/// fixture build, and disk space.
 fn host_findings() -> Vec<Finding> {
     let mut c = Checks::default();
-    c.program(
-        "qemu-system-x86_64",
-        &["--version"],
-        true,
-        "not found (apt-get install qemu-system-x86)",
-    );
-    c.program(
-        "qemu-img",
-        &["--version"],
-        true,
-        "not found (apt-get install qemu-utils)",
-    );
+    // The programs shown by their version; the files and the fixture's tools come below.
+    for p in host_programs::ALL
+        .iter()
+        .filter(|p| p.version_args.is_some())
+    {
+        c.program(p);
+    }
     accelerator(&mut c);
     firmware(&mut c);
-    c.program(
-        "coreos-installer",
-        &["--version"],
-        true,
-        "not found (cargo install coreos-installer --locked)",
-    );
-    let kubectl = version("kubectl", &["version", "--client"]);
-    c.line(
-        kubectl.is_some(),
-        false,
-        "kubectl",
-        kubectl.unwrap_or_else(|| "not found (optional; used by the API tests)".into()),
-    );
     fixture_tools(&mut c);
     disk_space(&mut c);
     c.found
@@ -212,15 +199,18 @@ fn accelerator(c: &mut Checks) {
 }
 
 fn firmware(c: &mut Checks) {
-    let ovmf = Path::new(OVMF_CODE).is_file() && Path::new(OVMF_VARS).is_file();
+    let missing: Vec<String> = host_programs::needed_by(Need::Uefi)
+        .filter(|f| !Path::new(f.name).is_file())
+        .map(|f| f.missing())
+        .collect();
     c.line(
-        ovmf,
+        missing.is_empty(),
         false,
         "OVMF (UEFI)",
-        if ovmf {
+        if missing.is_empty() {
             OVMF_CODE.into()
         } else {
-            "not found: firmware = \"uefi\" scenarios cannot run (apt-get install ovmf)".into()
+            missing.join("; ")
         },
     );
 }
@@ -238,23 +228,15 @@ fn fixture_tools(c: &mut Checks) {
             "no: building minisno needs root; cached builds work".into()
         },
     );
-    for tool in [
-        "mmdebstrap",
-        "mksquashfs",
-        "grub-mkrescue",
-        "xorriso",
-        "sfdisk",
-        "mkfs.vfat",
-        "mcopy",
-    ] {
-        let found = sno_harness::util::which(tool);
+    for tool in host_programs::needed_by(Need::FixtureBuild) {
+        let found = sno_harness::util::which(tool.name);
         c.line(
             found.is_some(),
             false,
-            tool,
-            found.map(|p| p.display().to_string()).unwrap_or_else(|| {
-                "not found: needed to build minisno (ci/install-host-deps.sh)".into()
-            }),
+            tool.name,
+            found
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| tool.missing()),
         );
     }
 }

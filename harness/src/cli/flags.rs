@@ -62,16 +62,31 @@ pub struct RunFlags {
     pub gather_limit: std::time::Duration,
 }
 
-fn gather_when(s: &str) -> Result<sno_harness::gather::When, String> {
+fn gather_when(s: &str) -> Result<sno_harness::gather::When, sno_harness::gather::UnknownWhen> {
     s.parse()
 }
 
+/// A `--gather-limit` that cannot be one.
+#[derive(Debug, thiserror::Error)]
+enum GatherLimitError {
+    #[error("{given:?} is not a duration such as 30s or 2m ({source})")]
+    NotADuration {
+        given: String,
+        #[source]
+        source: humantime::DurationError,
+    },
+    #[error("{0:?}: a collector's limit is from 1s to 1h")]
+    OutOfRange(String),
+}
+
 /// A limit from 1 s to 1 h, in the scenario files' duration forms.
-fn gather_limit(s: &str) -> Result<std::time::Duration, String> {
-    let d = humantime::parse_duration(s)
-        .map_err(|e| format!("{s:?} is not a duration such as 30s or 2m ({e})"))?;
+fn gather_limit(s: &str) -> Result<std::time::Duration, GatherLimitError> {
+    let d = humantime::parse_duration(s).map_err(|source| GatherLimitError::NotADuration {
+        given: s.into(),
+        source,
+    })?;
     if d < std::time::Duration::from_secs(1) || d > std::time::Duration::from_secs(3600) {
-        return Err(format!("{s:?}: a collector's limit is from 1s to 1h"));
+        return Err(GatherLimitError::OutOfRange(s.into()));
     }
     Ok(d)
 }
@@ -95,9 +110,8 @@ pub struct JunitFlag {
     pub flavour: JunitFlavour,
 }
 
-fn junit_flavour(s: &str) -> Result<JunitFlavour, String> {
+fn junit_flavour(s: &str) -> Result<JunitFlavour, sno_harness::report::junit::UnknownFlavour> {
     s.parse()
-        .map_err(|e: sno_harness::report::junit::UnknownFlavour| e.to_string())
 }
 
 impl RunFlags {
@@ -270,18 +284,14 @@ pub fn matrix_replay(path: &Path, strategy: &str, id: &str) -> String {
     )
 }
 
-/// Writes `path` through a temporary file in the same directory and a rename, so that a reader
-/// never sees half a document.
-pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+/// Writes a document (a report, a `--json FILE`) at `path` whole or not at all, following no
+/// link planted beside it (util/replace_file.rs); the error names the path.
+pub fn write_atomically(
+    path: &Path,
+    text: &str,
+) -> Result<(), sno_harness::util::replace_file::WriteError> {
+    use sno_harness::util::replace_file::{replace_file, PUBLIC_FILE};
+    replace_file(path, text.as_bytes(), PUBLIC_FILE)
 }
 
 /// How many runs ended as their scenario expects, and how the others count: a harness error

@@ -4,6 +4,22 @@
 
 use std::path::{Path, PathBuf};
 
+/// A kubeconfig target the run could not write after it; `named_by` is the flag or variable
+/// that named it.
+#[derive(Debug, thiserror::Error)]
+pub enum HandOnError {
+    #[error("{named_by}: the kubeconfig's directory {} does not exist", dir.display())]
+    NoDirectory {
+        named_by: &'static str,
+        dir: PathBuf,
+    },
+    #[error("{named_by}: {} exists and is not a regular file", path.display())]
+    NotARegularFile {
+        named_by: &'static str,
+        path: PathBuf,
+    },
+}
+
 /// Where the kubeconfig goes, each with what named it (for the messages).
 pub struct HandOn {
     targets: Vec<(PathBuf, &'static str)>,
@@ -24,24 +40,24 @@ impl HandOn {
 
     /// Refuses, before the run, a target that could not be written after it: its directory
     /// must exist, and the path must not be a directory or anything but a regular file.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), HandOnError> {
         for (t, named_by) in &self.targets {
             let parent = match t.parent() {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => Path::new("."),
             };
             if !parent.is_dir() {
-                return Err(format!(
-                    "{named_by}: the kubeconfig's directory {} does not exist",
-                    parent.display()
-                ));
+                return Err(HandOnError::NoDirectory {
+                    named_by,
+                    dir: parent.to_path_buf(),
+                });
             }
             if let Ok(meta) = std::fs::symlink_metadata(t) {
                 if !meta.is_file() {
-                    return Err(format!(
-                        "{named_by}: {} exists and is not a regular file",
-                        t.display()
-                    ));
+                    return Err(HandOnError::NotARegularFile {
+                        named_by,
+                        path: t.clone(),
+                    });
                 }
             }
         }
@@ -79,11 +95,14 @@ mod tests {
             targets: vec![(tmp.path().join("missing/kubeconfig"), "--kubeconfig-out")],
         };
         let e = no_dir.check().unwrap_err();
+        assert!(matches!(e, HandOnError::NoDirectory { .. }), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains("missing") && e.contains("does not exist"), "{e}");
         let a_dir = HandOn {
             targets: vec![(tmp.path().to_path_buf(), "--kubeconfig-out")],
         };
         let e = a_dir.check().unwrap_err();
-        assert!(e.contains("is not a regular file"), "{e}");
+        assert!(matches!(e, HandOnError::NotARegularFile { .. }), "{e:?}");
+        assert!(e.to_string().contains("is not a regular file"), "{e}");
     }
 }

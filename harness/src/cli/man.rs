@@ -1,10 +1,11 @@
 //! `sno-harness man`: the manual page, generated from the clap definition: the top-level page
 //! on stdout, or one page per command into a directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::CommandFactory;
 use sno_harness::exit;
+use sno_harness::util::replace_file::{replace_file, WriteError, PUBLIC_FILE};
 
 use super::error::{harness, Outcome};
 
@@ -22,10 +23,10 @@ pub fn man(a: ManArgs) -> Outcome {
     match a.out {
         Some(dir) => {
             std::fs::create_dir_all(&dir)
-                .and_then(|()| clap_mangen::generate_to(cmd, &dir))
-                .map_err(|e| {
-                    harness(format!("writing manual pages into {}: {e}", dir.display()))
-                })?;
+                .map_err(|e| harness(format!("creating the directory {}: {e}", dir.display())))?;
+            let mut cmd = cmd.disable_help_subcommand(true);
+            cmd.build();
+            write_pages(cmd, &dir).map_err(|e| harness(format!("writing a manual page: {e}")))?;
         }
         None => {
             let mut out = Vec::new();
@@ -36,4 +37,51 @@ pub fn man(a: ManArgs) -> Outcome {
         }
     }
     Ok(exit::OK)
+}
+
+/// The page of `cmd` and of each of its visible subcommands, as clap_mangen's `generate_to`
+/// names them, each written whole through util/replace_file.rs: `generate_to` opens the
+/// paths with File::create, which follows a link planted in the directory.
+fn write_pages(cmd: clap::Command, dir: &Path) -> Result<(), WriteError> {
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        write_pages(sub.clone(), dir)?;
+    }
+    let man = clap_mangen::Man::new(cmd);
+    let path = dir.join(man.get_filename());
+    let mut page = Vec::new();
+    man.render(&mut page).map_err(|source| WriteError {
+        path: path.clone(),
+        source,
+    })?;
+    replace_file(&path, &page, PUBLIC_FILE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pages(dir: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut p: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let text = std::fs::read(e.path()).unwrap();
+                (e.file_name().into_string().unwrap(), text)
+            })
+            .collect();
+        p.sort();
+        p
+    }
+
+    #[test]
+    fn the_pages_are_those_clap_mangen_writes() {
+        let (ours, theirs) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut cmd = super::super::Cli::command().disable_help_subcommand(true);
+        cmd.build();
+        write_pages(cmd, ours.path()).unwrap();
+        clap_mangen::generate_to(super::super::Cli::command(), theirs.path()).unwrap();
+        let ours = pages(ours.path());
+        assert!(ours.len() > 10, "{}", ours.len());
+        assert_eq!(ours, pages(theirs.path()));
+    }
 }

@@ -147,8 +147,8 @@ pub fn perf(a: PerfArgs) -> Outcome {
         // page shows the distributions so far.
         run_perf(&jobs, opts, |so_far| {
             let partial = perf_model::build(&input(so_far, false, String::new()));
-            for (path, e) in write_pages(&out, &partial, None) {
-                tracing::warn!("writing {}: {e}", path.display());
+            for e in write_pages(&out, &partial, None) {
+                tracing::warn!("writing {e}");
             }
         })
         .await
@@ -157,8 +157,8 @@ pub fn perf(a: PerfArgs) -> Outcome {
     let report = perf_model::build(&input(&ran.permutations, ran.interrupted, finished_at));
     let markdown = sno_harness::report::perf_md::render_markdown(&report);
     let failed_writes = write_pages(&out, &report, Some(&markdown));
-    for (path, e) in &failed_writes {
-        errln!("sno-harness: writing {}: {e}", path.display());
+    for e in &failed_writes {
+        errln!("sno-harness: writing {e}");
     }
     out!("{markdown}");
     let code = tally_runs(&a.file, &jobs, &ran, &out.join(PERF_JSON));
@@ -221,7 +221,7 @@ fn write_pages(
     out: &Path,
     report: &PerfReport,
     markdown: Option<&str>,
-) -> Vec<(PathBuf, std::io::Error)> {
+) -> Vec<sno_harness::util::replace_file::WriteError> {
     let mut pages = vec![
         (out.join(PERF_JSON), report.to_json()),
         (out.join(REPORT_HTML_FILE), render_perf_html(report, ".")),
@@ -231,7 +231,7 @@ fn write_pages(
     }
     pages
         .into_iter()
-        .filter_map(|(path, text)| write_atomically(&path, &text).err().map(|e| (path, e)))
+        .filter_map(|(path, text)| write_atomically(&path, &text).err())
         .collect()
 }
 

@@ -8,6 +8,7 @@ use sno_harness::perf::compare::{compare_reports, Rules, RulesError, DEFAULT_MIN
 use sno_harness::perf::load::{is_perf_dir, read_perf_dir};
 use sno_harness::perf::model::{PerfReport, COMPARE_ALPHA};
 use sno_harness::perf::thresholds::Thresholds;
+use sno_harness::util::input_file::Problem;
 
 use super::error::{bad, harness, CliError, Outcome};
 use super::flags::write_atomically;
@@ -35,7 +36,9 @@ pub struct ReportArgs {
     #[arg(long, value_name = "DIR", requires = "merge")]
     pub out: Option<PathBuf>,
     /// With --merge: copy the permutation directories into --out instead of linking to them
-    /// relatively.
+    /// relatively. Left out, and counted: symbolic links, sockets, FIFOs and devices, disk
+    /// images, ISOs and firmware (disks/, *.qcow2, *.raw, *.iso, *.img, *.fd), assets/
+    /// directories (secrets) and run.lock.
     #[arg(long, requires = "merge")]
     pub copy: bool,
     /// Compare with this run directory (permutations matched by id); prints the deltas
@@ -191,8 +194,7 @@ fn perf_compare(a: &ReportArgs, baseline_dir: &Path, rules: Rules) -> Outcome {
         );
     }
     if let Some(path) = &a.json {
-        write_atomically(path, &cmp.to_json())
-            .map_err(|e| harness(format!("writing {}: {e}", path.display())))?;
+        write_atomically(path, &cmp.to_json()).map_err(|e| harness(format!("writing {e}")))?;
         outln!("wrote {}", path.display());
     }
     if let Some(file) = &a.html {
@@ -224,6 +226,22 @@ fn write_perf_page(path: &Path, perf_dir: &Path, report: &PerfReport) -> Result<
     Ok(())
 }
 
+/// The summary.json an earlier report left, if any; one that cannot be read is said (the new
+/// one would lack its plan and the values no permutation ran), and left for the new one.
+fn earlier_summary(path: &Path) -> Option<sno_harness::report::summary_json::Summary> {
+    use sno_harness::report::summary_json::{Summary, SummaryReadError};
+    match Summary::load(path) {
+        Ok(s) => Some(s),
+        Err(SummaryReadError::File(e)) if matches!(&e.problem, Problem::Io(io) if io.kind() == std::io::ErrorKind::NotFound) => {
+            None
+        }
+        Err(e) => {
+            errln!("sno-harness: warning: the earlier summary is not read ({e}): the new one has no plan and only the axis values that ran");
+            None
+        }
+    }
+}
+
 /// `report` of plain run directories (from `run` or `matrix`): their reports, or their
 /// comparison with fixed thresholds.
 fn report_run_dir(
@@ -236,12 +254,12 @@ fn report_run_dir(
     use sno_harness::report::dir_compare::{compare, render_text};
     use sno_harness::report::load::load_run_dir;
     use sno_harness::report::run_dir::{write_html, write_reports_for};
-    use sno_harness::report::summary_json::{Summary, SUMMARY_JSON_FILE};
+    use sno_harness::report::summary_json::SUMMARY_JSON_FILE;
 
     let runs = load_run_dir(dir).map_err(bad)?;
     // An earlier report's summary.json knows the matrix axes, with the values no permutation
     // ran; the result.json files alone only know the values that did.
-    let earlier = Summary::read(&dir.join(SUMMARY_JSON_FILE));
+    let earlier = earlier_summary(&dir.join(SUMMARY_JSON_FILE));
     let axes = earlier.as_ref().map(|s| s.axes()).unwrap_or_default();
     // And its plan, which the result.json files do not record.
     let plan = earlier.and_then(|s| s.plan);

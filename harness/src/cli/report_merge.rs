@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use sno_harness::exit;
+use sno_harness::report::copy_run::{left_out_lines, CopyError, Skipped};
 use sno_harness::report::junit::JunitFlavour;
 use sno_harness::report::merge::{merge as merge_dirs, Merged};
 use sno_harness::report::run_dir::write_reports_for;
@@ -10,18 +11,22 @@ use sno_harness::report::run_dir::write_reports_for;
 use super::error::{bad, harness, Outcome};
 
 /// Exit 0 when the inputs together ran the whole plan once, 1 when permutations are missing
-/// or ran twice (the report is written all the same), 2 bad input (nothing written), 4 when
-/// the report could not be written.
+/// or ran twice (the report is written all the same), 2 bad input (nothing written: ids that
+/// are no names, a plan naming an id twice, a linked permutation directory with --copy), 4
+/// when the report could not be written. `--copy` says what it left out (report/copy_run.rs).
 pub fn merge(inputs: &[PathBuf], out: Option<&Path>, copy: bool, junit: JunitFlavour) -> Outcome {
     let out =
         out.ok_or_else(|| bad("--merge needs --out DIR, the directory for the merged report"))?;
     check_out(out, inputs)?;
     let mut merged = merge_dirs(inputs, out).map_err(bad)?;
+    if copy {
+        merged.check_copy().map_err(bad)?;
+    }
     let created = !out.exists();
     std::fs::create_dir_all(out)
         .map_err(|e| harness(format!("creating {}: {e}", out.display())))?;
     let written = write(&mut merged, out, copy, junit);
-    let written = match written {
+    let (written, left_out) = match written {
         Ok(w) => w,
         Err(e) => {
             // Nothing half-made: a directory this command created goes again.
@@ -33,6 +38,9 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>, copy: bool, junit: JunitFla
     };
     for p in written {
         outln!("wrote {}", p.display());
+    }
+    for line in left_out_lines(&left_out) {
+        outln!("{line}");
     }
     outln!(
         "merged {} directories of plan {} ({} strategy): {} of {} permutations",
@@ -64,16 +72,29 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>, copy: bool, junit: JunitFla
     )
 }
 
+/// Why the merged directory could not be made.
+#[derive(Debug, thiserror::Error)]
+enum WriteError {
+    #[error(transparent)]
+    Copy(#[from] CopyError),
+    #[error(transparent)]
+    Report(#[from] std::io::Error),
+}
+
+/// The copies (`--copy`) and the reports; the paths written and what the copies left out.
 fn write(
     merged: &mut Merged,
     out: &Path,
     copy: bool,
     junit: JunitFlavour,
-) -> std::io::Result<Vec<PathBuf>> {
-    if copy {
-        merged.copy_into(out)?;
-    }
-    write_reports_for(out, &merged.runs, &merged.axes, Some(&merged.plan), junit)
+) -> Result<(Vec<PathBuf>, Vec<Skipped>), WriteError> {
+    let left_out = if copy {
+        merged.copy_into(out)?
+    } else {
+        Vec::new()
+    };
+    let written = write_reports_for(out, &merged.runs, &merged.axes, Some(&merged.plan), junit)?;
+    Ok((written, left_out))
 }
 
 /// `--out` is new or an empty directory, and none of the inputs.

@@ -122,6 +122,38 @@ fn verdict_code(s: &Scenario, result: &sno_harness::result::RunResult, dir: &Pat
     }
 }
 
+/// `--save-state` or `--resume-state` that this run cannot honour (bad input).
+#[derive(Debug, thiserror::Error)]
+enum StateFlagError {
+    #[error("--save-state and --resume-state hold install-to-disk.service, which the assisted install of {} masks (install.mode = \"assisted\"); run it without them", scenario.display())]
+    AssistedInstall { scenario: PathBuf },
+    #[error("--save-state and --resume-state keep the live ISO with the VM, and {} boots from the network (boot.source = \"pxe\"), with no ISO; run it without them", scenario.display())]
+    NetworkBoot { scenario: PathBuf },
+    #[error("--save-state and --resume-state cannot be given together")]
+    Both,
+    #[error("--save-state {}: it exists; a VM state is saved into a new directory", dir.display())]
+    SaveExists { dir: PathBuf },
+    #[error("{flag} {}: {source}", dir.display())]
+    NotAbsolute {
+        flag: &'static str,
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--resume-state: {0}")]
+    Resume(#[from] sno_harness::run::state::StateError),
+    #[error("--resume-state {}: the saved VM has no disk {disk:?} of {}; it was saved from {saved_from}", dir.display(), scenario.display())]
+    NoSuchDisk {
+        dir: PathBuf,
+        disk: String,
+        scenario: PathBuf,
+        saved_from: String,
+    },
+    /// The backend or the disks cannot be saved (`run::state::can_save` says why).
+    #[error("saving or resuming the VM: {0}")]
+    CannotSave(String),
+}
+
 /// `--save-state` / `--resume-state`, checked before anything starts: the backend and disks
 /// can be saved; a state is saved into a new directory; a resumed one is a complete state of
 /// this scenario's disks.
@@ -130,50 +162,48 @@ fn state_mode(
     flags: &RunFlags,
     save: Option<PathBuf>,
     resume: Option<PathBuf>,
-) -> Result<StateMode, String> {
+) -> Result<StateMode, StateFlagError> {
+    let scenario = || s.path.clone();
     if s.install.mode == InstallMode::Assisted && (save.is_some() || resume.is_some()) {
-        return Err(format!(
-            "--save-state and --resume-state hold install-to-disk.service, which the assisted install of {} masks (install.mode = \"assisted\"); run it without them",
-            s.path.display()
-        ));
+        return Err(StateFlagError::AssistedInstall {
+            scenario: scenario(),
+        });
     }
     if s.boot_source.is_pxe() && (save.is_some() || resume.is_some()) {
-        return Err(format!(
-            "--save-state and --resume-state keep the live ISO with the VM, and {} boots from the network (boot.source = \"pxe\"), with no ISO; run it without them",
-            s.path.display()
-        ));
+        return Err(StateFlagError::NetworkBoot {
+            scenario: scenario(),
+        });
     }
+    let absolute = |flag, dir: PathBuf| {
+        std::path::absolute(&dir).map_err(|source| StateFlagError::NotAbsolute {
+            flag,
+            dir,
+            source,
+        })
+    };
     let mode = match (save, resume) {
         (None, None) => return Ok(StateMode::Fresh),
-        (Some(d), None) => {
-            if d.exists() {
-                return Err(format!(
-                    "--save-state {}: it exists; a VM state is saved into a new directory",
-                    d.display()
-                ));
+        (Some(dir), None) => {
+            if dir.exists() {
+                return Err(StateFlagError::SaveExists { dir });
             }
             // Made absolute now: QEMU writes the state through a shell command.
-            StateMode::SaveAfterBootkube(std::path::absolute(&d).map_err(|e| e.to_string())?)
+            StateMode::SaveAfterBootkube(absolute("--save-state", dir)?)
         }
-        (None, Some(d)) => {
-            let m = Manifest::read(&d).map_err(|e| format!("--resume-state: {e}"))?;
-            for disk in &s.disks {
-                if m.disk(&d, &disk.id).is_none() {
-                    return Err(format!(
-                        "--resume-state {}: the saved VM has no disk {:?} of {}; it was saved from {}",
-                        d.display(),
-                        disk.id,
-                        s.path.display(),
-                        m.scenario
-                    ));
-                }
+        (None, Some(dir)) => {
+            let m = Manifest::read(&dir)?;
+            if let Some(disk) = s.disks.iter().find(|d| m.disk(&dir, &d.id).is_none()) {
+                return Err(StateFlagError::NoSuchDisk {
+                    dir,
+                    disk: disk.id.clone(),
+                    scenario: scenario(),
+                    saved_from: m.scenario,
+                });
             }
-            StateMode::ResumeInstall(std::path::absolute(&d).map_err(|e| e.to_string())?)
+            StateMode::ResumeInstall(absolute("--resume-state", dir)?)
         }
-        (Some(_), Some(_)) => {
-            return Err("--save-state and --resume-state cannot be given together".into())
-        }
+        (Some(_), Some(_)) => return Err(StateFlagError::Both),
     };
-    can_save(&[s], &flags.backend()).map_err(|e| format!("saving or resuming the VM: {e}"))?;
+    can_save(&[s], &flags.backend()).map_err(StateFlagError::CannotSave)?;
     Ok(mode)
 }

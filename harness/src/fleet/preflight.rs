@@ -7,7 +7,8 @@
 
 mod probe;
 
-use crate::hw::{Firmware, OVMF_CODE, OVMF_VARS};
+use crate::hw::host_programs::{self, Need};
+use crate::hw::Firmware;
 use crate::scenario::{GuestNetwork, Scenario};
 use crate::vm::Backend;
 use std::path::Path;
@@ -113,49 +114,22 @@ pub fn findings(scenarios: &[&Scenario], backend: &Backend, probe: &Probe) -> Ve
     all
 }
 
-/// The programs and firmware files the backend and the scenarios need.
+/// The programs and firmware files the backend and the scenarios need (`hw::host_programs`,
+/// the list `doctor` checks too).
 fn tools(scenarios: &[&Scenario], backend: &Backend, probe: &Probe) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let mut need = |tool: &str, install: &str| {
-        out.push(match (probe.which)(tool) {
-            Some(p) => Finding::new(tool, Level::Ok, p.display().to_string()),
-            None => Finding::new(
-                tool,
-                Level::Missing,
-                format!("{tool} is not on PATH ({install})"),
-            ),
-        });
-    };
-    // The live ISO gets its Ignition through coreos-installer, and the disks are made by
-    // qemu-img, on either backend.
-    need(
-        "coreos-installer",
-        "cargo install coreos-installer --locked, or ci/install-host-deps.sh",
-    );
-    need(
-        "qemu-img",
-        "Debian and Ubuntu: apt-get install qemu-utils; Fedora: dnf install qemu-img",
-    );
     // libvirtd starts QEMU from its own installation.
-    if backend.can().starts_qemu_here {
-        need(
-            crate::vm::qemu::QEMU_BINARY,
-            "QEMU is not installed: Debian and Ubuntu: apt-get install qemu-system-x86; \
-             Fedora: dnf install qemu-system-x86-core",
-        );
-    }
+    let mut out: Vec<Finding> = host_programs::for_a_run(backend.can().starts_qemu_here)
+        .map(|p| match (probe.which)(p.name) {
+            Some(path) => Finding::new(p.name, Level::Ok, path.display().to_string()),
+            None => Finding::new(p.name, Level::Missing, p.missing()),
+        })
+        .collect();
     if scenarios.iter().any(|s| s.vm.firmware == Firmware::Uefi) {
-        for file in [OVMF_CODE, OVMF_VARS] {
-            out.push(if (probe.is_file)(Path::new(file)) {
-                Finding::new("OVMF (UEFI)", Level::Ok, file)
+        for file in host_programs::needed_by(Need::Uefi) {
+            out.push(if (probe.is_file)(Path::new(file.name)) {
+                Finding::new("OVMF (UEFI)", Level::Ok, file.name)
             } else {
-                Finding::new(
-                    "OVMF (UEFI)",
-                    Level::Missing,
-                    format!(
-                        "{file} is missing, and firmware = \"uefi\" needs it (apt-get install ovmf)"
-                    ),
-                )
+                Finding::new("OVMF (UEFI)", Level::Missing, file.missing())
             });
         }
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::sink::safe_component;
-use super::Collector;
+use super::{Collector, ProbeError};
 use crate::health::{judge, ApiEndpoint, ClusterApi};
 
 /// At most this many namespaces' pods: a cluster where every operator is broken has some
@@ -36,15 +36,15 @@ const OBJECTS: &[(&str, &str)] = &[
 ];
 
 /// Connects within `within`: Err says why the API is not there to gather from.
-pub async fn probe(ep: &ApiEndpoint, within: Duration) -> Result<Arc<ClusterApi>, String> {
+pub async fn probe(ep: &ApiEndpoint, within: Duration) -> Result<Arc<ClusterApi>, ProbeError> {
     let reach = async {
-        let api = ClusterApi::connect(ep).await.map_err(|e| e.to_string())?;
-        api.readyz().await.map_err(|e| e.to_string())?;
+        let api = ClusterApi::connect(ep).await?;
+        api.readyz().await?;
         Ok(Arc::new(api))
     };
     tokio::time::timeout(within, reach)
         .await
-        .unwrap_or_else(|_| Err(format!("no answer within {} s", within.as_secs())))
+        .unwrap_or(Err(ProbeError::NoAnswer(within)))
 }
 
 pub fn collectors(api: Arc<ClusterApi>, limit: Duration) -> Vec<Collector> {

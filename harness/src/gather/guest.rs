@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::{Collector, Failure, Sink};
+use super::{Collector, Failure, ProbeError, Sink};
 use crate::guest::ssh::SshTarget;
 
 /// The exit of a command that found nothing to collect (a file that does not exist, a unit
@@ -168,19 +168,17 @@ fn wrapped(c: &GuestCommand, limit: Duration) -> String {
 
 /// Which system the guest is in, asked over SSH within `within`: Ok(true) for the live
 /// system (CoreOS's live marker), Ok(false) for the installed one.
-pub async fn probe(target: &SshTarget, within: Duration) -> Result<bool, String> {
+pub async fn probe(target: &SshTarget, within: Duration) -> Result<bool, ProbeError> {
     let target = target.clone();
     let task = tokio::task::spawn_blocking(move || {
-        let s = target.wait_for_ssh(within).map_err(|e| e.to_string())?;
+        let s = target.wait_for_ssh(within)?;
         s.set_io_timeout(within);
-        s.exec("test -e /run/ostree-live")
-            .map(|o| o.status == 0)
-            .map_err(|e| e.to_string())
+        Ok(s.exec("test -e /run/ostree-live")?.status == 0)
     });
     match tokio::time::timeout(within + Duration::from_secs(10), task).await {
         Ok(Ok(r)) => r,
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {} s", within.as_secs())),
+        Ok(Err(e)) => Err(e.into()),
+        Err(_) => Err(ProbeError::NoAnswer(within)),
     }
 }
 
@@ -232,7 +230,8 @@ fn run_command(
     }
     let bytes = match c.keep {
         Keep::AsIs => out.stdout,
-        Keep::RedactedIgnition => crate::secrets::ignition::redacted(&out.stdout)?,
+        Keep::RedactedIgnition => crate::secrets::ignition::redacted(&out.stdout)
+            .map_err(|e| Failure::Failed(e.to_string()))?,
     };
     sink.write(&c.file, &bytes)?;
     if out.status != 0 {

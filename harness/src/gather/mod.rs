@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-pub use sink::Sink;
+pub use sink::{Sink, SinkError};
 
 /// When a run gathers (`--gather`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -51,14 +51,36 @@ impl When {
     }
 }
 
+/// A `--gather` that is none of the modes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a gather mode; valid: on-failure, always, never")]
+pub struct UnknownWhen(pub String);
+
 impl std::str::FromStr for When {
-    type Err = String;
-    fn from_str(s: &str) -> Result<When, String> {
+    type Err = UnknownWhen;
+    fn from_str(s: &str) -> Result<When, UnknownWhen> {
         [When::OnFailure, When::Always, When::Never]
             .into_iter()
             .find(|w| w.as_str() == s)
-            .ok_or_else(|| format!("{s:?} is not a gather mode; valid: on-failure, always, never"))
+            .ok_or_else(|| UnknownWhen(s.into()))
     }
+}
+
+/// Why the guest or the API is not there to gather from (the probes of `guest` and `api`).
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// No login within the probe's time; the last attempt's error says why.
+    #[error(transparent)]
+    Login(#[from] Box<crate::util::wait::WaitTimeout<crate::guest::ssh::SshError>>),
+    #[error(transparent)]
+    Ssh(#[from] crate::guest::ssh::SshError),
+    #[error(transparent)]
+    Api(#[from] crate::health::HealthError),
+    /// The probe's own task ended without an answer (it panicked).
+    #[error("{0}")]
+    Task(#[from] tokio::task::JoinError),
+    #[error("no answer within {} s", .0.as_secs())]
+    NoAnswer(Duration),
 }
 
 /// How a run gathers: when, and each collector's time limit.

@@ -12,6 +12,29 @@ use std::sync::{Arc, Mutex};
 use super::FileWritten;
 use crate::util::private::{create_dir_with_mode, PRIVATE_DIR, PRIVATE_FILE};
 
+/// Why a collector's file was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    /// Work the guard cut loose wrote after the collector's limit.
+    #[error("the collector's time is up")]
+    TimeUp,
+    /// A name that would leave the gather directory, or is none.
+    #[error("{0:?} is not a plain relative path")]
+    NotAPlainPath(String),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl From<SinkError> for super::Failure {
+    fn from(e: SinkError) -> super::Failure {
+        super::Failure::Failed(e.to_string())
+    }
+}
+
 #[derive(Clone)]
 pub struct Sink {
     dir: PathBuf,
@@ -28,10 +51,10 @@ impl Sink {
     }
 
     /// Writes `rel` (a relative path of plain components) with `bytes`.
-    pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), String> {
+    pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), SinkError> {
         let mut guard = self.written.lock().unwrap_or_else(|e| e.into_inner());
         let Some(written) = guard.as_mut() else {
-            return Err("the collector's time is up".into());
+            return Err(SinkError::TimeUp);
         };
         let rel_path = Path::new(rel);
         if rel.is_empty()
@@ -39,13 +62,17 @@ impl Sink {
                 .components()
                 .all(|c| matches!(c, Component::Normal(_)))
         {
-            return Err(format!("{rel:?} is not a plain relative path"));
+            return Err(SinkError::NotAPlainPath(rel.into()));
         }
         let path = self.dir.join(rel_path);
+        let io = |at: &Path| {
+            let path = at.to_path_buf();
+            move |source| SinkError::Io { path, source }
+        };
         if let Some(parent) = path.parent() {
-            create_dirs(&self.dir, parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+            create_dirs(&self.dir, parent).map_err(io(parent))?;
         }
-        write_private(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        write_private(&path, bytes).map_err(io(&path))?;
         written.push(FileWritten {
             path: rel.to_string(),
             bytes: bytes.len() as u64,

@@ -110,7 +110,9 @@ async fn work_cut_loose_writes_nothing_after_its_limit() {
     let index = run_all(d.path(), When::Always, vec![late]).await.unwrap();
     assert_eq!(index.collectors[0].status, Status::TimedOut);
     let wrote = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-    assert_eq!(wrote.unwrap_err(), "the collector's time is up");
+    let e = wrote.unwrap_err();
+    assert!(matches!(e, SinkError::TimeUp), "{e:?}");
+    assert_eq!(e.to_string(), "the collector's time is up");
     assert!(!d.path().join("late.txt").exists());
     assert!(index.collectors[0].files.is_empty());
 }
@@ -120,7 +122,8 @@ fn a_sink_writes_plain_relative_paths_only() {
     let d = tempfile::tempdir().unwrap();
     let sink = Sink::new(d.path().to_path_buf());
     for bad in ["", "/etc/passwd", "../x", "a/../../x", "./x"] {
-        assert!(sink.write(bad, b"x").is_err(), "{bad:?}");
+        let e = sink.write(bad, b"x").unwrap_err();
+        assert!(matches!(e, SinkError::NotAPlainPath(_)), "{bad:?}: {e:?}");
     }
     // A link planted where a file goes is replaced, never written through.
     let target = d.path().join("target");
@@ -150,7 +153,11 @@ fn gather_modes_parse_as_the_cli_spells_them() {
     assert_eq!("always".parse::<When>(), Ok(When::Always));
     assert_eq!("never".parse::<When>(), Ok(When::Never));
     let e = "sometimes".parse::<When>().unwrap_err();
-    assert!(e.contains("valid: on-failure, always, never"), "{e}");
+    assert_eq!(e, UnknownWhen("sometimes".into()));
+    assert!(
+        e.to_string().contains("valid: on-failure, always, never"),
+        "{e}"
+    );
     assert!(When::OnFailure.applies(false) && !When::OnFailure.applies(true));
     assert!(When::Always.applies(true) && !When::Never.applies(false));
 }

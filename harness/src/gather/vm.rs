@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::Collector;
+use super::{Collector, Failure};
 use crate::vm::running::{RunningVmHandle, VmQuery};
 
 pub fn collectors(vm: RunningVmHandle, definition: String, limit: Duration) -> Vec<Collector> {
@@ -21,7 +21,7 @@ pub fn collectors(vm: RunningVmHandle, definition: String, limit: Duration) -> V
     let screen = vm.clone();
     vec![
         Collector::new("vm/screenshot.png", limit, move |sink| {
-            Box::pin(async move { Ok(screenshot(&screen, &sink).await?) })
+            Box::pin(async move { screenshot(&screen, &sink).await })
         }),
         query("vm/query-status.json", VmQuery::Status),
         query("vm/blockstats.json", VmQuery::BlockStats),
@@ -36,7 +36,7 @@ pub fn collectors(vm: RunningVmHandle, definition: String, limit: Duration) -> V
 
 /// QEMU (or libvirt) writes the picture into a scratch file first; the sink then keeps it
 /// like every other file, owner-only and listed.
-async fn screenshot(vm: &RunningVmHandle, sink: &super::Sink) -> Result<Option<String>, String> {
+async fn screenshot(vm: &RunningVmHandle, sink: &super::Sink) -> Result<Option<String>, Failure> {
     let scratch = tempfile::Builder::new()
         .prefix("sno-harness-screen")
         .tempdir()
@@ -51,7 +51,8 @@ async fn screenshot(vm: &RunningVmHandle, sink: &super::Sink) -> Result<Option<S
         (false, false) => {
             return Err(shot
                 .err()
-                .map_or_else(|| "no picture written".into(), |e| e.to_string()))
+                .map_or_else(|| "no picture written".to_string(), |e| e.to_string())
+                .into())
         }
     };
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -2,7 +2,7 @@
 //! by-path links.
 
 use super::disk::{Bus, Disk};
-use super::slots::{self as plan, DiskPlace};
+use super::slots::{self as plan, DiskPlace, DiskPlanError};
 
 /// `/dev/disk/by-id/...` of a disk, from its bus and serial (udev's persistent-storage rules).
 pub fn by_id(disk: &Disk) -> String {
@@ -27,7 +27,7 @@ pub fn by_id(disk: &Disk) -> String {
 /// | sata | `pci-0000:00:1f.2-ata-P.0`, P the AHCI port + 1 (udev's ID_PATH; it adds the older `...-ata-P` too) |
 ///
 /// SS is the disk's own PCI slot: 08, 09, ... in order among virtio and NVMe disks.
-pub fn by_path(buses: &[Bus], index: usize) -> Result<String, String> {
+pub fn by_path(buses: &[Bus], index: usize) -> Result<String, DiskPlanError> {
     let path = match plan::disk_place(buses, index)? {
         DiskPlace::Pci { slot } => {
             let pci = format!("pci-0000:00:{slot:02x}.0");
@@ -53,7 +53,7 @@ pub fn by_path(buses: &[Bus], index: usize) -> Result<String, String> {
 /// The kernel's name for disk `index` of `disks`: virtio disks are vda, vdb... in order;
 /// NVMe controllers nvme0n1, nvme1n1...; SCSI or SATA disks sda, sdb... in order. SCSI and SATA
 /// disks together have no stable order (two drivers probe in parallel), so that is refused.
-pub fn kernel_name(disks: &[Disk], index: usize) -> Result<String, String> {
+pub fn kernel_name(disks: &[Disk], index: usize) -> Result<String, DiskPlanError> {
     let disk = &disks[index];
     let rank = disks[..index]
         .iter()
@@ -66,10 +66,9 @@ pub fn kernel_name(disks: &[Disk], index: usize) -> Result<String, String> {
             let mixed = disks.iter().any(|d| d.bus == Bus::Scsi)
                 && disks.iter().any(|d| d.bus == Bus::Sata);
             if mixed {
-                Err(format!(
-                    "disk {:?} has no stable name: SCSI and SATA disks share the sdX names in probe order; name it by = \"id\"",
-                    disk.id
-                ))
+                Err(DiskPlanError::NoStableName {
+                    disk: disk.id.clone(),
+                })
             } else {
                 Ok(format!("/dev/sd{}", letters(rank)))
             }
@@ -141,7 +140,9 @@ mod tests {
     #[test]
     fn scsi_with_sata_is_ambiguous() {
         let disks = [d("a", Bus::Scsi), d("b", Bus::Sata)];
-        assert!(kernel_name(&disks, 1).unwrap_err().contains("by = \"id\""));
+        let e = kernel_name(&disks, 1).unwrap_err();
+        assert_eq!(e, DiskPlanError::NoStableName { disk: "b".into() });
+        assert!(e.to_string().contains("by = \"id\""), "{e}");
     }
 
     #[test]
@@ -179,13 +180,24 @@ mod tests {
             "/dev/disk/by-path/pci-0000:00:1e.0"
         );
         let e = by_path(&pci, 23).unwrap_err();
-        assert!(e.contains("23 PCI slots") && e.contains("number 24"), "{e}");
+        assert_eq!(
+            e,
+            DiskPlanError::NoRoom {
+                bus: Bus::Virtio,
+                room: 23,
+                number: 24
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "the VM has 23 PCI slots for virtio and NVMe disks (00:08.0 to 00:1e.0); this virtio disk would be number 24"
+        );
         let sata = [Bus::Sata; 6];
         assert_eq!(
             by_path(&sata, 4).unwrap(),
             "/dev/disk/by-path/pci-0000:00:1f.2-ata-5.0"
         );
-        let e = by_path(&sata, 5).unwrap_err();
+        let e = by_path(&sata, 5).unwrap_err().to_string();
         assert!(e.contains("CD-ROM"), "{e}");
     }
 

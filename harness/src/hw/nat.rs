@@ -35,21 +35,38 @@ pub struct NatLayout {
     pub node_ipv6: Option<Ipv6Addr>,
 }
 
-fn parse_cidr(c: &str) -> Result<(IpAddr, u8), String> {
+/// Why a machine network cannot hold a NAT network's layout.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NatError {
+    #[error("machine network {0:?} is not a CIDR")]
+    NotCidr(String),
+    #[error("machine network {0:?}: bad address")]
+    BadAddress(String),
+    #[error("machine network {0:?}: bad prefix")]
+    BadPrefix(String),
+    #[error("a NAT network needs an IPv4 machine network")]
+    NoIpv4,
+    #[error("machine network {addr}/{prefix}: a NAT network needs a prefix from /8 to /24 (the node is at .10, DHCP at .100-.200)")]
+    Ipv4Prefix { addr: Ipv4Addr, prefix: u8 },
+    #[error("machine network {addr}/{prefix}: a NAT network needs unicast addresses (not 0/8, 127/8, 224/4 or 240/4)")]
+    Ipv4NotUnicast { addr: Ipv4Addr, prefix: u8 },
+    #[error("machine network {addr}/{prefix}: a NAT network needs unicast addresses (not ::, ::1 or ff00::/8)")]
+    Ipv6NotUnicast { addr: Ipv6Addr, prefix: u8 },
+    #[error("machine network {addr}/{prefix}: a NAT network needs a prefix from /16 to /120")]
+    Ipv6Prefix { addr: Ipv6Addr, prefix: u8 },
+}
+
+fn parse_cidr(c: &str) -> Result<(IpAddr, u8), NatError> {
     let (addr, prefix) = c
         .split_once('/')
-        .ok_or_else(|| format!("machine network {c:?} is not a CIDR"))?;
-    let addr = addr
-        .parse()
-        .map_err(|_| format!("machine network {c:?}: bad address"))?;
-    let prefix = prefix
-        .parse()
-        .map_err(|_| format!("machine network {c:?}: bad prefix"))?;
+        .ok_or_else(|| NatError::NotCidr(c.into()))?;
+    let addr = addr.parse().map_err(|_| NatError::BadAddress(c.into()))?;
+    let prefix = prefix.parse().map_err(|_| NatError::BadPrefix(c.into()))?;
     Ok((addr, prefix))
 }
 
 /// The layout in `machine_network` (the install-config's CIDRs), or why it cannot hold one.
-pub fn layout(machine_network: &[String]) -> Result<NatLayout, String> {
+pub fn layout(machine_network: &[String]) -> Result<NatLayout, NatError> {
     let nets: Vec<(IpAddr, u8)> = machine_network
         .iter()
         .map(|c| parse_cidr(c))
@@ -60,16 +77,18 @@ pub fn layout(machine_network: &[String]) -> Result<NatLayout, String> {
             IpAddr::V4(a) => Some((*a, *p)),
             _ => None,
         })
-        .ok_or("a NAT network needs an IPv4 machine network")?;
+        .ok_or(NatError::NoIpv4)?;
     if !(8..=24).contains(&p4) {
-        return Err(format!(
-            "machine network {v4}/{p4}: a NAT network needs a prefix from /8 to /24 (the node is at .10, DHCP at .100-.200)"
-        ));
+        return Err(NatError::Ipv4Prefix {
+            addr: v4,
+            prefix: p4,
+        });
     }
     if v4.is_loopback() || v4.is_multicast() || v4.octets()[0] == 0 || v4.octets()[0] >= 240 {
-        return Err(format!(
-            "machine network {v4}/{p4}: a NAT network needs unicast addresses (not 0/8, 127/8, 224/4 or 240/4)"
-        ));
+        return Err(NatError::Ipv4NotUnicast {
+            addr: v4,
+            prefix: p4,
+        });
     }
     // A /0 keeps no bit of the address (a shift by 32 would overflow).
     let base4 = u32::from(v4) & u32::MAX.checked_shl(32 - u32::from(p4)).unwrap_or(0);
@@ -79,10 +98,10 @@ pub fn layout(machine_network: &[String]) -> Result<NatLayout, String> {
         _ => None,
     });
     let ipv6 = match v6 {
-        Some((a, p)) if a.is_multicast() || a.is_loopback() || a.is_unspecified() => {
-            return Err(format!(
-                "machine network {a}/{p}: a NAT network needs unicast addresses (not ::, ::1 or ff00::/8)"
-            ))
+        Some((addr, prefix))
+            if addr.is_multicast() || addr.is_loopback() || addr.is_unspecified() =>
+        {
+            return Err(NatError::Ipv6NotUnicast { addr, prefix })
         }
         Some((a, p)) if (16..=120).contains(&p) => {
             let base = u128::from(a) & u128::MAX.checked_shl(128 - u32::from(p)).unwrap_or(0);
@@ -97,11 +116,7 @@ pub fn layout(machine_network: &[String]) -> Result<NatLayout, String> {
                 at(0x10),
             ))
         }
-        Some((a, p)) => {
-            return Err(format!(
-                "machine network {a}/{p}: a NAT network needs a prefix from /16 to /120"
-            ))
-        }
+        Some((addr, prefix)) => return Err(NatError::Ipv6Prefix { addr, prefix }),
         None => None,
     };
     Ok(NatLayout {
@@ -161,7 +176,7 @@ mod tests {
             ("224.0.0.0/8", "unicast"),
             ("250.0.0.0/8", "unicast"),
         ] {
-            let e = layout(&nets(&[c])).unwrap_err();
+            let e = layout(&nets(&[c])).unwrap_err().to_string();
             assert!(e.contains(c) && e.contains(says), "{c}: {e}");
         }
         for (c, says) in [
@@ -170,7 +185,7 @@ mod tests {
             ("fd00::/121", "from /16 to /120"),
             ("ff02::/16", "unicast"),
         ] {
-            let e = layout(&nets(&["10.0.2.0/24", c])).unwrap_err();
+            let e = layout(&nets(&["10.0.2.0/24", c])).unwrap_err().to_string();
             assert!(e.contains(says), "{c}: {e}");
         }
     }

@@ -44,31 +44,55 @@ pub enum DiskPlace {
     Sata { port: u8 },
 }
 
+/// Why a disk has no place in the plan (`disk_place`), or no name the guest gives it
+/// reliably (`hw::naming`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DiskPlanError {
+    /// Disk `number` (from 1) of those that share `bus`'s pool, which has `room` places.
+    #[error("the VM has {room} {}; this {} disk would be number {number}", pool(*.bus), .bus.name())]
+    NoRoom {
+        bus: Bus,
+        room: usize,
+        number: usize,
+    },
+    /// SCSI and SATA disks share the kernel's sdX names, in the order two drivers probe.
+    #[error("disk {disk:?} has no stable name: SCSI and SATA disks share the sdX names in probe order; name it by = \"id\"")]
+    NoStableName { disk: String },
+}
+
+/// The places of a bus's pool, in words.
+fn pool(bus: Bus) -> String {
+    match bus {
+        Bus::Virtio | Bus::Nvme => format!(
+            "PCI slots for virtio and NVMe disks (00:{FIRST_DISK_SLOT:02x}.0 to 00:{LAST_DISK_SLOT:02x}.0)"
+        ),
+        Bus::Scsi => "virtio-scsi targets".to_string(),
+        Bus::Sata => {
+            format!("AHCI ports for SATA disks (the CD-ROM is on port {CDROM_AHCI_PORT})")
+        }
+    }
+}
+
+/// How many disks of `bus`'s pool the plan has places for.
+fn room(bus: Bus) -> usize {
+    match bus {
+        Bus::Virtio | Bus::Nvme => usize::from(LAST_DISK_SLOT - FIRST_DISK_SLOT) + 1,
+        Bus::Scsi => usize::from(LAST_SCSI_TARGET) + 1,
+        Bus::Sata => usize::from(CDROM_AHCI_PORT),
+    }
+}
+
 /// Where disk `index` of a VM whose disks are on `buses` (in order) sits, or why it does not
 /// fit the plan. The command line places every disk with `place`; one that does not fit
 /// gets an address QEMU refuses to start with (slot 0x1f is taken, so is the CD-ROM's port).
-pub fn disk_place(buses: &[Bus], index: usize) -> Result<DiskPlace, String> {
-    let rank = rank(buses, index);
-    let (room, what) = match buses[index] {
-        Bus::Virtio | Bus::Nvme => (
-            usize::from(LAST_DISK_SLOT - FIRST_DISK_SLOT) + 1,
-            format!("PCI slots for virtio and NVMe disks (00:{FIRST_DISK_SLOT:02x}.0 to 00:{LAST_DISK_SLOT:02x}.0)"),
-        ),
-        Bus::Scsi => (
-            usize::from(LAST_SCSI_TARGET) + 1,
-            "virtio-scsi targets".to_string(),
-        ),
-        Bus::Sata => (
-            usize::from(CDROM_AHCI_PORT),
-            format!("AHCI ports for SATA disks (the CD-ROM is on port {CDROM_AHCI_PORT})"),
-        ),
-    };
-    if rank >= room {
-        return Err(format!(
-            "the VM has {room} {what}; this {} disk would be number {}",
-            buses[index].name(),
-            rank + 1
-        ));
+pub fn disk_place(buses: &[Bus], index: usize) -> Result<DiskPlace, DiskPlanError> {
+    let (bus, rank) = (buses[index], rank(buses, index));
+    if rank >= room(bus) {
+        return Err(DiskPlanError::NoRoom {
+            bus,
+            room: room(bus),
+            number: rank + 1,
+        });
     }
     Ok(place(buses, index))
 }

@@ -1,7 +1,7 @@
 //! Coverage of a matrix: for every axis value, how many permutations with that value passed,
 //! failed or did not run.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -46,11 +46,14 @@ pub fn merge_axes(declared: &[Axis], runs: &[&RunResult]) -> Vec<Axis> {
                 axes.last_mut().expect("just pushed")
             }
         };
-        for value in values {
-            if !axis.values.iter().any(|v| v == value) {
-                axis.values.push(value.to_string());
-            }
-        }
+        // A set: an axis may have as many values as a plan has permutations (10,000).
+        let known: HashSet<String> = axis.values.iter().cloned().collect();
+        axis.values.extend(
+            values
+                .into_iter()
+                .filter(|v| !known.contains(*v))
+                .map(str::to_string),
+        );
     }
     axes
 }
@@ -98,34 +101,58 @@ pub struct AxisCoverage {
     pub values: Vec<ValueCoverage>,
 }
 
-/// Counts, for every value of every axis, the runs with that value by outcome.
+/// Counts, for every value of every axis, the runs with that value by outcome: one pass over
+/// the runs per axis (a plan has up to 10,000 runs, and an axis as many values).
 pub fn coverage(axes: &[Axis], runs: &[&RunResult]) -> Vec<AxisCoverage> {
     axes.iter()
-        .map(|axis| AxisCoverage {
-            axis: axis.key.clone(),
-            values: axis
-                .values
-                .iter()
-                .map(|value| value_coverage(&axis.key, value, runs))
-                .collect(),
+        .map(|axis| {
+            let mut counts: HashMap<&str, Counts> = HashMap::new();
+            for run in runs {
+                if let Some(value) = run.params.get(&axis.key) {
+                    counts.entry(value).or_default().count(run);
+                }
+            }
+            AxisCoverage {
+                axis: axis.key.clone(),
+                values: axis
+                    .values
+                    .iter()
+                    .map(|value| {
+                        let c = counts.get(value.as_str()).copied().unwrap_or_default();
+                        value_coverage(value, c)
+                    })
+                    .collect(),
+            }
         })
         .collect()
 }
 
-fn value_coverage(key: &str, value: &str, runs: &[&RunResult]) -> ValueCoverage {
-    let (mut passed, mut failed, mut not_run) = (0, 0, 0);
-    for run in runs
-        .iter()
-        .filter(|r| r.params.get(key).map(String::as_str) == Some(value))
-    {
+/// The runs of one value by outcome.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    passed: usize,
+    failed: usize,
+    not_run: usize,
+}
+
+impl Counts {
+    fn count(&mut self, run: &RunResult) {
         if !run.reached_any_phase() {
-            not_run += 1;
+            self.not_run += 1;
         } else if run.verdict == Verdict::Pass {
-            passed += 1;
+            self.passed += 1;
         } else {
-            failed += 1;
+            self.failed += 1;
         }
     }
+}
+
+fn value_coverage(value: &str, c: Counts) -> ValueCoverage {
+    let Counts {
+        passed,
+        failed,
+        not_run,
+    } = c;
     let state = if failed > 0 {
         CoverageState::Failed
     } else if passed > 0 {

@@ -126,7 +126,7 @@ pub fn junit_for_runs(
         .expect("JUnit XML serializes to a string")
 }
 
-/// Writes [`junit_for_runs`] to `path`.
+/// Writes [`junit_for_runs`] to `path`, atomically and following no link planted beside it.
 pub fn write_junit(
     path: &Path,
     runs: &[LocatedRun],
@@ -134,7 +134,10 @@ pub fn write_junit(
     report_name: &str,
     flavour: JunitFlavour,
 ) -> io::Result<()> {
-    std::fs::write(path, junit_for_runs(runs, base, report_name, flavour))
+    use crate::util::replace_file::{replace_file, PUBLIC_FILE};
+    let xml = junit_for_runs(runs, base, report_name, flavour);
+    // The caller names the file.
+    replace_file(path, xml.as_bytes(), PUBLIC_FILE).map_err(|e| e.source)
 }
 
 /// One run as the cases see it: its result, its directory, when it started.

@@ -4,6 +4,7 @@
 //! directories (`dir_compare`); and the texts of perf runs (`perf_md`, `perf_compare`). The
 //! documents they render are `result` and `perf::model`.
 
+pub mod copy_run;
 pub mod coverage;
 pub mod dir_compare;
 pub mod html;

@@ -1,7 +1,7 @@
 //! The reports of a run directory (docs/architecture.md, "Run directory contract"): `summary.json`,
 //! `junit.xml`, `summary.md` and `report.html` next to the permutations' directories.
 
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use super::coverage::{merge_axes, Axis};
@@ -13,6 +13,7 @@ use super::summary_json::{Summary, SUMMARY_JSON_FILE};
 use crate::perf::model::PerfReport;
 use crate::result::RunResult;
 use crate::scenario::matrix::PlanIdentity;
+use crate::util::replace_file::{replace_file, PUBLIC_FILE};
 
 /// The merged JUnit file name.
 pub const JUNIT_FILE: &str = "junit.xml";
@@ -56,10 +57,17 @@ pub fn write_reports_for(
 ) -> io::Result<Vec<PathBuf>> {
     let mut summary = summarise(runs, axes);
     summary.plan = plan.cloned();
+    // A summary.json too large to be read back would lose the plan: nothing is written.
+    let summary_json = summary.to_json_readable().map_err(|e| {
+        io::Error::other(format!(
+            "{}: {e}",
+            out_dir.join(SUMMARY_JSON_FILE).display()
+        ))
+    })?;
     let results: Vec<RunResult> = runs.iter().map(|r| r.result.clone()).collect();
     let junit_xml = junit_for_runs(runs, out_dir, &junit_name(&results), junit);
     let files = [
-        (SUMMARY_JSON_FILE, summary.to_json()),
+        (SUMMARY_JSON_FILE, summary_json),
         (JUNIT_FILE, junit_xml),
         (SUMMARY_MD_FILE, matrix_summary_markdown(runs, &summary)),
         (REPORT_HTML_FILE, render_html(runs, &summary)),
@@ -151,24 +159,11 @@ fn normalise(p: &Path) -> Vec<String> {
     out
 }
 
-/// Writes through a temporary file in the same directory and a rename, so a reader (a browser,
-/// CI collecting artifacts) never sees half a report. The error names the file.
+/// Writes whole or not at all, so a reader (a browser, CI collecting artifacts) never sees half
+/// a report, following no link planted beside it. Reports carry no secrets (assets/ does, and
+/// stays 0600): readable like any other file. The error names the file.
 fn write_atomic(path: &Path, content: &[u8]) -> io::Result<()> {
-    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(named)?;
-    tmp.write_all(content).map_err(named)?;
-    // Reports carry no secrets (assets/ does, and stays 0600): readable like any other file,
-    // not with the temporary file's 0600.
-    use std::os::unix::fs::PermissionsExt;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .map_err(named)?;
-    tmp.persist(path).map_err(|e| named(e.error))?;
-    Ok(())
+    Ok(replace_file(path, content, PUBLIC_FILE)?)
 }
 
 #[cfg(test)]

@@ -28,7 +28,9 @@
 //!   relative to the directory holding summary.json (`.` when it is that directory); its
 //!   `result.json` has the full record. `ran` is false when the run reached no phase.
 //!   `disk_write_mib_per_s` is null without a measured disk write. `host` (libvirt only) is
-//!   the libvirt host it ran on, its URI without parameters.
+//!   the libvirt host it ran on, its URI without parameters. `reason` quotes at most
+//!   [`QUOTED_REASON`] bytes of result.json's (cut with "…"), `failed_phase` and `host` at most
+//!   [`QUOTED_NAME`]: a summary of the largest plan stays within what `report` reads back.
 //! - `coverage`: one entry per axis, values in the matrix's order, see [`ValueCoverage`]:
 //!   `state` is `passed`, `failed` (any fail or error) or `not-run`. Empty for a single
 //!   scenario (no axes).
@@ -67,6 +69,17 @@ pub struct Summary {
     /// of earlier versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<PlanIdentity>,
+}
+
+/// Why a summary.json could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SummaryReadError {
+    #[error(transparent)]
+    File(#[from] input_file::InputFileError),
+    #[error("not a summary: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("of schema {0:?}")]
+    Schema(String),
 }
 
 /// Permutations by verdict.
@@ -142,14 +155,56 @@ impl Summary {
         s
     }
 
+    /// [`Summary::to_json`], refused when it is larger than [`Summary::read`] reads: a summary
+    /// written must read back (its plan is in no other file).
+    pub fn to_json_readable(&self) -> Result<String, input_file::Problem> {
+        let json = self.to_json();
+        let cap = input_file::SUMMARY;
+        if json.len() as u64 > cap.bytes {
+            return Err(input_file::Problem::TooLarge {
+                size: Some(json.len() as u64),
+                cap,
+            });
+        }
+        Ok(json)
+    }
+
     /// Reads a `summary.json`; `None` when it is missing, unreadable, or of another schema
     /// (it is a derived file: the result.json files are the record). Also `None` for a FIFO
-    /// or device put in its place, or a file over 16 MiB: never blocks or reads without end.
+    /// or device put in its place, or a file over the cap: never blocks or reads without end.
     pub fn read(path: &Path) -> Option<Summary> {
-        let text = input_file::read_text(path, input_file::SUMMARY).ok()?;
-        let summary: Summary = serde_json::from_str(&text).ok()?;
-        (summary.schema == SUMMARY_SCHEMA).then_some(summary)
+        Summary::load(path).ok()
     }
+
+    /// [`Summary::read`], saying why not.
+    pub fn load(path: &Path) -> Result<Summary, SummaryReadError> {
+        let text = input_file::read_text(path, input_file::SUMMARY)?;
+        let summary: Summary = serde_json::from_str(&text)?;
+        if summary.schema != SUMMARY_SCHEMA {
+            return Err(SummaryReadError::Schema(summary.schema));
+        }
+        Ok(summary)
+    }
+}
+
+/// The most bytes of a run's reason summary.json quotes. Reasons quote evidence; a few KiB of
+/// them per permutation would take the summary of a large plan past what `report` reads back
+/// (input_file::SUMMARY). result.json has the whole reason.
+pub const QUOTED_REASON: usize = 1024;
+/// The most bytes of a phase's or a host's name summary.json quotes: real ones are a word
+/// and a host name.
+pub const QUOTED_NAME: usize = 256;
+
+/// `text` cut to at most `max` bytes and a marking ellipsis, at a character boundary.
+fn quoted(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max - '…'.len_utf8();
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
 }
 
 impl PermutationSummary {
@@ -158,14 +213,14 @@ impl PermutationSummary {
         PermutationSummary {
             id: r.id.clone(),
             verdict: r.verdict,
-            failed_phase: r.failed_phase.clone(),
-            reason: r.reason.clone(),
+            failed_phase: r.failed_phase.as_deref().map(|p| quoted(p, QUOTED_NAME)),
+            reason: quoted(&r.reason, QUOTED_REASON),
             duration_ms: r.duration_ms,
             params: r.params.clone(),
             path: run.dir.clone(),
             ran: r.reached_any_phase(),
             disk_write_mib_per_s: r.disk_write.as_ref().map(|w| w.mib_per_s),
-            host: r.libvirt_host.clone(),
+            host: r.libvirt_host.as_deref().map(|h| quoted(h, QUOTED_NAME)),
         }
     }
 }
@@ -235,5 +290,29 @@ mod tests {
         assert!(Summary::read(&path).is_none());
         std::fs::write(&path, "{not json").unwrap();
         assert!(Summary::read(&path).is_none());
+    }
+
+    #[test]
+    fn long_reasons_and_names_are_quoted_cut_at_a_character() {
+        let mut r = sample_fail("a", &"é".repeat(QUOTED_REASON));
+        r.failed_phase = Some("p".repeat(QUOTED_NAME + 1));
+        r.libvirt_host = Some("h".repeat(QUOTED_NAME));
+        let s = Summary::build(&located(vec![r]), &[]);
+        let p = &s.permutations[0];
+        assert!(p.reason.len() <= QUOTED_REASON, "{}", p.reason.len());
+        assert!(p.reason.ends_with("é…"));
+        assert_eq!(p.failed_phase.as_ref().unwrap().len(), QUOTED_NAME);
+        assert_eq!(p.host.as_ref().unwrap().len(), QUOTED_NAME);
+        assert_eq!(quoted("short", 5), "short");
+    }
+
+    #[test]
+    fn a_summary_larger_than_is_read_back_is_refused() {
+        let mut r = sample_fail("a", "x");
+        r.params
+            .insert("k".into(), "v".repeat(input_file::SUMMARY.bytes as usize));
+        let s = Summary::build(&located(vec![r]), &[]);
+        let e = s.to_json_readable().unwrap_err();
+        assert!(e.to_string().contains("a summary.json may have"), "{e}");
     }
 }

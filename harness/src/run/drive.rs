@@ -209,7 +209,7 @@ impl Run<'_> {
         let (guest_sees_host_at, peers) = match self.s.vm.network {
             crate::scenario::GuestNetwork::Nat => {
                 let nat = crate::hw::nat::layout(&self.s.install.machine_network)
-                    .map_err(RunError::Harness)?;
+                    .map_err(|e| RunError::Harness(e.to_string()))?;
                 (nat.ipv4.host, Peers::Only(nat.node_ipv4.into()))
             }
             _ => (crate::netboot::USER_NETWORK_HOST, Peers::Any),

@@ -3,47 +3,21 @@
 //! (`--kubeconfig-out PATH`, `$SHARED_DIR/kubeconfig` in OpenShift CI's step registry). These
 //! are the user's explicit choices; nothing else of the private directory leaves it.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use crate::util::private::PRIVATE_FILE;
+use crate::util::replace_file::replace_file;
 
 /// Writes `kubeconfig` to every target (0600, replacing it whole); the lines to print, one a
 /// target, or why a target could not be written.
 pub fn hand_on(targets: &[std::path::PathBuf], kubeconfig: &[u8]) -> Result<Vec<String>, String> {
     targets
         .iter()
-        .map(|t| match write_private_atomically(t, kubeconfig) {
+        .map(|t| match replace_file(t, kubeconfig, PRIVATE_FILE) {
             Ok(()) => Ok(format!("the admin kubeconfig is in {}", t.display())),
             Err(e) => Err(format!(
-                "the run passed but its kubeconfig cannot be handed on to {}: {e}",
-                t.display()
+                "the run passed but its kubeconfig cannot be handed on to {e}"
             )),
         })
         .collect()
-}
-
-/// A new file beside `path` (created, never opened through a link), 0600 from its creation,
-/// renamed over it.
-pub fn write_private_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut random = [0u8; 8];
-    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut random);
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", hex::encode(random)));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(data).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
 }
 
 #[cfg(test)]
@@ -62,7 +36,7 @@ mod tests {
             lines,
             [format!("the admin kubeconfig is in {}", a.display())]
         );
-        let e = hand_on(&[b.clone()], b"x").unwrap_err();
+        let e = hand_on(std::slice::from_ref(&b), b"x").unwrap_err();
         assert!(
             e.contains("cannot be handed on to") && e.contains("no/such/dir"),
             "{e}"

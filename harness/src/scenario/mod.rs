@@ -17,5 +17,6 @@ pub use model::{
     AssistedSection, BootOrder, BootSource, Disk, GuestNetwork, InstallMode, Profile, Scenario,
     DEFAULT_DISK_WRITE_STALL, DISK_WRITE_STALL_KEY,
 };
-pub(crate) use names::{name_problem, RESERVED_NAMES};
+pub use names::permutation_id_problem;
+pub(crate) use names::{name_problem, MAX_PERMUTATION_ID_LEN, RESERVED_NAMES};
 pub use parse::{load, parse_str};

@@ -6,14 +6,17 @@
 
 use serde_json::Value;
 
-/// `bytes` (an Ignition config) redacted and pretty-printed. Not JSON: refused, since what
-/// cannot be read cannot be redacted.
-pub fn redacted(bytes: &[u8]) -> Result<Vec<u8>, String> {
-    let mut v: Value = serde_json::from_slice(bytes).map_err(|e| {
-        format!("the config is not JSON ({e}); not kept, since it cannot be redacted")
-    })?;
+/// A config that is not JSON: what cannot be read cannot be redacted, so it is not kept. The
+/// parser's words name a line and column, never the config's text.
+#[derive(Debug, thiserror::Error)]
+#[error("the config is not JSON ({0}); not kept, since it cannot be redacted")]
+pub struct NotRedactable(#[source] serde_json::Error);
+
+/// `bytes` (an Ignition config) redacted and pretty-printed.
+pub fn redacted(bytes: &[u8]) -> Result<Vec<u8>, NotRedactable> {
+    let mut v: Value = serde_json::from_slice(bytes).map_err(NotRedactable)?;
     redact(&mut v);
-    let mut out = serde_json::to_vec_pretty(&v).map_err(|e| e.to_string())?;
+    let mut out = serde_json::to_vec_pretty(&v).expect("a JSON value serialises");
     out.push(b'\n');
     Ok(out)
 }
@@ -118,7 +121,7 @@ mod tests {
 
     #[test]
     fn a_config_that_is_not_json_is_not_kept() {
-        let e = redacted(b"{\"storage\": SECRET").unwrap_err();
+        let e = redacted(b"{\"storage\": SECRET").unwrap_err().to_string();
         assert!(e.contains("not kept"), "{e}");
         assert!(!e.contains("SECRET"), "{e}");
     }

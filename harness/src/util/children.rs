@@ -182,22 +182,40 @@ pub fn mounts_below(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// Why a build directory stays.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoveBuildDirError {
+    #[error("not removing {}: still mounted inside: {}", dir.display(), mounts.join(", "))]
+    StillMounted {
+        dir: std::path::PathBuf,
+        mounts: Vec<String>,
+    },
+    #[error("removing {}: {source}", dir.display())]
+    Io {
+        dir: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// `remove_dir_all`, unless something is mounted inside (a killed chroot build can leave
 /// /proc or /dev mounted there: removing through them would touch the host's). Then the
 /// directory stays and the mounts are named.
-pub fn remove_build_dir(dir: &std::path::Path) -> Result<(), String> {
+pub fn remove_build_dir(dir: &std::path::Path) -> Result<(), RemoveBuildDirError> {
     let mounts = mounts_below(dir);
     if !mounts.is_empty() {
-        return Err(format!(
-            "not removing {}: still mounted inside: {}",
-            dir.display(),
-            mounts.join(", ")
-        ));
+        return Err(RemoveBuildDirError::StillMounted {
+            dir: dir.to_path_buf(),
+            mounts,
+        });
     }
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("removing {}: {e}", dir.display())),
+        Err(source) => Err(RemoveBuildDirError::Io {
+            dir: dir.to_path_buf(),
+            source,
+        }),
     }
 }
 

@@ -247,16 +247,23 @@ pub fn init(terminal: Option<Level>) {
 /// The levels `--log-level` takes, for its error message.
 pub const LEVEL_NAMES: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
 
-/// `--log-level`: one of [`LEVEL_NAMES`] (tracing's own parser also takes numbers).
-pub fn parse_level(s: &str) -> Result<Level, String> {
-    if LEVEL_NAMES.contains(&s) {
-        s.parse()
-            .map_err(|e: tracing::metadata::ParseLevelError| e.to_string())
-    } else {
-        Err(format!(
-            "unknown log level {s:?}: expected one of {}",
-            LEVEL_NAMES.join(", ")
-        ))
+/// A `--log-level` that is none of [`LEVEL_NAMES`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown log level {given:?}: expected one of {}", LEVEL_NAMES.join(", "))]
+pub struct UnknownLevel {
+    pub given: String,
+}
+
+/// `--log-level`: one of [`LEVEL_NAMES`] (tracing's own parser also takes numbers, which the
+/// flag does not).
+pub fn parse_level(s: &str) -> Result<Level, UnknownLevel> {
+    match s {
+        "error" => Ok(Level::ERROR),
+        "warn" => Ok(Level::WARN),
+        "info" => Ok(Level::INFO),
+        "debug" => Ok(Level::DEBUG),
+        "trace" => Ok(Level::TRACE),
+        _ => Err(UnknownLevel { given: s.into() }),
     }
 }
 
@@ -347,8 +354,14 @@ mod tests {
         assert_eq!(terminal_level(0, Some(Level::WARN)), Some(Level::WARN));
         assert_eq!(parse_level("debug"), Ok(Level::DEBUG));
         assert_eq!(
-            parse_level("5").unwrap_err(),
+            parse_level("5").unwrap_err().to_string(),
             "unknown log level \"5\": expected one of error, warn, info, debug, trace"
         );
+        for name in LEVEL_NAMES {
+            assert_eq!(
+                parse_level(name).map(|l| l.to_string()),
+                Ok(name.to_uppercase())
+            );
+        }
     }
 }

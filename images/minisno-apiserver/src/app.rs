@@ -1,6 +1,7 @@
 //! The shared state of a running apiserver: configuration, parsed faults, persisted state and
 //! the clock that everything simulated is measured against.
 
+use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -155,15 +156,34 @@ impl App {
                 });
                 if saved.is_ok() {
                     let list: Vec<String> = addrs.iter().map(IpAddr::to_string).collect();
-                    crate::server::log(format!("{host} resolves to {} on this node: the kubelet can reach the API and register the node", list.join(", ")));
+                    crate::log::log(format!("{host} resolves to {} on this node: the kubelet can reach the API and register the node", list.join(", ")));
                 }
             }
             Err(why) if !lookups.failure_logged => {
                 lookups.failure_logged = true;
-                crate::server::log(format!("{host} does not resolve on this node ({why}): the kubelet cannot reach the API, so the node does not register until the name resolves"));
+                crate::log::log(format!("{host} does not resolve on this node ({why}): the kubelet cannot reach the API, so the node does not register until the name resolves"));
             }
             Err(_) => {}
         }
+    }
+
+    /// A stable UUID-shaped id for an object, derived from what identifies it and the cluster's
+    /// first start (so a new cluster gets new uids, a restart keeps them).
+    pub fn uid(&self, seed: &str) -> String {
+        let half = |salt: u8| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (salt, seed, self.first_start_ms).hash(&mut h);
+            h.finish()
+        };
+        let (a, b) = (half(1), half(2));
+        format!(
+            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xfff,
+            0x8000 | ((b >> 48) & 0x3fff),
+            b & 0xffff_ffff_ffff
+        )
     }
 
     /// Reads the state.
@@ -199,10 +219,7 @@ impl App {
             metadata: ObjectMeta {
                 name: Some(name.to_string()),
                 namespace: Some(namespace.to_string()),
-                uid: Some(crate::resources::uid(
-                    self,
-                    &format!("ConfigMap/{namespace}/{name}"),
-                )),
+                uid: Some(self.uid(&format!("ConfigMap/{namespace}/{name}"))),
                 resource_version: Some("1".to_string()),
                 creation_timestamp: Some(self.time_at(0.0)),
                 ..Default::default()

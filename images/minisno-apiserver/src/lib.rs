@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod config;
+pub mod log;
 pub mod resolver;
 pub mod resources;
 pub mod router;

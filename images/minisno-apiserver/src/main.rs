@@ -2,7 +2,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use minisno_apiserver::{server, Config, Schedule};
+use minisno_apiserver::{log::log, server, Config, Schedule};
 
 /// minisno's control-plane simulator (a test fixture, not a Kubernetes apiserver).
 #[derive(Parser)]
@@ -67,7 +67,7 @@ fn serve(config_path: PathBuf) -> anyhow::Result<()> {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
         }
-        server::log("stopping");
+        log("stopping");
         running.stop().await;
         Ok(())
     })

@@ -18,15 +18,11 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::app::App;
 use crate::config::Config;
+use crate::log::log;
 use crate::{router, schedule, tls};
 
 const MAX_BODY: usize = 4 << 20;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Prints one log line (stdout, so the journal gets it).
-pub fn log(line: impl AsRef<str>) {
-    println!("minisno-apiserver: {}", line.as_ref());
-}
 
 /// A started server.
 pub struct Running {

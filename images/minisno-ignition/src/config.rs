@@ -8,6 +8,9 @@ use serde::Deserialize;
 
 use crate::contents;
 use crate::error::{Error, Result};
+// A file's resources are in a module of their own: contents.rs resolves them and the
+// validation here calls contents.rs.
+pub use crate::resource::{Resource, Verification};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,20 +45,6 @@ pub struct File {
     pub append: Option<Vec<Resource>>,
     pub user: Option<Owner>,
     pub group: Option<Owner>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Resource {
-    pub source: Option<String>,
-    pub compression: Option<String>,
-    pub verification: Option<Verification>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Verification {
-    pub hash: Option<String>,
 }
 
 /// `user` / `group` of a node: by numeric id or by name.

@@ -6,8 +6,8 @@ use std::io::Read;
 use data_url::DataUrl;
 use sha2::{Digest, Sha256, Sha512};
 
-use crate::config::Resource;
 use crate::error::Result;
+use crate::resource::Resource;
 
 /// The bytes a resource describes; `jp` is its JSON path.
 pub fn fetch(res: &Resource, jp: &str) -> Result<Vec<u8>> {

@@ -7,6 +7,8 @@ pub mod error;
 pub mod config;
 pub mod contents;
 pub mod fsops;
+pub mod nodes;
+pub mod resource;
 pub mod units;
 pub mod users;
 

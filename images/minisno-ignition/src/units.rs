@@ -5,7 +5,7 @@ use std::fs;
 
 use crate::config::Unit;
 use crate::error::{io_err, Result};
-use crate::fsops::{ensure_symlink, lstat, mkdir_parents, write_atomic};
+use crate::nodes::{ensure_symlink, lstat, mkdir_parents, write_atomic};
 use crate::Applier;
 
 const SYSDIR: &str = "/etc/systemd/system";

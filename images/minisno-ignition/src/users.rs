@@ -8,7 +8,7 @@ use std::os::unix::fs::MetadataExt;
 
 use crate::config::User;
 use crate::error::{io_err, Result};
-use crate::fsops::{ensure_dir, is_dir, write_atomic};
+use crate::nodes::{ensure_dir, is_dir, write_atomic};
 use crate::Applier;
 
 /// Read `<root>/<rel>`; a missing file reads as `None`.

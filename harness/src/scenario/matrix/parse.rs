@@ -17,12 +17,11 @@ use super::spec::{AxisSpec, Ctx, Spec, ValueSpec};
 use super::strategy::{Strategy, MAX_PERMUTATIONS};
 use crate::scenario::files;
 use crate::scenario::model::ScenarioFile;
-use crate::scenario::{self, shorten_long_words, Scenario};
+use crate::scenario::{self, shorten_long_words, Scenario, MAX_PERMUTATION_ID_LEN};
 use crate::util::input_file;
 
 /// A label is one part of a permutation id, which names a directory (at most 255 bytes).
 const MAX_LABEL_LEN: usize = 64;
-const MAX_ID_LEN: usize = 250;
 
 pub fn parse(path: &Path, text: &str) -> Result<Spec, MatrixError> {
     let cx = Ctx { file: path, text };
@@ -67,10 +66,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Spec, MatrixError> {
         })
         .sum::<usize>()
         + axes.len().saturating_sub(1);
-    if longest_id > MAX_ID_LEN {
+    if longest_id > MAX_PERMUTATION_ID_LEN {
         return Err(MatrixError::Invalid {
             at: Location::file(path),
-            message: format!("permutation ids would be up to {longest_id} characters, more than {MAX_ID_LEN} (ids name directories): use fewer axes or shorter labels"),
+            message: format!("permutation ids would be up to {longest_id} characters, more than {MAX_PERMUTATION_ID_LEN} (ids name directories): use fewer axes or shorter labels"),
         });
     }
     let mut exclusions = Vec::new();

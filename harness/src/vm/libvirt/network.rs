@@ -326,7 +326,7 @@ pub fn from_machine_network(
     run: RunMeta,
     name: String,
 ) -> Result<NatNetwork, String> {
-    let layout = crate::hw::nat::layout(machine_network)?;
+    let layout = crate::hw::nat::layout(machine_network).map_err(|e| e.to_string())?;
     Ok(NatNetwork {
         name,
         run,

@@ -683,7 +683,7 @@ pub(crate) mod tests {
         assert!(plan::disk_place(&pci, 23).is_err());
         let sata = [Bus::Sata; 6];
         assert_eq!(plan::disk_place(&sata, 4), Ok(DiskPlace::Sata { port: 4 }));
-        let e = plan::disk_place(&sata, 5).unwrap_err();
+        let e = plan::disk_place(&sata, 5).unwrap_err().to_string();
         assert!(e.contains("5 AHCI ports"), "{e}");
         let scsi = vec![Bus::Scsi; 257];
         assert_eq!(

@@ -10,5 +10,5 @@ pub use argv::{qemu_argv, qemu_argv_started};
 pub use process::{QemuError, QemuProcess};
 pub use qmp::{BlockStats, Qmp, QmpError, QmpEvent};
 
-/// The QEMU system emulator binary.
-pub const QEMU_BINARY: &str = "qemu-system-x86_64";
+/// The QEMU system emulator binary (the one the host programs list names).
+pub const QEMU_BINARY: &str = crate::hw::host_programs::QEMU;

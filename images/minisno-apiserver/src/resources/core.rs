@@ -94,15 +94,15 @@ fn node(app: &App, timeline: &Timeline) -> Node {
             conditions: Some(conditions),
             node_info: Some(NodeSystemInfo {
                 architecture: "amd64".to_string(),
-                boot_id: super::uid(app, "boot"),
+                boot_id: app.uid("boot"),
                 container_runtime_version: "cri-o://1.30.4-minisno".to_string(),
                 kernel_version: "6.1.0-minisno".to_string(),
                 kube_proxy_version: String::new(),
                 kubelet_version: KUBE_VERSION.to_string(),
-                machine_id: super::uid(app, "machine").replace('-', ""),
+                machine_id: app.uid("machine").replace('-', ""),
                 operating_system: "linux".to_string(),
                 os_image: "minisno (Debian bookworm; a test fixture)".to_string(),
-                system_uuid: super::uid(app, "system"),
+                system_uuid: app.uid("system"),
                 ..Default::default()
             }),
             ..Default::default()
@@ -303,10 +303,7 @@ pub fn create_configmap(app: &App, ns: &str, body: &[u8]) -> Reply {
             ));
         }
         cm.metadata.namespace = Some(ns.to_string());
-        cm.metadata.uid = Some(super::uid(
-            app,
-            &format!("ConfigMap/{ns}/{name}/{}", s.resource_version),
-        ));
+        cm.metadata.uid = Some(app.uid(&format!("ConfigMap/{ns}/{name}/{}", s.resource_version)));
         cm.metadata.resource_version = Some(s.next_resource_version());
         cm.metadata.creation_timestamp = Some(app.time_at(app.elapsed()));
         cm.metadata.generate_name = None;

@@ -11,8 +11,6 @@ pub mod openshift_types;
 pub mod pods;
 pub mod tables;
 
-use std::hash::{Hash, Hasher};
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Status, StatusDetails};
 use serde::Serialize;
 
@@ -121,34 +119,12 @@ pub fn details(group: &str, resource: &str, name: &str) -> StatusDetails {
     }
 }
 
-/// A stable UUID-shaped id for an object, derived from what identifies it and the cluster's
-/// first start (so a new cluster gets new uids, a restart keeps them).
-pub fn uid(app: &App, seed: &str) -> String {
-    let half = |salt: u8| {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (salt, seed, app.first_start_ms).hash(&mut h);
-        h.finish()
-    };
-    let (a, b) = (half(1), half(2));
-    format!(
-        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0xfff,
-        0x8000 | ((b >> 48) & 0x3fff),
-        b & 0xffff_ffff_ffff
-    )
-}
-
 /// Metadata of a simulated (not stored) object.
 pub fn sim_meta(app: &App, kind: &str, namespace: Option<&str>, name: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_string()),
         namespace: namespace.map(str::to_string),
-        uid: Some(uid(
-            app,
-            &format!("{kind}/{}/{name}", namespace.unwrap_or("")),
-        )),
+        uid: Some(app.uid(&format!("{kind}/{}/{name}", namespace.unwrap_or("")))),
         resource_version: Some(app.generation().to_string()),
         creation_timestamp: Some(app.time_at(0.0)),
         generation: Some(1),

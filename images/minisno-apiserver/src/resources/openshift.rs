@@ -88,7 +88,7 @@ pub fn cluster_version(app: &App) -> ClusterVersion {
         kind: "ClusterVersion".to_string(),
         metadata: sim_meta(app, "ClusterVersion", None, "version"),
         spec: ClusterVersionSpec {
-            cluster_id: super::uid(app, "clusterID"),
+            cluster_id: app.uid("clusterID"),
             channel: app.config.release.channel(),
             desired_update: None,
             capabilities,
@@ -109,7 +109,7 @@ pub fn cluster_version(app: &App) -> ClusterVersion {
                 verified: false,
             }],
             observed_generation: 1,
-            version_hash: super::uid(app, "versionHash")[..11].to_string(),
+            version_hash: app.uid("versionHash")[..11].to_string(),
             capabilities: Capabilities {
                 enabled_capabilities: enabled_capabilities(&app.install_config),
                 known_capabilities: KNOWN_CAPABILITIES.iter().map(|s| s.to_string()).collect(),
@@ -373,7 +373,7 @@ pub fn infrastructure(app: &App) -> Infrastructure {
             "infrastructureTopology": "SingleReplica",
             "cpuPartitioning": "None",
             "etcdDiscoveryDomain": "",
-            "infrastructureName": format!("{}-{}", c.cluster_name, &super::uid(app, "infra")[..5]),
+            "infrastructureName": format!("{}-{}", c.cluster_name, &app.uid("infra")[..5]),
             "platform": "None",
             "platformStatus": {"type": "None"},
         }),

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta, OwnerReference};
 use k8s_openapi::List;
 
-use super::{uid, Reply};
+use super::Reply;
 use crate::app::App;
 use crate::schedule::{self, Owner, PodPhase, SimPod};
 
@@ -31,7 +31,7 @@ pub fn sim_pods(app: &App, namespace: Option<&str>) -> Vec<SimPod> {
 
 /// The uid of an object the events and the pods both refer to.
 pub fn object_uid(app: &App, kind: &str, namespace: &str, name: &str) -> String {
-    uid(app, &format!("{kind}/{namespace}/{name}"))
+    app.uid(&format!("{kind}/{namespace}/{name}"))
 }
 
 /// Who made the pod: its ReplicaSet, its DaemonSet, or, for a static (mirror) pod, the node.

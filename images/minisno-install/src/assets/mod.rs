@@ -12,6 +12,7 @@
 
 pub mod files;
 pub mod kubeconfig;
+pub mod outputs;
 pub mod small;
 pub mod source;
 pub mod state;
@@ -26,33 +27,16 @@ use crate::log::Logger;
 use crate::pki::{self, Pki};
 use crate::validate::{self, Host};
 use crate::Failure;
+use outputs::{
+    created_message, existing_outputs, no_compute_replicas, KUBEADMIN_PASSWORD, KUBECONFIG,
+    LIVE_IGN, METADATA, SCHEDULABLE_WARNING, WORKER_IGN,
+};
 use source::{Loaded, Origin};
 use state::{ClusterIds, State};
-
-pub const LIVE_IGN: &str = "bootstrap-in-place-for-live-iso.ign";
-pub const KUBECONFIG: &str = "auth/kubeconfig";
-pub const KUBEADMIN_PASSWORD: &str = "auth/kubeadmin-password";
-pub const METADATA: &str = "metadata.json";
-pub const WORKER_IGN: &str = "worker.ign";
-pub const STATE: &str = state::FILE;
-
-/// The files of a finished (or partly finished) run of this command; any of them present means
-/// the directory was used already.
-pub const OUTPUTS: &[&str] = &[
-    LIVE_IGN,
-    KUBECONFIG,
-    KUBEADMIN_PASSWORD,
-    METADATA,
-    WORKER_IGN,
-];
 
 /// The assets of the command, as the real tool names them in its messages.
 pub const ADMIN_CLIENT_ASSET: &str = "Kubeconfig Admin Client";
 pub const TARGET: &str = "Single node bootstrap In Place Ignition Config";
-
-/// The real tool's warning for a cluster without compute replicas (every single-node one).
-pub const SCHEDULABLE_WARNING: &str =
-    "Making control-plane schedulable by setting MastersSchedulable to true for Scheduler cluster settings";
 
 fn fatal_in(asset: &str, msg: impl std::fmt::Display) -> Failure {
     Failure::Fatal(format!("failed to fetch {asset}: {msg}"))
@@ -60,19 +44,6 @@ fn fatal_in(asset: &str, msg: impl std::fmt::Display) -> Failure {
 
 fn to_json(v: &impl serde::Serialize) -> Vec<u8> {
     serde_json::to_vec(v).expect("JSON values serialize")
-}
-
-/// The outputs already present in `dir`, the state of an earlier run of this command included.
-pub fn existing_outputs(dir: &Path, state: Option<&State>) -> Vec<&'static str> {
-    let mut found: Vec<&'static str> = OUTPUTS
-        .iter()
-        .copied()
-        .filter(|rel| dir.join(rel).symlink_metadata().is_ok())
-        .collect();
-    if state.is_some_and(|s| s.has(state::ADMIN_CLIENT)) {
-        found.push(STATE);
-    }
-    found
 }
 
 /// A directory that was used already is refused and left untouched.
@@ -86,36 +57,6 @@ fn refuse_regeneration(dir: &Path, state: Option<&State>, asset: &str) -> Result
         dir.display(),
         existing.join(", ")
     )))
-}
-
-/// The real tool's closing line: `<Command> created in: <dirs>`, the directories of the files
-/// written (`LogCreatedFiles`).
-pub fn created_message(title: &str, dir: &Path, files: &[&str]) -> String {
-    let base = dir.display().to_string();
-    let base = match base.trim_end_matches('/') {
-        "" if base.starts_with('/') => "/".to_string(),
-        "" => ".".to_string(),
-        b => b.to_string(),
-    };
-    let join = |sub: &str| {
-        if base == "." {
-            sub.to_string()
-        } else {
-            format!("{base}/{sub}")
-        }
-    };
-    let mut dirs: Vec<String> = files
-        .iter()
-        .map(|f| f.split_once('/').map_or(base.clone(), |(sub, _)| join(sub)))
-        .collect();
-    dirs.sort();
-    dirs.dedup();
-    let listed = match dirs.as_slice() {
-        [one] => one.clone(),
-        [init @ .., last] if dirs.len() <= 3 => format!("{} and {last}", init.join(", ")),
-        _ => base,
-    };
-    format!("{title} created in: {listed}")
 }
 
 /// The fixture's options, checked before anything is written.
@@ -139,17 +80,6 @@ fn fixture_options(log: &mut Logger) -> Result<FixtureOptions, Failure> {
         ));
     }
     Ok(options)
-}
-
-/// Whether the real tool's schedulability warning applies: no compute replicas at all.
-pub fn no_compute_replicas(config: &InstallConfig) -> bool {
-    config
-        .compute
-        .iter()
-        .flatten()
-        .map(|p| p.replicas.unwrap_or(0))
-        .sum::<u32>()
-        == 0
 }
 
 /// Everything made along the way that later targets need.

@@ -11,8 +11,9 @@ pub mod render;
 
 use std::path::Path;
 
+use crate::assets::outputs::{self, SCHEDULABLE_WARNING};
 use crate::assets::state::{self, ClusterIds, State};
-use crate::assets::{files, source, SCHEDULABLE_WARNING};
+use crate::assets::{files, source};
 use crate::install_config;
 use crate::log::Logger;
 use crate::validate::Host;
@@ -29,7 +30,7 @@ fn fatal(msg: impl std::fmt::Display) -> Failure {
 pub fn create(dir: &Path, log: &mut Logger) -> Result<(), Failure> {
     log.debug(&format!("Fetching {FIRST_TARGET}..."));
     let existing = State::load(dir).map_err(fatal)?;
-    let used: Vec<&str> = crate::assets::existing_outputs(dir, existing.as_ref())
+    let used: Vec<&str> = outputs::existing_outputs(dir, existing.as_ref())
         .into_iter()
         .chain(existing.as_ref().map(|_| state::FILE))
         .collect();
@@ -51,7 +52,7 @@ pub fn create(dir: &Path, log: &mut Logger) -> Result<(), Failure> {
     log.info("Consuming Install Config from target directory");
     files::remove_consumed(dir, install_config::FILE)
         .map_err(|e| fatal(format!("failed to purge asset: {e}")))?;
-    if crate::assets::no_compute_replicas(&config) {
+    if outputs::no_compute_replicas(&config) {
         log.warn(SCHEDULABLE_WARNING);
     }
     for (rel, text) in &manifests {
@@ -68,7 +69,7 @@ pub fn create(dir: &Path, log: &mut Logger) -> Result<(), Failure> {
     st.set_files(state::OPENSHIFT, &names("openshift/"));
     st.save(dir).map_err(fatal)?;
     let rels: Vec<&str> = manifests.iter().map(|(r, _)| r.as_str()).collect();
-    log.info(&crate::assets::created_message("Manifests", dir, &rels));
+    log.info(&outputs::created_message("Manifests", dir, &rels));
     Ok(())
 }
 

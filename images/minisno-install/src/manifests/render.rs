@@ -163,7 +163,7 @@ pub fn manifests(
             "manifests/cluster-scheduler-02-config.yml",
             &json!({
             "apiVersion": "config.openshift.io/v1", "kind": "Scheduler", "metadata": {"name": "cluster"},
-            "spec": {"mastersSchedulable": super::super::assets::no_compute_replicas(c), "policy": {"name": ""}}, "status": {}}),
+            "spec": {"mastersSchedulable": crate::assets::outputs::no_compute_replicas(c), "policy": {"name": ""}}, "status": {}}),
         )?,
         yaml(
             "manifests/openshift-config-secret-pull-secret.yaml",
