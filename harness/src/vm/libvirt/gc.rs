@@ -34,7 +34,7 @@ fn attr_of(metadata: &str, name: &str) -> Option<String> {
 /// host cannot be judged from here and counts as alive: gc never takes another machine's run.
 fn owner_alive(metadata: &str) -> bool {
     let host = attr_of(metadata, "host").unwrap_or_default();
-    if host != super::domain::host_name() {
+    if host != crate::vm::run_meta::host_name() {
         return true;
     }
     let pid = attr_of(metadata, "pid").and_then(|p| p.parse::<u32>().ok());
@@ -262,7 +262,7 @@ mod tests {
 
     #[test]
     fn the_run_and_its_owner_are_read_from_the_metadata_element() {
-        let host = crate::vm::libvirt::domain::host_name();
+        let host = crate::vm::run_meta::host_name();
         let me = std::process::id();
         let start = crate::util::process::process_start(me).unwrap();
         let meta = |pid: u32, start: u64, host: &str| {

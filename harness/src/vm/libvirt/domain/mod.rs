@@ -59,13 +59,6 @@ pub const USER_ALIAS_PREFIX: &str = "ua-";
 /// keeps it from clashing with a disk's alias.
 pub const CDROM_ALIAS: &str = "ua-live_cdrom";
 
-/// This machine's name (the kernel's), for the owner of a domain.
-pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
-}
-
 /// The libvirt alias of a disk, `ua-ID`. libvirt hands it to QEMU as the device id, so under
 /// libvirt a disk's guest device is `-device ...,id=ua-ID`; its drive has no `-drive` id
 /// (libvirt attaches disks with `-blockdev`, node names `libvirt-N-format`/`-storage`). In
