@@ -11,7 +11,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use sno_harness::netboot::FileServer;
+use sno_harness::netboot::{FileServer, Peers};
 
 const SIZE: usize = 64 << 20;
 
@@ -38,7 +38,7 @@ fn serve(c: &mut Criterion) {
     std::fs::write(&file, &data).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(async {
-        let s = FileServer::start("127.0.0.1:0".parse().unwrap(), None)
+        let s = FileServer::start("127.0.0.1:0".parse().unwrap(), None, Peers::Any)
             .await
             .unwrap();
         s.serve("/rootfs.img", file.clone());

@@ -140,7 +140,7 @@ fn flood(addr: SocketAddr, stop: &AtomicBool) -> String {
     let (mut opened, mut junk) = (0u64, 0u64);
     while !stop.load(Ordering::SeqCst) {
         let second = Instant::now();
-        held.retain(|s| still_open(s));
+        held.retain(still_open);
         let mut renewed = 0;
         while held.len() < HALF_SENT && renewed < 200 {
             let Ok(mut s) = TcpStream::connect(addr) else {

@@ -171,10 +171,50 @@ fn nothing_secret_reaches_out_and_a_kept_cluster_is_handed_on() {
     assert!(private.starts_with(&private_root), "{}", private.display());
     let assets = private.join("assets");
 
-    // What must not leak, read from where it legitimately lives.
+    let needles = secrets_of_the_run(&private, &auth);
+    assert_nothing_secret_under(&out, &needles, &harness_output);
+
+    // The redacted copies say so.
+    let redacted = std::fs::read_to_string(dir.join("install-config.yaml")).unwrap();
+    assert!(redacted.contains("<redacted>"));
+    let ign =
+        std::fs::read_to_string(dir.join("assets/bootstrap-in-place-for-live-iso.ign")).unwrap();
+    assert!(
+        ign.contains("/root/.docker/config.json") && ign.contains("redacted"),
+        "{ign}"
+    );
+
+    assert_secrets_are_owner_only(&private);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&assets), 0o700, "assets/");
+    the_kept_cluster_is_handed_on_and_gc_stops_it(
+        (&dir, &private),
+        &state,
+        &harness_output,
+        &handed,
+        &shared,
+    );
+    let mut asset_files = Vec::new();
+    files_under(&assets, &mut asset_files);
+    assert!(asset_files.len() >= 5, "{asset_files:?}");
+    for f in asset_files {
+        assert_eq!(
+            mode(&f) & 0o077,
+            0,
+            "{} is mode {:o}",
+            f.display(),
+            mode(&f)
+        );
+    }
+}
+
+/// What must not leak, read from where it legitimately lives in the run's private directory:
+/// `(what, text)` pairs.
+fn secrets_of_the_run(private: &Path, auth: &str) -> Vec<(String, String)> {
+    let assets = private.join("assets");
     let password = std::fs::read_to_string(assets.join("auth/kubeadmin-password")).unwrap();
     let mut needles: Vec<(String, String)> = vec![
-        ("the pull secret's auth".into(), auth.clone()),
+        ("the pull secret's auth".into(), auth.to_string()),
         ("the pull secret's canary".into(), CANARY.into()),
         ("the kubeadmin password".into(), password.trim().to_string()),
     ];
@@ -190,9 +230,14 @@ fn nothing_secret_reaches_out_and_a_kept_cluster_is_handed_on() {
     }
     assert!(needles.iter().all(|(_, n)| n.len() >= 16), "{needles:?}");
 
-    // Everything under --out, without exception, and what the harness printed.
+    needles
+}
+
+/// Everything under `out`, without exception, and what the harness printed, searched for
+/// `needles` and for any PEM private key.
+fn assert_nothing_secret_under(out: &Path, needles: &[(String, String)], harness_output: &str) {
     let mut searched = Vec::new();
-    files_under(&out, &mut searched);
+    files_under(out, &mut searched);
     for must in [
         "events.jsonl",
         "junit.xml",
@@ -230,7 +275,7 @@ fn nothing_secret_reaches_out_and_a_kept_cluster_is_handed_on() {
     let mut leaks = Vec::new();
     for p in &searched {
         let text = String::from_utf8_lossy(&readable(p)).into_owned();
-        for (what, needle) in &needles {
+        for (what, needle) in needles {
             if text.contains(needle.as_str()) {
                 leaks.push(format!("{what} in {}", p.display()));
             }
@@ -239,7 +284,7 @@ fn nothing_secret_reaches_out_and_a_kept_cluster_is_handed_on() {
             leaks.push(format!("a PEM private key in {}", p.display()));
         }
     }
-    for (what, needle) in &needles {
+    for (what, needle) in needles {
         if harness_output.contains(needle.as_str()) {
             leaks.push(format!("{what} in the harness's output"));
         }
@@ -250,39 +295,6 @@ fn nothing_secret_reaches_out_and_a_kept_cluster_is_handed_on() {
         searched.len(),
         needles.len()
     );
-
-    // The redacted copies say so.
-    let redacted = std::fs::read_to_string(dir.join("install-config.yaml")).unwrap();
-    assert!(redacted.contains("<redacted>"));
-    let ign =
-        std::fs::read_to_string(dir.join("assets/bootstrap-in-place-for-live-iso.ign")).unwrap();
-    assert!(
-        ign.contains("/root/.docker/config.json") && ign.contains("redacted"),
-        "{ign}"
-    );
-
-    assert_secrets_are_owner_only(&private);
-    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode(&assets), 0o700, "assets/");
-    the_kept_cluster_is_handed_on_and_gc_stops_it(
-        (&dir, &private),
-        &state,
-        &harness_output,
-        &handed,
-        &shared,
-    );
-    let mut asset_files = Vec::new();
-    files_under(&assets, &mut asset_files);
-    assert!(asset_files.len() >= 5, "{asset_files:?}");
-    for f in asset_files {
-        assert_eq!(
-            mode(&f) & 0o077,
-            0,
-            "{} is mode {:o}",
-            f.display(),
-            mode(&f)
-        );
-    }
 }
 
 /// Stops what a kept run left running, whatever became of the test: gc with the run's

@@ -62,7 +62,7 @@ mod tests {
             lines,
             [format!("the admin kubeconfig is in {}", a.display())]
         );
-        let e = hand_on(&[b.clone()], b"x").unwrap_err();
+        let e = hand_on(std::slice::from_ref(&b), b"x").unwrap_err();
         assert!(
             e.contains("cannot be handed on to") && e.contains("no/such/dir"),
             "{e}"
