@@ -29,13 +29,8 @@ pub fn by_id(disk: &Disk) -> String {
 /// SS is the disk's own PCI slot: 08, 09, ... in order among virtio and NVMe disks.
 pub fn by_path(buses: &[Bus], index: usize) -> Result<String, DiskPlanError> {
     let path = match plan::disk_place(buses, index)? {
-        DiskPlace::Pci { slot } => {
-            let pci = format!("pci-0000:00:{slot:02x}.0");
-            match buses[index] {
-                Bus::Nvme => format!("{pci}-nvme-1"),
-                _ => pci,
-            }
-        }
+        DiskPlace::Virtio { slot } => format!("pci-0000:00:{slot:02x}.0"),
+        DiskPlace::Nvme { slot } => format!("pci-0000:00:{slot:02x}.0-nvme-1"),
         DiskPlace::Scsi { target } => format!(
             "pci-0000:00:{:02x}.0-scsi-0:0:{target}:0",
             plan::SCSI_CONTROLLER_SLOT

@@ -33,11 +33,15 @@ pub const CDROM_AHCI_PORT: u8 = 5;
 /// virtio-scsi's highest target (QEMU's `VIRTIO_SCSI_MAX_TARGET`).
 pub const LAST_SCSI_TARGET: u8 = 255;
 
-/// Where a disk sits.
+/// Where a disk sits: one variant per bus, so a place says which device it is too, and a match
+/// over places needs no case for a bus at a place it cannot have. A new bus then fails to
+/// compile wherever a place is turned into a device, rather than panicking at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DiskPlace {
-    /// A PCI slot of its own on pcie.0, function 0 (virtio-blk, NVMe).
-    Pci { slot: u8 },
+    /// A virtio-blk disk: a PCI slot of its own on pcie.0, function 0.
+    Virtio { slot: u8 },
+    /// An NVMe controller: a PCI slot of its own on pcie.0, function 0.
+    Nvme { slot: u8 },
     /// Channel 0, this target, LUN 0 of the virtio-scsi controller at [`SCSI_CONTROLLER_SLOT`].
     Scsi { target: u8 },
     /// This port of q35's AHCI controller.
@@ -101,10 +105,10 @@ pub fn disk_place(buses: &[Bus], index: usize) -> Result<DiskPlace, DiskPlanErro
 pub fn place(buses: &[Bus], index: usize) -> DiskPlace {
     let rank = rank(buses, index);
     let small = |n: usize| u8::try_from(n).unwrap_or(u8::MAX);
+    let slot = || small(usize::from(FIRST_DISK_SLOT) + rank);
     match buses[index] {
-        Bus::Virtio | Bus::Nvme => DiskPlace::Pci {
-            slot: small(usize::from(FIRST_DISK_SLOT) + rank),
-        },
+        Bus::Virtio => DiskPlace::Virtio { slot: slot() },
+        Bus::Nvme => DiskPlace::Nvme { slot: slot() },
         Bus::Scsi => DiskPlace::Scsi {
             target: small(rank),
         },

@@ -364,7 +364,7 @@ fn every_device_sits_where_the_qemu_plan_puts_it() {
                 .iter()
                 .find(|v| v["id"] == disk_alias(&d.id))
                 .unwrap_or_else(|| panic!("no passthrough device for {}", d.id));
-            let DiskPlace::Pci { slot } = place else {
+            let DiskPlace::Nvme { slot } = place else {
                 panic!("{place:?}")
             };
             assert_eq!(dev["bus"], "pcie.0");
@@ -375,7 +375,7 @@ fn every_device_sits_where_the_qemu_plan_puts_it() {
         let target = disk.one("target");
         let addr = disk.one("address");
         match place {
-            DiskPlace::Pci { slot } => {
+            DiskPlace::Virtio { slot } => {
                 assert_eq!(target.at("bus"), "virtio");
                 assert_eq!(pci(addr), (slot, 0));
             }
@@ -388,6 +388,7 @@ fn every_device_sits_where_the_qemu_plan_puts_it() {
                 assert_eq!(target.at("bus"), "sata");
                 assert_eq!(drive(addr), (0, 0, 0, u32::from(port)));
             }
+            DiskPlace::Nvme { .. } => panic!("NVMe disk {} is a <disk>", d.id),
         }
     }
     let cd = disk_by_alias(devices, CDROM_ALIAS);
@@ -534,7 +535,7 @@ fn nvme_goes_through_the_qemu_passthrough_at_its_slot() {
     assert_eq!(devs[1]["driver"], "virtio-net-pci");
     let dev = &devs[0];
     let buses: Vec<Bus> = sp.disks.iter().map(|d| d.bus).collect();
-    let DiskPlace::Pci { slot } = plan::disk_place(&buses, 0).unwrap() else {
+    let DiskPlace::Nvme { slot } = plan::disk_place(&buses, 0).unwrap() else {
         panic!()
     };
     assert_eq!(slot, plan::FIRST_DISK_SLOT);

@@ -2,7 +2,7 @@
 //! arguments, so `vm.txt` and this file together say exactly what ran.
 
 use crate::util::socket_path;
-use crate::vm::{NetBootSpec, PortForward, VmSpec};
+use crate::vm::{DiskSpec, NetBootSpec, PortForward, VmSpec};
 
 use crate::hw::{Accel, Bus, Firmware, Throttle, OVMF_CODE};
 
@@ -16,13 +16,13 @@ pub const TCG_TB_SIZE_MIB: u32 = 64;
 
 use crate::hw::slots::{self as plan, DiskPlace, CDROM_AHCI_PORT};
 
-/// `bus=pcie.0,addr=0xSS`: a device's fixed place on q35's root bus.
 /// A path as the value of a QEMU option: a comma doubled, as QEMU's option syntax requires
 /// (a single one would end the value and start an option of the path's choosing).
 fn opt_path(p: &std::path::Path) -> String {
     p.display().to_string().replace(',', ",,")
 }
 
+/// `bus=pcie.0,addr=0xSS`: a device's fixed place on q35's root bus.
 fn pci_addr(slot: u8) -> String {
     format!("bus=pcie.0,addr={slot:#04x}")
 }
@@ -72,16 +72,38 @@ enum Console {
     Terminal,
 }
 
+/// The command line, option by option: the machine, its firmware, the consoles, the devices,
+/// the disks and the CD-ROM, in that order.
 fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<String> {
-    let mut a: Vec<String> = Vec::new();
-    let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
+    let mut a = Args::default();
+    machine(&mut a, spec);
+    firmware(&mut a, spec);
+    a.push(&["-device", &format!("VGA,{}", pci_addr(plan::VGA_SLOT))]);
+    consoles(&mut a, spec, console, socket_dir_fd);
+    devices(&mut a, spec);
+    disks(&mut a, spec);
+    cdrom(&mut a, spec);
+    a.0
+}
 
-    push(&["-name", &format!("guest={},debug-threads=on", spec.name)]);
-    push(&["-nodefaults", "-no-user-config", "-display", "none"]);
+/// The arguments so far.
+#[derive(Default)]
+struct Args(Vec<String>);
+
+impl Args {
+    fn push(&mut self, items: &[&str]) {
+        self.0.extend(items.iter().map(|s| s.to_string()));
+    }
+}
+
+/// Name, machine type, accelerator, CPU, memory, vCPUs and clock.
+fn machine(a: &mut Args, spec: &VmSpec) {
+    a.push(&["-name", &format!("guest={},debug-threads=on", spec.name)]);
+    a.push(&["-nodefaults", "-no-user-config", "-display", "none"]);
     // q35 for both firmwares: one machine, one AHCI controller for SATA disks and the CD-ROM.
     match spec.accel {
-        Accel::Kvm => push(&["-machine", "q35", "-accel", "kvm", "-cpu", "host"]),
-        Accel::Tcg => push(&[
+        Accel::Kvm => a.push(&["-machine", "q35", "-accel", "kvm", "-cpu", "host"]),
+        Accel::Tcg => a.push(&[
             "-machine",
             "q35",
             "-accel",
@@ -90,28 +112,36 @@ fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<Str
             "max",
         ]),
     }
-    push(&[
+    a.push(&[
         "-m",
         &spec.memory_mib.to_string(),
         "-smp",
         &spec.vcpus.to_string(),
     ]);
-    push(&["-rtc", "base=utc"]);
+    a.push(&["-rtc", "base=utc"]);
+}
+
+/// OVMF's code (read-only, shared) and the VM's own variable store, for UEFI; nothing for
+/// SeaBIOS, QEMU's default.
+fn firmware(a: &mut Args, spec: &VmSpec) {
     if spec.firmware == Firmware::Uefi {
         let vars = spec
             .uefi_vars
             .as_ref()
             .expect("a UEFI VmSpec carries its variable store");
-        push(&[
+        a.push(&[
             "-drive",
             &format!("if=pflash,format=raw,unit=0,readonly=on,file={OVMF_CODE}"),
             "-drive",
             &format!("if=pflash,format=raw,unit=1,file={}", opt_path(vars)),
         ]);
     }
-    push(&["-device", &format!("VGA,{}", pci_addr(plan::VGA_SLOT))]);
+}
+
+/// The serial console, and QMP when the harness drives the VM.
+fn consoles(a: &mut Args, spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) {
     match console {
-        Console::Harness => push(&[
+        Console::Harness => a.push(&[
             "-chardev",
             &format!(
                 "socket,id=serial0,path={},server=on,wait=on",
@@ -120,10 +150,10 @@ fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<Str
             "-serial",
             "chardev:serial0",
         ]),
-        Console::Terminal => push(&["-serial", "mon:stdio"]),
+        Console::Terminal => a.push(&["-serial", "mon:stdio"]),
     }
     if let (Some(qmp), Console::Harness) = (&spec.qmp_socket, console) {
-        push(&[
+        a.push(&[
             "-chardev",
             &format!(
                 "socket,id=qmp0,path={},server=on,wait=off",
@@ -133,20 +163,24 @@ fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<Str
             "chardev=qmp0,mode=control",
         ]);
     }
-    push(&[
+}
+
+/// The network, the random number source, pvpanic, and the SCSI controller when a disk is on
+/// SCSI.
+fn devices(a: &mut Args, spec: &VmSpec) {
+    a.push(&[
         "-netdev",
         &user_netdev(&spec.forwards, spec.netboot.as_ref()),
     ]);
-    push(&["-device", &nic_device(spec)]);
-    push(&["-object", "rng-random,id=rng0,filename=/dev/urandom"]);
-    push(&[
+    a.push(&["-device", &nic_device(spec)]);
+    a.push(&["-object", "rng-random,id=rng0,filename=/dev/urandom"]);
+    a.push(&[
         "-device",
         &format!("virtio-rng-pci,{},rng=rng0", pci_addr(plan::RNG_SLOT)),
     ]);
-    push(&["-device", "pvpanic"]);
-
+    a.push(&["-device", "pvpanic"]);
     if spec.disks.iter().any(|d| d.bus == Bus::Scsi) {
-        push(&[
+        a.push(&[
             "-device",
             &format!(
                 "virtio-scsi-pci,{},id=scsi0",
@@ -154,9 +188,14 @@ fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<Str
             ),
         ]);
     }
+}
+
+/// Each disk: its drive (the image and how it is accessed) and its device, where the plan
+/// places it.
+fn disks(a: &mut Args, spec: &VmSpec) {
     let buses: Vec<Bus> = spec.disks.iter().map(|d| d.bus).collect();
     for (i, d) in spec.disks.iter().enumerate() {
-        push(&[
+        a.push(&[
             "-drive",
             &format!(
                 // cache=unsafe by default: guest flushes are not forced to the host's disk.
@@ -173,55 +212,55 @@ fn build(spec: &VmSpec, console: Console, socket_dir_fd: Option<i32>) -> Vec<Str
                 throttling(d.io.throttle.as_ref())
             ),
         ]);
-        let mut dev = match (d.bus, plan::place(&buses, i)) {
-            (Bus::Virtio, DiskPlace::Pci { slot }) => {
-                format!("virtio-blk-pci,{},drive={}", pci_addr(slot), d.id)
-            }
-            (Bus::Nvme, DiskPlace::Pci { slot }) => {
-                format!("nvme,{},drive={}", pci_addr(slot), d.id)
-            }
-            (Bus::Scsi, DiskPlace::Scsi { target }) => format!(
-                "scsi-hd,bus=scsi0.0,channel=0,scsi-id={target},lun=0,drive={}",
-                d.id
-            ),
-            (Bus::Sata, DiskPlace::Sata { port }) => {
-                format!("ide-hd,bus=ide.{port},drive={}", d.id)
-            }
-            (bus, place) => unreachable!("{bus:?} disk placed at {place:?}"),
-        };
-        dev.push_str(&format!(
-            ",logical_block_size={},physical_block_size={}",
-            d.sector.logical(),
-            d.sector.physical()
-        ));
-        // NVMe needs a serial; default to the drive id as QEMU users usually do.
-        let serial = d
-            .serial
-            .clone()
-            .or_else(|| (d.bus == Bus::Nvme).then(|| d.id.clone()));
-        if let Some(s) = serial {
-            dev.push_str(&format!(",serial={s}"));
-        }
-        if let Some(b) = d.bootindex {
-            dev.push_str(&format!(",bootindex={b}"));
-        }
-        push(&["-device", &dev]);
+        a.push(&["-device", &disk_device(d, plan::place(&buses, i))]);
     }
-    if let Some(cd) = &spec.cdrom {
-        push(&[
-            "-drive",
-            &format!(
-                "file={},format=raw,if=none,id=cdrom0,media=cdrom,readonly=on",
-                opt_path(&cd.path)
-            ),
-        ]);
-        let mut dev = format!("ide-cd,bus=ide.{CDROM_AHCI_PORT},drive=cdrom0");
-        if let Some(b) = cd.bootindex {
-            dev.push_str(&format!(",bootindex={b}"));
-        }
-        push(&["-device", &dev]);
+}
+
+/// A disk's `-device`: the device of its bus at its place, its sectors, serial and boot order.
+fn disk_device(d: &DiskSpec, place: DiskPlace) -> String {
+    let mut dev = match place {
+        DiskPlace::Virtio { slot } => format!("virtio-blk-pci,{},drive={}", pci_addr(slot), d.id),
+        DiskPlace::Nvme { slot } => format!("nvme,{},drive={}", pci_addr(slot), d.id),
+        DiskPlace::Scsi { target } => format!(
+            "scsi-hd,bus=scsi0.0,channel=0,scsi-id={target},lun=0,drive={}",
+            d.id
+        ),
+        DiskPlace::Sata { port } => format!("ide-hd,bus=ide.{port},drive={}", d.id),
+    };
+    dev.push_str(&format!(
+        ",logical_block_size={},physical_block_size={}",
+        d.sector.logical(),
+        d.sector.physical()
+    ));
+    // NVMe needs a serial; default to the drive id as QEMU users usually do.
+    let serial = d
+        .serial
+        .clone()
+        .or_else(|| matches!(place, DiskPlace::Nvme { .. }).then(|| d.id.clone()));
+    if let Some(s) = serial {
+        dev.push_str(&format!(",serial={s}"));
     }
-    a
+    if let Some(b) = d.bootindex {
+        dev.push_str(&format!(",bootindex={b}"));
+    }
+    dev
+}
+
+/// The live ISO, read-only on its AHCI port, when the VM has one.
+fn cdrom(a: &mut Args, spec: &VmSpec) {
+    let Some(cd) = &spec.cdrom else { return };
+    a.push(&[
+        "-drive",
+        &format!(
+            "file={},format=raw,if=none,id=cdrom0,media=cdrom,readonly=on",
+            opt_path(&cd.path)
+        ),
+    ]);
+    let mut dev = format!("ide-cd,bus=ide.{CDROM_AHCI_PORT},drive=cdrom0");
+    if let Some(b) = cd.bootindex {
+        dev.push_str(&format!(",bootindex={b}"));
+    }
+    a.push(&["-device", &dev]);
 }
 
 /// The virtio NIC at its planned slot; in the boot order when the machine boots from it.
@@ -660,13 +699,13 @@ pub(crate) mod tests {
             places,
             [
                 DiskPlace::Sata { port: 0 },
-                DiskPlace::Pci { slot: 0x08 },
+                DiskPlace::Virtio { slot: 0x08 },
                 DiskPlace::Scsi { target: 0 },
-                DiskPlace::Pci { slot: 0x09 },
-                DiskPlace::Pci { slot: 0x0a },
+                DiskPlace::Nvme { slot: 0x09 },
+                DiskPlace::Virtio { slot: 0x0a },
                 DiskPlace::Scsi { target: 1 },
                 DiskPlace::Sata { port: 1 },
-                DiskPlace::Pci { slot: 0x0b },
+                DiskPlace::Nvme { slot: 0x0b },
             ]
         );
     }
@@ -678,7 +717,7 @@ pub(crate) mod tests {
             .collect();
         assert_eq!(
             plan::disk_place(&pci, 22),
-            Ok(DiskPlace::Pci { slot: 0x1e })
+            Ok(DiskPlace::Virtio { slot: 0x1e })
         );
         assert!(plan::disk_place(&pci, 23).is_err());
         let sata = [Bus::Sata; 6];

@@ -124,10 +124,24 @@ impl Domain {
         let mut passthrough = Vec::new();
         let mut names = TargetNames::default();
         for (i, d) in spec.disks.iter().enumerate() {
-            match (d.bus, plan::place(&buses, i)) {
-                (Bus::Nvme, DiskPlace::Pci { slot }) => passthrough.extend(nvme_args(i, d, slot)),
-                (bus, place) => disks.push(disk(d, bus, place, &mut names)),
-            }
+            let (bus, dev, address) = match plan::place(&buses, i) {
+                DiskPlace::Nvme { slot } => {
+                    passthrough.extend(nvme_args(i, d, slot));
+                    continue;
+                }
+                DiskPlace::Virtio { slot } => ("virtio", names.next_vd(), Address::pci(slot, 0)),
+                // Channel 0, this target, LUN 0: `scsi-hd,bus=scsi0.0,channel=0,scsi-id=T,lun=0`.
+                DiskPlace::Scsi { target } => (
+                    "scsi",
+                    names.next_sd(),
+                    Address::drive(u32::from(target), 0),
+                ),
+                // AHCI port = unit: libvirt makes it `ide-hd,bus=ide.PORT`.
+                DiskPlace::Sata { port } => {
+                    ("sata", names.next_sd(), Address::drive(0, u32::from(port)))
+                }
+            };
+            disks.push(disk(d, DiskTarget { dev, bus }, address));
         }
         if let Some(cd) = &spec.cdrom {
             disks.push(cdrom(cd, &mut names));
@@ -343,24 +357,8 @@ fn devices(
     }
 }
 
-/// A virtio, SCSI or SATA disk as a libvirt `<disk>`.
-fn disk(d: &DiskSpec, bus: Bus, place: DiskPlace, names: &mut TargetNames) -> Disk {
-    let (target_bus, dev, address) = match (bus, place) {
-        (Bus::Virtio, DiskPlace::Pci { slot }) => {
-            ("virtio", names.next_vd(), Address::pci(slot, 0))
-        }
-        // Channel 0, this target, LUN 0: `scsi-hd,bus=scsi0.0,channel=0,scsi-id=T,lun=0`.
-        (Bus::Scsi, DiskPlace::Scsi { target }) => (
-            "scsi",
-            names.next_sd(),
-            Address::drive(u32::from(target), 0),
-        ),
-        // AHCI port = unit: libvirt makes it `ide-hd,bus=ide.PORT`.
-        (Bus::Sata, DiskPlace::Sata { port }) => {
-            ("sata", names.next_sd(), Address::drive(0, u32::from(port)))
-        }
-        (bus, place) => unreachable!("{bus:?} disk placed at {place:?}"),
-    };
+/// A virtio, SCSI or SATA disk as a libvirt `<disk>`, at `target` and `address`.
+fn disk(d: &DiskSpec, target: DiskTarget, address: Address) -> Disk {
     Disk {
         kind: "file",
         device: "disk",
@@ -374,10 +372,7 @@ fn disk(d: &DiskSpec, bus: Bus, place: DiskPlace, names: &mut TargetNames) -> Di
         source: DiskSource {
             file: d.path.display().to_string(),
         },
-        target: DiskTarget {
-            dev,
-            bus: target_bus,
-        },
+        target,
         readonly: None,
         serial: d.serial.clone(),
         boot: d.bootindex.map(|order| Boot { order }),

@@ -1,0 +1,89 @@
+//! The validated `Scenario` the runner uses: everything it needs, resolved.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::file::{BootSource, EtcdCheck, ExpectSection};
+use super::install::InstallSpec;
+use super::vm::VmConfig;
+use super::Disk;
+use crate::flow::phase::Phase;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FixtureSpec {
+    pub faults: Vec<String>,
+    pub schedule: String,
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenshiftSpec {
+    pub installer: Option<PathBuf>,
+    pub release_image: Option<String>,
+    /// `[openshift] iso`: None boots the ISO of the installer's stream metadata.
+    pub iso: Option<OwnIso>,
+}
+
+/// A live ISO the scenario names, and its digest.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub enum OwnIso {
+    /// A file on this host, resolved; without a digest it is hashed at the run.
+    File {
+        path: PathBuf,
+        sha256: Option<String>,
+    },
+    /// An http(s) URL, downloaded into the ISO cache.
+    Url { url: String, sha256: String },
+}
+
+/// A scenario that passed validation: everything the runner needs, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scenario {
+    pub name: String,
+    pub path: PathBuf,
+    pub profile: Profile,
+    pub description: String,
+    pub vm: VmConfig,
+    pub disks: Vec<Disk>,
+    pub install: InstallSpec,
+    /// `[boot] source`.
+    pub boot_source: BootSource,
+    /// Per-phase overrides of the profile's default timeouts (before scaling).
+    pub timeouts: BTreeMap<Phase, Duration>,
+    /// `[timeouts] disk-write-stall`: no write to the install disk for this long while
+    /// coreos-installer runs fails the run (default 2 minutes; scaled like the timeouts).
+    pub disk_write_stall: Option<Duration>,
+    /// `[timeouts] bootkube-restarts`: bootkube fails once its unit restarted this often
+    /// (default: no limit, as the real unit; the phase's deadline ends it).
+    pub bootkube_max_restarts: Option<u32>,
+    pub fixture: Option<FixtureSpec>,
+    pub openshift: Option<OpenshiftSpec>,
+    pub expect: Option<ExpectSection>,
+    /// `[checks] etcd_bootstrap_member_removed`.
+    pub etcd_check: EtcdCheck,
+    /// `[badness] process_crashes`, when the scenario sets it.
+    pub process_crashes_fatal: Option<bool>,
+    /// `[badness] allow`: patterns of log lines that are warnings, not failures.
+    pub badness_allow: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// minisno, the fixture appliance.
+    Fixture,
+    /// Real OpenShift: `openshift-install` and the RHCOS live ISO.
+    Openshift,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Fixture => "fixture",
+            Profile::Openshift => "openshift",
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! `[fixture]`: its faults (known to the fixture, each once; those the harness's boot server
+//! plays with the boot they need), its schedule and the release it reports.
+
+use std::collections::HashSet;
+
+use toml::Spanned;
+
+use super::{Ctx, ScenarioError};
+use crate::scenario::model::*;
+
+pub(super) fn fixture_section(
+    cx: &Ctx,
+    f: &ScenarioFile,
+    profile: Profile,
+) -> Result<Option<FixtureSpec>, ScenarioError> {
+    Ok(match (&f.fixture, profile) {
+        (Some(s), Profile::Openshift) => {
+            return Err(cx.at(
+                s,
+                "a [fixture] section only applies to profile = \"fixture\"",
+            ))
+        }
+        (Some(s), Profile::Fixture) => {
+            let sec = s.get_ref();
+            check_faults(cx, s, &sec.faults)?;
+            if !["fast", "normal"].contains(&sec.schedule.as_str()) {
+                return Err(cx.at(
+                    s,
+                    format!(
+                        "fixture.schedule = {:?}: use \"fast\" or \"normal\"",
+                        sec.schedule
+                    ),
+                ));
+            }
+            Some(FixtureSpec {
+                faults: sec.faults.iter().map(|f| f.get_ref().clone()).collect(),
+                schedule: sec.schedule.clone(),
+                version: fixture_version(cx, sec.version.as_ref())?,
+            })
+        }
+        (None, Profile::Fixture) => Some(FixtureSpec {
+            faults: vec![],
+            schedule: "fast".into(),
+            version: None,
+        }),
+        (None, Profile::Openshift) => None,
+    })
+}
+
+/// `fixture.version`: a release such as `4.14.3` or `4.16.0-rc.1`.
+fn fixture_version(cx: &Ctx, v: Option<&Spanned<String>>) -> Result<Option<String>, ScenarioError> {
+    let Some(v) = v else { return Ok(None) };
+    let text = v.get_ref();
+    let (release, suffix) = text.split_once('-').unwrap_or((text, ""));
+    let numbers: Vec<&str> = release.split('.').collect();
+    let ok = numbers.len() == 3
+        && numbers
+            .iter()
+            .all(|n| !n.is_empty() && n.len() <= 4 && n.bytes().all(|b| b.is_ascii_digit()))
+        && suffix.len() <= 40
+        && suffix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.');
+    if ok {
+        Ok(Some(text.clone()))
+    } else {
+        Err(cx.at(
+            v,
+            format!("fixture.version = {text:?}: a release such as \"4.14.3\" or \"4.16.0-rc.1\""),
+        ))
+    }
+}
+
+/// The most faults a scenario names: the fixture takes them in one environment variable,
+/// and no fault needs repeating.
+const MAX_FAULTS: usize = 32;
+
+/// Each fault one the fixture knows, in its form, once; a parameter a name (it travels in a
+/// comma-separated list, and names a Kubernetes object).
+fn check_faults<T>(
+    cx: &Ctx,
+    section: &Spanned<T>,
+    faults: &[Spanned<String>],
+) -> Result<(), ScenarioError> {
+    if faults.len() > MAX_FAULTS {
+        return Err(cx.at(
+            section,
+            format!(
+                "fixture.faults: {} faults; at most {MAX_FAULTS}",
+                faults.len()
+            ),
+        ));
+    }
+    let mut seen = HashSet::new();
+    for fault in faults {
+        let named = sno_fixture_faults::parse(fault.get_ref())
+            .map_err(|e| cx.at(fault, format!("fixture.faults: {e}")))?;
+        let param_ok = named.parameter.is_none_or(|p| {
+            p.len() <= 63
+                && p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        });
+        if !param_ok {
+            return Err(cx.at(
+                fault,
+                format!(
+                    "fixture.faults: {:?}: the parameter is a name: lowercase letters, digits and '-', at most 63",
+                    fault.get_ref()
+                ),
+            ));
+        }
+        if !seen.insert(fault.get_ref().trim()) {
+            return Err(cx.at(
+                fault,
+                format!("fixture.faults: {:?} is named twice", fault.get_ref()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The faults the harness's boot server plays need the minimal ISO's boot, which fetches only
+/// the root filesystem from it.
+pub(super) fn check_boot(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
+    let source = *f.boot.source.get_ref();
+    let Some(fixture) = &f.fixture else {
+        return Ok(());
+    };
+    let served = [
+        crate::netboot::ROOTFS_404_FAULT,
+        crate::netboot::ROOTFS_CORRUPT_FAULT,
+    ];
+    match fixture.get_ref().faults.iter().find(|x| served.contains(&x.get_ref().trim())) {
+        // Under PXE the same server answers for the kernel and the initramfs first, which iPXE
+        // would fail on before the live system's fetch this fault is about.
+        Some(fault) if source != crate::scenario::BootSource::MinimalIso => Err(cx.at(
+            fault,
+            format!(
+                "fixture.faults: {:?} is played by the harness's rootfs server: it needs [boot] source = \"minimal-iso\" (this scenario boots {:?})",
+                fault.get_ref(),
+                source.as_str()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
