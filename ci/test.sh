@@ -67,7 +67,7 @@ cat target/fresh-host-check.log
 #   The release matrix (scenarios/releases.toml) is left out: the etcd rule of 4.14, 4.15 and
 #   4.17 is tested on the API server's and the judgements' own objects.
 # - the matrix over several libvirt hosts with one lost mid-matrix (harness/tests/libvirt_hosts.rs,
-#   some 8 minutes with its two VMs): run::places' unit tests cover the choice of host, its
+#   some 8 minutes with its two VMs): fleet::places' unit tests cover the choice of host, its
 #   limits and a lost host's stop signal, libvirt_remote.rs a run on a qemu+ssh host, and
 #   vm::libvirt::capacity's a libvirtd's report of its room. The same file's run on a host
 #   behind a jump host (one VM) stays in. Its timing of 6 permutations on one host and on two

@@ -1,5 +1,5 @@
 //! Which filesystem a directory lives on: the backing store of a perf run's disks (their images
-//! sit in the runs' private directories, `run::private_dir::root()`), part of the host context
+//! sit in the runs' private directories, `registry::private_dir::root()`), part of the host context
 //! of every number.
 
 use std::path::{Path, PathBuf};

@@ -23,7 +23,7 @@ use crate::hw::{AioMode, CacheMode, Throttle};
 use crate::result::{phase_names, PhaseStatus, RunResult, Verdict};
 use crate::scenario::Scenario;
 
-/// The filesystem a run's disk images live on (`run::backing` reads it from
+/// The filesystem a run's disk images live on (`fleet::backing` reads it from
 /// `/proc/self/mountinfo`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]

@@ -2,7 +2,7 @@
 //! killed with SIGKILL, a second Ctrl-C, a crash, the host rebooted). This is the registry's
 //! half; the libvirt objects are swept by `vm::libvirt::gc`.
 //!
-//! A run registers itself (`run::registry`) before it makes anything; a registration whose
+//! A run registers itself (`registry`) before it makes anything; a registration whose
 //! process is gone marks a run to collect. For each: the VM (a QEMU process still holding the run
 //! directory, a libvirt domain still carrying the run's id), the disks, the copy of the live ISO,
 //! the sockets; the run directory keeps its logs and gets a `result.json` saying what happened

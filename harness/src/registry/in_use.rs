@@ -4,7 +4,7 @@
 //! QEMU gc may not kill, anything else). gc asks here before it removes anything.
 //!
 //! Two facts count. A live run holds an flock on its directory's `run.lock` for its whole
-//! life (`run::run_dir`); gc tries that lock without waiting and without creating the file,
+//! life (`registry::run_dir`); gc tries that lock without waiting and without creating the file,
 //! and keeps it while it collects, so no run claims the directory under it. And every process
 //! whose `/proc/PID/fd` this user may read is asked for the files it has open.
 

@@ -11,7 +11,6 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use super::install::InstallSection;
-use super::scenario::Profile;
 use super::syntax::{choice, entries, option_choice, spanned_choice};
 use super::vm::{DiskSection, VmSection};
 
@@ -237,3 +236,21 @@ impl std::fmt::Display for TimeoutValue {
 
 /// Its default: a write stalled this long is stuck, not slow, even on slow hardware.
 pub const DEFAULT_DISK_WRITE_STALL: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// minisno, the fixture appliance.
+    Fixture,
+    /// Real OpenShift: `openshift-install` and the RHCOS live ISO.
+    Openshift,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Fixture => "fixture",
+            Profile::Openshift => "openshift",
+        }
+    }
+}

@@ -12,7 +12,7 @@ mod vm;
 pub use crate::hw::Disk;
 pub use file::{
     BadnessSection, BootSection, BootSource, ChecksSection, CrashSeverity, EtcdCheck,
-    ExpectSection, FixtureSection, OpenshiftSection, ScenarioFile, TimeoutValue,
+    ExpectSection, FixtureSection, OpenshiftSection, Profile, ScenarioFile, TimeoutValue,
     BOOTKUBE_RESTARTS_KEY, DEFAULT_DISK_WRITE_STALL, DISK_WRITE_STALL_KEY,
 };
 pub use install::{
@@ -20,7 +20,7 @@ pub use install::{
     InstallSection, InstallSpec, InstallationDiskSpec, ProxySection, SecretSource,
     TrustBundlePolicy,
 };
-pub use scenario::{FixtureSpec, OpenshiftSpec, OwnIso, Profile, Scenario};
+pub use scenario::{FixtureSpec, OpenshiftSpec, OwnIso, Scenario};
 pub(crate) use syntax::{entries, option_spanned_choice};
 pub use vm::{
     BootOrder, DiskSection, GuestNetwork, ThrottleSection, VmConfig, VmSection, MAX_VCPUS,

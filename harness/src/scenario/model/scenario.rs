@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::file::{BootSource, EtcdCheck, ExpectSection};
+use super::file::{BootSource, EtcdCheck, ExpectSection, Profile};
 use super::install::InstallSpec;
 use super::vm::VmConfig;
 use super::Disk;
@@ -68,22 +68,4 @@ pub struct Scenario {
     pub process_crashes_fatal: Option<bool>,
     /// `[badness] allow`: patterns of log lines that are warnings, not failures.
     pub badness_allow: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Profile {
-    /// minisno, the fixture appliance.
-    Fixture,
-    /// Real OpenShift: `openshift-install` and the RHCOS live ISO.
-    Openshift,
-}
-
-impl Profile {
-    pub fn name(self) -> &'static str {
-        match self {
-            Profile::Fixture => "fixture",
-            Profile::Openshift => "openshift",
-        }
-    }
 }
