@@ -151,7 +151,7 @@ enum StateFlagError {
     },
     /// The backend or the disks cannot be saved (`run::state::can_save` says why).
     #[error("saving or resuming the VM: {0}")]
-    CannotSave(String),
+    CannotSave(#[from] sno_harness::run::state::CannotSave),
 }
 
 /// `--save-state` / `--resume-state`, checked before anything starts: the backend and disks

@@ -92,11 +92,38 @@ fn my_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// A registration gc does not act on: what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    #[error("run directory {0:?} is not an absolute path below / without \"..\"")]
+    RunDir(PathBuf),
+    #[error("private directory {0:?} is not an absolute path below / without \"..\"")]
+    PrivateDir(PathBuf),
+    #[error("private directory {0:?} holds the run directory or the home directory: gc would remove it whole")]
+    PrivateHoldsOthers(PathBuf),
+    #[error(transparent)]
+    Uri(#[from] crate::vm::libvirt::UriError),
+    #[error("domain {0:?} is not a name the harness gives its domains")]
+    Domain(String),
+    #[error("{0} (a symbolic link is refused)")]
+    Open(std::io::Error),
+    #[error("{0}")]
+    Read(std::io::Error),
+    #[error("not a regular file of this user (uid {0})")]
+    NotTheUsers(u32),
+    #[error("larger than {MAX_ENTRY_BYTES} bytes")]
+    TooLarge,
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("the registry is not a directory of this user (uid {0}): none of its files is read")]
+    RegistryNotTheUsers(u32),
+}
+
 impl Entry {
     /// What gc may not act on: a registration is data anyone who could write the registry
     /// wrote. The run directory must be absolute, without `..`, and not the root; the libvirt
     /// URI one of the transports `run` accepts; the domain a harness domain's name.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), EntryError> {
         let dir_ok = self.dir.is_absolute()
             && self.dir.parent().is_some()
             && !self
@@ -104,16 +131,13 @@ impl Entry {
                 .components()
                 .any(|c| matches!(c, std::path::Component::ParentDir));
         if !dir_ok {
-            return Err(format!(
-                "run directory {:?} is not an absolute path below / without \"..\"",
-                self.dir
-            ));
+            return Err(EntryError::RunDir(self.dir.clone()));
         }
         if let Some(p) = &self.private {
             check_private(p, &self.dir)?;
         }
         if let Some(uri) = &self.uri {
-            crate::vm::libvirt::remote::remote_target(uri).map_err(|e| e.to_string())?;
+            crate::vm::libvirt::remote::remote_target(uri)?;
         }
         if let Some(d) = &self.domain {
             let name_ok = d.starts_with("sno-")
@@ -121,9 +145,7 @@ impl Entry {
                     .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
                 && !d.contains("..");
             if !name_ok {
-                return Err(format!(
-                    "domain {d:?} is not a name the harness gives its domains"
-                ));
+                return Err(EntryError::Domain(d.clone()));
             }
         }
         Ok(())
@@ -137,23 +159,19 @@ impl Entry {
 
 /// A private directory gc may remove whole: absolute, without `..`, and neither `/`, the run
 /// directory (its evidence), the home directory nor a directory above one of them.
-fn check_private(private: &Path, run_dir: &Path) -> Result<(), String> {
+fn check_private(private: &Path, run_dir: &Path) -> Result<(), EntryError> {
     let plain = private.is_absolute()
         && private.parent().is_some()
         && !private
             .components()
             .any(|c| matches!(c, std::path::Component::ParentDir));
     if !plain {
-        return Err(format!(
-            "private directory {private:?} is not an absolute path below / without \"..\""
-        ));
+        return Err(EntryError::PrivateDir(private.to_path_buf()));
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let above = |p: &Path| p.starts_with(private);
     if above(run_dir) || home.as_deref().is_some_and(above) {
-        return Err(format!(
-            "private directory {private:?} holds the run directory or the home directory: gc would remove it whole"
-        ));
+        return Err(EntryError::PrivateHoldsOthers(private.to_path_buf()));
     }
     Ok(())
 }
@@ -272,45 +290,47 @@ const MAX_ENTRY_BYTES: u64 = 64 * 1024;
 
 /// One registration, if it is what a run writes: a regular file of this user (no link),
 /// small, parsing as an entry that passes `Entry::check`.
-fn read_entry(path: &Path) -> Result<Entry, String> {
+fn read_entry(path: &Path) -> Result<Entry, EntryError> {
     use std::io::Read;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let f = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| format!("{e} (a symbolic link is refused)"))?;
-    let m = f.metadata().map_err(|e| e.to_string())?;
+        .map_err(EntryError::Open)?;
+    let m = f.metadata().map_err(EntryError::Read)?;
     let me = my_uid();
     if !m.is_file() || m.uid() != me {
-        return Err(format!("not a regular file of this user (uid {me})"));
+        return Err(EntryError::NotTheUsers(me));
     }
     let mut bytes = Vec::new();
     f.take(MAX_ENTRY_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
+        .map_err(EntryError::Read)?;
     if bytes.len() as u64 > MAX_ENTRY_BYTES {
-        return Err(format!("larger than {MAX_ENTRY_BYTES} bytes"));
+        return Err(EntryError::TooLarge);
     }
-    let e: Entry = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+    let e: Entry = serde_json::from_slice(&bytes)?;
     e.check()?;
     Ok(e)
 }
 
 /// Every registered run, with its file. Files that are not a run's registration are returned
 /// as errors, not acted on: gc reports them.
-pub fn entries(registry: &Path) -> Vec<(PathBuf, Result<Entry, String>)> {
+pub fn entries(registry: &Path) -> Vec<(PathBuf, Result<Entry, EntryError>)> {
     use std::os::unix::fs::MetadataExt;
     // A registry of another user, or a link to one, is read by nobody: its files could be
     // anyone's. (Checked without changing it: gc --dry-run changes nothing.)
     if let Ok(m) = fs::symlink_metadata(registry) {
         let me = my_uid();
         if !m.is_dir() || m.uid() != me {
-            let why = format!("the registry is not a directory of this user (uid {me}): none of its files is read");
-            return vec![(registry.to_path_buf(), Err(why))];
+            return vec![(
+                registry.to_path_buf(),
+                Err(EntryError::RegistryNotTheUsers(me)),
+            )];
         }
     }
-    let mut out: Vec<(PathBuf, Result<Entry, String>)> = fs::read_dir(registry)
+    let mut out: Vec<(PathBuf, Result<Entry, EntryError>)> = fs::read_dir(registry)
         .map(|d| {
             d.flatten()
                 .map(|e| e.path())
@@ -448,7 +468,7 @@ mod tests {
         }
         if let Some(home) = std::env::var_os("HOME").filter(|h| h.len() > 1) {
             let err = with(home.to_str().unwrap()).unwrap_err();
-            assert!(err.contains("home directory"), "{err}");
+            assert!(err.to_string().contains("home directory"), "{err}");
         }
     }
 

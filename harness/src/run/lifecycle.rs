@@ -17,6 +17,15 @@ use crate::vm::disk;
 use crate::vm::running::RunningVm;
 use crate::vm::DiskSpec;
 
+/// A disk of the VM that could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum MakeDiskError {
+    #[error("{}: the saved state has no disk {disk:?}; it was saved from another scenario", .dir.display())]
+    NotSaved { dir: PathBuf, disk: String },
+    #[error(transparent)]
+    Disk(#[from] disk::DiskError),
+}
+
 pub enum Lifecycle {
     Fresh,
     /// Stop once bootkube is done and save the VM into `dir` (a new directory).
@@ -100,17 +109,16 @@ impl Lifecycle {
 
     /// Creates a disk of the VM: empty, or (resuming) an overlay on the saved image, which
     /// stays unwritten for the next resume.
-    pub fn make_disk(&self, d: &DiskSpec, size_bytes: u64) -> Result<(), String> {
+    pub fn make_disk(&self, d: &DiskSpec, size_bytes: u64) -> Result<(), MakeDiskError> {
         match self {
             Lifecycle::Resume { dir, manifest } => match manifest.disk(dir, &d.id) {
-                Some(saved) => disk::create_overlay(&d.path, &saved).map_err(|e| e.to_string()),
-                None => Err(format!(
-                    "{}: the saved state has no disk {:?}; it was saved from another scenario",
-                    dir.display(),
-                    d.id
-                )),
+                Some(saved) => Ok(disk::create_overlay(&d.path, &saved)?),
+                None => Err(MakeDiskError::NotSaved {
+                    dir: dir.clone(),
+                    disk: d.id.clone(),
+                }),
             },
-            _ => disk::create_qcow2(&d.path, size_bytes).map_err(|e| e.to_string()),
+            _ => Ok(disk::create_qcow2(&d.path, size_bytes)?),
         }
     }
 
@@ -179,7 +187,7 @@ impl Lifecycle {
         i: SaveInputs<'_>,
         ui: &Progress,
         log: &mut EventLog,
-    ) -> Result<(), String> {
+    ) -> Result<(), state::SaveError> {
         let Lifecycle::Save { dir } = self else {
             return Ok(());
         };
@@ -203,7 +211,8 @@ impl Lifecycle {
             }
             Err(e) => {
                 let _ = std::fs::remove_dir_all(dir);
-                let _ = log.record(Source::Harness, Signal::Note { text: e.clone() });
+                let text = e.to_string();
+                let _ = log.record(Source::Harness, Signal::Note { text });
                 Err(e)
             }
         }

@@ -432,7 +432,7 @@ impl Session {
             )
             .await;
         if let Err(e) = saved {
-            run.machine.error_after_pass(e);
+            run.machine.error_after_pass(e.to_string());
         }
     }
 }
@@ -559,7 +559,8 @@ fn make_vm_files(
     )
     .map_err(|e| format!("creating disks/: {e}"))?;
     for (d, sd) in spec.disks.iter().zip(&run.s.disks) {
-        life.make_disk(d, sd.size_bytes)?;
+        life.make_disk(d, sd.size_bytes)
+            .map_err(|e| RunError::Harness(e.to_string()))?;
     }
     if let Some(vars) = &spec.uefi_vars {
         let from = life.uefi_vars_template();

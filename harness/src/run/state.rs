@@ -95,6 +95,46 @@ pub enum StateError {
     Manifest { path: PathBuf, detail: String },
 }
 
+/// Why these scenarios' VMs cannot be saved and resumed.
+#[derive(Debug, thiserror::Error)]
+pub enum CannotSave {
+    #[error("saving and resuming the VM needs --backend qemu, not {0}")]
+    Backend(&'static str),
+    #[error("{}: disk {disk:?} is on NVMe, which QEMU cannot save (its NVMe controller is not migratable); use bus virtio, scsi or sata", .scenario.display())]
+    Nvme { scenario: PathBuf, disk: String },
+}
+
+/// Why a VM was not saved.
+#[derive(Debug, thiserror::Error)]
+pub enum SaveError {
+    #[error("cannot save the VM state: {HELD_UNIT} was not seen held (its drop-in {DROPIN_NAME} loaded) when bootkube was done, so the install may have begun ({0})")]
+    NotHeld(String),
+    #[error("cannot save the VM state: coreos-installer had started")]
+    InstallStarted,
+    #[error("cannot save the VM state: {0} bytes were already written to the install disk")]
+    AlreadyWritten(u64),
+    #[error("cannot save the VM state: block stats: {0}")]
+    BlockStats(#[source] crate::vm::VmError),
+    #[error("creating {}: {source}", .path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("saving the VM state: {0}")]
+    Save(#[source] crate::vm::VmError),
+    #[error("copying {}: {source}", .path.display())]
+    Copy {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
     move |source| StateError::Io {
         path: path.to_path_buf(),
@@ -167,20 +207,16 @@ pub fn read_key(dir: &Path) -> Result<SshKeyPair, StateError> {
 /// runs. QEMU's own migration does it (a libvirt save would need the domain restored with its
 /// disks swapped for overlays: not done), and QEMU 7.2 refuses to migrate an NVMe controller
 /// ("State blocked by non-migratable device").
-pub fn can_save(scenarios: &[&Scenario], backend: &crate::vm::Backend) -> Result<(), String> {
+pub fn can_save(scenarios: &[&Scenario], backend: &crate::vm::Backend) -> Result<(), CannotSave> {
     if !backend.can().saved_state {
-        return Err(format!(
-            "saving and resuming the VM needs --backend qemu, not {}",
-            backend.name()
-        ));
+        return Err(CannotSave::Backend(backend.name()));
     }
     for s in scenarios {
         if let Some(d) = s.disks.iter().find(|d| d.bus == crate::hw::Bus::Nvme) {
-            return Err(format!(
-                "{}: disk {:?} is on NVMe, which QEMU cannot save (its NVMe controller is not migratable); use bus virtio, scsi or sata",
-                s.path.display(),
-                d.id
-            ));
+            return Err(CannotSave::Nvme {
+                scenario: s.path.clone(),
+                disk: d.id.clone(),
+            });
         }
     }
     Ok(())
@@ -247,7 +283,11 @@ pub fn release_command() -> String {
 
 /// Runs `command` on the guest once SSH answers, retrying both until `timeout`; returns the
 /// last error on failure (blocking: call it from `spawn_blocking`).
-pub fn on_guest(target: &SshTarget, command: &str, timeout: Duration) -> Result<(), String> {
+pub fn on_guest(
+    target: &SshTarget,
+    command: &str,
+    timeout: Duration,
+) -> Result<(), Box<crate::util::wait::WaitTimeout<crate::guest::ssh::SshError>>> {
     crate::util::wait::wait_until_succeeds(
         format!("`{command}` on the guest"),
         timeout,
@@ -259,7 +299,7 @@ pub fn on_guest(target: &SshTarget, command: &str, timeout: Duration) -> Result<
                 .map(drop)
         },
     )
-    .map_err(|e| e.to_string())
+    .map_err(Box::new)
 }
 
 /// Runs `command` on the guest in the background (retrying until SSH answers and it
@@ -283,7 +323,7 @@ pub fn guest_command_task(
                 ));
             }
             Err(e) => {
-                let _ = failures.send(e);
+                let _ = failures.send(e.to_string());
             }
         }
     });
@@ -307,30 +347,24 @@ pub struct SaveInputs<'a> {
 /// held and not begun) into `dir`, which must not exist yet. The VM is stopped afterwards, its
 /// disks and live ISO moved into `dir`. The manifest is written last: a directory without one
 /// is no saved state.
-pub async fn save_vm_state(dir: &Path, i: SaveInputs<'_>) -> Result<Manifest, String> {
+pub async fn save_vm_state(dir: &Path, i: SaveInputs<'_>) -> Result<Manifest, SaveError> {
     let (guest, check) = (i.guest.clone(), check_hold_command());
     let held =
         tokio::task::spawn_blocking(move || on_guest(&guest, &check, Duration::from_secs(60)))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r);
-    if let Err(e) = held {
-        return Err(format!(
-            "cannot save the VM state: {HELD_UNIT} was not seen held (its drop-in {DROPIN_NAME} loaded) when bootkube was done, so the install may have begun ({e})"
-        ));
+            .await;
+    match held {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(SaveError::NotHeld(e.to_string())),
+        Err(e) => return Err(SaveError::NotHeld(e.to_string())),
     }
     if i.machine.disk.start_ms.is_some() {
-        return Err("cannot save the VM state: coreos-installer had started".into());
+        return Err(SaveError::InstallStarted);
     }
     if let Some(install) = &i.scenario.install.install_disk_id {
         match i.vm.handle().disk_written_bytes(install).await {
             Ok(Some(0)) | Ok(None) => {}
-            Ok(Some(n)) => {
-                return Err(format!(
-                    "cannot save the VM state: {n} bytes were already written to the install disk"
-                ))
-            }
-            Err(e) => return Err(format!("cannot save the VM state: block stats: {e}")),
+            Ok(Some(n)) => return Err(SaveError::AlreadyWritten(n)),
+            Err(e) => return Err(SaveError::BlockStats(e)),
         }
     }
     // Owner-only: the state is the guest's memory (its keys, the pull secret), and QEMU's
@@ -338,37 +372,45 @@ pub async fn save_vm_state(dir: &Path, i: SaveInputs<'_>) -> Result<Manifest, St
     fs::DirBuilder::new()
         .mode(crate::util::private::PRIVATE_DIR)
         .create(dir)
-        .map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        .map_err(|source| SaveError::Create {
+            path: dir.to_path_buf(),
+            source,
+        })?;
     let state = dir.join(STATE_FILE);
-    crate::util::private::create_empty_private(&state)
-        .map_err(|e| format!("creating {}: {e}", state.display()))?;
+    crate::util::private::create_empty_private(&state).map_err(|source| SaveError::Create {
+        path: state.clone(),
+        source,
+    })?;
     let saved =
         i.vm.save_state(&state, STATE_TIMEOUT)
             .await
-            .map_err(|e| format!("saving the VM state: {e}"))?;
+            .map_err(SaveError::Save)?;
     // QEMU flushed the disks when the migration completed; it may go now.
     i.vm.stop();
     let mut disks = Vec::new();
     for d in &i.spec.disks {
         let file = format!("{}.qcow2", d.id);
-        move_file(&d.path, &dir.join(&file)).map_err(|e| e.to_string())?;
+        move_file(&d.path, &dir.join(&file))?;
         disks.push(SavedDisk {
             id: d.id.clone(),
             file,
         });
     }
-    move_file(&i.assets.live_iso, &dir.join(ISO_FILE)).map_err(|e| e.to_string())?;
+    move_file(&i.assets.live_iso, &dir.join(ISO_FILE))?;
     let uefi_vars = match &i.spec.uefi_vars {
         Some(v) => {
-            fs::copy(v, dir.join(UEFI_VARS_FILE))
-                .map_err(|e| format!("copying {}: {e}", v.display()))?;
+            fs::copy(v, dir.join(UEFI_VARS_FILE)).map_err(|source| SaveError::Copy {
+                path: v.clone(),
+                source,
+            })?;
             Some(UEFI_VARS_FILE.to_string())
         }
         None => None,
     };
-    write_key(dir, i.key).map_err(|e| e.to_string())?;
+    write_key(dir, i.key)?;
     if let Ok(k) = fs::read(&i.assets.kubeconfig) {
-        crate::assets::write_private(&dir.join(KUBECONFIG_FILE), &k).map_err(|e| e.to_string())?;
+        crate::assets::write_private(&dir.join(KUBECONFIG_FILE), &k)
+            .map_err(|e| SaveError::Io(std::io::Error::other(e.to_string())))?;
     }
     let manifest = Manifest {
         schema: SCHEMA.into(),
@@ -387,7 +429,7 @@ pub async fn save_vm_state(dir: &Path, i: SaveInputs<'_>) -> Result<Manifest, St
         save_ms: saved.duration.as_millis() as u64,
         state_bytes: saved.bytes,
     };
-    manifest.write(dir).map_err(|e| e.to_string())?;
+    manifest.write(dir)?;
     Ok(manifest)
 }
 

@@ -20,6 +20,18 @@ pub struct AccelDecision {
 #[error("KVM was requested but cannot be used: {0}")]
 pub struct KvmUnusable(pub String);
 
+/// Why KVM cannot be used here: the evidence, in the order the checks run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoKvm {
+    #[error("the CPU flags have neither vmx nor svm (nested virtualisation is off)")]
+    NoVirtualisation,
+    #[error("/dev/kvm: {0}")]
+    DevKvm(String),
+    /// The trial guest failed: what it said.
+    #[error("trial guest under -accel kvm: {0}")]
+    Trial(String),
+}
+
 /// Decides on the accelerator. `auto` takes KVM only after proving it works: the CPU advertises
 /// hardware virtualisation, /dev/kvm opens read-write, and a trial guest (`trial`) runs under
 /// `-accel kvm` with the real VMs' CPU model. A nested host can pass the first two and still
@@ -35,7 +47,7 @@ pub fn decide(choice: AccelChoice) -> Result<AccelDecision, KvmUnusable> {
 /// The decision given the KVM verdict (`Ok` = the trial's duration, `Err` = the evidence).
 fn decide_from(
     choice: AccelChoice,
-    kvm: &Result<Duration, String>,
+    kvm: &Result<Duration, NoKvm>,
 ) -> Result<AccelDecision, KvmUnusable> {
     match (choice, kvm) {
         (AccelChoice::Tcg, _) => Ok(AccelDecision {
@@ -50,7 +62,7 @@ fn decide_from(
                 took.as_secs_f64()
             ),
         }),
-        (AccelChoice::Kvm, Err(why)) => Err(KvmUnusable(why.clone())),
+        (AccelChoice::Kvm, Err(why)) => Err(KvmUnusable(why.to_string())),
         (AccelChoice::Auto, Err(why)) => Ok(AccelDecision {
             accel: Accel::Tcg,
             reason: format!("KVM unusable ({why}); falling back to TCG, expect slow guests"),
@@ -60,8 +72,8 @@ fn decide_from(
 
 /// Whether KVM works, proven once per process: several VMs in one run share the verdict
 /// instead of each paying for (and logging) a trial.
-fn kvm_verdict() -> &'static Result<Duration, String> {
-    static VERDICT: OnceLock<Result<Duration, String>> = OnceLock::new();
+fn kvm_verdict() -> &'static Result<Duration, NoKvm> {
+    static VERDICT: OnceLock<Result<Duration, NoKvm>> = OnceLock::new();
     VERDICT.get_or_init(|| {
         let verdict = probe_kvm();
         // Debug only: every caller logs the decision's reason itself (run, doctor, plan).
@@ -71,18 +83,18 @@ fn kvm_verdict() -> &'static Result<Duration, String> {
 }
 
 /// The cheap checks first (they explain the common failures best), then the trial.
-fn probe_kvm() -> Result<Duration, String> {
+fn probe_kvm() -> Result<Duration, NoKvm> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     cpu_has_virtualisation(&cpuinfo)?;
     OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/kvm")
-        .map_err(|e| format!("/dev/kvm: {e}"))?;
-    trial::trial_boot(Accel::Kvm).map_err(|e| format!("trial guest under -accel kvm: {e}"))
+        .map_err(|e| NoKvm::DevKvm(e.to_string()))?;
+    trial::trial_boot(Accel::Kvm).map_err(|e| NoKvm::Trial(e.to_string()))
 }
 
-fn cpu_has_virtualisation(cpuinfo: &str) -> Result<(), String> {
+fn cpu_has_virtualisation(cpuinfo: &str) -> Result<(), NoKvm> {
     let has = cpuinfo
         .lines()
         .filter(|l| l.starts_with("flags"))
@@ -90,7 +102,7 @@ fn cpu_has_virtualisation(cpuinfo: &str) -> Result<(), String> {
     if has {
         Ok(())
     } else {
-        Err("the CPU flags have neither vmx nor svm (nested virtualisation is off)".into())
+        Err(NoKvm::NoVirtualisation)
     }
 }
 
@@ -103,7 +115,7 @@ mod tests {
         assert!(cpu_has_virtualisation("flags\t\t: fpu vme vmx sse\n").is_ok());
         assert!(cpu_has_virtualisation("flags\t\t: fpu svm\n").is_ok());
         let err = cpu_has_virtualisation("flags\t\t: fpu sse hypervisor\n").unwrap_err();
-        assert!(err.contains("vmx"), "{err}");
+        assert!(err.to_string().contains("vmx"), "{err}");
     }
 
     #[test]
@@ -119,7 +131,9 @@ mod tests {
 
     #[test]
     fn a_failed_trial_means_tcg_for_auto_with_the_evidence() {
-        let failed = Err("trial guest under -accel kvm: KVM internal error; stderr: \"KVM internal error. Suberror: 1\"".to_string());
+        let failed = Err(NoKvm::Trial(
+            "KVM internal error; stderr: \"KVM internal error. Suberror: 1\"".to_string(),
+        ));
         let d = decide_from(AccelChoice::Auto, &failed).unwrap();
         assert_eq!(d.accel, Accel::Tcg);
         assert_eq!(
@@ -131,14 +145,14 @@ mod tests {
 
     #[test]
     fn a_failed_trial_is_an_error_when_kvm_is_required() {
-        let failed = Err("trial guest under -accel kvm: no exit within 10s, killed".to_string());
+        let failed = Err(NoKvm::Trial("no exit within 10s, killed".to_string()));
         let e = decide_from(AccelChoice::Kvm, &failed).unwrap_err();
         assert!(e.to_string().contains("no exit within 10s"), "{e}");
     }
 
     #[test]
     fn tcg_requested_ignores_kvm() {
-        let d = decide_from(AccelChoice::Tcg, &Err("whatever".into())).unwrap();
+        let d = decide_from(AccelChoice::Tcg, &Err(NoKvm::NoVirtualisation)).unwrap();
         assert_eq!(d.accel, Accel::Tcg);
         assert_eq!(d.reason, "TCG requested");
     }

@@ -19,6 +19,45 @@ use crate::vm::VmSpec;
 /// which exists, and which its QEMU user may read, on every libvirt host.
 pub const REMOTE_POOL_BASE: &str = "/var/lib/libvirt/images";
 
+/// What went wrong with the run's presence on the remote host.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteRunError {
+    #[error("SSH forwards to {target}: {source}")]
+    Forwards {
+        target: String,
+        #[source]
+        source: super::tunnel::TunnelError,
+    },
+    #[error("the run's storage pool on {target}: {source}")]
+    Pool {
+        target: String,
+        #[source]
+        source: super::storage::StorageError,
+    },
+    #[error("{}: {source}", .path.display())]
+    Local {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("uploading {}: {source}", .path.display())]
+    Upload {
+        path: PathBuf,
+        #[source]
+        source: super::storage::StorageError,
+    },
+    #[error("{}: no file name", .0.display())]
+    NoFileName(PathBuf),
+    #[error("downloading the disk {name}: {source}")]
+    Download {
+        name: String,
+        #[source]
+        source: super::storage::StorageError,
+    },
+    #[error("removing the run's storage pool: {0}")]
+    Remove(#[source] super::storage::StorageError),
+}
+
 /// The run's objects on the remote host and the forwards to it.
 pub struct RemoteRun {
     /// Taken by `finish`; removed on drop otherwise.
@@ -36,12 +75,18 @@ impl RemoteRun {
         target: &RemoteTarget,
         spec: &mut VmSpec,
         reach: &[SocketAddr],
-    ) -> Result<RemoteRun, String> {
-        let tunnel =
-            Tunnel::open(target, reach).map_err(|e| format!("SSH forwards to {target}: {e}"))?;
+    ) -> Result<RemoteRun, RemoteRunError> {
+        let tunnel = Tunnel::open(target, reach).map_err(|source| RemoteRunError::Forwards {
+            target: target.to_string(),
+            source,
+        })?;
         let run = spec.name.strip_prefix("sno-").unwrap_or(&spec.name);
-        let pool = RunPool::create(conn, run, REMOTE_POOL_BASE)
-            .map_err(|e| format!("the run's storage pool on {target}: {e}"))?;
+        let pool = RunPool::create(conn, run, REMOTE_POOL_BASE).map_err(|source| {
+            RemoteRunError::Pool {
+                target: target.to_string(),
+                source,
+            }
+        })?;
         let mut remote = RemoteRun {
             pool: Some(pool),
             disks: Vec::new(),
@@ -66,26 +111,34 @@ impl RemoteRun {
 
     /// A raw volume of the file's size, filled from the file (a qcow2 file stays qcow2: the
     /// domain names the format). Returns the volume's path on the remote host.
-    fn upload(&self, local: &Path) -> Result<PathBuf, String> {
+    fn upload(&self, local: &Path) -> Result<PathBuf, RemoteRunError> {
         let pool = self.pool.as_ref().expect("prepared");
         let name = volume_name(local)?;
         let size = std::fs::metadata(local)
-            .map_err(|e| format!("{}: {e}", local.display()))?
+            .map_err(|source| RemoteRunError::Local {
+                path: local.to_path_buf(),
+                source,
+            })?
             .len();
         pool.create_volume(&name, size, VolumeFormat::Raw)
             .and_then(|_| pool.upload(&name, local))
             .and_then(|_| pool.path(&name))
-            .map_err(|e| format!("uploading {}: {e}", local.display()))
+            .map_err(|source| RemoteRunError::Upload {
+                path: local.to_path_buf(),
+                source,
+            })
     }
 
     /// A PXE boot's TFTP directory (the iPXE script): QEMU's user network serves it from
     /// the host QEMU runs on, so its files become volumes of the run's pool, and the pool's
     /// directory the TFTP root. Returns that directory on the remote host.
-    fn upload_tftp(&self, local_dir: &Path) -> Result<PathBuf, String> {
-        let entries =
-            std::fs::read_dir(local_dir).map_err(|e| format!("{}: {e}", local_dir.display()))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("{}: {e}", local_dir.display()))?;
+    fn upload_tftp(&self, local_dir: &Path) -> Result<PathBuf, RemoteRunError> {
+        let local = |source| RemoteRunError::Local {
+            path: local_dir.to_path_buf(),
+            source,
+        };
+        for entry in std::fs::read_dir(local_dir).map_err(local)? {
+            let entry = entry.map_err(local)?;
             if entry.file_type().is_ok_and(|t| t.is_file()) {
                 self.upload(&entry.path())?;
             }
@@ -104,29 +157,32 @@ impl RemoteRun {
     /// Ends the run's presence on the remote host: with `keep`, the disks come back into the
     /// run directory first (so the kept VM boots here, as after a local run); then the pool
     /// and its volumes go.
-    pub fn finish(&mut self, keep: bool) -> Result<(), String> {
+    pub fn finish(&mut self, keep: bool) -> Result<(), RemoteRunError> {
         let Some(pool) = self.pool.take() else {
             return Ok(());
         };
         let mut first_err = None;
         if keep {
             for (name, local) in &self.disks {
-                if let Err(e) = pool.download(name, local) {
-                    first_err.get_or_insert(format!("downloading the disk {name}: {e}"));
+                if let Err(source) = pool.download(name, local) {
+                    first_err.get_or_insert(RemoteRunError::Download {
+                        name: name.clone(),
+                        source,
+                    });
                 }
             }
         }
         if let Err(e) = pool.remove() {
-            first_err.get_or_insert(format!("removing the run's storage pool: {e}"));
+            first_err.get_or_insert(RemoteRunError::Remove(e));
         }
         first_err.map_or(Ok(()), Err)
     }
 }
 
-fn volume_name(local: &Path) -> Result<String, String> {
+fn volume_name(local: &Path) -> Result<String, RemoteRunError> {
     local
         .file_name()
         .and_then(|n| n.to_str())
         .map(str::to_string)
-        .ok_or_else(|| format!("{}: no file name", local.display()))
+        .ok_or_else(|| RemoteRunError::NoFileName(local.to_path_buf()))
 }
