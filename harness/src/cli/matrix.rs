@@ -207,9 +207,7 @@ fn places_of(a: &MatrixArgs) -> Result<Vec<PlaceSpec>, CliError> {
             "--hosts names libvirt hosts: it cannot go with --backend qemu",
         ));
     }
-    let check =
-        |uri: &str| sno_harness::vm::libvirt::remote::daemon(uri).map_err(|e| e.to_string());
-    let hosts = hosts_file::load(file, check).map_err(bad)?;
+    let hosts = hosts_file::load(file, sno_harness::vm::libvirt::remote::daemon).map_err(bad)?;
     Ok(hosts
         .into_iter()
         .map(|h| PlaceSpec {

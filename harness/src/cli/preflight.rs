@@ -14,7 +14,8 @@ pub fn preflight<T>(
     backend: &Backend,
     input: impl FnOnce() -> Result<T, CliError>,
 ) -> Result<T, CliError> {
-    sno_harness::fleet::preflight::backend_fits(scenarios, backend).map_err(CliError::BadInput)?;
+    sno_harness::fleet::preflight::backend_fits(scenarios, backend)
+        .map_err(|e| CliError::BadInput(e.to_string()))?;
     let decided = input()?;
     let warnings = sno_harness::fleet::preflight::check(scenarios, backend)
         .map_err(|e| CliError::HostNotReady(e.to_string()))?;

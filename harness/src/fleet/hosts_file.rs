@@ -12,6 +12,7 @@
 //! Like a scenario, the file is input that may be hostile: every error names the file, the
 //! line and what would be valid.
 
+use std::fmt::Display;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -57,11 +58,11 @@ const MAX_JOBS: i64 = 256;
 const MAX_CPUS: i64 = 4096;
 const MIN_MEMORY: u64 = 1 << 30;
 
-/// Reads and checks a hosts file; `check_uri` says what is wrong with a URI, or which daemon
-/// it reaches (two hosts of one daemon are refused).
-pub fn load<D: PartialEq + std::fmt::Display>(
+/// Reads and checks a hosts file; `check_uri` says what is wrong with a URI (its error shown
+/// at the URI's line), or which daemon it reaches (two hosts of one daemon are refused).
+pub fn load<D: PartialEq + Display, E: Display>(
     path: &Path,
-    check_uri: impl Fn(&str) -> Result<D, String>,
+    check_uri: impl Fn(&str) -> Result<D, E>,
 ) -> Result<Vec<HostEntry>, ScenarioError> {
     let whole = |message: String| ScenarioError {
         file: path.to_path_buf(),
@@ -77,10 +78,10 @@ pub fn load<D: PartialEq + std::fmt::Display>(
 }
 
 /// Parses and checks the text of a hosts file; `check_uri` as for [`load`].
-pub fn parse_str<D: PartialEq + std::fmt::Display>(
+pub fn parse_str<D: PartialEq + Display, E: Display>(
     path: &Path,
     text: &str,
-    check_uri: impl Fn(&str) -> Result<D, String>,
+    check_uri: impl Fn(&str) -> Result<D, E>,
 ) -> Result<Vec<HostEntry>, ScenarioError> {
     let cx = Ctx { file: path, text };
     let raw: RawFile = toml::from_str(text)
@@ -120,10 +121,10 @@ pub fn parse_str<D: PartialEq + std::fmt::Display>(
     Ok(out.into_iter().map(|(h, _)| h).collect())
 }
 
-fn host<D>(
+fn host<D, E: Display>(
     cx: &Ctx,
     h: RawHost,
-    check_uri: &impl Fn(&str) -> Result<D, String>,
+    check_uri: &impl Fn(&str) -> Result<D, E>,
 ) -> Result<(HostEntry, D), ScenarioError> {
     let daemon = check_uri(h.uri.get_ref()).map_err(|e| cx.err(Some(h.uri.span()), e))?;
     let count =

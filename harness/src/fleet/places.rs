@@ -37,12 +37,36 @@ impl PlaceSpec {
     }
 }
 
+/// Why one question to a remote libvirt host got no room.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostQuestionError {
+    /// libvirt's (or SSH's) words.
+    #[error("{0}")]
+    Refused(String),
+    /// The blocking task that asks did not come back (it panicked, or was cancelled).
+    #[error("the question failed: {0}")]
+    Task(String),
+    #[error("no answer in {} s", .0.as_secs())]
+    TimedOut(Duration),
+}
+
+/// Why a place's room is not known, so that nothing can start there now.
+#[derive(Debug, thiserror::Error)]
+pub enum RoomUnknown {
+    #[error("reading the host's state: {0}")]
+    ThisHost(#[source] std::io::Error),
+    #[error("no answer: {0}")]
+    NoAnswer(#[source] HostQuestionError),
+    #[error("not asked yet")]
+    NotAskedYet,
+}
+
 /// What the last question to a remote host found.
 #[derive(Debug, Clone, Default)]
 struct Seen {
     room: Option<HostNow>,
     failures: u32,
-    error: Option<String>,
+    error: Option<HostQuestionError>,
 }
 
 /// A place and what runs there now.
@@ -144,7 +168,9 @@ impl Place {
         let Some(seen) = &self.seen else { return };
         let s = seen.borrow().clone();
         if s.failures >= LOST_AFTER {
-            let why = s.error.unwrap_or_else(|| "no answer".into());
+            let why = s
+                .error
+                .map_or_else(|| "no answer".to_string(), |e| e.to_string());
             self.mark_lost(format!(
                 "{} questions in a row failed, the last: {why}",
                 s.failures
@@ -178,21 +204,21 @@ impl Place {
     }
 
     /// The host's room now; `Err` when it cannot be known.
-    fn room(&self, out: &Path) -> Result<HostNow, String> {
+    fn room(&self, out: &Path) -> Result<HostNow, RoomUnknown> {
         let Some(seen) = &self.seen else {
-            return admission::host_now(out).map_err(|e| format!("reading the host's state: {e}"));
+            return admission::host_now(out).map_err(RoomUnknown::ThisHost);
         };
         let s = seen.borrow();
         match (s.room, &s.error) {
             (Some(r), _) => Ok(r),
-            (None, Some(e)) => Err(format!("no answer: {e}")),
-            (None, None) => Err("not asked yet".into()),
+            (None, Some(e)) => Err(RoomUnknown::NoAnswer(e.clone())),
+            (None, None) => Err(RoomUnknown::NotAskedYet),
         }
     }
 
     /// Admission here, within the user's limits: at most `jobs` runs, at most `memory` of
     /// guests at once, the CPUs counted as `cpus`.
-    fn decide(&self, need: Need, out: &Path) -> Result<Decision, String> {
+    fn decide(&self, need: Need, out: &Path) -> Result<Decision, RoomUnknown> {
         if self.running() >= self.jobs {
             let why = format!("{} of {} jobs running", self.running(), self.jobs);
             return Ok(Decision::Wait(why));
@@ -261,9 +287,9 @@ pub fn choose(places: &mut [Place], need: Need, out: &Path) -> Choice {
             }
             Ok(Decision::Wait(why)) => waits.push(named(p, &why)),
             Ok(Decision::Never(why)) => nevers.push(named(p, &why)),
-            Err(why) if several || p.is_remote() => waits.push(named(p, &why)),
+            Err(why) if several || p.is_remote() => waits.push(named(p, &why.to_string())),
             // This host's state cannot be read: nothing will change that by waiting.
-            Err(why) => nevers.push(why),
+            Err(why) => nevers.push(why.to_string()),
         }
     }
     if let Some((i, _)) = best {
@@ -323,7 +349,7 @@ async fn watch_host(uri: String, tx: watch::Sender<Seen>) {
 }
 
 /// One question to a libvirt host, off the async threads and within [`PROBE_LIMIT`].
-async fn probe_once(uri: String) -> Result<HostNow, String> {
+async fn probe_once(uri: String) -> Result<HostNow, HostQuestionError> {
     let asked = tokio::task::spawn_blocking(move || crate::vm::libvirt::capacity::probe(&uri));
     match tokio::time::timeout(PROBE_LIMIT, asked).await {
         Ok(Ok(Ok(r))) => Ok(HostNow {
@@ -331,9 +357,9 @@ async fn probe_once(uri: String) -> Result<HostNow, String> {
             cpus: r.cpus,
             disk_free: r.disk_free,
         }),
-        Ok(Ok(Err(e))) => Err(e),
-        Ok(Err(e)) => Err(format!("the question failed: {e}")),
-        Err(_) => Err(format!("no answer in {} s", PROBE_LIMIT.as_secs())),
+        Ok(Ok(Err(e))) => Err(HostQuestionError::Refused(e.to_string())),
+        Ok(Err(e)) => Err(HostQuestionError::Task(e.to_string())),
+        Err(_) => Err(HostQuestionError::TimedOut(PROBE_LIMIT)),
     }
 }
 
@@ -456,7 +482,9 @@ mod tests {
         let failing = |n| Seen {
             room: None,
             failures: n,
-            error: Some("ssh: connect to host h2 port 22: Connection refused".into()),
+            error: Some(HostQuestionError::Refused(
+                "ssh: connect to host h2 port 22: Connection refused".into(),
+            )),
         };
         places[0].reserve(need());
         places[0].reserve(need());

@@ -11,9 +11,9 @@ use crate::hw::host_programs::{self, Need};
 use crate::hw::Firmware;
 use crate::scenario::{GuestNetwork, Scenario};
 use crate::vm::Backend;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-pub use probe::Probe;
+pub use probe::{NotExecutable, Probe};
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -51,17 +51,28 @@ pub struct HostNotReady {
     pub missing: Vec<String>,
 }
 
-/// A scenario the backend cannot run as written (bad input, exit 2): `vm.network = "nat"`
-/// is a libvirt network.
-pub fn backend_fits(scenarios: &[&Scenario], backend: &Backend) -> Result<(), String> {
+/// A scenario the backend cannot run as written (bad input, exit 2), named by its file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendMismatch {
+    /// `vm.network = "nat"` is a libvirt network.
+    #[error("{}: vm.network = \"nat\" is a libvirt network of the run's own: run it with --backend libvirt (the QEMU backend has user-mode networking only)", .scenario.display())]
+    NatNeedsLibvirt { scenario: PathBuf },
+    #[error("{}: boot.source = {boot_source:?} with vm.network = \"nat\" is not supported on a remote libvirt host: the guest fetches its root filesystem from the harness through an SSH forward on that host's loopback, which its NAT network does not reach; use vm.network = \"user\" there, or run it on this host", .scenario.display())]
+    FetchOverRemoteNat {
+        scenario: PathBuf,
+        boot_source: &'static str,
+    },
+}
+
+/// Whether the backend can run every scenario as written.
+pub fn backend_fits(scenarios: &[&Scenario], backend: &Backend) -> Result<(), BackendMismatch> {
     if let (false, Some(s)) = (
         backend.can().nat_network,
         scenarios.iter().find(|s| s.vm.network == GuestNetwork::Nat),
     ) {
-        return Err(format!(
-            "{}: vm.network = \"nat\" is a libvirt network of the run's own: run it with --backend libvirt (the QEMU backend has user-mode networking only)",
-            s.path.display()
-        ));
+        return Err(BackendMismatch::NatNeedsLibvirt {
+            scenario: s.path.clone(),
+        });
     }
     // A remote host's guest reaches the boot server through an SSH remote forward, which
     // listens on that host's loopback: QEMU's user network reaches it, a NAT network's
@@ -70,11 +81,10 @@ pub fn backend_fits(scenarios: &[&Scenario], backend: &Backend) -> Result<(), St
         .iter()
         .find(|s| s.boot_source.fetches_rootfs() && s.vm.network == GuestNetwork::Nat);
     if let (false, Some(s)) = (backend.can().network_boot_on_nat, fetching_on_nat) {
-        return Err(format!(
-            "{}: boot.source = {:?} with vm.network = \"nat\" is not supported on a remote libvirt host: the guest fetches its root filesystem from the harness through an SSH forward on that host's loopback, which its NAT network does not reach; use vm.network = \"user\" there, or run it on this host",
-            s.path.display(),
-            s.boot_source.as_str()
-        ));
+        return Err(BackendMismatch::FetchOverRemoteNat {
+            scenario: s.path.clone(),
+            boot_source: s.boot_source.as_str(),
+        });
     }
     Ok(())
 }

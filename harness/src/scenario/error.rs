@@ -35,10 +35,12 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The error at `span` (None: the whole file), in the words of `message`: a typed
+    /// error, or words of the parser's.
     pub(crate) fn err(
         &self,
         span: Option<Range<usize>>,
-        message: impl Into<String>,
+        message: impl fmt::Display,
     ) -> ScenarioError {
         let (line, column) = match span.filter(|s| s.end > 0 || s.start > 0) {
             Some(s) => {
@@ -51,11 +53,11 @@ impl Ctx<'_> {
             file: self.file.to_path_buf(),
             line,
             column,
-            message: shorten_long_words(&message.into()),
+            message: shorten_long_words(&message.to_string()),
         }
     }
 
-    pub(super) fn at<T>(&self, s: &Spanned<T>, message: impl Into<String>) -> ScenarioError {
+    pub(super) fn at<T>(&self, s: &Spanned<T>, message: impl fmt::Display) -> ScenarioError {
         self.err(Some(s.span()), message)
     }
 }

@@ -7,14 +7,27 @@ use crate::hw::accel::{Accel, AccelChoice};
 use crate::scenario::model::SecretSource;
 use crate::scenario::{Profile, Scenario};
 use crate::vm::accel::{AccelDecision, KvmUnusable};
+use crate::vm::libvirt::LibvirtError;
 use crate::vm::Backend;
 use std::path::{Path, PathBuf};
 
 type Which = dyn Fn(&str) -> Option<PathBuf>;
 type Decide = dyn Fn(AccelChoice) -> Result<AccelDecision, KvmUnusable>;
-type CheckPath = dyn Fn(&Path) -> Result<(), String>;
+type CheckPath = dyn Fn(&Path) -> Result<(), NotExecutable>;
 type Lookup = dyn Fn(&str) -> Option<String>;
-type Reach = dyn Fn(&str) -> Result<(), String>;
+type Reach = dyn Fn(&str) -> Result<(), LibvirtError>;
+
+/// Why a file cannot be run as a program.
+#[derive(Debug, thiserror::Error)]
+pub enum NotExecutable {
+    #[error("{0}")]
+    Unreadable(#[from] std::io::Error),
+    #[error("not a regular file")]
+    NotAFile,
+    /// The command that fixes it names the file.
+    #[error("not executable (chmod +x {})", .0.display())]
+    NoExecuteBit(PathBuf),
+}
 
 /// What the checks may ask of the host.
 pub struct Probe {
@@ -29,7 +42,7 @@ pub struct Probe {
     pub cpus: u32,
     /// The accelerator the run would get (the KVM trial runs once per process).
     pub accel: Box<Decide>,
-    /// Opens and closes a connection; libvirt's words on failure.
+    /// Opens and closes a connection; libvirt's error on failure.
     pub libvirt: Box<Reach>,
 }
 
@@ -46,24 +59,20 @@ impl Probe {
                 .map(|h| h.mem_available),
             cpus: crate::fleet::admission::host_cpus(),
             accel: Box::new(crate::vm::accel::decide),
-            libvirt: Box::new(|uri| {
-                crate::vm::libvirt::runtime::connect(uri)
-                    // Dropping the connection closes it.
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            }),
+            // Dropping the connection closes it.
+            libvirt: Box::new(|uri| crate::vm::libvirt::runtime::connect(uri).map(drop)),
         }
     }
 }
 
-fn executable_file(p: &Path) -> Result<(), String> {
+fn executable_file(p: &Path) -> Result<(), NotExecutable> {
     use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(p).map_err(|e| e.to_string())?;
+    let meta = std::fs::metadata(p)?;
     if !meta.is_file() {
-        return Err("not a regular file".into());
+        return Err(NotExecutable::NotAFile);
     }
     if meta.permissions().mode() & 0o111 == 0 {
-        return Err(format!("not executable (chmod +x {})", p.display()));
+        return Err(NotExecutable::NoExecuteBit(p.to_path_buf()));
     }
     Ok(())
 }

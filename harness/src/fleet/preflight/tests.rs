@@ -119,7 +119,7 @@ fn the_openshift_profile_needs_an_installer_it_can_run() {
         &host,
     ));
     assert!(on_path.is_empty(), "{on_path:?}");
-    host.executable = Box::new(|p| Err(format!("not executable (chmod +x {})", p.display())));
+    host.executable = Box::new(|p| Err(NotExecutable::NoExecuteBit(p.to_path_buf())));
     let named = openshift(Some("/opt/oi"));
     let m = missing(&findings(&[&named], &Backend::Qemu, &host));
     assert_eq!(
@@ -207,12 +207,19 @@ fn tcg_is_a_warning_for_a_real_install_and_unusable_kvm_asked_for_is_missing() {
 #[test]
 fn a_libvirtd_that_does_not_answer_is_missing_with_libvirts_words() {
     let mut host = ready_host();
-    host.libvirt = Box::new(|_| Err("Failed to connect socket: No such file".into()));
+    host.libvirt = Box::new(|uri| {
+        Err(crate::vm::libvirt::LibvirtError::Connect {
+            uri: uri.into(),
+            message: "Failed to connect socket: No such file".into(),
+            hint: String::new(),
+        })
+    });
     let m = missing(&findings(&[&smoke()], &libvirt(), &host));
     assert_eq!(m.len(), 1, "{m:?}");
     assert!(
-        m[0].contains("libvirt at qemu:///system cannot be reached (Failed to connect socket")
-            && m[0].contains("libvirtd -d"),
+        m[0].contains(
+            "libvirt at qemu:///system cannot be reached (connecting to qemu:///system: Failed to connect socket"
+        ) && m[0].contains("libvirtd -d"),
         "{m:?}"
     );
     // The QEMU backend does not ask libvirt.
@@ -226,6 +233,13 @@ fn a_nat_network_is_for_the_libvirt_backend_only() {
     nat.vm.network = GuestNetwork::Nat;
     assert!(backend_fits(&[&user], &Backend::Qemu).is_ok());
     let e = backend_fits(&[&user, &nat], &Backend::Qemu).unwrap_err();
+    assert_eq!(
+        e,
+        BackendMismatch::NatNeedsLibvirt {
+            scenario: nat.path.clone()
+        }
+    );
+    let e = e.to_string();
     assert!(
         e.contains("smoke.toml") && e.contains("--backend libvirt"),
         "{e}"
@@ -246,7 +260,9 @@ fn pxe_runs_on_either_backend_and_a_remote_host_but_not_on_a_remote_nat_network(
         uri: "qemu+ssh://root@lab.example/system".into(),
     };
     assert!(backend_fits(&[&pxe], &remote).is_ok());
-    let e = backend_fits(&[&pxe, &nat], &remote).unwrap_err();
+    let e = backend_fits(&[&pxe, &nat], &remote)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("\"pxe\"") && e.contains("remote") && e.contains("nat"),
         "{e}"

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+use super::expand::Refusal;
 use crate::scenario::ScenarioError;
 
 /// A place in a file: `file:line:col`, or just the file.
@@ -88,11 +89,15 @@ pub enum MatrixError {
     },
     /// A permutation the scenario validator refuses and no exclusion removes; `at` is the
     /// first axis involved.
-    #[error("{at}: permutation {id}: {message}")]
+    #[error("{at}: permutation {id}: the scenario validator refuses it: {source}; if the combination cannot run, drop it with [[exclude]] {}", .exclude.join(", "))]
     Permutation {
         at: Location,
         id: String,
-        message: String,
+        #[source]
+        source: Box<Refusal>,
+        /// The `[[exclude]]` rule that would drop it: `"key" = "label"` of each axis
+        /// involved.
+        exclude: Vec<String>,
     },
 }
 

@@ -6,11 +6,25 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::error::{Location, MatrixError};
 use super::ids::permutation_id;
-use super::keys::{apply_all, Change};
+use super::keys::{apply_all, Change, ChangeError};
 use super::space::Row;
 use super::spec::Spec;
 use super::strategy::{Strategy, MAX_PERMUTATIONS};
-use crate::scenario::{self, Scenario, RESERVED_NAMES};
+use crate::scenario::{self, Scenario, ScenarioError, RESERVED_NAMES};
+
+/// Why a permutation is not a scenario: its values cannot be written into the base, or the
+/// scenario validator refuses what they make.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error(transparent)]
+    Change(#[from] ChangeError),
+    #[error(transparent)]
+    Serialize(#[from] toml::ser::Error),
+    /// The validator's words only: its file and line are of the TOML the values made, which
+    /// nobody wrote; the matrix error places it at the axes involved.
+    #[error("{}", .0.message)]
+    Invalid(Box<ScenarioError>),
+}
 
 /// One combination of axis values, as a scenario ready to run.
 #[derive(Debug, Clone)]
@@ -121,8 +135,7 @@ fn permutation(spec: &Spec, row: &[usize]) -> Result<Permutation, MatrixError> {
         .collect();
     let id = permutation_id(&labels);
     let all: Vec<usize> = (0..row.len()).collect();
-    let mut scenario =
-        scenario_for(spec, row, &all).map_err(|message| refused(spec, row, &id, message))?;
+    let mut scenario = scenario_for(spec, row, &all).map_err(|why| refused(spec, row, &id, why))?;
     scenario.name = id.clone();
     let rule = spec.expectations.iter().find(|e| e.matches(row));
     if let Some(e) = rule {
@@ -143,21 +156,21 @@ fn permutation(spec: &Spec, row: &[usize]) -> Result<Permutation, MatrixError> {
 }
 
 /// The base scenario with the values of the axes `selected` from `row`, validated.
-fn scenario_for(spec: &Spec, row: &[usize], selected: &[usize]) -> Result<Scenario, String> {
+fn scenario_for(spec: &Spec, row: &[usize], selected: &[usize]) -> Result<Scenario, Refusal> {
     let changes: Vec<&Change> = selected
         .iter()
         .map(|&a| &spec.axes[a].values[row[a]].change)
         .collect();
     let table = apply_all(&spec.base_table, &spec.base, &changes)?;
-    let text = toml::to_string(&table).map_err(|e| e.to_string())?;
-    scenario::parse_str(&spec.path, &text).map_err(|e| e.message)
+    let text = toml::to_string(&table)?;
+    scenario::parse_str(&spec.path, &text).map_err(|e| Refusal::Invalid(Box::new(e)))
 }
 
 /// The error for a row the validator refuses: at the first axis involved, naming the values
 /// that clash and the rule that would drop them.
-fn refused(spec: &Spec, row: &[usize], id: &str, message: String) -> MatrixError {
+fn refused(spec: &Spec, row: &[usize], id: &str, why: Refusal) -> MatrixError {
     let axes = involved(spec, row);
-    let pairs: Vec<String> = axes
+    let exclude: Vec<String> = axes
         .iter()
         .map(|&a| {
             format!(
@@ -173,10 +186,8 @@ fn refused(spec: &Spec, row: &[usize], id: &str, message: String) -> MatrixError
     MatrixError::Permutation {
         at,
         id: id.to_string(),
-        message: format!(
-            "the scenario validator refuses it: {message}; if the combination cannot run, drop it with [[exclude]] {}",
-            pairs.join(", ")
-        ),
+        source: Box::new(why),
+        exclude,
     }
 }
 

@@ -5,9 +5,21 @@
 
 use toml::Value;
 
+/// An axis value that cannot name its part of a permutation id.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LabelError {
+    #[error("an empty label: labels name values in permutation ids")]
+    Empty,
+    /// A list, a table or an empty string, written without `{ label, value }`.
+    #[error(
+        "{0} needs a label for the permutation ids: write {{ label = \"NAME\", value = {0} }}"
+    )]
+    Missing(Value),
+}
+
 /// The label and value of an axis value: a scalar labels itself; anything else is written
 /// `{ label = "...", value = ... }`.
-pub fn split_label(raw: &Value) -> Result<(String, Value), String> {
+pub fn split_label(raw: &Value) -> Result<(String, Value), LabelError> {
     if let Some(label) = scalar_label(raw) {
         return Ok((label, raw.clone()));
     }
@@ -18,11 +30,11 @@ pub fn split_label(raw: &Value) -> Result<(String, Value), String> {
         Some(t) => {
             let label = t["label"].as_str().unwrap_or_default().to_string();
             if label.is_empty() {
-                return Err("an empty label: labels name values in permutation ids".into());
+                return Err(LabelError::Empty);
             }
             Ok((label, t["value"].clone()))
         }
-        None => Err(format!("{raw} needs a label for the permutation ids: write {{ label = \"NAME\", value = {raw} }}")),
+        None => Err(LabelError::Missing(raw.clone())),
     }
 }
 
@@ -78,8 +90,18 @@ mod tests {
             split_label(&v("{ label = \"by-id\", value = { by = \"id\" } }")).unwrap();
         assert_eq!(label, "by-id");
         assert!(value.is_table());
-        assert!(split_label(&v("[\"a\"]")).unwrap_err().contains("label = "));
-        assert!(split_label(&v("\"\"")).is_err());
+        assert_eq!(
+            split_label(&v("[\"a\"]")).unwrap_err().to_string(),
+            r#"["a"] needs a label for the permutation ids: write { label = "NAME", value = ["a"] }"#
+        );
+        assert_eq!(
+            split_label(&v("\"\"")),
+            Err(LabelError::Missing(Value::String(String::new())))
+        );
+        assert_eq!(
+            split_label(&v("{ label = \"\", value = 1 }")),
+            Err(LabelError::Empty)
+        );
     }
 
     #[test]

@@ -5,8 +5,50 @@
 
 use toml::{Table, Value};
 
-use super::shapes::{Layout, NetworkStack, LAYOUT_KEY, NETWORK_STACK_KEY};
+use super::shapes::{Layout, NetworkStack, ShapeError, LAYOUT_KEY, NETWORK_STACK_KEY};
 use crate::scenario::Scenario;
+
+/// An axis key that addresses nothing in the base scenario; each says what would.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("axis key {0:?}: a dotted path of scenario keys, e.g. vm.firmware, install.network_type, disks.install.bus, or a shape axis ({LAYOUT_KEY}, {NETWORK_STACK_KEY})")]
+    NotAPath(String),
+    #[error("name cannot be an axis: each permutation is named by its id")]
+    Name,
+    #[error("expect cannot be an axis: use [[expect]] rules in the matrix")]
+    Expect,
+    #[error("axis key {key:?}: the base scenario has no [[disks]] entry with id {disk:?} (its disks: {})", .disks.join(", "))]
+    NoSuchDisk {
+        key: String,
+        disk: String,
+        /// The ids the base's `[[disks]]` entries have.
+        disks: Vec<String>,
+    },
+    #[error("axis key {0:?}: disks are addressed as disks.<disk id>.<field> (e.g. disks.install.bus), or {LAYOUT_KEY} for the number of disks and the install disk's position")]
+    NotADiskField(String),
+    /// `section`, a prefix of the key, is a value in the base, not a table.
+    #[error("axis key {key:?}: {section} is not a section of the base scenario")]
+    NotASection { key: String, section: String },
+}
+
+/// An axis value its key cannot take, or a scenario table it cannot be written into.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ChangeError {
+    /// A shape axis takes words (`"3-last"`, `"ipv6"`).
+    #[error("{0} is not a string")]
+    NotAString(Value),
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+    #[error("no [[disks]] entry has id {0:?}")]
+    NoSuchDisk(String),
+    #[error("{0:?} takes a shape value")]
+    ShapeTarget(Target),
+    #[error("an empty key")]
+    EmptyKey,
+    /// A prefix of the key's path holds a value, not a table.
+    #[error("{0} is not a section")]
+    NotASection(String),
+}
 
 /// Where an axis writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +66,7 @@ pub enum Target {
 
 impl Target {
     /// What `key` addresses in `base` (the base scenario's TOML), or why it addresses nothing.
-    pub fn resolve(key: &str, base: &Table) -> Result<Target, String> {
+    pub fn resolve(key: &str, base: &Table) -> Result<Target, KeyError> {
         let parts: Vec<&str> = key.split('.').collect();
         let well_formed = parts.iter().all(|p| {
             !p.is_empty()
@@ -32,11 +74,11 @@ impl Target {
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         });
         if !well_formed {
-            return Err(format!("axis key {key:?}: a dotted path of scenario keys, e.g. vm.firmware, install.network_type, disks.install.bus, or a shape axis ({LAYOUT_KEY}, {NETWORK_STACK_KEY})"));
+            return Err(KeyError::NotAPath(key.to_string()));
         }
         match parts.as_slice() {
-            ["name"] => Err("name cannot be an axis: each permutation is named by its id".into()),
-            ["expect", ..] => Err("expect cannot be an axis: use [[expect]] rules in the matrix".into()),
+            ["name"] => Err(KeyError::Name),
+            ["expect", ..] => Err(KeyError::Expect),
             _ if key == LAYOUT_KEY => Ok(Target::Layout),
             _ if key == NETWORK_STACK_KEY => Ok(Target::NetworkStack),
             ["disks", disk, field] => {
@@ -47,15 +89,14 @@ impl Target {
                         field: field.to_string(),
                     })
                 } else {
-                    Err(format!(
-                        "axis key {key:?}: the base scenario has no [[disks]] entry with id {disk:?} (its disks: {})",
-                        ids.join(", ")
-                    ))
+                    Err(KeyError::NoSuchDisk {
+                        key: key.to_string(),
+                        disk: disk.to_string(),
+                        disks: ids,
+                    })
                 }
             }
-            ["disks", ..] => Err(format!(
-                "axis key {key:?}: disks are addressed as disks.<disk id>.<field> (e.g. disks.install.bus), or {LAYOUT_KEY} for the number of disks and the install disk's position"
-            )),
+            ["disks", ..] => Err(KeyError::NotADiskField(key.to_string())),
             _ => {
                 // Sections on the way must be tables where the base has them; missing ones are
                 // created, and the scenario's schema decides whether they may exist.
@@ -65,10 +106,10 @@ impl Target {
                         None => break,
                         Some(Value::Table(t)) => table = t,
                         Some(_) => {
-                            return Err(format!(
-                                "axis key {key:?}: {} is not a section of the base scenario",
-                                parts[..=i].join(".")
-                            ))
+                            return Err(KeyError::NotASection {
+                                key: key.to_string(),
+                                section: parts[..=i].join("."),
+                            })
                         }
                     }
                 }
@@ -101,11 +142,11 @@ pub enum Change {
 impl Change {
     /// The change for `value` on an axis writing to `target`; shape axes take their own
     /// vocabulary.
-    pub fn new(target: &Target, value: &Value) -> Result<Change, String> {
+    pub fn new(target: &Target, value: &Value) -> Result<Change, ChangeError> {
         let word = || {
             value
                 .as_str()
-                .ok_or_else(|| format!("{value} is not a string"))
+                .ok_or_else(|| ChangeError::NotAString(value.clone()))
         };
         Ok(match target {
             Target::Layout => Change::Layout(Layout::parse(word()?)?),
@@ -123,7 +164,7 @@ impl Change {
         !matches!(self, Change::Set { .. })
     }
 
-    pub fn apply(&self, table: &mut Table, base: &Scenario) -> Result<(), String> {
+    pub fn apply(&self, table: &mut Table, base: &Scenario) -> Result<(), ChangeError> {
         match self {
             Change::Set {
                 target: Target::Path(path),
@@ -142,13 +183,13 @@ impl Change {
                             .find(|d| d.get("id").and_then(Value::as_str) == Some(disk))
                     })
                     .and_then(Value::as_table_mut)
-                    .ok_or_else(|| format!("no [[disks]] entry has id {disk:?}"))?;
+                    .ok_or_else(|| ChangeError::NoSuchDisk(disk.clone()))?;
                 entry.insert(field.clone(), value.clone());
                 Ok(())
             }
-            Change::Set { target, .. } => Err(format!("{target:?} takes a shape value")),
-            Change::Layout(l) => l.apply(table),
-            Change::NetworkStack(n) => n.apply(table, base),
+            Change::Set { target, .. } => Err(ChangeError::ShapeTarget(target.clone())),
+            Change::Layout(l) => l.apply(table).map_err(ChangeError::Shape),
+            Change::NetworkStack(n) => n.apply(table, base).map_err(ChangeError::Shape),
         }
     }
 }
@@ -159,7 +200,7 @@ pub fn apply_all(
     base_table: &Table,
     base: &Scenario,
     changes: &[&Change],
-) -> Result<Table, String> {
+) -> Result<Table, ChangeError> {
     let mut table = base_table.clone();
     let (shapes, plain): (Vec<&Change>, Vec<&Change>) = changes.iter().partition(|c| c.is_shape());
     for c in plain.into_iter().chain(shapes) {
@@ -168,9 +209,9 @@ pub fn apply_all(
     Ok(table)
 }
 
-fn set_path(table: &mut Table, path: &[String], value: Value) -> Result<(), String> {
+fn set_path(table: &mut Table, path: &[String], value: Value) -> Result<(), ChangeError> {
     let Some((last, sections)) = path.split_last() else {
-        return Err("an empty key".into());
+        return Err(ChangeError::EmptyKey);
     };
     let mut t = table;
     for (i, part) in sections.iter().enumerate() {
@@ -178,7 +219,7 @@ fn set_path(table: &mut Table, path: &[String], value: Value) -> Result<(), Stri
             .entry(part.clone())
             .or_insert_with(|| Value::Table(Table::new()))
             .as_table_mut()
-            .ok_or_else(|| format!("{} is not a section", path[..=i].join(".")))?;
+            .ok_or_else(|| ChangeError::NotASection(path[..=i].join(".")))?;
     }
     t.insert(last.clone(), value);
     Ok(())
@@ -224,14 +265,24 @@ mod tests {
     fn keys_that_address_nothing_say_what_would() {
         let b = base();
         let e = Target::resolve("disks.data.bus", &b).unwrap_err();
-        assert!(e.contains("(its disks: install)"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            r#"axis key "disks.data.bus": the base scenario has no [[disks]] entry with id "data" (its disks: install)"#
+        );
         let e = Target::resolve("disks.bus", &b).unwrap_err();
-        assert!(e.contains("disks.<disk id>.<field>"), "{e}");
+        assert_eq!(e, KeyError::NotADiskField("disks.bus".into()));
+        assert!(e.to_string().contains("disks.<disk id>.<field>"), "{e}");
         let e = Target::resolve("name.x", &b).unwrap_err();
-        assert!(e.contains("name is not a section"), "{e}");
-        assert!(Target::resolve("name", &b).unwrap_err().contains("id"));
-        assert!(Target::resolve("vm..firmware", &b).is_err());
-        assert!(Target::resolve("expect.verdict", &b).is_err());
+        assert_eq!(
+            e.to_string(),
+            r#"axis key "name.x": name is not a section of the base scenario"#
+        );
+        assert_eq!(Target::resolve("name", &b), Err(KeyError::Name));
+        assert_eq!(
+            Target::resolve("vm..firmware", &b),
+            Err(KeyError::NotAPath("vm..firmware".into()))
+        );
+        assert_eq!(Target::resolve("expect.verdict", &b), Err(KeyError::Expect));
     }
 
     #[test]

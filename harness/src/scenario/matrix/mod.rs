@@ -65,13 +65,14 @@ use std::path::{Path, PathBuf};
 use crate::util::input_file;
 
 pub use error::{Location, MatrixError};
-pub use expand::Permutation;
+pub use expand::{Permutation, Refusal};
 pub use filter::matches_filter;
 pub use ids::permutation_id;
+pub use keys::ChangeError;
 pub use plan::{plan_json, plan_text, plan_text_where};
-pub use shapes::{LAYOUT_KEY, NETWORK_STACK_KEY};
+pub use shapes::{ShapeError, LAYOUT_KEY, NETWORK_STACK_KEY};
 pub use shard::{PlanIdentity, Shard};
-pub use strategy::{Strategy, MAX_PERMUTATIONS};
+pub use strategy::{Strategy, UnknownStrategy, MAX_PERMUTATIONS};
 
 /// A loaded matrix, expanded with one strategy.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use toml::{Spanned, Table};
 use super::error::{Location, MatrixError};
 use super::file::{AxisSection, MatrixFile};
 use super::ids::{id_part, split_label};
-use super::keys::{apply_all, Change, Target};
+use super::keys::{apply_all, Change, ChangeError, Target};
 use super::rules;
 use super::space::Space;
 use super::spec::{AxisSpec, Ctx, Spec, ValueSpec};
@@ -279,11 +279,9 @@ fn parse_axis(
         // enum variants); whether values fit together is the validator's call, per
         // permutation.
         if let Err(m) = fits_schema(base_table, base, &change) {
-            let unknown_key = m.starts_with("unknown field");
-            let span = if unknown_key {
-                section.key.span()
-            } else {
-                raw.span()
+            let span = match m {
+                SchemaMisfit::UnknownField(_) => section.key.span(),
+                _ => raw.span(),
             };
             return Err(MatrixError::Invalid {
                 at: cx.at(span),
@@ -352,12 +350,36 @@ fn bad_named_file(cx: &Ctx, target: &Target, value: &toml::Value) -> Option<Stri
     ))
 }
 
-fn fits_schema(base_table: &Table, base: &Scenario, change: &Change) -> Result<(), String> {
+/// Why one axis value, set on the base alone, does not fit the scenario's schema.
+#[derive(Debug, thiserror::Error)]
+enum SchemaMisfit {
+    #[error(transparent)]
+    Change(#[from] ChangeError),
+    #[error(transparent)]
+    Serialize(#[from] toml::ser::Error),
+    /// A field the scenario does not have: the axis key is at fault, not its value. The
+    /// schema's words, on one line.
+    #[error("{0}")]
+    UnknownField(String),
+    /// A wrong type, an unknown variant: the value is at fault. The schema's words.
+    #[error("{0}")]
+    Refused(String),
+}
+
+fn fits_schema(base_table: &Table, base: &Scenario, change: &Change) -> Result<(), SchemaMisfit> {
     let table = apply_all(base_table, base, &[change])?;
-    let text = toml::to_string(&table).map_err(|e| e.to_string())?;
+    let text = toml::to_string(&table)?;
     toml::from_str::<ScenarioFile>(&text)
         .map(|_| ())
-        .map_err(|e| one_line(e.message()))
+        .map_err(|e| {
+            let words = one_line(e.message());
+            // serde's words for a field `deny_unknown_fields` refuses.
+            if words.starts_with("unknown field") {
+                SchemaMisfit::UnknownField(words)
+            } else {
+                SchemaMisfit::Refused(words)
+            }
+        })
 }
 
 /// Whether a TOML document is a matrix (it names a base or has axes) rather than a scenario.

@@ -24,6 +24,34 @@ const ORDINALS: [&str; MAX_DISKS] = [
     "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
 ];
 
+/// A shape axis value that does not read, or a base scenario it cannot reshape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    #[error("disks.layout value {0:?}: use \"N\" (N disks, the install disk first) or \"N-POSITION\" with N from 1 to {MAX_DISKS} and POSITION one of {ordinals} or last (e.g. \"1\", \"2-second\", \"3-last\")", ordinals = ORDINALS.join(", "))]
+    LayoutUsage(String),
+    #[error(
+        "disks.layout value {value:?}: the install disk cannot be {position} of {disks} disks"
+    )]
+    InstallBeyondDisks {
+        value: String,
+        position: &'static str,
+        disks: usize,
+    },
+    #[error("disks.layout builds the disks from the base scenario's install disk, so the base needs exactly one [[disks]] entry; it has {0}")]
+    LayoutBaseDisks(usize),
+    #[error("disks.layout needs a [[disks]] entry in the base scenario")]
+    LayoutNoDisks,
+    #[error("install.network_stack value {0:?}: use {names}", names = NetworkStack::quoted_names())]
+    UnknownNetworkStack(String),
+    #[error("install is not a table")]
+    InstallNotATable,
+    /// `install.<key>`, one of the networks, set to something else than a list.
+    #[error("install.{0} is not a list")]
+    NetworksNotAList(&'static str),
+    #[error("install.network_stack needs an IPv4 install.{0} in the scenario to start from")]
+    NoIpv4Network(&'static str),
+}
+
 /// A `disks.layout` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
@@ -33,13 +61,8 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn parse(s: &str) -> Result<Layout, String> {
-        let usage = || {
-            format!(
-                "disks.layout value {s:?}: use \"N\" (N disks, the install disk first) or \"N-POSITION\" with N from 1 to {MAX_DISKS} and POSITION one of {} or last (e.g. \"1\", \"2-second\", \"3-last\")",
-                ORDINALS.join(", ")
-            )
-        };
+    pub fn parse(s: &str) -> Result<Layout, ShapeError> {
+        let usage = || ShapeError::LayoutUsage(s.to_string());
         let (count, position) = match s.split_once('-') {
             Some((c, p)) => (c, Some(p)),
             None => (s, None),
@@ -54,21 +77,22 @@ impl Layout {
             Some(p) => ORDINALS.iter().position(|o| *o == p).ok_or_else(usage)?,
         };
         if install_at >= disks {
-            return Err(format!(
-                "disks.layout value {s:?}: the install disk cannot be {} of {disks} disks",
-                ORDINALS[install_at]
-            ));
+            return Err(ShapeError::InstallBeyondDisks {
+                value: s.to_string(),
+                position: ORDINALS[install_at],
+                disks,
+            });
         }
         Ok(Layout { disks, install_at })
     }
 
     /// Rewrites the scenario's `[[disks]]`: the single base disk at its position, copies of it
     /// elsewhere.
-    pub fn apply(&self, table: &mut Table) -> Result<(), String> {
+    pub fn apply(&self, table: &mut Table) -> Result<(), ShapeError> {
         let install = match table.get("disks").and_then(Value::as_array) {
             Some(d) if d.len() == 1 => d[0].clone(),
-            Some(d) => return Err(format!("disks.layout builds the disks from the base scenario's install disk, so the base needs exactly one [[disks]] entry; it has {}", d.len())),
-            None => return Err("disks.layout needs a [[disks]] entry in the base scenario".into()),
+            Some(d) => return Err(ShapeError::LayoutBaseDisks(d.len())),
+            None => return Err(ShapeError::LayoutNoDisks),
         };
         let mut disks = Vec::with_capacity(self.disks);
         let mut extra = 0;
@@ -108,29 +132,28 @@ impl NetworkStack {
         ("ipv6-first", NetworkStack::Ipv6First),
     ];
 
-    pub fn parse(s: &str) -> Result<NetworkStack, String> {
+    pub fn parse(s: &str) -> Result<NetworkStack, ShapeError> {
         Self::NAMES
             .iter()
             .find(|(n, _)| *n == s)
             .map(|(_, v)| *v)
-            .ok_or_else(|| {
-                let names: Vec<String> =
-                    Self::NAMES.iter().map(|(n, _)| format!("{n:?}")).collect();
-                format!(
-                    "install.network_stack value {s:?}: use {}",
-                    names.join(", ")
-                )
-            })
+            .ok_or_else(|| ShapeError::UnknownNetworkStack(s.to_string()))
+    }
+
+    /// The values, quoted: `"ipv4", "ipv6", ...`.
+    fn quoted_names() -> String {
+        let names: Vec<String> = Self::NAMES.iter().map(|(n, _)| format!("{n:?}")).collect();
+        names.join(", ")
     }
 
     /// Rewrites `install.machine_network`, `cluster_network` and `service_network`. Lists the
     /// table does not set come from `base` (the scenario defaults resolved).
-    pub fn apply(&self, table: &mut Table, base: &Scenario) -> Result<(), String> {
+    pub fn apply(&self, table: &mut Table, base: &Scenario) -> Result<(), ShapeError> {
         let install = table
             .entry("install")
             .or_insert_with(|| Value::Table(Table::new()));
         let Some(install) = install.as_table_mut() else {
-            return Err("install is not a table".into());
+            return Err(ShapeError::InstallNotATable);
         };
         let defaults = [
             (
@@ -155,15 +178,13 @@ impl NetworkStack {
         for (key, from_base, ipv6_default) in defaults {
             let current = match install.get(key) {
                 Some(Value::Array(a)) => a.clone(),
-                Some(_) => return Err(format!("install.{key} is not a list")),
+                Some(_) => return Err(ShapeError::NetworksNotAList(key)),
                 None => from_base,
             };
             let (v6, v4): (Vec<Value>, Vec<Value>) =
                 current.into_iter().partition(|e| cidr_of(e).contains(':'));
             if v4.is_empty() {
-                return Err(format!(
-                    "install.network_stack needs an IPv4 install.{key} in the scenario to start from"
-                ));
+                return Err(ShapeError::NoIpv4Network(key));
             }
             let v6 = if v6.is_empty() { ipv6_default } else { v6 };
             let list = match self {
@@ -221,9 +242,14 @@ mod tests {
             Layout::parse("3-first").unwrap()
         );
         let e = Layout::parse("2-third").unwrap_err();
-        assert!(e.contains("third of 2"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "disks.layout value \"2-third\": the install disk cannot be third of 2 disks"
+        );
         for bad in ["0", "9", "two", "2-middle", "", "-first"] {
             let e = Layout::parse(bad).unwrap_err();
+            assert_eq!(e, ShapeError::LayoutUsage(bad.into()));
+            let e = e.to_string();
             assert!(e.contains("\"N-POSITION\""), "{bad}: {e}");
         }
     }
@@ -248,9 +274,11 @@ mod tests {
 
     #[test]
     fn network_stacks_name_their_vocabulary() {
-        let e = NetworkStack::parse("ipv7").unwrap_err();
-        assert!(e.contains("\"dual-stack\""), "{e}");
-        assert!(e.contains("\"ipv6\""), "{e}");
+        let e = NetworkStack::parse("ipv7").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            r#"install.network_stack value "ipv7": use "ipv4", "ipv6", "dual-stack", "ipv6-first""#
+        );
         assert_eq!(NetworkStack::parse("ipv6"), Ok(NetworkStack::Ipv6));
     }
 }

@@ -36,25 +36,31 @@ impl fmt::Display for Shard {
     }
 }
 
-impl FromStr for Shard {
-    type Err = String;
+/// A `--shard` that is not K/N within the bounds, as given; says how one is written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0:?} is not a shard: write K/N, shard K of N, with 1 <= K <= N <= {MAX_SHARDS} (e.g. 2/4)"
+)]
+pub struct NotAShard(pub String);
 
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let usage = || {
-            format!(
-                "{s:?} is not a shard: write K/N, shard K of N, with 1 <= K <= N <= {MAX_SHARDS} (e.g. 2/4)"
-            )
+impl FromStr for Shard {
+    type Err = NotAShard;
+
+    fn from_str(s: &str) -> Result<Shard, NotAShard> {
+        let not_a_shard = || NotAShard(s.to_string());
+        let (k, n) = s.split_once('/').ok_or_else(not_a_shard)?;
+        // Digits only: u32's parser would take "+1".
+        let number = |t: &str| {
+            t.bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| t.parse::<u32>().ok())
+                .flatten()
         };
-        let (k, n) = s.split_once('/').ok_or_else(usage)?;
-        let number = |t: &str| -> Result<u32, String> {
-            if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(usage());
-            }
-            t.parse().map_err(|_| usage())
+        let (Some(index), Some(count)) = (number(k), number(n)) else {
+            return Err(not_a_shard());
         };
-        let (index, count) = (number(k)?, number(n)?);
         if index == 0 || count == 0 || index > count || count > MAX_SHARDS {
-            return Err(usage());
+            return Err(not_a_shard());
         }
         Ok(Shard { index, count })
     }
@@ -155,6 +161,8 @@ mod tests {
             "99999999999/1",
         ] {
             let e = wrong.parse::<Shard>().expect_err(wrong);
+            assert_eq!(e, NotAShard(wrong.to_string()));
+            let e = e.to_string();
             assert!(e.contains("K/N") && e.contains("1000"), "{e}");
         }
     }

@@ -103,10 +103,11 @@ impl Ctx<'_> {
         Location::of(self.file, self.text, span)
     }
 
-    pub fn err<T>(&self, s: &Spanned<T>, message: impl Into<String>) -> MatrixError {
+    /// The error at `s`, in the words of `message` (a typed error, or words of the parser's).
+    pub fn err<T>(&self, s: &Spanned<T>, message: impl std::fmt::Display) -> MatrixError {
         MatrixError::Invalid {
             at: self.at(s.span()),
-            message: shorten_long_words(&message.into()),
+            message: shorten_long_words(&message.to_string()),
         }
     }
 }

@@ -33,15 +33,20 @@ impl fmt::Display for Strategy {
     }
 }
 
+/// A strategy name that is neither, as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("strategy {0:?}: use \"full\" or \"pairwise\"")]
+pub struct UnknownStrategy(pub String);
+
 impl FromStr for Strategy {
-    type Err = String;
+    type Err = UnknownStrategy;
 
     /// For `--strategy`.
-    fn from_str(s: &str) -> Result<Strategy, String> {
+    fn from_str(s: &str) -> Result<Strategy, UnknownStrategy> {
         match s {
             "full" => Ok(Strategy::Full),
             "pairwise" => Ok(Strategy::Pairwise),
-            other => Err(format!("strategy {other:?}: use \"full\" or \"pairwise\"")),
+            other => Err(UnknownStrategy(other.to_string())),
         }
     }
 }
