@@ -6,22 +6,10 @@
 //! sources and fails, naming the file and line, when production code elsewhere names a
 //! backend's variant (a match or an `==` that would treat a new backend as one of the old).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
+mod source_tree;
+use source_tree::{rust_files, src};
 
 /// A file's production lines: before its first `#[cfg(test)]` (test files have none).
 fn production(path: &Path) -> Vec<(usize, String)> {

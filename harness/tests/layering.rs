@@ -5,7 +5,7 @@
 //! and what follows a file's `#[cfg(test)]`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Bottom first. The command line (src/cli, in the binary) sits on top of all of them.
 const LAYERS: &[&str] = &[
@@ -13,20 +13,8 @@ const LAYERS: &[&str] = &[
     "registry", "assets", "health", "gather", "perf", "report", "run", "fleet",
 ];
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
+mod source_tree;
+use source_tree::{rust_files, src};
 
 /// The top-level module a file of the library belongs to; None for lib.rs, main.rs, cli/ and
 /// test files.

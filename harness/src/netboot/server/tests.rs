@@ -141,15 +141,7 @@ async fn a_guest_that_goes_away_mid_file_is_reported_with_what_it_took() {
     let (mut server, data, _dir) = serving(64 * CHUNK, None).await;
     let mut reports = server.take_reports().unwrap();
     let (addr, path) = (server.addr(), server.path_of("rootfs.img"));
-    tokio::task::spawn_blocking(move || {
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
-            .unwrap();
-        let mut first = vec![0u8; 4096];
-        s.read_exact(&mut first).unwrap();
-    })
-    .await
-    .unwrap();
+    goes_away_after_4_kib(addr, path).await;
     let got = served(&mut reports).await;
     assert_eq!(got.status, 200);
     assert!(
@@ -217,6 +209,19 @@ async fn a_once_only_file_is_sent_whole_once_then_refused_and_a_broken_send_may_
     server.serve_once("ignition.img", secret);
     // A client that goes away mid-file: the file stays on offer.
     let (addr, path) = (server.addr(), server.path_of("ignition.img"));
+    goes_away_after_4_kib(addr, path).await;
+    assert!(served(&mut reports).await.bytes < data.len() as u64);
+    let (status, _, body) = request(&server, "GET", "ignition.img").await;
+    assert_eq!((status, body == data), (200, true));
+    assert_eq!(
+        request(&server, "GET", "ignition.img").await.0,
+        404,
+        "sent once"
+    );
+}
+
+/// A client that asks for `path`, reads 4 KiB of the answer and goes away.
+async fn goes_away_after_4_kib(addr: SocketAddr, path: String) {
     tokio::task::spawn_blocking(move || {
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
@@ -226,14 +231,6 @@ async fn a_once_only_file_is_sent_whole_once_then_refused_and_a_broken_send_may_
     })
     .await
     .unwrap();
-    assert!(served(&mut reports).await.bytes < data.len() as u64);
-    let (status, _, body) = request(&server, "GET", "ignition.img").await;
-    assert_eq!((status, body == data), (200, true));
-    assert_eq!(
-        request(&server, "GET", "ignition.img").await.0,
-        404,
-        "sent once"
-    );
 }
 
 /// Sends `n` requests that never finish their header, and holds them open.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use super::expand::Refusal;
+use super::keys::ChangeError;
 use crate::scenario::ScenarioError;
 
 /// A place in a file: `file:line:col`, or just the file.
@@ -133,4 +133,18 @@ mod tests {
             "m.toml"
         );
     }
+}
+
+/// Why a permutation is not a scenario: its values cannot be written into the base, or the
+/// scenario validator refuses what they make.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error(transparent)]
+    Change(#[from] ChangeError),
+    #[error(transparent)]
+    Serialize(#[from] toml::ser::Error),
+    /// The validator's words only: its file and line are of the TOML the values made, which
+    /// nobody wrote; the matrix error places it at the axes involved.
+    #[error("{}", .0.message)]
+    Invalid(Box<ScenarioError>),
 }

@@ -4,27 +4,14 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+pub use super::error::Refusal;
 use super::error::{Location, MatrixError};
 use super::ids::permutation_id;
-use super::keys::{apply_all, Change, ChangeError};
+use super::keys::{apply_all, Change};
 use super::space::Row;
 use super::spec::Spec;
 use super::strategy::{Strategy, MAX_PERMUTATIONS};
-use crate::scenario::{self, Scenario, ScenarioError, RESERVED_NAMES};
-
-/// Why a permutation is not a scenario: its values cannot be written into the base, or the
-/// scenario validator refuses what they make.
-#[derive(Debug, thiserror::Error)]
-pub enum Refusal {
-    #[error(transparent)]
-    Change(#[from] ChangeError),
-    #[error(transparent)]
-    Serialize(#[from] toml::ser::Error),
-    /// The validator's words only: its file and line are of the TOML the values made, which
-    /// nobody wrote; the matrix error places it at the axes involved.
-    #[error("{}", .0.message)]
-    Invalid(Box<ScenarioError>),
-}
+use crate::scenario::{self, Scenario, RESERVED_NAMES};
 
 /// One combination of axis values, as a scenario ready to run.
 #[derive(Debug, Clone)]
