@@ -155,3 +155,66 @@ fn the_complete_examples_on_the_page_plan() {
         assert_eq!(code, 0, "{err}\n{text}");
     }
 }
+
+/// The README's "Shipped matrices" list: one item per matrix file under scenarios/, each with
+/// the counts line `plan` prints for it ("strategy pairwise: 15 permutations (...)"), so the
+/// counts cannot drift from the files again (the README once said 11 of 128 for 15 of 512).
+#[test]
+fn the_readme_names_every_shipped_matrix_with_the_counts_plan_prints() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let items = shipped_matrix_items(&readme);
+    let mut shipped = Vec::new();
+    for entry in std::fs::read_dir(root().join("scenarios")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if path.extension().is_none_or(|x| x != "toml") || !text.contains("[[axis]]") {
+            continue;
+        }
+        let file = format!("scenarios/{}", path.file_name().unwrap().to_str().unwrap());
+        let out = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+            .args(["plan", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let plan = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "plan {file}: {plan}");
+        let counts = plan
+            .lines()
+            .find(|l| l.starts_with("strategy "))
+            .unwrap_or_else(|| panic!("plan {file} prints no counts:\n{plan}"));
+        let item = items
+            .iter()
+            .find(|(f, _)| *f == file)
+            .unwrap_or_else(|| panic!("the README's shipped matrices do not name {file}"));
+        assert!(
+            item.1.contains(counts),
+            "the README says of {file}:\n  {}\nbut plan prints:\n  {counts}",
+            item.1
+        );
+        shipped.push(file);
+    }
+    assert!(shipped.len() >= 4, "{shipped:?}");
+    for (file, _) in &items {
+        assert!(shipped.contains(file), "the README names {file}, not a shipped matrix");
+    }
+}
+
+/// The items of the README's "Shipped matrices:" list: (file, the item's text on one line).
+fn shipped_matrix_items(readme: &str) -> Vec<(String, String)> {
+    let start = readme
+        .find("\nShipped matrices")
+        .expect("the README has a \"Shipped matrices\" list");
+    let mut items: Vec<(String, String)> = Vec::new();
+    for line in readme[start + 1..].lines().skip(1) {
+        if let Some(rest) = line.strip_prefix("- `") {
+            let file = rest.split('`').next().unwrap_or_default().to_string();
+            items.push((file, line.to_string()));
+        } else if line.starts_with("  ") && !items.is_empty() {
+            let last = items.last_mut().unwrap();
+            last.1.push(' ');
+            last.1.push_str(line.trim());
+        } else {
+            break;
+        }
+    }
+    items
+}
