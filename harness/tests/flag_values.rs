@@ -411,3 +411,74 @@ fn two_uris_of_one_libvirt_daemon_are_refused_naming_both() {
         assert!(!out.exists());
     }
 }
+
+/// `sno-harness <args>` in `tmp` with its state there: exit code and stderr.
+fn refused(tmp: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .args(args)
+        .env("SNO_HARNESS_STATE_DIR", tmp.join("state"))
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// `--timeout-scale` that is not a positive number is refused as such, in both spellings:
+/// `--timeout-scale -1` once read `-1` as an unknown flag.
+#[test]
+fn a_timeout_scale_that_is_not_a_positive_number_is_refused_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let smoke = repo_file("scenarios/smoke.toml");
+    let out = tmp.path().join("out");
+    for value in ["-1", "0", "NaN", "inf", "1e17"] {
+        for spelled in [
+            vec!["--timeout-scale".to_string(), value.to_string()],
+            vec![format!("--timeout-scale={value}")],
+        ] {
+            let mut args = vec![
+                "run",
+                smoke.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ];
+            args.extend(spelled.iter().map(String::as_str));
+            let (code, stderr) = refused(tmp.path(), &args);
+            assert_eq!(code, Some(2), "{spelled:?}: {stderr}");
+            assert!(
+                stderr.contains("--timeout-scale") && stderr.contains("a positive number"),
+                "{spelled:?}: {stderr}"
+            );
+            assert!(!out.exists(), "{spelled:?} created --out");
+        }
+    }
+}
+
+/// `perf --strategy` takes `full` or `pairwise` only, and says so.
+#[test]
+fn perf_strategy_is_a_choice_of_full_or_pairwise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let matrix = repo_file("scenarios/disks.toml");
+    let out = tmp.path().join("out");
+    let (code, stderr) = refused(
+        tmp.path(),
+        &[
+            "perf",
+            matrix.to_str().unwrap(),
+            "--repeat",
+            "1",
+            "--strategy",
+            "allpairs",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--strategy"), "{stderr}");
+    assert!(
+        stderr.contains("[possible values: full, pairwise]"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}

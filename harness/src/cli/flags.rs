@@ -32,15 +32,20 @@ pub struct RunFlags {
     /// Output directory [default: $ARTIFACT_DIR, else runs/<timestamp>]
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Keep the VMs' disks and the live ISO, and print how to boot them.
+    /// Keep the run's private directory, outside --out ($SNO_HARNESS_PRIVATE_DIR/ID-RANDOM,
+    /// else under $SNO_HARNESS_STATE_DIR/private or /var/tmp/sno-harness-UID): the disks, the
+    /// live ISO or network boot files, and the secrets (installer assets, SSH key, kubeconfig);
+    /// and print how to boot the disks again. A passing `run` on the QEMU backend leaves its VM
+    /// running instead, until `sno-harness gc`.
     #[arg(long)]
     pub keep: bool,
     /// Remove a previous run from the run directory (its disks, live ISO, timeline, result)
     /// instead of refusing the directory; never one that another run holds.
     #[arg(long)]
     pub replace: bool,
-    /// Multiply every phase timeout.
-    #[arg(long, default_value_t = 1.0)]
+    /// Multiply every phase timeout: a positive number, at most 1000.
+    // Negative numbers reach the parser, which names the flag in its refusal.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = timeout_scale)]
     pub timeout_scale: f64,
     /// Who starts the VMs: `qemu` (the harness itself) or `libvirt` (transient domains).
     /// [default: qemu]
@@ -60,6 +65,19 @@ pub struct RunFlags {
     /// Each gather collector's time limit (the whole journal gets twice this), e.g. `60s`.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = gather_limit)]
     pub gather_limit: std::time::Duration,
+}
+
+/// A `--timeout-scale` that cannot be one.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a positive number at most 1000 (a phase deadline is at most a week whatever the scale)")]
+struct TimeoutScaleError(String);
+
+/// A finite scale above 0, at most 1000 (a scaled deadline must fit a `Duration`).
+fn timeout_scale(s: &str) -> Result<f64, TimeoutScaleError> {
+    match s.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 && f <= 1000.0 => Ok(f),
+        _ => Err(TimeoutScaleError(s.into())),
+    }
 }
 
 fn gather_when(s: &str) -> Result<sno_harness::gather::When, sno_harness::gather::UnknownWhen> {
@@ -166,14 +184,6 @@ impl RunFlags {
 
     /// `check` without the one-host rule: `matrix` takes several `--connect`.
     pub fn check_hosts(&self) -> Result<(), CliError> {
-        let scale_ok = self.timeout_scale.is_finite()
-            && self.timeout_scale > 0.0
-            && self.timeout_scale <= 1000.0;
-        if !scale_ok {
-            return Err(bad(
-                "--timeout-scale must be a number above 0 and at most 1000 (a phase deadline is at most a week whatever the scale)",
-            ));
-        }
         // The URI a libvirt run connects to, with the transports it can use: refused here,
         // not once the run directory exists.
         if let Err(e) = Backend::from_flags(self.backend_name(), &self.connect) {

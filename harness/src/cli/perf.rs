@@ -49,8 +49,9 @@ pub struct PerfArgs {
         allow_negative_numbers = true
     )]
     warmup: u32,
-    /// Matrix only: override the matrix file's strategy: full | pairwise.
-    #[arg(long)]
+    /// Matrix only: override the matrix file's strategy: every combination, or every pair of
+    /// values.
+    #[arg(long, value_parser = ["full", "pairwise"])]
     strategy: Option<String>,
     /// Matrix only: the permutations whose id matches this glob (`*`, `?`; `a,b` for
     /// either).
