@@ -58,6 +58,7 @@ fn listing(root: &Path) -> Value {
                     "profile": s.profile.name(),
                     "faults": s.fixture.as_ref().map(|f| f.faults.clone()).unwrap_or_default(),
                     "expect": s.expect.as_ref().map_or("pass", |e| e.verdict.as_str()),
+                    "expectation": s.expect.as_ref().map(|e| e.summary()),
                 }),
                 Err(e) => json!({"file": file, "error": e.to_string()}),
             });
@@ -85,18 +86,19 @@ fn print_text(listing: &Value) {
     let empty = Vec::new();
     let items = |k: &str| listing[k].as_array().unwrap_or(&empty).clone();
     let s = |v: &Value, k: &str| v[k].as_str().unwrap_or("").to_string();
+    // One column for all three lists, as wide as the longest name: a name is never cut, and
+    // the second column starts at the same place on every line.
+    let width = ["scenarios", "matrices"]
+        .iter()
+        .flat_map(|k| items(k))
+        .map(|v| s(&v, "file"))
+        .chain(items("faults").iter().map(|f| s(f, "name")))
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0);
     outln!("scenarios:");
     for sc in items("scenarios") {
-        let faults: Vec<&str> = sc["faults"]
-            .as_array()
-            .map(|f| f.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let what = match (s(&sc, "error"), faults.is_empty()) {
-            (e, _) if !e.is_empty() => format!("does not load: {e}"),
-            (_, true) => s(&sc, "description"),
-            (_, false) => format!("faults {}, expects {}", faults.join(", "), s(&sc, "expect")),
-        };
-        outln!("  {:<44} {what}", s(&sc, "file"));
+        outln!("  {:<width$}  {}", s(&sc, "file"), scenario_text(&sc));
     }
     outln!("matrices:");
     for m in items("matrices") {
@@ -109,11 +111,33 @@ fn print_text(listing: &Value) {
                 m["full_product"]
             ),
         };
-        outln!("  {:<44} {what}", s(&m, "file"));
+        outln!("  {:<width$}  {what}", s(&m, "file"));
     }
     outln!("fixture faults:");
     for f in items("faults") {
-        outln!("  {:<44} {}", s(&f, "name"), s(&f, "summary"));
+        outln!("  {:<width$}  {}", s(&f, "name"), s(&f, "summary"));
+    }
+}
+
+/// A scenario's second column: its faults and whole expectation when it has either (a fault
+/// scenario), else its description.
+fn scenario_text(sc: &Value) -> String {
+    if let Some(e) = sc["error"].as_str() {
+        return format!("does not load: {e}");
+    }
+    let faults: Vec<&str> = sc["faults"]
+        .as_array()
+        .map(|f| f.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let faults = if faults.is_empty() {
+        String::new()
+    } else {
+        format!("faults {}, ", faults.join(", "))
+    };
+    match sc["expectation"].as_str() {
+        Some(e) => format!("{faults}expects {e}"),
+        None if !faults.is_empty() => format!("{faults}expects pass"),
+        None => sc["description"].as_str().unwrap_or("").to_string(),
     }
 }
 

@@ -9,8 +9,12 @@ use serde::Serialize;
 use super::{Matrix, Strategy};
 use crate::scenario::model::ExpectSection;
 
+/// The schema `plan --json MATRIX.toml` names, as result.json and summary.json name theirs.
+pub const SCHEMA: &str = "sno-harness/matrix-plan/v1";
+
 #[derive(Serialize)]
 struct PlanJson<'m> {
+    schema: &'static str,
     matrix: &'m str,
     path: String,
     base: String,
@@ -41,6 +45,7 @@ struct PermutationJson<'m> {
 /// `plan --json`.
 pub fn plan_json(m: &Matrix) -> serde_json::Value {
     let plan = PlanJson {
+        schema: SCHEMA,
         matrix: &m.name,
         path: m.path.display().to_string(),
         base: m.base.display().to_string(),
@@ -116,7 +121,13 @@ pub fn plan_text_where(m: &Matrix, keep: impl Fn(&str) -> bool) -> String {
         .map(|p| {
             let mut row = vec![p.id.clone()];
             row.extend(m.axes.iter().map(|a| p.values[&a.key].clone()));
-            row.push(p.scenario.expect.as_ref().map(describe).unwrap_or_default());
+            row.push(
+                p.scenario
+                    .expect
+                    .as_ref()
+                    .map(ExpectSection::summary)
+                    .unwrap_or_default(),
+            );
             row
         })
         .collect();
@@ -138,15 +149,4 @@ pub fn plan_text_where(m: &Matrix, keep: impl Fn(&str) -> bool) -> String {
         let _ = writeln!(out, "{}", line.join("  ").trim_end());
     }
     out
-}
-
-fn describe(e: &ExpectSection) -> String {
-    let mut s = e.verdict.clone();
-    if let Some(p) = &e.failed_phase {
-        let _ = write!(s, " at {p}");
-    }
-    if let Some(r) = &e.reason_contains {
-        let _ = write!(s, ": {r:?}");
-    }
-    s
 }

@@ -193,6 +193,25 @@ pub struct ExpectSection {
     pub warning_contains: Option<String>,
 }
 
+impl ExpectSection {
+    /// The expectation in one line, as `plan` and `list` show it: `fail at bootkube: "timed
+    /// out"`, `pass, a warning containing "(tail)"`.
+    pub fn summary(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = self.verdict.clone();
+        if let Some(p) = &self.failed_phase {
+            let _ = write!(s, " at {p}");
+        }
+        if let Some(r) = &self.reason_contains {
+            let _ = write!(s, ": {r:?}");
+        }
+        if let Some(w) = &self.warning_contains {
+            let _ = write!(s, ", a warning containing {w:?}");
+        }
+        s
+    }
+}
+
 /// The `[timeouts]` key of the disk-write no-progress detector.
 pub const DISK_WRITE_STALL_KEY: &str = "disk-write-stall";
 
