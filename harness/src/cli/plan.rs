@@ -40,6 +40,10 @@ pub struct PlanArgs {
     strategy: Option<String>,
 }
 
+/// The schema `plan --json SCENARIO.toml` names, as result.json and summary.json name theirs
+/// (a matrix's plan has its own, `matrix::PLAN_SCHEMA`).
+pub const SCHEMA: &str = "sno-harness/plan/v1";
+
 /// Placeholder ports: a run picks free ones when it starts.
 const PLAN_PORTS: (u16, u16) = (40022, 46443);
 
@@ -163,6 +167,7 @@ impl ScenarioPlan {
 
     fn json(&self, s: &Scenario) -> serde_json::Value {
         serde_json::json!({
+            "schema": SCHEMA,
             "scenario": s,
             "install_config": self.install_config,
             "commands": self.commands,

@@ -69,7 +69,7 @@ pub use expand::{Permutation, Refusal};
 pub use filter::matches_filter;
 pub use ids::permutation_id;
 pub use keys::ChangeError;
-pub use plan::{plan_json, plan_text, plan_text_where};
+pub use plan::{plan_json, plan_text, plan_text_where, SCHEMA as PLAN_SCHEMA};
 pub use shapes::{ShapeError, LAYOUT_KEY, NETWORK_STACK_KEY};
 pub use shard::{PlanIdentity, Shard};
 pub use strategy::{Strategy, UnknownStrategy, MAX_PERMUTATIONS};
