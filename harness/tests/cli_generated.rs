@@ -141,3 +141,103 @@ fn the_real_openshift_examples_plan() {
         }
     }
 }
+
+/// `list` shows each fault scenario's whole expectation (verdict, phase, reason), and its
+/// columns line up past the longest shipped file name, which it prints whole.
+#[test]
+fn list_shows_every_fault_scenarios_expectation_in_aligned_columns() {
+    let (code, out, err) = harness(&["list"]);
+    assert_eq!(code, 0, "{err}");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let (_, json, _) = harness(&["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let files: Vec<String> = ["scenarios", "matrices"]
+        .iter()
+        .flat_map(|k| v[k].as_array().unwrap().clone())
+        .map(|s| s["file"].as_str().unwrap().to_string())
+        .collect();
+    let longest = files.iter().max_by_key(|f| f.len()).unwrap();
+    let line_of = |file: &str| {
+        out.lines()
+            .find(|l| {
+                l.strip_prefix("  ")
+                    .and_then(|l| l.strip_prefix(file))
+                    .is_some_and(|r| r.starts_with(' '))
+            })
+            .unwrap_or_else(|| panic!("no line for {file} (whole) in:\n{out}"))
+    };
+    assert!(line_of(longest).len() > longest.len() + 3, "{out}");
+    let column = |file: &str| {
+        let rest = &line_of(file)[2 + file.len()..];
+        2 + file.len() + rest.len() - rest.trim_start().len()
+    };
+    let columns: std::collections::BTreeSet<usize> = files.iter().map(|f| column(f)).collect();
+    assert_eq!(
+        columns.len(),
+        1,
+        "the second column starts at {columns:?}:\n{out}"
+    );
+    for file in files.iter().filter(|f| f.starts_with("scenarios/faults/")) {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let doc: toml::Table = toml::from_str(&text).unwrap();
+        let line = line_of(file).replace('\\', "");
+        let Some(expect) = doc.get("expect").and_then(|e| e.as_table()) else {
+            assert!(line.contains("expects pass"), "{file}: {line}");
+            continue;
+        };
+        for key in [
+            "verdict",
+            "failed_phase",
+            "reason_contains",
+            "warning_contains",
+        ] {
+            if let Some(want) = expect.get(key).and_then(|w| w.as_str()) {
+                assert!(line.contains(want), "{file}: no {key} {want:?} in\n{line}");
+            }
+        }
+    }
+}
+
+/// `run --help` says what `--keep` keeps and where: the run's private directory, outside
+/// `--out`, with its disks, live ISO and secrets; and that a passing run's VM runs on where
+/// the backend can leave it.
+#[test]
+fn run_help_says_what_keep_keeps_and_where() {
+    let (code, out, err) = harness(&["run", "--help"]);
+    assert_eq!(code, 0, "{err}");
+    let at = out.find("\n      --keep ").expect("--keep in run --help");
+    let end = out[at + 1..]
+        .find("\n      --")
+        .map_or(out.len(), |e| at + 1 + e);
+    let keep = out[at..end]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for words in [
+        "private directory",
+        "outside --out",
+        "disks",
+        "ISO",
+        "secrets",
+        "SNO_HARNESS_PRIVATE_DIR",
+        "running",
+    ] {
+        assert!(keep.contains(words), "no {words:?} in: {keep}");
+    }
+}
+
+/// `plan --json` names its schema, as result.json and summary.json do, for a scenario and for
+/// a matrix.
+#[test]
+fn plan_json_names_its_schema() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (file, schema) in [
+        ("scenarios/smoke.toml", "sno-harness/plan/v1"),
+        ("scenarios/disks.toml", "sno-harness/matrix-plan/v1"),
+    ] {
+        let (code, out, err) = harness(&["plan", "--json", root.join(file).to_str().unwrap()]);
+        assert_eq!(code, 0, "{file}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["schema"], schema, "{file}");
+    }
+}
