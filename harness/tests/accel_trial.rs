@@ -96,10 +96,10 @@ fn accel_auto_falls_back_to_tcg_here_and_says_why() {
         return;
     }
     assert_eq!(d.accel, Accel::Tcg, "{}", d.reason);
-    assert!(d.reason.starts_with("KVM unusable ("), "{}", d.reason);
+    assert!(d.reason.starts_with("KVM unusable: "), "{}", d.reason);
     assert!(
         d.reason
-            .ends_with("); falling back to TCG, expect slow guests"),
+            .ends_with("; falling back to TCG, expect slow guests"),
         "{}",
         d.reason
     );

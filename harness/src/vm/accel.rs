@@ -23,7 +23,7 @@ pub struct KvmUnusable(pub String);
 /// Why KVM cannot be used here: the evidence, in the order the checks run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NoKvm {
-    #[error("the CPU flags have neither vmx nor svm (nested virtualisation is off)")]
+    #[error("the CPU flags have neither vmx nor svm: no hardware virtualisation, or nested virtualisation is off")]
     NoVirtualisation,
     #[error("/dev/kvm: {0}")]
     DevKvm(String),
@@ -57,17 +57,38 @@ fn decide_from(
         (AccelChoice::Kvm | AccelChoice::Auto, Ok(took)) => Ok(AccelDecision {
             accel: Accel::Kvm,
             reason: format!(
-                "KVM usable (vmx/svm present, /dev/kvm opens, a trial guest ran under -accel kvm \
-                 in {:.2} s)",
+                "KVM usable: vmx/svm present, /dev/kvm opens, a trial guest ran under -accel kvm \
+                 in {:.2} s",
                 took.as_secs_f64()
             ),
         }),
         (AccelChoice::Kvm, Err(why)) => Err(KvmUnusable(why.to_string())),
         (AccelChoice::Auto, Err(why)) => Ok(AccelDecision {
             accel: Accel::Tcg,
-            reason: format!("KVM unusable ({why}); falling back to TCG, expect slow guests"),
+            reason: format!(
+                "KVM unusable: {}; falling back to TCG, expect slow guests",
+                without_parentheses(&why.to_string())
+            ),
         }),
     }
+}
+
+/// The evidence as the reason quotes it: callers show the reason in parentheses, so an OS
+/// error's "(os error 13)" becomes ", os error 13". Text QEMU printed stays as it was, quoted.
+fn without_parentheses(why: &str) -> String {
+    let mut out = String::with_capacity(why.len());
+    let mut rest = why;
+    while let Some(at) = rest.find(" (os error ") {
+        let Some(close) = rest[at..].find(')') else {
+            break;
+        };
+        out.push_str(&rest[..at]);
+        out.push_str(", ");
+        out.push_str(&rest[at + 2..at + close]);
+        rest = &rest[at + close + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Whether KVM works, proven once per process: several VMs in one run share the verdict
@@ -138,8 +159,8 @@ mod tests {
         assert_eq!(d.accel, Accel::Tcg);
         assert_eq!(
             d.reason,
-            "KVM unusable (trial guest under -accel kvm: KVM internal error; stderr: \
-             \"KVM internal error. Suberror: 1\"); falling back to TCG, expect slow guests"
+            "KVM unusable: trial guest under -accel kvm: KVM internal error; stderr: \
+             \"KVM internal error. Suberror: 1\"; falling back to TCG, expect slow guests"
         );
     }
 
@@ -148,6 +169,33 @@ mod tests {
         let failed = Err(NoKvm::Trial("no exit within 10s, killed".to_string()));
         let e = decide_from(AccelChoice::Kvm, &failed).unwrap_err();
         assert!(e.to_string().contains("no exit within 10s"), "{e}");
+    }
+
+    /// Callers show the reason in parentheses ("accelerator tcg (...)"), so it has none of its
+    /// own: not the evidence's, not an OS error's "(os error 13)", not a signal's name.
+    #[test]
+    fn a_reason_reads_without_parentheses() {
+        use trial::{Ended, EndedText, Stderr, TrialError};
+        let evidence = [
+            NoKvm::NoVirtualisation,
+            NoKvm::DevKvm(std::io::Error::from_raw_os_error(13).to_string()),
+            NoKvm::Trial(
+                TrialError::WrongExit(EndedText(Ended::Signalled(6)), Stderr(None)).to_string(),
+            ),
+            NoKvm::Trial(TrialError::Spawn(std::io::Error::from_raw_os_error(2)).to_string()),
+        ];
+        let mut reasons: Vec<String> = evidence
+            .into_iter()
+            .map(|why| decide_from(AccelChoice::Auto, &Err(why)).unwrap().reason)
+            .collect();
+        reasons.push(
+            decide_from(AccelChoice::Auto, &Ok(Duration::from_millis(60)))
+                .unwrap()
+                .reason,
+        );
+        for reason in reasons {
+            assert!(!reason.contains(['(', ')']), "{reason}");
+        }
     }
 
     #[test]

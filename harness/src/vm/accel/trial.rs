@@ -115,9 +115,9 @@ pub struct EndedText(pub Ended);
 impl fmt::Display for EndedText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Ended::Exited(0) => write!(f, "exited with status 0 (the guest reset or shut down)"),
+            Ended::Exited(0) => write!(f, "exited with status 0 as the guest reset or shut down"),
             Ended::Exited(c) => write!(f, "exited with status {c}"),
-            Ended::Signalled(6) => write!(f, "was killed by signal 6 (SIGABRT)"),
+            Ended::Signalled(6) => write!(f, "was killed by SIGABRT"),
             Ended::Signalled(s) => write!(f, "was killed by signal {s}"),
             Ended::Killed => write!(f, "was killed by the harness"),
         }
@@ -309,7 +309,7 @@ mod tests {
         let e = judge(Ended::Signalled(6), stderr, TRIAL_TIMEOUT).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "QEMU was killed by signal 6 (SIGABRT) instead of exiting with status 85; stderr: \
+            "QEMU was killed by SIGABRT instead of exiting with status 85; stderr: \
              \"qemu-system-x86_64: error: failed to set MSR 0x10a to 0x69\""
         );
     }
