@@ -51,10 +51,15 @@ pub fn parse_str(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
             "a NUL byte: this is not a text file; a scenario is a TOML text file (name = ..., profile = ..., [[disks]] ...)",
         ));
     }
-    let file: ScenarioFile = toml::from_str(text)
-        .map_err(|e| cx.err(e.span(), e.message().trim().replace('\n', "; ")))?;
+    let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+        let message = e.message().trim().replace('\n', "; ");
+        let message = unknown_key::with_suggestion(&message, text, e.span());
+        cx.err(e.span(), message)
+    })?;
     validate(&cx, file)
 }
+
+mod unknown_key;
 
 #[cfg(test)]
 mod tests;

@@ -577,3 +577,27 @@ fn install_to_disk_installs_unless_the_scenario_asks_for_the_assisted_way() {
         assert!(e.line.is_some(), "{bad}: {e}");
     }
 }
+
+/// A mistyped key is refused where it stands, naming its table and the known key it is
+/// closest to; one like no known key gets no guess.
+#[test]
+fn an_unknown_key_suggests_the_closest_known_one_with_its_table_and_line() {
+    let e = parse(&SMOKE.replace("firmware = \"bios\"", "firmwre = \"bios\"")).unwrap_err();
+    assert_eq!(e.line, Some(6), "{e}");
+    assert!(e.message.contains("[vm]"), "{e}");
+    assert!(e.message.contains("did you mean `firmware`?"), "{e}");
+    // serde's list of the valid keys stays (docs/scenario-format.md's test reads it).
+    assert!(e.message.contains("expected one of `vcpus`"), "{e}");
+
+    let e = parse(&SMOKE.replace("size = \"8GiB\"", "sise = \"8GiB\"")).unwrap_err();
+    assert!(e.message.contains("[[disks]]"), "{e}");
+    assert!(e.message.contains("did you mean `size`?"), "{e}");
+
+    let e = parse(&SMOKE.replace("profile = ", "profil = ")).unwrap_err();
+    assert_eq!(e.line, Some(3), "{e}");
+    assert!(e.message.contains("did you mean `profile`?"), "{e}");
+
+    let e = parse(&SMOKE.replace("firmware = \"bios\"", "zzz = \"bios\"")).unwrap_err();
+    assert!(e.message.contains("unknown field `zzz`"), "{e}");
+    assert!(!e.message.contains("did you mean"), "{e}");
+}
