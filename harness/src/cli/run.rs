@@ -77,7 +77,10 @@ pub fn run(a: RunArgs) -> Outcome {
                 interrupt: interrupt_channel(),
                 progress: sno_harness::run::progress::Display::detect(),
                 state,
-                junit: a.flags.junit.flavour,
+                junit: sno_harness::report::junit::JunitOut {
+                    flavour: a.flags.junit.flavour,
+                    in_matrix: false,
+                },
                 gather: a.flags.gather(),
                 kubeconfig_to: hand_on.targets(),
             },

@@ -62,7 +62,10 @@ impl RunSettings {
             interrupt: self.interrupt.clone(),
             progress,
             state,
-            junit: self.junit,
+            junit: crate::report::junit::JunitOut {
+                flavour: self.junit,
+                in_matrix: true,
+            },
             gather: self.gather,
             kubeconfig_to: Vec::new(),
         }

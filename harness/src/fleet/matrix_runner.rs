@@ -216,7 +216,11 @@ async fn judge_host(place: &mut Place, mut r: RunResult, opts: &MatrixOptions) -
         place.label
     );
     let dir = opts.out.join(&r.id);
-    for failure in crate::run::artifacts::rewrite(&dir, opts.settings.junit, &r) {
+    let junit = crate::report::junit::JunitOut {
+        flavour: opts.settings.junit,
+        in_matrix: true,
+    };
+    for failure in crate::run::artifacts::rewrite(&dir, junit, &r) {
         errln!("sno-harness: {failure}");
     }
     r

@@ -69,6 +69,36 @@ impl FromStr for JunitFlavour {
     }
 }
 
+/// The JUnit file of a run started alone (`run`) and of a report directory (a matrix's
+/// `--out`, `report --merge --out`): the one file a collector's `junit*.xml` glob should find.
+pub const JUNIT_FILE: &str = "junit.xml";
+
+/// The JUnit file of a permutation inside a matrix's or perf run's `--out` (`OUT/<id>/`):
+/// the same cases as the run's suite in `OUT/junit.xml`, so it is named to match none of the
+/// globs collectors are given (`**/junit*.xml`, `**/*junit*.xml`, `**/*.xml`,
+/// `**/TEST-*.xml`): otherwise every case would be counted twice.
+pub const PERMUTATION_JUNIT_FILE: &str = "report.junit";
+
+/// Where a run's JUnit goes, and with which cases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JunitOut {
+    pub flavour: JunitFlavour,
+    /// A permutation of a matrix or perf run (its `OUT/junit.xml` has its cases), not a run
+    /// alone.
+    pub in_matrix: bool,
+}
+
+impl JunitOut {
+    /// The file name in the run's directory.
+    pub fn file_name(self) -> &'static str {
+        if self.in_matrix {
+            PERMUTATION_JUNIT_FILE
+        } else {
+            JUNIT_FILE
+        }
+    }
+}
+
 /// The suite name of the `openshift` flavour, as OpenShift CI's install step writes it.
 pub const OPENSHIFT_SUITE: &str = "cluster install";
 
@@ -706,7 +736,8 @@ mod tests {
         let xml = junit_for_runs(&located(vec![run]), base.path(), "x", JunitFlavour::Harness);
         let els = elements(&xml);
         let out = &child(&els, "bootkube", "system-out").unwrap().2;
-        let expected = "last signals of bootkube:\n  [    2.500s] serial: bootkube.sh: waiting for etcd\n\
+        let expected =
+            "last signals of bootkube:\n  [    2.500s] serial: bootkube.sh: waiting for etcd\n\
              artifacts (relative to this file's directory):\n  result: nvme/result.json\n  \
              events: nvme/events.jsonl\n  serial: nvme/serial.log\n  \
              journal-live: nvme/journal-live.txt\n  gather: nvme/gather\n\
@@ -763,9 +794,23 @@ mod tests {
             result: run.clone(),
         }];
         // A run's own junit.xml, and a matrix's one directory up.
-        write_junit(&dir.join("junit.xml"), &runs, &dir, "x", JunitFlavour::Harness).unwrap();
+        write_junit(
+            &dir.join("junit.xml"),
+            &runs,
+            &dir,
+            "x",
+            JunitFlavour::Harness,
+        )
+        .unwrap();
         let matrix = located(vec![run]);
-        write_junit(&old.join("junit.xml"), &matrix, &old, "x", JunitFlavour::Openshift).unwrap();
+        write_junit(
+            &old.join("junit.xml"),
+            &matrix,
+            &old,
+            "x",
+            JunitFlavour::Openshift,
+        )
+        .unwrap();
         std::fs::write(dir.join("result.json"), "{}").unwrap();
 
         let moved = root.path().join("downloaded/artifacts");
@@ -783,7 +828,11 @@ mod tests {
             assert!(listed.iter().any(|p| p.ends_with("journal-2-cd34.json.gz")));
             let at = junit.parent().unwrap();
             for p in listed.iter().chain(&attached) {
-                assert!(at.join(p).exists(), "{} names {p}: not there", junit.display());
+                assert!(
+                    at.join(p).exists(),
+                    "{} names {p}: not there",
+                    junit.display()
+                );
             }
         }
     }

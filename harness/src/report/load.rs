@@ -233,8 +233,14 @@ mod tests {
         assert_eq!(
             files_on_disk(d.path()),
             [
-                ("journal-raw-1".to_string(), "journal-1-ab12.json.gz".to_string()),
-                ("journal-raw-2".to_string(), "journal-2-0f1e.json.gz".to_string()),
+                (
+                    "journal-raw-1".to_string(),
+                    "journal-1-ab12.json.gz".to_string()
+                ),
+                (
+                    "journal-raw-2".to_string(),
+                    "journal-2-0f1e.json.gz".to_string()
+                ),
                 ("harness-log".to_string(), "harness.log".to_string()),
             ]
         );
