@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::coverage::{merge_axes, Axis};
 use super::html::{render_html, render_perf_html, REPORT_HTML_FILE};
 use super::junit::{junit_for_runs, JunitFlavour};
-use super::load::LocatedRun;
+use super::load::{with_files_on_disk, LocatedRun};
 use super::summary::matrix_summary_markdown;
 use super::summary_json::{Summary, SUMMARY_JSON_FILE};
 use crate::perf::model::PerfReport;
@@ -70,7 +70,10 @@ pub fn write_reports_for(
         (SUMMARY_JSON_FILE, summary_json),
         (JUNIT_FILE, junit_xml),
         (SUMMARY_MD_FILE, matrix_summary_markdown(runs, &summary)),
-        (REPORT_HTML_FILE, render_html(runs, &summary)),
+        (
+            REPORT_HTML_FILE,
+            render_html(&with_files_on_disk(runs, out_dir), &summary),
+        ),
     ];
     let mut written = Vec::new();
     for (name, content) in files {
@@ -90,11 +93,11 @@ pub fn write_html(
     axes: &[Axis],
 ) -> io::Result<()> {
     let summary = summarise(runs, axes);
-    let relocated: Vec<LocatedRun> = runs
-        .iter()
+    let relocated: Vec<LocatedRun> = with_files_on_disk(runs, runs_dir)
+        .into_iter()
         .map(|r| LocatedRun {
             dir: relative_dir(path.parent().unwrap_or(Path::new(".")), runs_dir, &r.dir),
-            result: r.result.clone(),
+            result: r.result,
         })
         .collect();
     write_atomic(path, render_html(&relocated, &summary).as_bytes())
