@@ -62,9 +62,11 @@ impl RunSettings {
             interrupt: self.interrupt.clone(),
             progress,
             state,
+            // A perf run's runs have no merged junit.xml above them: each keeps its own. The
+            // matrix runner says when its permutations' are in `OUT/junit.xml`.
             junit: crate::report::junit::JunitOut {
                 flavour: self.junit,
-                in_matrix: true,
+                in_matrix: false,
             },
             gather: self.gather,
             kubeconfig_to: Vec::new(),

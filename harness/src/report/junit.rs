@@ -73,7 +73,7 @@ impl FromStr for JunitFlavour {
 /// `--out`, `report --merge --out`): the one file a collector's `junit*.xml` glob should find.
 pub const JUNIT_FILE: &str = "junit.xml";
 
-/// The JUnit file of a permutation inside a matrix's or perf run's `--out` (`OUT/<id>/`):
+/// The JUnit file of a permutation inside a matrix's `--out` (`OUT/<id>/`):
 /// the same cases as the run's suite in `OUT/junit.xml`, so it is named to match none of the
 /// globs collectors are given (`**/junit*.xml`, `**/*junit*.xml`, `**/*.xml`,
 /// `**/TEST-*.xml`): otherwise every case would be counted twice.
@@ -83,8 +83,8 @@ pub const PERMUTATION_JUNIT_FILE: &str = "report.junit";
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JunitOut {
     pub flavour: JunitFlavour,
-    /// A permutation of a matrix or perf run (its `OUT/junit.xml` has its cases), not a run
-    /// alone.
+    /// A permutation of a matrix (its `OUT/junit.xml` has its cases), not a run alone nor
+    /// a perf run's run (a perf run writes no merged junit.xml).
     pub in_matrix: bool,
 }
 
