@@ -141,13 +141,29 @@ fn raw_journal_boot(name: &str) -> Option<u32> {
 }
 
 /// `runs` (their directories relative to `base`) with [`files_on_disk`] added to the
-/// artifacts their result.json lists, so that the reports link them too.
+/// artifacts their result.json lists, so that the reports link them too. A matrix's
+/// permutations log into the matrix's harness.log (`base/harness.log`): a permutation
+/// directly under `base` without its own links that one.
 pub fn with_files_on_disk(runs: &[LocatedRun], base: &Path) -> Vec<LocatedRun> {
+    let log = crate::util::harness_log::HARNESS_LOG_FILE;
+    let shared_log =
+        std::fs::symlink_metadata(base.join(log)).is_ok_and(|m| m.file_type().is_file());
     runs.iter()
         .map(|r| {
             let mut r = r.clone();
             for (name, file) in files_on_disk(&base.join(&r.dir)) {
                 r.result.artifacts.entry(name).or_insert(file);
+            }
+            let directly_under = Path::new(&r.dir).components().count() == 1
+                && matches!(
+                    Path::new(&r.dir).components().next(),
+                    Some(std::path::Component::Normal(_))
+                );
+            if shared_log && directly_under {
+                r.result
+                    .artifacts
+                    .entry("harness-log".into())
+                    .or_insert_with(|| format!("../{log}"));
             }
             r
         })
@@ -215,6 +231,25 @@ mod tests {
             err.to_string().contains("broken/result.json"),
             "names the file: {err}"
         );
+    }
+
+    #[test]
+    fn a_permutation_links_the_matrixs_harness_log() {
+        let out = tempfile::tempdir().unwrap();
+        std::fs::write(out.path().join("harness.log"), "x").unwrap();
+        std::fs::create_dir(out.path().join("a")).unwrap();
+        let runs = [
+            LocatedRun::in_own_dir(sample_pass("a")),
+            LocatedRun {
+                dir: ".".into(),
+                result: sample_pass("alone"),
+            },
+        ];
+        let found = with_files_on_disk(&runs, out.path());
+        assert_eq!(found[0].result.artifacts["harness-log"], "../harness.log");
+        assert!(out.path().join("a").join("../harness.log").is_file());
+        // A run alone in the directory has it as its own.
+        assert_eq!(found[1].result.artifacts["harness-log"], "harness.log");
     }
 
     #[test]
