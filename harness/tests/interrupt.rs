@@ -272,7 +272,7 @@ fn sigterm_during_a_matrix_stops_every_running_permutation() {
         assert_eq!(r["verdict"], "error", "{running}");
         assert_eq!(r["reason"], "interrupted", "{running}");
         let dir = runs.join(running);
-        for kept in ["events.jsonl", "serial.log", "junit.xml"] {
+        for kept in ["events.jsonl", "serial.log", "report.junit"] {
             assert!(dir.join(kept).is_file(), "{running}: {kept} is kept");
         }
     }

@@ -67,7 +67,13 @@ fn a_failed_run_validates_with_its_reason_on_the_failed_case_in_the_harness_flav
         )]
     );
     assert!(xml.contains("hostname=\""), "{xml}");
-    assert!(xml.contains("/runs/out/nvme.4k.uefi/serial.log"), "{xml}");
+    // Relative to the file's directory, also as an attachment line; no runner path.
+    assert!(xml.contains("  serial: nvme.4k.uefi/serial.log\n"), "{xml}");
+    assert!(
+        xml.contains("[[ATTACHMENT|nvme.4k.uefi/serial.log]]"),
+        "{xml}"
+    );
+    assert!(!xml.contains("/runs/out"), "{xml}");
 }
 
 #[test]

@@ -648,3 +648,67 @@ fn a_copy_leaves_out_links_special_files_disks_and_assets_and_says_so() {
         8
     );
 }
+
+/// On GitHub Actions, `report --merge` appends the merged summary.md to the step summary
+/// (after what is there) and prints an `::error` line per permutation that did not pass.
+#[test]
+fn a_merge_on_github_actions_appends_the_step_summary_and_annotates_each_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let first = two_shards(t);
+    // The matrix wrote its permutation's suite where no junit*.xml glob finds it.
+    assert!(t.join("s1").join(&first).join("report.junit").is_file());
+    assert!(!t.join("s1").join(&first).join("junit.xml").exists());
+    let step = t.join("step_summary");
+    std::fs::write(&step, "earlier step\n").unwrap();
+    let out = t.join("merged");
+    let mut args = vec!["report", "--merge"];
+    let (s1, s2) = (t.join("s1"), t.join("s2"));
+    args.extend([s1.to_str().unwrap(), s2.to_str().unwrap()]);
+    args.extend(["--out", out.to_str().unwrap(), "--copy"]);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .args(&args)
+        .env("PATH", fake_tools(t))
+        .env("SNO_HARNESS_STATE_DIR", t.join("state"))
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &step)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let summary_md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&step).unwrap(),
+        format!("earlier step\n{summary_md}")
+    );
+    // The no-VM scenario ends every permutation in error (as it expects; a merge does not
+    // know the expectations): eight lines, each one line of GitHub's form.
+    let errors: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("::error "))
+        .collect();
+    assert_eq!(errors.len(), 8, "{stdout}");
+    for e in errors {
+        assert!(e.starts_with("::error title=sno-harness error%3A "), "{e}");
+        assert!(e.split_once("::").unwrap().1.contains("::"), "{e}");
+    }
+    // Each case once for a collector of junit*.xml, the copies included.
+    let mut found = Vec::new();
+    let mut dirs = vec![out.clone()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(d).unwrap().map(Result::unwrap) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(e.path());
+            } else if name.starts_with("junit") && name.ends_with(".xml") {
+                found.push(e.path());
+            }
+        }
+    }
+    assert_eq!(found, [out.join("junit.xml")]);
+}

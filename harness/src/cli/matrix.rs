@@ -168,12 +168,21 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
         errln!("sno-harness: writing the reports: {e}");
     }
     let mut tally = Tally::default();
+    // The permutations that did not end as their scenario expects: GitHub's annotations.
+    let mut unexpected = Vec::new();
     for (p, r) in perms.iter().zip(&results) {
         if let Err(why) = tally.count(&p.scenario, r) {
             errln!("  {}: {why}", p.id);
+            unexpected.push(r.clone());
         }
     }
     summarise(&m, &results, &schedule, &tally, &out);
+    if written.is_ok() {
+        sno_harness::report::github::publish_from_env(
+            &out.join(sno_harness::report::run_dir::SUMMARY_MD_FILE),
+            &unexpected,
+        );
+    }
     if written.is_err() {
         return Ok(sno_harness::exit::HARNESS_ERROR);
     }

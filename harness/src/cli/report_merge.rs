@@ -50,6 +50,11 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>, copy: bool, junit: JunitFla
         merged.runs.len(),
         merged.plan.ids.len()
     );
+    let results: Vec<_> = merged.runs.iter().map(|r| r.result.clone()).collect();
+    sno_harness::report::github::publish_from_env(
+        &out.join(sno_harness::report::run_dir::SUMMARY_MD_FILE),
+        &results,
+    );
     if !merged.missing.is_empty() {
         errln!(
             "sno-harness: missing (no input ran them): {}",

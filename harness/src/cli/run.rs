@@ -77,13 +77,25 @@ pub fn run(a: RunArgs) -> Outcome {
                 interrupt: interrupt_channel(),
                 progress: sno_harness::run::progress::Display::detect(),
                 state,
-                junit: a.flags.junit.flavour,
+                junit: sno_harness::report::junit::JunitOut {
+                    flavour: a.flags.junit.flavour,
+                    in_matrix: false,
+                },
                 gather: a.flags.gather(),
                 kubeconfig_to: hand_on.targets(),
             },
         )
         .await;
         let code = verdict_code(&s, &result, &dir);
+        // A run that failed as the scenario expects is no error to annotate.
+        let annotated: &[_] = match code {
+            exit::OK => &[],
+            _ => std::slice::from_ref(&result),
+        };
+        sno_harness::report::github::publish_from_env(
+            &dir.join(sno_harness::report::run_dir::SUMMARY_MD_FILE),
+            annotated,
+        );
         if result.verdict == Verdict::Pass {
             hand_on.warn_if_stopped(result.vm_left_running);
         }

@@ -62,7 +62,12 @@ impl RunSettings {
             interrupt: self.interrupt.clone(),
             progress,
             state,
-            junit: self.junit,
+            // A perf run's runs have no merged junit.xml above them: each keeps its own. The
+            // matrix runner says when its permutations' are in `OUT/junit.xml`.
+            junit: crate::report::junit::JunitOut {
+                flavour: self.junit,
+                in_matrix: false,
+            },
             gather: self.gather,
             kubeconfig_to: Vec::new(),
         }

@@ -186,6 +186,8 @@ fn start_on(
         Default::default(),
     );
     run_opts.backend = place.spec.backend.clone();
+    // OUT/junit.xml has its cases: its own file must not match a collector's junit*.xml.
+    run_opts.junit.in_matrix = true;
     run_opts.interrupt = place.stop_signal();
     async move {
         match std::fs::create_dir_all(&run_opts.dir) {
@@ -216,7 +218,11 @@ async fn judge_host(place: &mut Place, mut r: RunResult, opts: &MatrixOptions) -
         place.label
     );
     let dir = opts.out.join(&r.id);
-    for failure in crate::run::artifacts::rewrite(&dir, opts.settings.junit, &r) {
+    let junit = crate::report::junit::JunitOut {
+        flavour: opts.settings.junit,
+        in_matrix: true,
+    };
+    for failure in crate::run::artifacts::rewrite(&dir, junit, &r) {
         errln!("sno-harness: {failure}");
     }
     r

@@ -15,7 +15,11 @@
 //!   fails on anything already there) and every file is created with O_EXCL and O_NOFOLLOW,
 //!   so a link planted in the shard or in the merged directory while the copy runs is not
 //!   followed either;
-//! - a sparse file stays sparse: only its data extents (SEEK_DATA, SEEK_HOLE) are copied.
+//! - a sparse file stays sparse: only its data extents (SEEK_DATA, SEEK_HOLE) are copied;
+//! - a JUnit file named `junit*.xml` (a permutation of an older matrix wrote `junit.xml`) is
+//!   copied under another name (`report.junit`, or `<stem>.junit`): the merged directory's
+//!   own junit.xml has its cases, and a collector globbing `**/junit*.xml` would count them
+//!   twice.
 
 use std::ffi::{CStr, OsStr};
 use std::fs::File;
@@ -229,10 +233,12 @@ fn copy_entry(at: &At, name: &CStr, skipped: &mut Vec<Skipped>) -> Result<(), Co
             rfs::fchmod(&to, dir_mode(stat.st_mode)).map_err(err)?;
         }
         FileType::RegularFile if withheld_file(name) => skip(Why::Withheld, size(stat.st_size)),
-        FileType::RegularFile => copy_file(at, name).map_err(|source| CopyError {
-            path: path.clone(),
-            source,
-        })?,
+        FileType::RegularFile => {
+            copy_file(at, name, &copy_name(name)).map_err(|source| CopyError {
+                path: path.clone(),
+                source,
+            })?
+        }
         FileType::Symlink => skip(Why::Link, 0),
         _ => skip(Why::Special, 0),
     }
@@ -294,9 +300,26 @@ fn bytes_under(dir: &OwnedFd, depth: usize) -> u64 {
     total
 }
 
-/// Copies the regular file `name`: a new file in the copy (O_EXCL, O_NOFOLLOW), its data
-/// extents only, then its permission bits.
-fn copy_file(at: &At, name: &CStr) -> io::Result<()> {
+/// The name of the copy of the file `name`: its own, but for a JUnit file a collector would
+/// find (`junit*.xml`, in any case): `junit.xml` becomes a permutation's `report.junit`, any
+/// other `<stem>.xml` `<stem>.junit`.
+fn copy_name(name: &CStr) -> std::ffi::CString {
+    let bytes = name.to_bytes();
+    let lower = bytes.to_ascii_lowercase();
+    if !(lower.starts_with(b"junit") && lower.ends_with(b".xml")) {
+        return name.to_owned();
+    }
+    let renamed = if lower == b"junit.xml" {
+        super::junit::PERMUTATION_JUNIT_FILE.as_bytes().to_vec()
+    } else {
+        [&bytes[..bytes.len() - 4], b".junit"].concat()
+    };
+    std::ffi::CString::new(renamed).expect("a file name holds no NUL")
+}
+
+/// Copies the regular file `name` as `to_name`: a new file in the copy (O_EXCL, O_NOFOLLOW),
+/// its data extents only, then its permission bits.
+fn copy_file(at: &At, name: &CStr, to_name: &CStr) -> io::Result<()> {
     // O_NONBLOCK: had a FIFO taken the file's place since it was looked at, opening it would
     // wait for a writer; fstat below refuses it.
     let from = File::from(rfs::openat(
@@ -311,7 +334,7 @@ fn copy_file(at: &At, name: &CStr) -> io::Result<()> {
     }
     let to = File::from(rfs::openat(
         at.to,
-        name,
+        to_name,
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::from_raw_mode(0o600),
     )?);

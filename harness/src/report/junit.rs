@@ -5,8 +5,12 @@
 //! read a run of this harness as an install.
 //!
 //! A failed case carries the run's reason as its message, the failed phase as its type, and in
-//! its own `system-out` the last signals of that phase and the absolute paths of the artifacts
-//! to open. Cases that ran have a timestamp and a time; the suite names the host.
+//! its own `system-out` the last signals of that phase and the artifacts to open, by paths
+//! relative to the directory of the JUnit file (the run directory is uploaded whole and
+//! lands elsewhere: an absolute path of the runner would name nothing there), each file also
+//! as a `[[ATTACHMENT|path]]` line (the Jenkins JUnit-attachments convention, which Azure
+//! DevOps and other collectors read, resolving a relative path from the report's directory).
+//! Cases that ran have a timestamp and a time; the suite names the host.
 
 use std::fmt;
 use std::io;
@@ -65,6 +69,36 @@ impl FromStr for JunitFlavour {
     }
 }
 
+/// The JUnit file of a run started alone (`run`) and of a report directory (a matrix's
+/// `--out`, `report --merge --out`): the one file a collector's `junit*.xml` glob should find.
+pub const JUNIT_FILE: &str = "junit.xml";
+
+/// The JUnit file of a permutation inside a matrix's `--out` (`OUT/<id>/`):
+/// the same cases as the run's suite in `OUT/junit.xml`, so it is named to match none of the
+/// globs collectors are given (`**/junit*.xml`, `**/*junit*.xml`, `**/*.xml`,
+/// `**/TEST-*.xml`): otherwise every case would be counted twice.
+pub const PERMUTATION_JUNIT_FILE: &str = "report.junit";
+
+/// Where a run's JUnit goes, and with which cases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JunitOut {
+    pub flavour: JunitFlavour,
+    /// A permutation of a matrix (its `OUT/junit.xml` has its cases), not a run alone nor
+    /// a perf run's run (a perf run writes no merged junit.xml).
+    pub in_matrix: bool,
+}
+
+impl JunitOut {
+    /// The file name in the run's directory.
+    pub fn file_name(self) -> &'static str {
+        if self.in_matrix {
+            PERMUTATION_JUNIT_FILE
+        } else {
+            JUNIT_FILE
+        }
+    }
+}
+
 /// The suite name of the `openshift` flavour, as OpenShift CI's install step writes it.
 pub const OPENSHIFT_SUITE: &str = "cluster install";
 
@@ -104,8 +138,9 @@ pub const OPENSHIFT_STEPS: [(&str, &[Phase]); 5] = [
 /// The step that is the run's verdict.
 pub const OPENSHIFT_OVERALL: &str = "install should succeed: overall";
 
-/// Renders runs as JUnit XML: a report named `report_name` with a suite per run. Each run's
-/// directory is `base/<its dir>`, made absolute for the artifact paths of failed cases.
+/// Renders runs as JUnit XML, to be written into `base`: a report named `report_name` with a
+/// suite per run. Each run's directory is `base/<its dir>`; the artifacts of failed cases are
+/// named relative to `base`.
 pub fn junit_for_runs(
     runs: &[LocatedRun],
     base: &Path,
@@ -114,7 +149,7 @@ pub fn junit_for_runs(
 ) -> String {
     let host = crate::util::hostname();
     let mut report = Report::new(report_name);
-    for located in runs {
+    for located in &super::load::with_files_on_disk(runs, base) {
         let view = RunView::new(located, base);
         report.add_test_suite(suite_for_run(&view, flavour, &host));
     }
@@ -143,7 +178,10 @@ pub fn write_junit(
 /// One run as the cases see it: its result, its directory, when it started.
 struct RunView<'a> {
     run: &'a RunResult,
-    dir: PathBuf,
+    /// The run's directory relative to the JUnit file's: empty for the same directory.
+    dir: String,
+    /// Where it is now, to see what exists.
+    abs: PathBuf,
     started: Option<SystemTime>,
     kind: NonSuccessKind,
 }
@@ -153,7 +191,11 @@ impl<'a> RunView<'a> {
         let run = &located.result;
         RunView {
             run,
-            dir: crate::util::lexical_absolute(&base.join(&located.dir)),
+            dir: match located.dir.trim_end_matches('/') {
+                "." | "" => String::new(),
+                d => format!("{d}/"),
+            },
+            abs: base.join(&located.dir),
             // Empty for a run that never started; a hostile result.json may hold anything.
             started: humantime::parse_rfc3339(&run.started_at).ok(),
             kind: match run.verdict {
@@ -352,14 +394,28 @@ fn stopped_status(view: &RunView<'_>, kind: &str) -> TestCaseStatus {
 /// signals when there is none), the artifacts to open, the replay command.
 fn evidence(view: &RunView<'_>, failed: Option<&PhaseResult>) -> String {
     let mut out = last_signals_text(view.run, failed);
-    out.push_str("artifacts:\n");
-    for (name, path) in artifact_paths(view) {
-        out.push_str(&format!("  {name}: {}\n", path.display()));
+    out.push_str("artifacts (relative to this file's directory):\n");
+    let paths = artifact_paths(view);
+    for (name, path, _) in &paths {
+        out.push_str(&format!("  {name}: {path}\n"));
     }
     if !view.run.replay.is_empty() {
         out.push_str(&format!("replay: {}\n", view.run.replay));
     }
+    for (_, path, file) in &paths {
+        if *file && attachable(path) {
+            out.push_str(&format!("[[ATTACHMENT|{path}]]\n"));
+        }
+    }
     out
+}
+
+/// A path an attachment line can carry: relative (an upload keeps no absolute path), on one
+/// line, without the line's own delimiters (a hostile result.json names its artifacts).
+fn attachable(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.contains(|c: char| c.is_control() || c == '|' || c == ']' || c == '[')
 }
 
 /// The last signals within `phase`'s span, with their source; all of the run's when the
@@ -404,33 +460,42 @@ fn last_signals_text(run: &RunResult, phase: Option<&PhaseResult>) -> String {
     out
 }
 
-/// The evidence a reader opens first, as absolute paths: result.json, the timeline, the
-/// console, the journals, and the gathered logs when there are some.
-fn artifact_paths(view: &RunView<'_>) -> Vec<(String, PathBuf)> {
-    let mut paths = vec![("result".to_string(), view.dir.join(RESULT_FILE))];
-    let first = |name: &str| {
-        ["events", "serial"]
-            .iter()
-            .position(|f| *f == name)
-            .unwrap_or(2)
+/// The evidence a reader opens first, relative to the JUnit file: result.json, the timeline,
+/// the console, the journals (each boot's raw one too), harness.log, and the gathered logs
+/// when there are some; each with whether it is a file (an attachment) or a directory.
+fn artifact_paths(view: &RunView<'_>) -> Vec<(String, String, bool)> {
+    let mut paths = vec![(
+        "result".to_string(),
+        format!("{}{RESULT_FILE}", view.dir),
+        true,
+    )];
+    // The timeline, the console, the journals by system, each boot's whole journal, the log.
+    let first = |name: &str| match name {
+        "events" => (0, 0),
+        "serial" => (1, 0),
+        "harness-log" => (4, 0),
+        _ => match name.strip_prefix("journal-raw-").map(str::parse::<u32>) {
+            Some(Ok(n)) => (3, n),
+            _ => (2, 0),
+        },
     };
     let mut named: Vec<(&String, &String)> = view
         .run
         .artifacts
         .iter()
         .filter(|(name, _)| {
-            matches!(name.as_str(), "events" | "serial") || name.starts_with("journal-")
+            matches!(name.as_str(), "events" | "serial" | "harness-log")
+                || name.starts_with("journal-")
         })
         .collect();
     named.sort_by_key(|(name, _)| (first(name), name.as_str()));
     paths.extend(
         named
             .into_iter()
-            .map(|(name, rel)| (name.clone(), view.dir.join(rel))),
+            .map(|(name, rel)| (name.clone(), format!("{}{rel}", view.dir), true)),
     );
-    let gather = view.dir.join("gather");
-    if gather.is_dir() {
-        paths.push(("gather".to_string(), gather));
+    if view.abs.join("gather").is_dir() {
+        paths.push(("gather".to_string(), format!("{}gather", view.dir), false));
     }
     paths
 }
@@ -671,20 +736,113 @@ mod tests {
         let xml = junit_for_runs(&located(vec![run]), base.path(), "x", JunitFlavour::Harness);
         let els = elements(&xml);
         let out = &child(&els, "bootkube", "system-out").unwrap().2;
-        let dir = base.path().join("nvme");
-        let expected = format!(
+        let expected =
             "last signals of bootkube:\n  [    2.500s] serial: bootkube.sh: waiting for etcd\n\
-             artifacts:\n  result: {d}/result.json\n  events: {d}/events.jsonl\n  \
-             serial: {d}/serial.log\n  journal-live: {d}/journal-live.txt\n  gather: {d}/gather\n\
-             replay: sno-harness run scenarios/disks.toml --filter nvme --keep\n",
-            d = dir.display()
-        );
+             artifacts (relative to this file's directory):\n  result: nvme/result.json\n  \
+             events: nvme/events.jsonl\n  serial: nvme/serial.log\n  \
+             journal-live: nvme/journal-live.txt\n  gather: nvme/gather\n\
+             replay: sno-harness run scenarios/disks.toml --filter nvme --keep\n\
+             [[ATTACHMENT|nvme/result.json]]\n[[ATTACHMENT|nvme/events.jsonl]]\n\
+             [[ATTACHMENT|nvme/serial.log]]\n[[ATTACHMENT|nvme/journal-live.txt]]\n";
         assert_eq!(out, &expected);
         // The signal of live-boot is not bootkube's; vm.txt is not what one opens first.
         assert!(
             !out.contains("live system up") && !out.contains("vm.txt"),
             "{out}"
         );
+    }
+
+    /// The paths a failed case names: its listing's and its attachment lines'.
+    fn named_paths(out: &str) -> (Vec<String>, Vec<String>) {
+        let listed = out
+            .split("artifacts (relative to this file's directory):\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no artifacts in {out}"))
+            .lines()
+            .take_while(|l| l.starts_with("  "))
+            .map(|l| l.split_once(": ").unwrap().1.to_string())
+            .collect();
+        let attached = out
+            .lines()
+            .filter_map(|l| l.strip_prefix("[[ATTACHMENT|")?.strip_suffix("]]"))
+            .map(str::to_string)
+            .collect();
+        (listed, attached)
+    }
+
+    #[test]
+    fn the_artifacts_of_a_moved_run_directory_still_resolve_from_its_junit() {
+        let mut run = sample_fail("nvme", "bootkube timed out");
+        run.artifacts
+            .insert("journal-live".into(), "journal-live.txt".into());
+        let root = tempfile::tempdir().unwrap();
+        let old = root.path().join("runner/work/out");
+        let dir = old.join("nvme");
+        std::fs::create_dir_all(dir.join("gather")).unwrap();
+        for f in [
+            "events.jsonl",
+            "serial.log",
+            "journal-live.txt",
+            "journal-1-ab12.json.gz",
+            "journal-2-cd34.json.gz",
+            "harness.log",
+        ] {
+            std::fs::write(dir.join(f), "x").unwrap();
+        }
+        let runs = [LocatedRun {
+            dir: ".".into(),
+            result: run.clone(),
+        }];
+        // A run's own junit.xml, and a matrix's one directory up.
+        write_junit(
+            &dir.join("junit.xml"),
+            &runs,
+            &dir,
+            "x",
+            JunitFlavour::Harness,
+        )
+        .unwrap();
+        let matrix = located(vec![run]);
+        write_junit(
+            &old.join("junit.xml"),
+            &matrix,
+            &old,
+            "x",
+            JunitFlavour::Openshift,
+        )
+        .unwrap();
+        std::fs::write(dir.join("result.json"), "{}").unwrap();
+
+        let moved = root.path().join("downloaded/artifacts");
+        std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+        std::fs::rename(&old, &moved).unwrap();
+        for junit in [moved.join("nvme/junit.xml"), moved.join("junit.xml")] {
+            let xml = std::fs::read_to_string(&junit).unwrap();
+            assert!(!xml.contains(root.path().to_str().unwrap()), "{xml}");
+            let els = elements(&xml);
+            let out = &els.iter().find(|e| e.0 == "system-out").unwrap().2;
+            let (listed, attached) = named_paths(out);
+            assert_eq!(listed.len(), 8, "{out}");
+            assert_eq!(attached.len(), 7, "gather is a directory: {out}");
+            assert!(listed.iter().any(|p| p.ends_with("harness.log")), "{out}");
+            assert!(listed.iter().any(|p| p.ends_with("journal-2-cd34.json.gz")));
+            let at = junit.parent().unwrap();
+            for p in listed.iter().chain(&attached) {
+                assert!(
+                    at.join(p).exists(),
+                    "{} names {p}: not there",
+                    junit.display()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_attachment_line_carries_no_path_a_hostile_result_could_break_it_with() {
+        assert!(attachable("nvme/serial.log"));
+        for bad in ["/etc/passwd", "a]]\n[[ATTACHMENT|x", "a|b", "", "a\rb"] {
+            assert!(!attachable(bad), "{bad:?}");
+        }
     }
 
     #[test]
@@ -742,11 +900,8 @@ mod tests {
         let last_case = els.iter().rfind(|e| e.0 == "testcase").unwrap();
         assert_eq!(attr(&last_case.1, "name"), Some("harness"));
         let out = &child(&els, "harness", "system-out").unwrap().2;
-        let result_json = crate::util::lexical_absolute(dir.path()).join("result.json");
-        assert!(
-            out.contains(&format!("  result: {}\n", result_json.display())),
-            "{out}"
-        );
+        assert!(out.contains("  result: result.json\n"), "{out}");
+        assert!(out.contains("\n[[ATTACHMENT|result.json]]\n"), "{out}");
         let skipped = els.iter().find(|e| e.0 == "skipped").unwrap();
         assert_eq!(
             attr(&skipped.1, "message"),
@@ -831,7 +986,7 @@ mod tests {
                 out.contains("serial: bootkube.sh: waiting for etcd"),
                 "{out}"
             );
-            assert!(out.contains("  result: /o/nvme/result.json\n"), "{out}");
+            assert!(out.contains("  result: nvme/result.json\n"), "{out}");
         }
         for skipped in [OPENSHIFT_CASES[3], OPENSHIFT_CASES[4]] {
             let s = child(&els, skipped, "skipped").unwrap();

@@ -93,6 +93,83 @@ pub fn load_run_dir(dir: &Path) -> Result<Vec<LocatedRun>, LoadError> {
         .collect()
 }
 
+/// The most raw journals named per run (a run that rebooted in a loop has many).
+const MAX_RAW_JOURNALS: usize = 32;
+/// The most directory entries looked at for them.
+const MAX_ENTRIES: usize = 10_000;
+
+/// The evidence a run leaves that its result.json does not list, found in its directory
+/// `dir`: `harness.log` (a `run`'s own log) as `harness-log`, and each boot's raw journal
+/// (`journal-<n>-<boot>.json.gz`, guest/journal.rs `RawJournal`) as `journal-raw-<n>`, in
+/// boot order. Regular files only: a link or a FIFO planted there is no evidence to name.
+pub fn files_on_disk(dir: &Path) -> Vec<(String, String)> {
+    let regular = |name: &str| {
+        std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.file_type().is_file())
+    };
+    let mut raw: Vec<(u32, String)> = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.take(MAX_ENTRIES).flatten() {
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            if let Some(n) = raw_journal_boot(&name) {
+                if entry.file_type().is_ok_and(|t| t.is_file()) {
+                    raw.push((n, name));
+                }
+            }
+        }
+    }
+    raw.sort();
+    raw.truncate(MAX_RAW_JOURNALS);
+    let mut found: Vec<(String, String)> = raw
+        .into_iter()
+        .map(|(n, name)| (format!("journal-raw-{n}"), name))
+        .collect();
+    let log = crate::util::harness_log::HARNESS_LOG_FILE;
+    if regular(log) {
+        found.push(("harness-log".to_string(), log.to_string()));
+    }
+    found
+}
+
+/// The boot number of a raw journal's file name (`journal-<n>-<boot>.json.gz`).
+fn raw_journal_boot(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("journal-")?.strip_suffix(".json.gz")?;
+    let (n, boot) = rest.split_once('-')?;
+    let ok = !boot.is_empty() && boot.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    ok.then(|| n.parse().ok()).flatten()
+}
+
+/// `runs` (their directories relative to `base`) with [`files_on_disk`] added to the
+/// artifacts their result.json lists, so that the reports link them too. A matrix's
+/// permutations log into the matrix's harness.log (`base/harness.log`): a permutation
+/// directly under `base` without its own links that one.
+pub fn with_files_on_disk(runs: &[LocatedRun], base: &Path) -> Vec<LocatedRun> {
+    let log = crate::util::harness_log::HARNESS_LOG_FILE;
+    let shared_log =
+        std::fs::symlink_metadata(base.join(log)).is_ok_and(|m| m.file_type().is_file());
+    runs.iter()
+        .map(|r| {
+            let mut r = r.clone();
+            for (name, file) in files_on_disk(&base.join(&r.dir)) {
+                r.result.artifacts.entry(name).or_insert(file);
+            }
+            let directly_under = Path::new(&r.dir).components().count() == 1
+                && matches!(
+                    Path::new(&r.dir).components().next(),
+                    Some(std::path::Component::Normal(_))
+                );
+            if shared_log && directly_under {
+                r.result
+                    .artifacts
+                    .entry("harness-log".into())
+                    .or_insert_with(|| format!("../{log}"));
+            }
+            r
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +230,54 @@ mod tests {
         assert!(
             err.to_string().contains("broken/result.json"),
             "names the file: {err}"
+        );
+    }
+
+    #[test]
+    fn a_permutation_links_the_matrixs_harness_log() {
+        let out = tempfile::tempdir().unwrap();
+        std::fs::write(out.path().join("harness.log"), "x").unwrap();
+        std::fs::create_dir(out.path().join("a")).unwrap();
+        let runs = [
+            LocatedRun::in_own_dir(sample_pass("a")),
+            LocatedRun {
+                dir: ".".into(),
+                result: sample_pass("alone"),
+            },
+        ];
+        let found = with_files_on_disk(&runs, out.path());
+        assert_eq!(found[0].result.artifacts["harness-log"], "../harness.log");
+        assert!(out.path().join("a").join("../harness.log").is_file());
+        // A run alone in the directory has it as its own.
+        assert_eq!(found[1].result.artifacts["harness-log"], "harness.log");
+    }
+
+    #[test]
+    fn the_files_a_result_does_not_list_are_found_on_disk() {
+        let d = tempfile::tempdir().unwrap();
+        for f in [
+            "journal-2-0f1e.json.gz",
+            "journal-1-ab12.json.gz",
+            "journal-live.txt",
+            "journal-x.json.gz",
+            "harness.log",
+        ] {
+            std::fs::write(d.path().join(f), "x").unwrap();
+        }
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("journal-3-cd.json.gz")).unwrap();
+        assert_eq!(
+            files_on_disk(d.path()),
+            [
+                (
+                    "journal-raw-1".to_string(),
+                    "journal-1-ab12.json.gz".to_string()
+                ),
+                (
+                    "journal-raw-2".to_string(),
+                    "journal-2-0f1e.json.gz".to_string()
+                ),
+                ("harness-log".to_string(), "harness.log".to_string()),
+            ]
         );
     }
 }

@@ -7,6 +7,7 @@
 pub mod copy_run;
 pub mod coverage;
 pub mod dir_compare;
+pub mod github;
 pub mod html;
 pub mod junit;
 pub mod load;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::coverage::{merge_axes, Axis};
 use super::html::{render_html, render_perf_html, REPORT_HTML_FILE};
 use super::junit::{junit_for_runs, JunitFlavour};
-use super::load::LocatedRun;
+use super::load::{with_files_on_disk, LocatedRun};
 use super::summary::matrix_summary_markdown;
 use super::summary_json::{Summary, SUMMARY_JSON_FILE};
 use crate::perf::model::PerfReport;
@@ -16,7 +16,7 @@ use crate::scenario::matrix::PlanIdentity;
 use crate::util::replace_file::{replace_file, PUBLIC_FILE};
 
 /// The merged JUnit file name.
-pub const JUNIT_FILE: &str = "junit.xml";
+pub use super::junit::JUNIT_FILE;
 /// The Markdown summary file name.
 pub const SUMMARY_MD_FILE: &str = "summary.md";
 /// The JUnit report's name when the runs do not share one scenario.
@@ -70,7 +70,10 @@ pub fn write_reports_for(
         (SUMMARY_JSON_FILE, summary_json),
         (JUNIT_FILE, junit_xml),
         (SUMMARY_MD_FILE, matrix_summary_markdown(runs, &summary)),
-        (REPORT_HTML_FILE, render_html(runs, &summary)),
+        (
+            REPORT_HTML_FILE,
+            render_html(&with_files_on_disk(runs, out_dir), &summary),
+        ),
     ];
     let mut written = Vec::new();
     for (name, content) in files {
@@ -90,11 +93,11 @@ pub fn write_html(
     axes: &[Axis],
 ) -> io::Result<()> {
     let summary = summarise(runs, axes);
-    let relocated: Vec<LocatedRun> = runs
-        .iter()
+    let relocated: Vec<LocatedRun> = with_files_on_disk(runs, runs_dir)
+        .into_iter()
         .map(|r| LocatedRun {
             dir: relative_dir(path.parent().unwrap_or(Path::new(".")), runs_dir, &r.dir),
-            result: r.result.clone(),
+            result: r.result,
         })
         .collect();
     write_atomic(path, render_html(&relocated, &summary).as_bytes())
@@ -167,7 +170,7 @@ fn write_atomic(path: &Path, content: &[u8]) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::report::coverage::tests::sample_not_run;
     use crate::result::tests::{sample_fail, sample_pass};
@@ -222,6 +225,79 @@ mod tests {
 
         let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
         assert_eq!(html.matches("<svg class=\"gantt\"").count(), 3);
+    }
+
+    /// What a CI collector given `**/junit*.xml` finds under `root` (`**/` matching no
+    /// directory too): each file's cases, as (file, suite, case) triples.
+    pub(crate) fn collected_cases(root: &Path) -> Vec<(PathBuf, String, String)> {
+        let mut found = Vec::new();
+        let mut dirs = vec![root.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let e = e.unwrap();
+                let name = e.file_name().to_string_lossy().into_owned();
+                if e.file_type().unwrap().is_dir() {
+                    dirs.push(e.path());
+                } else if name.starts_with("junit") && name.ends_with(".xml") {
+                    let xml = std::fs::read_to_string(e.path()).unwrap();
+                    for case in xml.split("<testcase ").skip(1) {
+                        let attr = |k: &str| {
+                            let v = case.split(&format!(" {k}=\"")).nth(1).unwrap_or("");
+                            v.split('"').next().unwrap().to_string()
+                        };
+                        let name = case.split("name=\"").nth(1).unwrap();
+                        let name = name.split('"').next().unwrap().to_string();
+                        found.push((e.path(), attr("classname"), name));
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// Each (suite, case) of `cases` once.
+    pub(crate) fn assert_each_case_once(cases: &[(PathBuf, String, String)], expected: usize) {
+        let mut keys: Vec<(&str, &str)> = cases
+            .iter()
+            .map(|(_, s, c)| (s.as_str(), c.as_str()))
+            .collect();
+        keys.sort();
+        let files: std::collections::BTreeSet<&PathBuf> = cases.iter().map(|c| &c.0).collect();
+        assert_eq!(files.len(), 1, "more than one junit*.xml: {files:?}");
+        assert_eq!(keys.len(), expected, "{keys:?}");
+        keys.dedup();
+        assert_eq!(keys.len(), expected, "a case counted twice");
+    }
+
+    #[test]
+    fn a_collector_globbing_junit_xml_counts_each_case_of_a_matrix_once() {
+        use crate::report::junit::{JunitOut, PERMUTATION_JUNIT_FILE};
+        let out = tempfile::tempdir().unwrap();
+        let results = vec![
+            sample_pass("virtio"),
+            sample_fail("nvme", "bootkube timed out"),
+        ];
+        // As the matrix runner leaves them: each permutation's reports, then the matrix's.
+        let junit = JunitOut {
+            flavour: JunitFlavour::Harness,
+            in_matrix: true,
+        };
+        for r in &results {
+            let dir = out.path().join(&r.id);
+            std::fs::create_dir(&dir).unwrap();
+            assert!(crate::run::artifacts::rewrite(&dir, junit, r).is_empty());
+            assert!(dir.join(PERMUTATION_JUNIT_FILE).is_file());
+        }
+        write_reports(out.path(), &results, &[], None, JunitFlavour::Harness).unwrap();
+        let cases = collected_cases(out.path());
+        assert_eq!(cases[0].0, out.path().join("junit.xml"));
+        // 11 phases each, and the failed run's cases are all there too.
+        assert_each_case_once(&cases, 22);
+        // A run alone still writes its junit.xml.
+        let alone = tempfile::tempdir().unwrap();
+        let junit = JunitOut::default();
+        assert!(crate::run::artifacts::rewrite(alone.path(), junit, &results[1]).is_empty());
+        assert_each_case_once(&collected_cases(alone.path()), 11);
     }
 
     #[test]

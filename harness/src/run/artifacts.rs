@@ -92,23 +92,25 @@ fn redact_result(r: &mut RunResult, secrets: &crate::secrets::Secrets) {
     }
 }
 
-/// Writes result.json, junit.xml, summary.md and report.html into `dir` (again, when the
-/// matrix changes a verdict); what could not be written, with why.
+/// Writes result.json, its JUnit (junit.xml, or a permutation's report.junit), summary.md
+/// and report.html into `dir` (again, when the matrix changes a verdict); what could not be
+/// written, with why.
 pub fn rewrite(
     dir: &Path,
-    junit: crate::report::junit::JunitFlavour,
+    junit: crate::report::junit::JunitOut,
     result: &RunResult,
 ) -> Vec<String> {
     let mut failures = Vec::new();
     if let Err(e) = result.write(dir) {
         failures.push(format!("writing {}/result.json: {e}", dir.display()));
     }
-    let junit_path = dir.join(crate::report::run_dir::JUNIT_FILE);
+    let junit_path = dir.join(junit.file_name());
     let located = [crate::report::load::LocatedRun {
         dir: ".".into(),
         result: result.clone(),
     }];
-    if let Err(e) = crate::report::junit::write_junit(&junit_path, &located, dir, &result.id, junit)
+    if let Err(e) =
+        crate::report::junit::write_junit(&junit_path, &located, dir, &result.id, junit.flavour)
     {
         failures.push(format!("writing {}: {e}", junit_path.display()));
     }

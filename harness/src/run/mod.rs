@@ -63,8 +63,9 @@ pub struct RunOptions {
     /// The whole flow, or save the VM once bootkube is done, or resume a saved VM for
     /// install-to-disk alone.
     pub state: state::StateMode,
-    /// The cases of the run's junit.xml (`--junit-flavour`).
-    pub junit: crate::report::junit::JunitFlavour,
+    /// The cases of the run's junit.xml (`--junit-flavour`), and its name (a permutation's
+    /// is not junit.xml).
+    pub junit: crate::report::junit::JunitOut,
     /// When the run gathers, and each collector's limit.
     pub gather: crate::gather::Settings,
     /// Where a passing run hands its admin kubeconfig on (`--kubeconfig-out`,

@@ -1,10 +1,12 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no script, no external
-//! resource) for a run directory: failures first with their reason and artifacts, then the
-//! verdicts, the coverage grid, the slowest phases, disk-write throughput and a Gantt
-//! timeline per permutation.
+//! resource) for a run directory: the time it ran (first start to last end), failures first
+//! (a matrix's grouped by reason, with counts and ids, before a box per failed permutation
+//! with its reason and artifacts), then the verdicts, the coverage grid (left out when there
+//! is no axis), the slowest phases, disk-write throughput and a Gantt timeline per
+//! permutation. A single run's timeline comes right under its failure box instead.
 //!
-//! Stable hooks for tests and tools: `section#failures` with an `article.failure` per failed
-//! permutation, `table#verdicts`, `table#coverage` (`td.cov.cov-passed|cov-failed|cov-not-run`),
+//! Stable hooks for tests and tools: `section#failures` with `table#failure-reasons` (a
+//! matrix) and an `article.failure` per failed permutation, `section#timelines`, `table#verdicts`, `table#coverage` (`td.cov.cov-passed|cov-failed|cov-not-run`),
 //! `table#slowest`, `svg#throughput`, and per permutation `svg.gantt[data-permutation]` with a
 //! `rect.bar.status-<status>` per reached phase.
 //!
@@ -118,27 +120,23 @@ pub fn render_html(runs: &[LocatedRun], summary: &Summary) -> String {
         c.pass, c.fail, c.error, c.total
     );
 
-    let body = el("body")
+    let mut body = el("body")
         .child(header(&results, &title))
-        .child(failures_section(runs))
-        .child(
-            section("verdicts-section", "Verdicts").child(tables::verdict_table(runs, &axis_keys)),
-        )
-        .child(
-            section("coverage-section", "Coverage")
-                .child(
-                    el("p")
-                        .attr("class", "meta legend")
-                        .text("Each axis value: ✓ passed, ✗ failed (fail or error), – did not run.")
-                        .child(swatch(colors::PASS))
-                        .text("passed")
-                        .child(swatch(colors::FAIL))
-                        .text("failed")
-                        .child(swatch(colors::NOT_RUN))
-                        .text("not run"),
-                )
-                .child(tables::coverage_grid(&summary.coverage)),
-        )
+        .child(failures_section(runs));
+    // One run: what happened when comes right under why it failed; a matrix's timelines are
+    // many, and come last.
+    let single = runs.len() == 1;
+    if single {
+        body = body.child(timelines_section(runs));
+    }
+    body = body.child(
+        section("verdicts-section", "Verdicts").child(tables::verdict_table(runs, &axis_keys)),
+    );
+    // No axis, no grid: an empty section only pushes the rest down.
+    if !summary.coverage.is_empty() {
+        body = body.child(coverage_section(summary));
+    }
+    body = body
         .child(
             section("slowest-section", "Slowest phases")
                 .child(tables::slowest_table(&summary.slowest_phases)),
@@ -146,9 +144,27 @@ pub fn render_html(runs: &[LocatedRun], summary: &Summary) -> String {
         .child(
             section("throughput-section", "Disk-write throughput")
                 .child(throughput::throughput_chart(&results)),
-        )
-        .child(timelines_section(runs));
+        );
+    if !single {
+        body = body.child(timelines_section(runs));
+    }
     document(&title, body)
+}
+
+fn coverage_section(summary: &Summary) -> Element {
+    section("coverage-section", "Coverage")
+        .child(
+            el("p")
+                .attr("class", "meta legend")
+                .text("Each axis value: ✓ passed, ✗ failed (fail or error), – did not run.")
+                .child(swatch(colors::PASS))
+                .text("passed")
+                .child(swatch(colors::FAIL))
+                .text("failed")
+                .child(swatch(colors::NOT_RUN))
+                .text("not run"),
+        )
+        .child(tables::coverage_grid(&summary.coverage))
 }
 
 /// The page of a perf directory: its "Performance" section. `base` is the perf directory as
@@ -203,10 +219,13 @@ fn header(results: &[&RunResult], title: &str) -> Element {
         v
     };
     let scenarios = known(|r| r.scenario.as_str());
-    let started = known(|r| r.started_at.as_str());
     let mut meta = format!("Scenario {}.", scenarios.join(", "));
-    if let (Some(first), Some(last)) = (started.first(), started.last()) {
-        meta.push_str(&format!(" Started {first} to {last}."));
+    if let Some((start, end)) = time_range(results) {
+        meta.push_str(&format!(
+            " Ran from {} to {}.",
+            humantime::format_rfc3339_seconds(start),
+            humantime::format_rfc3339_seconds(end)
+        ));
     }
     let n = |v: Verdict| results.iter().filter(|r| r.verdict == v).count();
     el("header")
@@ -224,6 +243,56 @@ fn header(results: &[&RunResult], title: &str) -> Element {
         .child(el("p").attr("class", "meta").text(meta))
 }
 
+/// When the runs ran: the first start to the last end (a start plus its duration), from
+/// their result.json; none when no start is a time.
+fn time_range(results: &[&RunResult]) -> Option<(std::time::SystemTime, std::time::SystemTime)> {
+    let spans: Vec<_> = results
+        .iter()
+        .filter_map(|r| {
+            let start = humantime::parse_rfc3339(&r.started_at).ok()?;
+            let end = start.checked_add(std::time::Duration::from_millis(r.duration_ms))?;
+            Some((start, end))
+        })
+        .collect();
+    let start = spans.iter().map(|s| s.0).min()?;
+    let end = spans.iter().map(|s| s.1).max()?;
+    Some((start, end))
+}
+
+/// The failures of a matrix by reason: how many permutations ended with each, and which,
+/// most frequent first (the first met first among equals).
+fn reasons_table(failed: &[&LocatedRun]) -> Element {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for run in failed {
+        let reason = match run.result.reason.as_str() {
+            "" => "(no reason recorded)",
+            r => r,
+        };
+        match groups.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, ids)) => ids.push(&run.result.id),
+            None => groups.push((reason, vec![&run.result.id])),
+        }
+    }
+    groups.sort_by_key(|(_, ids)| std::cmp::Reverse(ids.len()));
+    let head = el("tr")
+        .child(el("th").text("Reason"))
+        .child(el("th").text("Permutations"))
+        .child(el("th").text("Ids"));
+    el("table")
+        .attr("id", "failure-reasons")
+        .child(head)
+        .children(groups.into_iter().map(|(reason, ids)| {
+            el("tr")
+                .child(el("td").attr("class", "reason").text(reason))
+                .child(
+                    el("td")
+                        .attr("class", "num count")
+                        .text(ids.len().to_string()),
+                )
+                .child(el("td").attr("class", "mono ids").text(ids.join(", ")))
+        }))
+}
+
 fn failures_section(runs: &[LocatedRun]) -> Element {
     let failed: Vec<&LocatedRun> = runs
         .iter()
@@ -236,6 +305,11 @@ fn failures_section(runs: &[LocatedRun]) -> Element {
                 .attr("class", "meta")
                 .text("None: every permutation passed."),
         );
+    }
+    if runs.len() > 1 {
+        s = s
+            .child(el("h3").text("By reason"))
+            .child(reasons_table(&failed));
     }
     for run in failed {
         s = s.child(failure(run));
@@ -391,6 +465,136 @@ mod tests {
         assert!(html.contains("href=\"./nvme/serial.log\""));
         assert!(html.contains("href=\"#perm-1\""));
         assert!(html.contains("id=\"perm-1\""));
+    }
+
+    /// The page's elements in document order, as (tag, id, class): enough to check where
+    /// each part of the page is.
+    fn tags(html: &str) -> Vec<(String, String, String)> {
+        let attr = |t: &str, k: &str| {
+            t.split(&format!(" {k}=\""))
+                .nth(1)
+                .map(|v| v.split('"').next().unwrap().to_string())
+                .unwrap_or_default()
+        };
+        html.split('<')
+            .skip(1)
+            .filter(|t| t.starts_with(|c: char| c.is_ascii_alphabetic()))
+            .map(|t| {
+                let t = t.split('>').next().unwrap();
+                let tag = t.split([' ', '/']).next().unwrap().to_string();
+                (tag, attr(t, "id"), attr(t, "class"))
+            })
+            .collect()
+    }
+
+    fn index(
+        tags: &[(String, String, String)],
+        f: impl Fn(&(String, String, String)) -> bool,
+    ) -> Option<usize> {
+        tags.iter().position(f)
+    }
+
+    #[test]
+    fn a_single_runs_timeline_is_right_under_its_failure_and_no_coverage_is_empty() {
+        let mut run = sample_fail("f", "bootkube timed out");
+        run.params.clear();
+        let html = page(vec![run]);
+        let t = tags(&html);
+        let id = |name: &str| index(&t, |e| e.1 == name).unwrap_or_else(|| panic!("no #{name}"));
+        let failure = index(&t, |e| e.0 == "article" && e.2.starts_with("failure")).unwrap();
+        let timelines = id("timelines");
+        assert!(id("failures") < failure && failure < timelines);
+        // Nothing between the failure box and the timeline but the box's own content.
+        let between: Vec<_> = t[failure..timelines]
+            .iter()
+            .filter(|e| e.0 == "section")
+            .collect();
+        assert!(between.is_empty(), "{between:?}");
+        let gantt = index(&t, |e| e.0 == "svg" && e.2 == "gantt").unwrap();
+        assert!(timelines < gantt && gantt < id("verdicts-section"));
+        assert!(id("verdicts-section") < id("slowest-section"));
+        assert!(index(&t, |e| e.1 == "coverage-section").is_none(), "{html}");
+        assert!(!html.contains("<h2>Coverage</h2>"));
+        // The time range is the run's: its start to its end (61.234 s later).
+        assert!(
+            html.contains("Ran from 2026-11-29T23:00:00Z to 2026-11-29T23:01:01Z."),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn a_matrix_groups_its_failures_by_reason_before_the_boxes() {
+        let mut err = sample_pass("e");
+        err.verdict = Verdict::Error;
+        err.reason = "qemu died".into();
+        let html = page(vec![
+            sample_fail("a", "bootkube timed out"),
+            sample_pass("ok"),
+            sample_fail("b", "API never answered"),
+            err,
+            sample_fail("c", "bootkube timed out"),
+        ]);
+        let t = tags(&html);
+        let table = index(&t, |e| e.1 == "failure-reasons").expect("a reasons table");
+        let first_box = index(&t, |e| e.0 == "article").unwrap();
+        assert!(index(&t, |e| e.1 == "failures").unwrap() < table && table < first_box);
+        let rows: Vec<&str> = html
+            .split("<table id=\"failure-reasons\">")
+            .nth(1)
+            .unwrap()
+            .split("</table>")
+            .next()
+            .unwrap()
+            .split("<tr>")
+            .skip(2)
+            .collect();
+        let cells = |row: &str| -> Vec<String> {
+            row.split("<td")
+                .skip(1)
+                .map(|c| {
+                    c.split('>')
+                        .nth(1)
+                        .unwrap()
+                        .split('<')
+                        .next()
+                        .unwrap()
+                        .to_string()
+                })
+                .collect()
+        };
+        assert_eq!(cells(rows[0]), ["bootkube timed out", "2", "a, c"]);
+        assert_eq!(cells(rows[1]), ["API never answered", "1", "b"]);
+        assert_eq!(cells(rows[2]), ["qemu died", "1", "e"]);
+        assert_eq!(rows.len(), 3);
+        // Five runs from one start: the range ends with the last to end.
+        assert!(html.contains("Ran from 2026-11-29T23:00:00Z to 2026-11-29T23:01:01Z."));
+        // A matrix's timelines stay last.
+        let timelines = index(&t, |e| e.1 == "timelines").unwrap();
+        assert!(index(&t, |e| e.1 == "throughput-section").unwrap() < timelines);
+    }
+
+    #[test]
+    fn a_runs_page_links_its_harness_log_and_each_boots_raw_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in [
+            "harness.log",
+            "journal-1-ab12.json.gz",
+            "journal-2-cd34.json.gz",
+        ] {
+            std::fs::write(dir.path().join(f), "x").unwrap();
+        }
+        let run = sample_fail("f", "bootkube timed out");
+        let junit = crate::report::junit::JunitOut::default();
+        assert!(crate::run::artifacts::rewrite(dir.path(), junit, &run).is_empty());
+        let html = std::fs::read_to_string(dir.path().join(REPORT_HTML_FILE)).unwrap();
+        for f in [
+            "harness.log",
+            "journal-1-ab12.json.gz",
+            "journal-2-cd34.json.gz",
+        ] {
+            // In the failure box and in the timeline's links.
+            assert_eq!(html.matches(&format!("href=\"./{f}\"")).count(), 2, "{f}");
+        }
     }
 
     #[test]

@@ -161,6 +161,8 @@ pub fn artifact_links(run: &LocatedRun) -> Element {
         "serial",
         "journal-live",
         "journal-disk",
+        "journal-raw",
+        "harness-log",
         "screenshot",
     ];
     let mut artifacts: Vec<(&str, &str)> = run

@@ -229,3 +229,44 @@ fn the_merged_summary_of_the_largest_plan_is_read_back() {
     let back = Summary::load(&out.join(SUMMARY_JSON_FILE)).unwrap();
     assert_eq!(back.plan.unwrap().ids, plan_ids);
 }
+
+/// Shards of an older matrix, whose permutations wrote junit.xml: copied into the merged
+/// directory they bring no second file a `**/junit*.xml` collector counts.
+#[test]
+fn a_copied_merge_has_one_junit_file_for_a_collector() {
+    use crate::report::run_dir::tests::{assert_each_case_once, collected_cases};
+    let t = tempfile::tempdir().unwrap();
+    let (s1, s2) = (t.path().join("s1"), t.path().join("s2"));
+    let plan_ids = ids(&["a", "b"]);
+    shard(&s1, &plan_ids, &[sample_pass("a")]);
+    shard(&s2, &plan_ids, &[sample_fail("b", "bootkube timed out")]);
+    for (dir, id) in [(&s1, "a"), (&s2, "b")] {
+        let d = dir.join(id);
+        let runs = load_run_dir(&d).unwrap();
+        crate::report::junit::write_junit(
+            &d.join("junit.xml"),
+            &runs,
+            &d,
+            id,
+            JunitFlavour::Harness,
+        )
+        .unwrap();
+        fs::write(d.join("junit-extra.xml"), "<testsuites/>").unwrap();
+    }
+    let out = t.path().join("out");
+    fs::create_dir(&out).unwrap();
+    let mut merged = merge(&[s1, s2], &out).unwrap();
+    merged.copy_into(&out).unwrap();
+    write_reports_for(
+        &out,
+        &merged.runs,
+        &merged.axes,
+        Some(&merged.plan),
+        JunitFlavour::Harness,
+    )
+    .unwrap();
+    assert_each_case_once(&collected_cases(&out), 22);
+    // The permutations' own JUnit files are kept, under names no collector globs.
+    assert!(out.join("b/report.junit").is_file());
+    assert!(out.join("b/junit-extra.junit").is_file());
+}
