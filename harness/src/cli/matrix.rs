@@ -190,7 +190,18 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
 /// admission applies it.
 fn at_once(places: &[PlaceSpec], jobs_n: u32) -> String {
     match places {
-        [one] => format!("{} at once", one.limits.jobs.unwrap_or(jobs_n).max(1)),
+        [one] => {
+            let n = one.limits.jobs.unwrap_or(jobs_n).max(1);
+            // This host's memory figure, as the admission counts it (a remote host's is
+            // libvirt's).
+            match sno_harness::fleet::admission::memory_now() {
+                Ok((mem, from)) if !one.backend.is_remote() => format!(
+                    "at most {n} at once as memory ({:.1} GiB, {from}) and CPUs allow",
+                    mem as f64 / (1u64 << 30) as f64
+                ),
+                _ => format!("{n} at once"),
+            }
+        }
         many => format!(
             "over {} libvirt hosts, at most {jobs_n} at once on each unless its limits say",
             many.len()

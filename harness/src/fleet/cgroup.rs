@@ -7,7 +7,11 @@
 //! options); a hybrid host has both, and the tightest limit of either counts. From the
 //! process's own cgroup up to the hierarchy's mount, every level's limit holds, so each is
 //! read and the tightest one wins: memory by what is left under it (limit minus usage), CPUs
-//! by quota / period rounded up.
+//! by quota / period rounded up. The usage counts the page cache, which the kernel reclaims
+//! under the limit; its inactive file pages (`memory.stat`'s `inactive_file`, v1
+//! `total_inactive_file`) are left out, as the kubelet's working set does. Otherwise the
+//! cache QEMU's disk writes leave behind (cache = "unsafe" writes go to it) would count as
+//! used, and a cgroup whose cache filled it would admit nothing.
 //!
 //! Files read: v2 `memory.max`, `memory.current`, `cpu.max`; v1 `memory.limit_in_bytes`,
 //! `memory.usage_in_bytes`, `cpu.cfs_quota_us`, `cpu.cfs_period_us`. `max`, -1 and values
@@ -31,6 +35,8 @@ use std::path::{Component, Path, PathBuf};
 pub const NO_LIMIT_FROM: u64 = 1 << 60;
 /// The most read of one cgroup control file (a number or two).
 const CONTROL_FILE_LIMIT: u64 = 4096;
+/// The most read of a `memory.stat` (some forty lines).
+const STAT_FILE_LIMIT: u64 = 64 << 10;
 /// The most read of /proc/self/cgroup and /proc/self/mountinfo.
 const PROC_FILE_LIMIT: u64 = 1 << 20;
 
@@ -250,15 +256,21 @@ fn levels(root: &Path, mount: &Mount, path: &str) -> Option<Vec<PathBuf>> {
 fn read_level(dir: &Path, kind: Controller, version: Version, out: &mut Limits) {
     match kind {
         Controller::Memory => {
-            let (limit_file, usage_file) = match version {
-                Version::V2 => ("memory.max", "memory.current"),
-                Version::V1 => ("memory.limit_in_bytes", "memory.usage_in_bytes"),
+            let (limit_file, usage_file, inactive_key) = match version {
+                Version::V2 => ("memory.max", "memory.current", "inactive_file"),
+                Version::V1 => (
+                    "memory.limit_in_bytes",
+                    "memory.usage_in_bytes",
+                    "total_inactive_file",
+                ),
             };
             let Some(limit) = number_file(&dir.join(limit_file), &mut out.notes) else {
                 return;
             };
             // A usage that cannot be read counts as none used (the note says so).
-            let used = number_file(&dir.join(usage_file), &mut out.notes).unwrap_or(0);
+            let usage = number_file(&dir.join(usage_file), &mut out.notes).unwrap_or(0);
+            let reclaimable = stat_value(&dir.join("memory.stat"), inactive_key, &mut out.notes);
+            let used = usage.saturating_sub(reclaimable.unwrap_or(0));
             let available = limit.saturating_sub(used);
             if out.memory.as_ref().is_none_or(|m| available < m.available) {
                 out.memory = Some(MemoryLimit {
@@ -340,6 +352,25 @@ fn number_file(file: &Path, notes: &mut Vec<String>) -> Option<u64> {
         Ok(n) => Some(n),
         Err(_) => {
             notes.push(malformed(file, &text, "a number of bytes or max"));
+            None
+        }
+    }
+}
+
+/// The value of `key` in a `memory.stat` (`key value` lines); none when absent or unreadable.
+fn stat_value(file: &Path, key: &str, notes: &mut Vec<String>) -> Option<u64> {
+    let text = read_limited(file, STAT_FILE_LIMIT, notes)?;
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(key))?;
+    match line.split_whitespace().nth(1).map(str::parse::<u64>) {
+        Some(Ok(n)) => Some(n),
+        _ => {
+            notes.push(malformed(
+                file,
+                line,
+                &format!("{key} and a number of bytes"),
+            ));
             None
         }
     }

@@ -184,3 +184,48 @@ fn mountinfo_escapes_are_decoded() {
     assert_eq!(unescape(r"/a\040b\134c"), r"/a b\c");
     assert_eq!(unescape(r"/a\04"), r"/a\04");
 }
+
+#[test]
+fn inactive_file_pages_are_not_counted_as_used() {
+    // v1: 3 GiB used, 2 GiB of it inactive page cache the kernel reclaims under the limit.
+    let d = tree(
+        "12:memory:/job\n",
+        V1_MOUNTS,
+        &[
+            (
+                "sys/fs/cgroup/memory/job/memory.limit_in_bytes",
+                "4294967296\n",
+            ),
+            (
+                "sys/fs/cgroup/memory/job/memory.usage_in_bytes",
+                "3221225472\n",
+            ),
+            (
+                "sys/fs/cgroup/memory/job/memory.stat",
+                "cache 2147483648\ninactive_file 1\ntotal_inactive_file 2147483648\n",
+            ),
+        ],
+    );
+    let m = limits_under(d.path()).memory.unwrap();
+    assert_eq!(m.available, 3 * GIB);
+    // v2's key is inactive_file; a malformed one is a note, and the usage counts whole.
+    let d = tree(
+        "0::/job\n",
+        V2_MOUNT,
+        &[
+            ("sys/fs/cgroup/job/memory.max", "4294967296\n"),
+            ("sys/fs/cgroup/job/memory.current", "3221225472\n"),
+            (
+                "sys/fs/cgroup/job/memory.stat",
+                "anon 1\ninactive_file lots\n",
+            ),
+        ],
+    );
+    let l = limits_under(d.path());
+    assert_eq!(l.memory.unwrap().available, GIB);
+    assert!(
+        l.notes[0].contains("\"inactive_file lots\" is not inactive_file and a number"),
+        "{:?}",
+        l.notes
+    );
+}
