@@ -103,6 +103,10 @@ pub struct DiskWrite {
     /// progress from coreos-installer, or the write ended too soon to project).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<InstallDeadline>,
+    /// The install disk's host-side cache mode (`unsafe`: the write went to the host's page
+    /// cache, not its disk); absent in result.json files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<String>,
 }
 
 /// The write's projected length and the install-to-disk deadline it gave, against the
@@ -560,6 +564,7 @@ pub(crate) mod tests {
                 source: "qmp".into(),
                 image_bytes: Some(268_435_456),
                 deadline: None,
+                cache: None,
             }),
             last_signals: vec![],
             artifacts: BTreeMap::from([

@@ -239,3 +239,37 @@ fn report_writes_the_junit_flavour_asked_for_and_refuses_an_unknown_one() {
     let again = std::fs::read_to_string(out.path().join("junit.xml")).unwrap();
     assert_eq!(again, junit);
 }
+
+#[test]
+fn report_compare_exits_1_when_nothing_comparable_was_compared() {
+    let good = run_dir(&two_permutations());
+    // No id in common.
+    let other = run_dir(&[passed_run(
+        "scsi.512",
+        &[("bus", "scsi"), ("sector", "512")],
+    )]);
+    let o = sno_harness(&["report", path(good.path()), "--compare", path(other.path())]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("no permutation in common with the baseline"),
+        "{}",
+        stderr(&o)
+    );
+    // Another accelerator.
+    let mut kvm = two_permutations();
+    for r in &mut kvm {
+        r.accel = "kvm".into();
+    }
+    let kvm = run_dir(&kvm);
+    let o = sno_harness(&["report", path(good.path()), "--compare", path(kvm.path())]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("the accelerator differs"),
+        "{}",
+        stderr(&o)
+    );
+    // The same runs: comparable, no regression.
+    let same = run_dir(&two_permutations());
+    let o = sno_harness(&["report", path(good.path()), "--compare", path(same.path())]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -364,15 +364,20 @@ fn permutations_only_on_one_side_are_listed() {
 }
 
 #[test]
-fn a_different_host_draws_a_warning_naming_it() {
+fn another_accelerator_is_named_and_fails_the_gate() {
     let base = perf_dir(&[Perm::new("smoke", &BASELINE_NOISE)], "kvm");
     let cand = perf_dir(&[Perm::new("smoke", &CANDIDATE_NOISE)], "tcg");
     let o = compare(cand.path(), base.path(), &[]);
     let text = stdout(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "the comparison still runs: {text}"
+    // The rows are shown, but KVM against TCG is no pass.
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(text.contains("no regression"), "{text}");
+    assert!(
+        stderr(&o).contains(
+            "report --compare: accelerator: kvm in the baseline, tcg in the candidate: the figures are not comparable"
+        ),
+        "{}",
+        stderr(&o)
     );
     assert!(text.contains("WARNING: the host context differs"), "{text}");
     assert!(
@@ -381,6 +386,25 @@ fn a_different_host_draws_a_warning_naming_it() {
     );
     assert!(
         stderr(&o).contains("warning: the host context differs from the baseline's: accelerator"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn nothing_in_common_fails_the_gate() {
+    let base = perf_dir(&[Perm::new("smoke", &BASELINE_NOISE)], "kvm");
+    let cand = perf_dir(&[Perm::new("other", &BASELINE_NOISE)], "kvm");
+    let o = compare(cand.path(), base.path(), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("FAILED: nothing comparable was compared"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o)
+            .contains("no permutation in common: the baseline has smoke, the candidate other"),
         "{}",
         stderr(&o)
     );

@@ -67,7 +67,10 @@ fn the_shards_of_the_disks_matrix_are_disjoint_and_together_the_plan() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let n = all.len();
     for line in [
-        format!("shard 2/3: {} of the plan's {n} permutations", slice.len()),
+        format!(
+            "shard 2/3 (split by order): {} of the plan's {n} permutations",
+            slice.len()
+        ),
         format!("strategy pairwise: {n} permutations"),
     ] {
         assert!(r.stdout.contains(&line), "{line:?} not in\n{}", r.stdout);
@@ -220,7 +223,10 @@ fn each_shard_runs_its_slice_and_its_summary_names_the_plan_and_the_slice() {
         let plan = &s["plan"];
         assert_eq!(plan["matrix"], "m");
         assert_eq!(plan["strategy"], "full");
-        assert_eq!(plan["shard"], serde_json::json!({"index": k, "count": 2}));
+        assert_eq!(
+            plan["shard"],
+            serde_json::json!({"index": k, "count": 2, "by": "order"})
+        );
         let ids: Vec<&str> = plan["ids"]
             .as_array()
             .unwrap()
@@ -407,9 +413,26 @@ fn merging_refuses_other_plans_and_a_used_out_dir_with_exit_2_writing_nothing() 
         r.stderr
     );
     assert!(!out.exists());
+    // The other half of the plan, split by hash: not the slices of one plan.
+    run_matrix(
+        &m,
+        &["--shard", "2/2", "--shard-by", "hash"],
+        &t.join("by-hash"),
+        t,
+    );
+    let r = merge(&[&t.join("s1"), &t.join("by-hash")], &out, &[], t);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("shards split by hash against by order"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
     // The matrix file changed between the shards.
     let text = std::fs::read_to_string(&m).unwrap();
-    std::fs::write(&m, text.replace("[1, 2, 3, 4]", "[1, 2, 3, 5]")).unwrap();
+    // A comment: the same permutations (a changed value could ask more vCPUs than the
+    // host has), another file.
+    std::fs::write(&m, format!("{text}\n# changed\n")).unwrap();
     run_matrix(&m, &["--shard", "2/2"], &t.join("changed"), t);
     let r = merge(&[&t.join("s1"), &t.join("changed")], &out, &[], t);
     assert_eq!(r.code, 2, "{}", r.stderr);

@@ -26,6 +26,27 @@ pub fn out_dir(out: Option<PathBuf>) -> PathBuf {
     })
 }
 
+/// `--shard K/N` and how the plan is split, as `plan`, `matrix` and `perf` take them.
+#[derive(clap::Args)]
+pub struct ShardFlags {
+    /// A matrix only: shard K of N of the (filtered) plan. The same slice on every machine;
+    /// `report --merge` joins the shards' run directories.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<sno_harness::scenario::matrix::Shard>,
+    /// How `--shard` splits the plan: `order` deals the permutations in plan order (shard
+    /// sizes differ by at most one), `hash` by a hash of each permutation id (independent
+    /// of the plan's order, but uneven on a small plan).
+    #[arg(long, value_enum, default_value_t, requires = "shard")]
+    shard_by: sno_harness::scenario::matrix::ShardBy,
+}
+
+impl ShardFlags {
+    /// The shard asked for, split as asked.
+    pub fn get(&self) -> Option<sno_harness::scenario::matrix::Shard> {
+        self.shard.map(|s| s.split_by(self.shard_by))
+    }
+}
+
 /// The flags `run`, `matrix` and `perf` share.
 #[derive(clap::Args)]
 pub struct RunFlags {

@@ -14,7 +14,8 @@ use sno_harness::vm::Backend;
 
 use super::error::{bad, CliError, Outcome};
 use super::flags::{
-    check_dirs, claim_dirs, interrupt_channel, matrix_replay, out_dir, runtime, RunFlags, Tally,
+    check_dirs, claim_dirs, interrupt_channel, matrix_replay, out_dir, runtime, RunFlags,
+    ShardFlags, Tally,
 };
 use super::preflight::preflight;
 
@@ -35,10 +36,8 @@ pub struct MatrixArgs {
     /// Only the permutations whose id matches this glob (`*`, `?`; `a,b` for either).
     #[arg(long)]
     filter: Option<String>,
-    /// Only shard K of N of the (filtered) plan, a slice by a hash of each permutation id:
-    /// the same on every machine, whatever the other shards do. `report --merge` joins them.
-    #[arg(long, value_name = "K/N")]
-    shard: Option<Shard>,
+    #[command(flatten)]
+    shard: ShardFlags,
     /// The libvirt hosts to spread over, each with optional limits (TOML: `[[host]] uri =
     /// "qemu+ssh://...", jobs, memory, cpus`; docs/scenario-format.md), instead of
     /// `--connect`; implies `--backend libvirt`.
@@ -70,11 +69,11 @@ pub fn sliced<'m>(
     filter: Option<&'m str>,
     shard: Option<Shard>,
 ) -> Result<Vec<&'m Permutation>, CliError> {
-    let mut perms = filtered(m, path, filter)?;
-    if let Some(s) = shard {
-        perms.retain(|p| s.holds(&p.id));
-    }
-    Ok(perms)
+    let perms = filtered(m, path, filter)?;
+    Ok(match shard {
+        Some(s) => s.slice(perms, |p| &p.id),
+        None => perms,
+    })
 }
 
 /// The permutations `--filter` selects (all without one); none is bad input.
@@ -105,8 +104,9 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
     if a.jobs == Some(0) {
         return Err(bad("--jobs must be at least 1"));
     }
-    let perms = sliced(&m, &a.matrix, a.filter.as_deref(), a.shard)?;
-    let plan = matrix::PlanIdentity::of(&m, a.filter.as_deref(), a.shard);
+    let shard = a.shard.get();
+    let perms = sliced(&m, &a.matrix, a.filter.as_deref(), shard)?;
+    let plan = matrix::PlanIdentity::of(&m, a.filter.as_deref(), shard);
     let out = out_dir(a.flags.out.clone());
     if perms.is_empty() {
         return empty_shard(&m, &plan, &out, &a);
@@ -133,9 +133,14 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
     let jobs_n = a
         .jobs
         .unwrap_or_else(sno_harness::fleet::admission::default_jobs);
-    let slice = a
-        .shard
-        .map(|s| format!(" (shard {s} of {} permutations)", plan.ids.len()))
+    let slice = shard
+        .map(|s| {
+            format!(
+                " (shard {s} of {} permutations, split by {})",
+                plan.ids.len(),
+                s.by.name()
+            )
+        })
         .unwrap_or_default();
     let at_once = at_once(&places, jobs_n);
     errln!(
@@ -194,7 +199,18 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
 /// admission applies it.
 fn at_once(places: &[PlaceSpec], jobs_n: u32) -> String {
     match places {
-        [one] => format!("{} at once", one.limits.jobs.unwrap_or(jobs_n).max(1)),
+        [one] => {
+            let n = one.limits.jobs.unwrap_or(jobs_n).max(1);
+            // This host's memory figure, as the admission counts it (a remote host's is
+            // libvirt's).
+            match sno_harness::fleet::admission::memory_now() {
+                Ok((mem, from)) if !one.backend.is_remote() => format!(
+                    "at most {n} at once as memory ({:.1} GiB, {from}) and CPUs allow",
+                    mem as f64 / (1u64 << 30) as f64
+                ),
+                _ => format!("{n} at once"),
+            }
+        }
         many => format!(
             "over {} libvirt hosts, at most {jobs_n} at once on each unless its limits say",
             many.len()
@@ -265,7 +281,7 @@ fn empty_shard(
     errln!(
         "sno-harness: matrix {}: shard {} of {} permutations holds none; nothing to run; {}",
         m.name,
-        a.shard.map(|s| s.to_string()).unwrap_or_default(),
+        a.shard.get().map(|s| s.to_string()).unwrap_or_default(),
         plan.ids.len(),
         out.join("summary.json").display()
     );

@@ -57,10 +57,9 @@ pub struct PerfArgs {
     /// either).
     #[arg(long)]
     filter: Option<String>,
-    /// Matrix only: shard K of N of the (filtered) plan, by a hash of each permutation id
-    /// (as `matrix --shard`).
-    #[arg(long, value_name = "K/N")]
-    shard: Option<sno_harness::scenario::matrix::Shard>,
+    /// As `matrix --shard` and `--shard-by`.
+    #[command(flatten)]
+    shard: super::flags::ShardFlags,
     /// Measure install-to-disk alone: bootstrap each permutation once, save the VM (QEMU
     /// migration to a file, disks kept as qcow2 bases) once bootkube is done, and make
     /// every warmup and measured run resume it. perf.json reports the time this saved.
@@ -83,7 +82,7 @@ pub fn perf(a: PerfArgs) -> Outcome {
         // A shard of a small plan may hold nothing; its CI job has nothing to measure.
         errln!(
             "sno-harness: perf: shard {} of {} holds no permutation; nothing to run",
-            a.shard.map(|s| s.to_string()).unwrap_or_default(),
+            a.shard.get().map(|s| s.to_string()).unwrap_or_default(),
             a.file.display()
         );
         return Ok(sno_harness::exit::OK);
@@ -161,6 +160,14 @@ pub fn perf(a: PerfArgs) -> Outcome {
     for e in &failed_writes {
         errln!("sno-harness: writing {e}");
     }
+    for p in &report.permutations {
+        if let Some(c) = p.disk_write.as_ref().and_then(|d| d.caveat.as_ref()) {
+            errln!(
+                "sno-harness: warning: {}: the disk write figure is {c}",
+                p.id
+            );
+        }
+    }
     out!("{markdown}");
     let code = tally_runs(&a.file, &jobs, &ran, &out.join(PERF_JSON));
     Ok(if failed_writes.is_empty() {
@@ -175,7 +182,7 @@ pub fn perf(a: PerfArgs) -> Outcome {
 fn jobs_of(a: &PerfArgs) -> Result<(Vec<Job>, Option<String>), CliError> {
     if is_matrix_file(&a.file) {
         let m = load_with_strategy(&a.file, a.strategy.as_deref())?;
-        let jobs = sliced(&m, &a.file, a.filter.as_deref(), a.shard)?
+        let jobs = sliced(&m, &a.file, a.filter.as_deref(), a.shard.get())?
             .into_iter()
             .map(|p| Job {
                 id: p.id.clone(),
@@ -186,7 +193,7 @@ fn jobs_of(a: &PerfArgs) -> Result<(Vec<Job>, Option<String>), CliError> {
             .collect();
         return Ok((jobs, Some(m.strategy.name().to_string())));
     }
-    if a.strategy.is_some() || a.filter.is_some() || a.shard.is_some() {
+    if a.strategy.is_some() || a.filter.is_some() || a.shard.get().is_some() {
         return Err(bad(format!(
             "--strategy, --filter and --shard select permutations of a matrix; {} is a scenario",
             a.file.display()

@@ -13,6 +13,9 @@ use sno_harness::vm::qemu::argv::shell_command_line;
 use sno_harness::vm::qemu::qemu_argv;
 use sno_harness::vm::start::RunMeta;
 
+use sno_harness::fleet::admission::{self, AtOnce, HostNow, MemoryFrom, Need};
+use sno_harness::fleet::matrix_runner::need_of;
+
 use super::error::{bad, Outcome};
 
 /// Print what a run would do (install-config, commands, QEMU command line, timeouts);
@@ -28,9 +31,9 @@ pub struct PlanArgs {
     /// domain XML.
     #[arg(long, default_value = "qemu", value_parser = sno_harness::vm::backend::NAMES)]
     backend: String,
-    /// A matrix: list only shard K of N, the permutations `matrix --shard K/N` runs.
-    #[arg(long, value_name = "K/N")]
-    shard: Option<matrix::Shard>,
+    /// A matrix: list only the permutations `matrix --shard K/N [--shard-by]` runs.
+    #[command(flatten)]
+    shard: super::flags::ShardFlags,
     /// A matrix: list only the permutations whose id matches this glob, as `matrix
     /// --filter` runs them (`*`, `?`; `a,b` for either).
     #[arg(long)]
@@ -52,7 +55,7 @@ pub fn plan(a: PlanArgs) -> Outcome {
         return plan_matrix(&a);
     }
     for (flag, given) in [
-        ("--shard", a.shard.is_some()),
+        ("--shard", a.shard.get().is_some()),
         ("--filter", a.filter.is_some()),
         ("--strategy", a.strategy.is_some()),
     ] {
@@ -79,33 +82,115 @@ pub fn plan(a: PlanArgs) -> Outcome {
 fn plan_matrix(a: &PlanArgs) -> Outcome {
     let mut m = super::matrix::load_with_strategy(&a.scenario, a.strategy.as_deref())?;
     let plan_count = m.permutations.len();
+    let shard = a.shard.get();
     let selected: BTreeSet<String> =
-        super::matrix::sliced(&m, &a.scenario, a.filter.as_deref(), a.shard)?
+        super::matrix::sliced(&m, &a.scenario, a.filter.as_deref(), shard)?
             .into_iter()
             .map(|p| p.id.clone())
             .collect();
     let n = selected.len();
     let keep = |id: &str| selected.contains(id);
+    let needs: Vec<Need> = m
+        .permutations
+        .iter()
+        .filter(|p| keep(&p.id))
+        .map(|p| need_of(&p.scenario))
+        .collect();
+    let admission = Admitted::here(&needs);
     if a.json {
         m.permutations.retain(|p| keep(&p.id));
         let mut v = matrix::plan_json(&m);
-        v["shard"] = serde_json::json!(a.shard);
+        v["admission"] = admission.json();
+        v["shard"] = serde_json::json!(shard);
         v["filter"] = serde_json::json!(a.filter);
         v["plan_count"] = serde_json::json!(plan_count);
         v["files_sha256"] = serde_json::json!(m.files_sha256);
         print_json(&v);
         return Ok(exit::OK);
     }
-    match (&a.filter, a.shard) {
+    match (&a.filter, shard) {
         (None, None) => {}
-        (None, Some(shard)) => outln!("shard {shard}: {n} of the plan's {plan_count} permutations"),
+        (None, Some(s)) => outln!(
+            "shard {s} (split by {}): {n} of the plan's {plan_count} permutations",
+            s.by.name()
+        ),
         (Some(glob), shard) => {
-            let slice = shard.map(|s| format!(", shard {s}")).unwrap_or_default();
+            let slice = shard
+                .map(|s| format!(", shard {s} (split by {})", s.by.name()))
+                .unwrap_or_default();
             outln!("filter {glob:?}{slice}: {n} of the plan's {plan_count} permutations");
         }
     }
     out!("{}", matrix::plan_text_where(&m, keep));
+    outln!("\n{}", admission.text(n));
     Ok(exit::OK)
+}
+
+/// What the admission would let run at once on this host, with nothing else running: the
+/// memory it counts (the host's MemAvailable, or this process's cgroup limit less its usage
+/// when lower), the CPUs, and how many of the listed permutations fit by each.
+struct Admitted {
+    /// Memory available, where the figure comes from, CPUs; or why the memory is unknown.
+    host: Result<(u64, MemoryFrom, u32), String>,
+    at_once: Option<AtOnce>,
+}
+
+impl Admitted {
+    fn here(needs: &[Need]) -> Admitted {
+        let host = admission::memory_now()
+            .map(|(mem, from)| (mem, from, admission::host_cpus()))
+            .map_err(|e| format!("/proc/meminfo: {e}"));
+        let at_once = host
+            .as_ref()
+            .ok()
+            .map(|&(mem_available, memory_from, cpus)| {
+                admission::at_once(
+                    needs,
+                    HostNow {
+                        mem_available,
+                        memory_from,
+                        cpus,
+                        disk_free: u64::MAX / 4,
+                    },
+                )
+            });
+        Admitted { host, at_once }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        match (&self.host, &self.at_once) {
+            (Ok((mem, from, cpus)), Some(at_once)) => serde_json::json!({
+                "memory_available_bytes": mem,
+                "memory_from": from.to_string(),
+                "cgroup_memory_limit_bytes": match from {
+                    MemoryFrom::CgroupLimit { limit } => Some(*limit),
+                    MemoryFrom::Host => None,
+                },
+                "cpus": cpus,
+                "at_once": at_once,
+            }),
+            (Err(e), _) => serde_json::json!({ "error": e }),
+            (Ok(_), None) => serde_json::Value::Null,
+        }
+    }
+
+    fn text(&self, n: usize) -> String {
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        match (&self.host, &self.at_once) {
+            (Ok((mem, from, cpus)), Some(a)) => format!(
+                "admission on this host (nothing else running, --jobs and disk aside): {:.1} GiB of memory available ({from}), {} CPUs; \
+                 {} of these {n} at once ({} by memory with {:.0} GiB kept for the host, {} by CPUs)",
+                gib(*mem),
+                cpus,
+                a.both,
+                a.by_memory,
+                gib(admission::MEMORY_HEADROOM),
+                a.by_cpus
+            ),
+            (Err(e), _) => format!("admission on this host: unknown ({e})"),
+            (Ok(_), None) => String::new(),
+        }
+    }
 }
 
 fn print_json(v: &serde_json::Value) {

@@ -200,7 +200,10 @@ fn perf_compare(a: &ReportArgs, baseline_dir: &Path, rules: Rules) -> Outcome {
     if let Some(file) = &a.html {
         write_perf_page(file, run_dir, &cand)?;
     }
-    Ok(if cmp.regressions > 0 {
+    for r in &cmp.not_comparable {
+        errln!("sno-harness: report --compare: {r}");
+    }
+    Ok(if cmp.regressions > 0 || !cmp.not_comparable.is_empty() {
         exit::SCENARIO_FAILED
     } else {
         exit::OK
@@ -275,7 +278,10 @@ fn report_run_dir(
             baseline_dir.display()
         );
         out!("{}", render_text(&cmp, t));
-        regressed = cmp.regressions() > 0;
+        for r in &cmp.not_comparable {
+            errln!("sno-harness: report --compare: {r}");
+        }
+        regressed = cmp.regressions() > 0 || !cmp.not_comparable.is_empty();
     }
     let written: Vec<PathBuf> = match (html, baseline) {
         (Some(file), _) => write_html(file, dir, &runs, &axes).map(|()| vec![file.to_path_buf()]),

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use super::cgroup;
+
 /// What one run needs from the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Need {
@@ -15,11 +17,33 @@ pub struct Need {
 /// What the host has now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostNow {
-    /// MemAvailable from /proc/meminfo.
+    /// MemAvailable from /proc/meminfo, or what this process's cgroup leaves when less.
     pub mem_available: u64,
+    /// Which of the two `mem_available` is.
+    pub memory_from: MemoryFrom,
     pub cpus: u32,
     /// Free bytes on the filesystem of the run directory.
     pub disk_free: u64,
+}
+
+/// Where the available memory figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryFrom {
+    /// The host's MemAvailable (a remote libvirt host's free memory).
+    Host,
+    /// This process's cgroup: its tightest limit, less what the cgroup uses.
+    CgroupLimit { limit: u64 },
+}
+
+impl std::fmt::Display for MemoryFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemoryFrom::Host => write!(f, "host MemAvailable"),
+            MemoryFrom::CgroupLimit { limit } => {
+                write!(f, "cgroup memory limit {:.1} GiB", gib(*limit))
+            }
+        }
+    }
 }
 
 /// How far the vCPUs of the VMs running at once may exceed the host's CPUs. Under TCG a VM's
@@ -74,10 +98,11 @@ impl Admission {
         let mem_total_ok = need.memory_bytes + MEMORY_HEADROOM <= host.mem_available + self.memory;
         if self.running == 0 && !mem_total_ok {
             return Decision::Never(format!(
-                "needs {:.1} GiB of memory (+{:.0} GiB headroom); {:.1} GiB is available",
+                "needs {:.1} GiB of memory (+{:.0} GiB headroom); {:.1} GiB is available ({})",
                 gib(need.memory_bytes),
                 gib(MEMORY_HEADROOM),
-                gib(host.mem_available)
+                gib(host.mem_available),
+                host.memory_from
             ));
         }
         if self.running == 0 && need.disk_bytes + DISK_HEADROOM > host.disk_free {
@@ -94,9 +119,10 @@ impl Admission {
         let mem_free = host.mem_available.saturating_sub(self.memory);
         if need.memory_bytes + MEMORY_HEADROOM > mem_free {
             return Decision::Wait(format!(
-                "memory: {:.1} GiB available after what running VMs reserved, {:.1} GiB needed",
+                "memory: {:.1} GiB available after what running VMs reserved, {:.1} GiB needed ({})",
                 gib(mem_free),
-                gib(need.memory_bytes + MEMORY_HEADROOM)
+                gib(need.memory_bytes + MEMORY_HEADROOM),
+                host.memory_from
             ));
         }
         let cpu_limit = (host.cpus * CPU_OVERCOMMIT).max(need.vcpus);
@@ -132,26 +158,109 @@ impl Admission {
     }
 }
 
-/// The host as it is now: MemAvailable, online CPUs, free space under `dir`.
+/// How many runs start at once on an idle host, in order, before the first that must wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct AtOnce {
+    /// Counting memory alone (each run's memory and the headroom).
+    pub by_memory: u32,
+    /// Counting CPUs alone (overcommitted [`CPU_OVERCOMMIT`] times).
+    pub by_cpus: u32,
+    /// Both, as the admission decides (not counting `--jobs` or disk).
+    pub both: u32,
+}
+
+/// How many of `needs`, started in order on `host` with nothing running, the admission lets
+/// run at once (disk and `--jobs` aside).
+pub fn at_once(needs: &[Need], host: HostNow) -> AtOnce {
+    let count = |host: HostNow| {
+        let mut a = Admission::default();
+        for &need in needs {
+            if a.decide(need, host, u32::MAX) != Decision::Start {
+                break;
+            }
+            a.reserve(need);
+        }
+        a.running()
+    };
+    let roomy = HostNow {
+        disk_free: u64::MAX / 4,
+        ..host
+    };
+    AtOnce {
+        by_memory: count(HostNow {
+            cpus: u32::MAX / (2 * CPU_OVERCOMMIT),
+            ..roomy
+        }),
+        by_cpus: count(HostNow {
+            mem_available: u64::MAX / 4,
+            ..roomy
+        }),
+        both: count(roomy),
+    }
+}
+
+/// The host as it is now: MemAvailable, online CPUs, free space under `dir`; memory and
+/// CPUs within this process's cgroup limits where those are lower (in a pod, a container).
 pub fn host_now(dir: &Path) -> std::io::Result<HostNow> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo")?;
-    let mem_available = parse_meminfo_available(&meminfo).ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "no MemAvailable in /proc/meminfo",
-        )
-    })?;
+    let (mem_available, memory_from) = memory_now()?;
     Ok(HostNow {
         mem_available,
+        memory_from,
         cpus: host_cpus(),
         disk_free: free_bytes(dir)?,
     })
 }
 
+/// The memory this process may use now, and where the figure comes from.
+pub fn memory_now() -> std::io::Result<(u64, MemoryFrom)> {
+    use std::io::Read;
+    let mut meminfo = String::new();
+    std::fs::File::open("/proc/meminfo")?
+        .take(1 << 20)
+        .read_to_string(&mut meminfo)?;
+    let host = parse_meminfo_available(&meminfo).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "no MemAvailable in /proc/meminfo",
+        )
+    })?;
+    Ok(within_cgroup(host, &cgroup_limits()))
+}
+
+/// The host's MemAvailable, or what the cgroup leaves when that is less.
+pub fn within_cgroup(host_available: u64, limits: &cgroup::Limits) -> (u64, MemoryFrom) {
+    match &limits.memory {
+        Some(m) if m.available < host_available => {
+            (m.available, MemoryFrom::CgroupLimit { limit: m.limit })
+        }
+        _ => (host_available, MemoryFrom::Host),
+    }
+}
+
+/// This process's cgroup limits; the files it ignored are said once per process.
+fn cgroup_limits() -> cgroup::Limits {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    let limits = cgroup::limits();
+    if !limits.notes.is_empty() {
+        SAID.call_once(|| {
+            for n in &limits.notes {
+                tracing::warn!("cgroup limits: {n}");
+            }
+        });
+    }
+    limits
+}
+
+/// The CPUs this process may use: online CPUs (Rust's count already follows the cgroup
+/// quota), and the cgroup's quota read here as well, the lower of the two.
 pub fn host_cpus() -> u32 {
-    std::thread::available_parallelism()
+    let online = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
-        .unwrap_or(1)
+        .unwrap_or(1);
+    match cgroup_limits().cpus {
+        Some(c) => online.min(c.cpus).max(1),
+        None => online,
+    }
 }
 
 /// The default number of parallel runs: the host's CPUs (the admission checks still apply).
@@ -194,6 +303,7 @@ mod tests {
     fn host(mem_gib: u64) -> HostNow {
         HostNow {
             mem_available: mem_gib * GIB,
+            memory_from: MemoryFrom::Host,
             cpus: 2,
             disk_free: 50 * GIB,
         }

@@ -42,7 +42,7 @@ pub struct Schedule {
 
 /// Disk a run needs: its copy of the live ISO, its disks' written part, the logs. The disks are
 /// sparse qcow2, so their nominal size is not what they take.
-fn need_of(s: &Scenario) -> Need {
+pub fn need_of(s: &Scenario) -> Need {
     const PER_RUN_DISK: u64 = 2 << 30;
     Need {
         memory_bytes: s.vm.memory_mib * 1024 * 1024,

@@ -354,6 +354,7 @@ async fn probe_once(uri: String) -> Result<HostNow, HostQuestionError> {
     match tokio::time::timeout(PROBE_LIMIT, asked).await {
         Ok(Ok(Ok(r))) => Ok(HostNow {
             mem_available: r.mem_available,
+            memory_from: admission::MemoryFrom::Host,
             cpus: r.cpus,
             disk_free: r.disk_free,
         }),
@@ -381,6 +382,7 @@ mod tests {
         Seen {
             room: Some(HostNow {
                 mem_available: mem_gib * GIB,
+                memory_from: admission::MemoryFrom::Host,
                 cpus: 4,
                 disk_free: 100 * GIB,
             }),

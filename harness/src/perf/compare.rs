@@ -236,6 +236,12 @@ pub struct PerfComparison {
     pub only_in_candidate: Vec<String>,
     /// The rows that are regressions.
     pub regressions: usize,
+    /// Why the comparison cannot pass as a gate, whatever its rows say: nothing was compared
+    /// (no permutation in common, no passed run on a side), or the two sides ran on hosts
+    /// whose numbers are not comparable (another accelerator, another disk cache mode).
+    /// `report --compare` exits 1 when this is not empty.
+    #[serde(default)]
+    pub not_comparable: Vec<String>,
 }
 
 impl PerfComparison {
@@ -272,6 +278,8 @@ pub fn compare_reports(
         .map(|b| b.id.clone())
         .collect();
     let regressions = rows.iter().filter(|r| r.regression).count();
+    let host_differences = host_differences(baseline, candidate, &matched);
+    let not_comparable = not_comparable(baseline, candidate, &matched, &host_differences);
     Ok(PerfComparison {
         schema: SCHEMA.into(),
         baseline_dir: String::new(),
@@ -281,11 +289,12 @@ pub fn compare_reports(
         threshold_pct: rules.thresholds.pct,
         threshold_s: rules.thresholds.secs,
         min_samples_per_group: rules.min_samples(),
-        host_differences: host_differences(baseline, candidate, &matched),
+        host_differences,
         rows,
         only_in_baseline,
         only_in_candidate,
         regressions,
+        not_comparable,
     })
 }
 
@@ -518,6 +527,69 @@ fn host_fields(h: &HostInfo) -> Vec<(&'static str, String)> {
             or_unknown(h.backing_store.as_ref().map(|b| known(&b.fstype))),
         ),
     ]
+}
+
+/// The host context fields whose difference makes the numbers incomparable: KVM against TCG
+/// is a different machine, and a disk cache mode decides whether a write reaches the disk.
+const DECISIVE: [&str; 2] = ["accelerator", "install-disk cache"];
+
+/// Why `candidate` cannot pass a gate against `baseline` (see
+/// [`PerfComparison::not_comparable`]).
+fn not_comparable(
+    baseline: &PerfReport,
+    candidate: &PerfReport,
+    matched: &[(&PermutationPerf, &PermutationPerf)],
+    diffs: &[HostDifference],
+) -> Vec<String> {
+    let ids = |r: &PerfReport| -> String {
+        let ids: Vec<&str> = r.permutations.iter().map(|p| p.id.as_str()).collect();
+        if ids.is_empty() {
+            "none".into()
+        } else {
+            ids.join(", ")
+        }
+    };
+    let mut out = Vec::new();
+    if matched.is_empty() {
+        out.push(format!(
+            "no permutation in common: the baseline has {}, the candidate {}",
+            ids(baseline),
+            ids(candidate)
+        ));
+    } else {
+        for (side, passed) in [
+            (
+                "baseline",
+                matched.iter().map(|(b, _)| b.counts.passed).sum::<u32>(),
+            ),
+            (
+                "candidate",
+                matched.iter().map(|(_, c)| c.counts.passed).sum::<u32>(),
+            ),
+        ] {
+            if passed == 0 {
+                out.push(format!(
+                    "the {side} has no passed measured run in the permutations in common, so no figure of it was compared"
+                ));
+            }
+        }
+    }
+    for d in diffs.iter().filter(|d| DECISIVE.contains(&d.what.as_str())) {
+        // An older perf.json that does not say cannot be told apart; the warning names it.
+        if d.baseline == "unknown" || d.candidate == "unknown" {
+            continue;
+        }
+        let scope = if d.permutations.is_empty() {
+            String::new()
+        } else {
+            format!(" (permutations {})", d.permutations.join(", "))
+        };
+        out.push(format!(
+            "{}: {} in the baseline, {} in the candidate{scope}: the figures are not comparable",
+            d.what, d.baseline, d.candidate
+        ));
+    }
+    out
 }
 
 /// Where the hosts of the compared permutations differ (each permutation's own host context

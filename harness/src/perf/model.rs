@@ -186,6 +186,23 @@ pub struct DiskWriteStat {
     /// install-to-disk's deadline as the write's projection moved it, when runs had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<DeadlineStat>,
+    /// What the figure measures when it is not the disk ([`UNSAFE_CACHE_CAVEAT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<String>,
+}
+
+/// The label of a disk write measured with `cache = "unsafe"`: QEMU writes into the host's
+/// page cache and ignores the guest's flushes, so the MiB/s is the host's memory, not its disk.
+pub const UNSAFE_CACHE_CAVEAT: &str =
+    "measured with cache = \"unsafe\": the host's page cache, not the disk";
+
+impl DiskWriteStat {
+    /// The caveat a write to a disk with this host-side cache mode carries.
+    pub fn caveat_for(install_disk: Option<&InstallDisk>) -> Option<String> {
+        install_disk
+            .filter(|d| d.cache == CacheMode::Unsafe)
+            .map(|_| UNSAFE_CACHE_CAVEAT.to_string())
+    }
 }
 
 /// Seconds from the start of install-to-disk.
@@ -441,7 +458,10 @@ fn permutation(p: &PermutationRuns, input: &PerfInput) -> (PermutationPerf, Host
         "total",
         &mut warnings,
     );
-    let disk_write = disk_write(&included, &mut warnings);
+    let disk_write = disk_write(&included, &mut warnings).map(|d| DiskWriteStat {
+        caveat: DiskWriteStat::caveat_for(p.install_disk.as_ref()),
+        ..d
+    });
 
     // The host context of the measured runs (of the warmups when none was measured).
     let ctx: Vec<&PerfRun> = if measured.is_empty() {
@@ -599,6 +619,7 @@ fn disk_write(included: &[&PerfRun], warnings: &mut Vec<String>) -> Option<DiskW
         mib_s,
         bytes,
         deadline,
+        caveat: None,
     })
 }
 

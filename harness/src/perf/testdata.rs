@@ -89,6 +89,7 @@ pub fn with_disk_write(mut p: PermutationPerf, seconds: &[f64]) -> PermutationPe
         mib_s: stat(&rates),
         bytes: stat(&vec![WRITE_BYTES; seconds.len()]),
         deadline: None,
+        caveat: None,
     });
     p
 }

@@ -42,6 +42,9 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     pub only_in_baseline: Vec<String>,
     pub only_in_current: Vec<String>,
+    /// Why the comparison cannot pass as a gate whatever its rows say (nothing compared, or
+    /// hosts whose figures are not comparable); `report --compare` exits 1 when not empty.
+    pub not_comparable: Vec<String>,
 }
 
 impl Comparison {
@@ -102,7 +105,60 @@ pub fn compare(baseline: &[RunResult], current: &[RunResult], t: Thresholds) -> 
         .filter(|r| !current_ids.contains(&r.id.as_str()))
         .map(|r| r.id.clone())
         .collect();
+    let pairs: Vec<(&RunResult, &RunResult)> = current
+        .iter()
+        .filter_map(|c| Some((*base_by_id.get(c.id.as_str())?, c)))
+        .collect();
+    cmp.not_comparable = not_comparable(&pairs);
     cmp
+}
+
+/// Why a comparison of these (baseline, current) pairs of one id cannot pass as a gate: no
+/// pair; no passed run on a side, so no duration was compared; a pair on another
+/// accelerator (KVM against TCG) or another install-disk cache mode (whether a write reached
+/// the disk). A side that does not record its cache mode (an older result.json) is not
+/// told apart.
+pub fn not_comparable(pairs: &[(&RunResult, &RunResult)]) -> Vec<String> {
+    if pairs.is_empty() {
+        return vec!["no permutation in common with the baseline".into()];
+    }
+    let mut out = Vec::new();
+    for (side, passed) in [
+        (
+            "baseline",
+            pairs.iter().any(|(b, _)| b.verdict == Verdict::Pass),
+        ),
+        (
+            "current run",
+            pairs.iter().any(|(_, c)| c.verdict == Verdict::Pass),
+        ),
+    ] {
+        if !passed {
+            out.push(format!(
+                "the {side} has no passed run in the permutations in common, so no duration of it was compared"
+            ));
+        }
+    }
+    let differ = |what: &str, f: &dyn Fn(&RunResult) -> Option<String>| -> Option<String> {
+        let ids: Vec<String> = pairs
+            .iter()
+            .filter_map(|(b, c)| {
+                let (bv, cv) = (f(b)?, f(c)?);
+                (bv != cv).then(|| format!("{} ({bv} in the baseline, {cv} now)", c.id))
+            })
+            .collect();
+        (!ids.is_empty()).then(|| {
+            format!(
+                "{what} differs: {}: the figures are not comparable",
+                ids.join(", ")
+            )
+        })
+    };
+    let accel = |r: &RunResult| (!r.accel.is_empty()).then(|| r.accel.clone());
+    let cache = |r: &RunResult| r.disk_write.as_ref()?.cache.clone();
+    out.extend(differ("the accelerator", &accel));
+    out.extend(differ("the install disk's cache mode", &cache));
+    out
 }
 
 /// The comparison as a plain-text table, with the thresholds and a closing count.
@@ -152,6 +208,19 @@ pub fn render_text(cmp: &Comparison, t: Thresholds) -> String {
             n => format!("{n} regressions"),
         }
     );
+    out.push_str(&not_comparable_text(&cmp.not_comparable));
+    out
+}
+
+/// Why the comparison fails as a gate whatever its rows say; empty when it can pass.
+pub fn not_comparable_text(reasons: &[String]) -> String {
+    if reasons.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nFAILED: nothing comparable was compared, so this is no pass:\n");
+    for r in reasons {
+        out.push_str(&format!("  - {r}\n"));
+    }
     out
 }
 
@@ -354,5 +423,66 @@ mod tests {
         assert_eq!(cmp.regressions(), 0);
         // fail -> fail is not a new regression.
         assert!(render_text(&cmp, T).trim_end().ends_with("no regression"));
+    }
+
+    #[test]
+    fn nothing_in_common_is_no_pass() {
+        let cmp = compare(&[sample_pass("a")], &[sample_pass("b")], T);
+        assert_eq!(cmp.regressions(), 0);
+        assert_eq!(
+            cmp.not_comparable,
+            ["no permutation in common with the baseline"]
+        );
+        assert!(render_text(&cmp, T).contains("FAILED: nothing comparable was compared"));
+        let cmp = compare(&[sample_pass("a")], &[], T);
+        assert_eq!(cmp.not_comparable.len(), 1);
+        assert!(compare(&[sample_pass("a")], &[sample_pass("a")], T)
+            .not_comparable
+            .is_empty());
+    }
+
+    #[test]
+    fn no_passed_run_on_a_side_is_no_pass() {
+        let fail = || sample_fail("a", "x");
+        // Both failed: no verdict regressed, no duration compared.
+        let cmp = compare(&[fail()], &[fail()], T);
+        assert_eq!(cmp.regressions(), 0);
+        assert_eq!(cmp.not_comparable.len(), 2, "{:?}", cmp.not_comparable);
+        assert!(cmp.not_comparable[0].starts_with("the baseline has no passed run"));
+        assert!(cmp.not_comparable[1].starts_with("the current run has no passed run"));
+        // A baseline that failed and a run that passes: nothing to hold the run against.
+        let cmp = compare(&[fail()], &[sample_pass("a")], T);
+        assert_eq!(cmp.regressions(), 0);
+        assert_eq!(cmp.not_comparable.len(), 1, "{:?}", cmp.not_comparable);
+    }
+
+    #[test]
+    fn another_accelerator_or_disk_cache_is_no_pass() {
+        let base = sample_pass("a");
+        let mut kvm = sample_pass("a");
+        kvm.accel = "kvm".into();
+        assert_eq!(base.accel, "tcg");
+        let cmp = compare(std::slice::from_ref(&base), &[kvm], T);
+        assert_eq!(
+            cmp.not_comparable,
+            ["the accelerator differs: a (tcg in the baseline, kvm now): the figures are not comparable"]
+        );
+        let cached = |c: Option<&str>| {
+            let mut r = sample_pass("a");
+            r.disk_write.as_mut().unwrap().cache = c.map(str::to_string);
+            r
+        };
+        let cmp = compare(&[cached(Some("unsafe"))], &[cached(Some("none"))], T);
+        assert_eq!(
+            cmp.not_comparable,
+            ["the install disk's cache mode differs: a (unsafe in the baseline, none now): the figures are not comparable"]
+        );
+        // A result.json from before the cache mode was recorded is not told apart.
+        assert!(compare(&[cached(None)], &[cached(Some("none"))], T)
+            .not_comparable
+            .is_empty());
+        assert!(compare(&[cached(Some("none"))], &[cached(Some("none"))], T)
+            .not_comparable
+            .is_empty());
     }
 }

@@ -2,7 +2,7 @@
 //! hosts differ, one aligned row per permutation and metric, and a closing count.
 
 use crate::perf::compare::{HostDifference, MibS, PerfComparison, Row, Side};
-use crate::report::dir_compare::{aligned_columns, signed};
+use crate::report::dir_compare::{aligned_columns, not_comparable_text, signed};
 
 /// The comparison as plain text: the rules, a host warning, the aligned table, what was only
 /// on one side, and a closing count.
@@ -36,6 +36,7 @@ pub fn render_text(cmp: &PerfComparison) -> String {
         1 => "\n1 regression\n".to_string(),
         n => format!("\n{n} regressions\n"),
     });
+    out.push_str(&not_comparable_text(&cmp.not_comparable));
     out
 }
 
@@ -496,5 +497,95 @@ mod tests {
                 ("backing store filesystem", "unknown")
             ]
         );
+    }
+
+    /// A permutation as `perm`, whose measured runs all failed (no statistics).
+    fn failed(id: &str) -> crate::perf::model::PermutationPerf {
+        let mut p = perm(id, &[]);
+        p.counts.measured = 6;
+        p.counts.planned = 6;
+        p.counts.passed = 0;
+        p
+    }
+
+    #[test]
+    fn no_permutation_in_common_is_no_pass() {
+        let b = report(vec![perm("a", &[("assets", &noisy(2.0))])]);
+        let c = report(vec![perm("b", &[("assets", &noisy(2.0))])]);
+        let cmp = compare_reports(&b, &c, rules()).unwrap();
+        assert_eq!(cmp.regressions, 0);
+        assert_eq!(
+            cmp.not_comparable,
+            ["no permutation in common: the baseline has a, the candidate b"]
+        );
+        let text = render_text(&cmp);
+        assert!(
+            text.contains("FAILED: nothing comparable was compared"),
+            "{text}"
+        );
+        // An empty candidate too.
+        let cmp = compare_reports(&b, &report(vec![]), rules()).unwrap();
+        assert!(
+            cmp.not_comparable[0].ends_with("the candidate none"),
+            "{cmp:?}"
+        );
+        // One permutation in common, with passed runs on both sides: comparable.
+        assert!(compare_reports(&b, &b, rules())
+            .unwrap()
+            .not_comparable
+            .is_empty());
+    }
+
+    #[test]
+    fn no_passed_run_on_a_side_is_no_pass() {
+        let good = report(vec![perm("a", &[("assets", &noisy(2.0))])]);
+        let bad = report(vec![failed("a")]);
+        for (b, c, side) in [
+            (&good, &bad, "the candidate"),
+            (&bad, &good, "the baseline"),
+        ] {
+            let cmp = compare_reports(b, c, rules()).unwrap();
+            assert_eq!(cmp.regressions, 0, "{side}");
+            assert_eq!(cmp.not_comparable.len(), 1, "{:?}", cmp.not_comparable);
+            assert!(
+                cmp.not_comparable[0].starts_with(&format!("{side} has no passed measured run")),
+                "{:?}",
+                cmp.not_comparable
+            );
+        }
+        let cmp = compare_reports(&bad, &bad, rules()).unwrap();
+        assert_eq!(cmp.not_comparable.len(), 2, "{:?}", cmp.not_comparable);
+    }
+
+    #[test]
+    fn another_accelerator_or_disk_cache_is_no_pass() {
+        let b = report(vec![perm("a", &[("assets", &noisy(2.0))])]);
+        let mut tcg = b.clone();
+        tcg.host.accel = "tcg".into();
+        let cmp = compare_reports(&b, &tcg, rules()).unwrap();
+        assert_eq!(
+            cmp.not_comparable,
+            ["accelerator: kvm in the baseline, tcg in the candidate: the figures are not comparable"]
+        );
+        let mut direct = b.clone();
+        direct.host.install_disk.as_mut().unwrap().cache = CacheMode::None;
+        let cmp = compare_reports(&b, &direct, rules()).unwrap();
+        assert_eq!(
+            cmp.not_comparable,
+            ["install-disk cache: unsafe in the baseline, none in the candidate: the figures are not comparable"]
+        );
+        // Another CPU model is a warning, not a refusal.
+        let mut cpu = b.clone();
+        cpu.host.cpu_model = "another".into();
+        let cmp = compare_reports(&b, &cpu, rules()).unwrap();
+        assert!(!cmp.host_differences.is_empty());
+        assert!(cmp.not_comparable.is_empty(), "{:?}", cmp.not_comparable);
+        // A side that does not record its cache mode is not told apart.
+        let mut old = b.clone();
+        old.host.install_disk = None;
+        assert!(compare_reports(&b, &old, rules())
+            .unwrap()
+            .not_comparable
+            .is_empty());
     }
 }

@@ -230,6 +230,9 @@ fn disk_write_section(r: &PerfReport) -> String {
             d.bytes.summary.median / (1024.0 * 1024.0),
             d.seconds.summary.median,
         ));
+        if let Some(c) = &d.caveat {
+            disk_lines.push(format!("  - **{c}**"));
+        }
         if let Some(dl) = &d.deadline {
             disk_lines.push(format!(
                 "  - install-to-disk deadline: nominal {:.1} s, adapted to {:.1} s median (min {:.1}, max {:.1}); the write projected to end at {:.1} s median (n {})",
@@ -638,5 +641,37 @@ mod tests {
             cells[1..9],
             ["smoke", "bootkube", "2", "9.00", "13.00", "4.00", "14.00", "7.07"]
         );
+    }
+
+    #[test]
+    fn a_disk_write_through_the_unsafe_cache_is_labelled_as_the_page_cache() {
+        let runs = || vec![run(RunKind::Measured, 0, passed(1, 2, 2_000))];
+        let rep = build(&input(runs(), 1, 0));
+        let d = rep.permutations[0].disk_write.as_ref().unwrap();
+        assert_eq!(
+            d.caveat.as_deref(),
+            Some("measured with cache = \"unsafe\": the host's page cache, not the disk")
+        );
+        let md = render_markdown(&rep);
+        assert!(
+            md.contains(
+                "  - **measured with cache = \"unsafe\": the host's page cache, not the disk**"
+            ),
+            "{md}"
+        );
+        let json = serde_json::to_value(&rep).unwrap();
+        assert!(json["permutations"][0]["disk_write"]["caveat"]
+            .as_str()
+            .unwrap()
+            .contains("page cache"));
+        // A disk written with O_DIRECT is the disk: no label.
+        let mut direct = input(runs(), 1, 0);
+        direct.permutations[0].install_disk.as_mut().unwrap().cache = CacheMode::None;
+        let rep = build(&direct);
+        assert_eq!(
+            rep.permutations[0].disk_write.as_ref().unwrap().caveat,
+            None
+        );
+        assert!(!render_markdown(&rep).contains("page cache"));
     }
 }

@@ -127,6 +127,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
                     projected_write_end_s: s(p.write_end_ms),
                 })
             }),
+            cache: crate::perf::model::InstallDisk::of(s).map(|d| d.cache.name().to_string()),
         })
     });
     RunResult {

@@ -56,6 +56,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
             source: "qmp".into(),
             image_bytes: None,
             deadline: None,
+            cache: None,
         }),
         last_signals: vec![],
         artifacts: BTreeMap::from([

@@ -37,8 +37,9 @@ pub struct Probe {
     /// A regular file with an execute bit.
     pub executable: Box<CheckPath>,
     pub env: Box<Lookup>,
-    /// MemAvailable in bytes; None when it cannot be read.
-    pub mem_available: Option<u64>,
+    /// MemAvailable in bytes (within this process's cgroup limit), and where it comes
+    /// from; None when it cannot be read.
+    pub mem_available: Option<(u64, crate::fleet::admission::MemoryFrom)>,
     pub cpus: u32,
     /// The accelerator the run would get (the KVM trial runs once per process).
     pub accel: Box<Decide>,
@@ -54,9 +55,7 @@ impl Probe {
             is_file: Box::new(|p| p.is_file()),
             executable: Box::new(executable_file),
             env: Box::new(|v| std::env::var(v).ok()),
-            mem_available: crate::fleet::admission::host_now(Path::new("/"))
-                .ok()
-                .map(|h| h.mem_available),
+            mem_available: crate::fleet::admission::memory_now().ok(),
             cpus: crate::fleet::admission::host_cpus(),
             accel: Box::new(crate::vm::accel::decide),
             // Dropping the connection closes it.
@@ -153,11 +152,11 @@ pub(super) fn room_for(s: &Scenario, backend: &Backend, probe: &Probe) -> Vec<Fi
     let need = s.vm.memory_mib << 20;
     let memory = match probe.mem_available {
         None => Finding::new("memory", Level::Warn, "MemAvailable unknown (/proc/meminfo)"),
-        Some(avail) if avail < need + MEMORY_HEADROOM => Finding::new(
+        Some((avail, from)) if avail < need + MEMORY_HEADROOM => Finding::new(
             "memory",
             Level::Missing,
             format!(
-                "{}: the VM needs {:.1} GiB (vm.memory) and the host has {:.1} GiB available, {:.0} GiB of it kept for the host; \
+                "{}: the VM needs {:.1} GiB (vm.memory) and the host has {:.1} GiB available ({from}), {:.0} GiB of it kept for the host; \
                  free memory, or run on a bigger host",
                 s.path.display(),
                 gib(need),
@@ -165,10 +164,14 @@ pub(super) fn room_for(s: &Scenario, backend: &Backend, probe: &Probe) -> Vec<Fi
                 gib(MEMORY_HEADROOM)
             ),
         ),
-        Some(avail) => Finding::new(
+        Some((avail, from)) => Finding::new(
             "memory",
             Level::Ok,
-            format!("{:.1} GiB available, the VM needs {:.1} GiB", gib(avail), gib(need)),
+            format!(
+                "{:.1} GiB available ({from}), the VM needs {:.1} GiB",
+                gib(avail),
+                gib(need)
+            ),
         ),
     };
     let cpus = if s.vm.vcpus > probe.cpus * CPU_OVERCOMMIT {

@@ -32,7 +32,7 @@ fn ready_host() -> Probe {
         is_file: Box::new(|_| true),
         executable: Box::new(|_| Ok(())),
         env: Box::new(|v| (v == "PS").then(|| SECRET.to_string())),
-        mem_available: Some(16 << 30),
+        mem_available: Some((16 << 30, crate::fleet::admission::MemoryFrom::Host)),
         cpus: 4,
         accel: Box::new(|_| {
             Ok(AccelDecision {

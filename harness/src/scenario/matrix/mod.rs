@@ -71,7 +71,7 @@ pub use ids::permutation_id;
 pub use keys::ChangeError;
 pub use plan::{plan_json, plan_text, plan_text_where, SCHEMA as PLAN_SCHEMA};
 pub use shapes::{ShapeError, LAYOUT_KEY, NETWORK_STACK_KEY};
-pub use shard::{PlanIdentity, Shard};
+pub use shard::{PlanIdentity, Shard, ShardBy};
 pub use strategy::{Strategy, UnknownStrategy, MAX_PERMUTATIONS};
 
 /// A loaded matrix, expanded with one strategy.

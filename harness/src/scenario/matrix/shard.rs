@@ -1,9 +1,15 @@
 //! `--shard K/N`: a deterministic slice of a matrix plan, for CI systems that run N jobs.
 //!
-//! A permutation belongs to shard `1 + h mod N`, `h` being the first eight bytes of the
-//! SHA-256 of its id (as nextest's hash partition, with a hash that is the same on every
-//! machine and Rust release). So a shard's content depends only on the ids and N: not on the
-//! machine, the order of the plan, or what the other shards did.
+//! Two splits (`--shard-by`):
+//! - `order` (the default): the plan's permutations are dealt in plan order, permutation `i`
+//!   (0-based) to shard `1 + i mod N`, so no shard holds more than one permutation more than
+//!   another. A shard's content depends on the (filtered) plan and N, both recorded in
+//!   summary.json, so `report --merge` can check the shards are of one plan.
+//! - `hash`: a permutation belongs to shard `1 + h mod N`, `h` being the first eight bytes of
+//!   the SHA-256 of its id (as nextest's hash partition, with a hash that is the same on every
+//!   machine and Rust release). A shard's content depends only on the ids and N, not on the
+//!   order of the plan; but a small plan splits unevenly (the install-config matrix's 15
+//!   permutations in 4 shards: 2, 9, 2, 2).
 
 use std::fmt;
 use std::str::FromStr;
@@ -14,19 +20,79 @@ use sha2::{Digest, Sha256};
 /// `MAX_PERMUTATIONS` permutations anyway).
 pub const MAX_SHARDS: u32 = 1000;
 
-/// Shard `index` (1-based) of `count`.
+/// How a plan is split into shards.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ShardBy {
+    /// Dealt in plan order: shard sizes differ by at most one.
+    #[default]
+    Order,
+    /// By a hash of each permutation id: independent of the plan's order.
+    Hash,
+}
+
+impl ShardBy {
+    pub fn name(self) -> &'static str {
+        match self {
+            ShardBy::Order => "order",
+            ShardBy::Hash => "hash",
+        }
+    }
+
+    /// The split a summary.json written before `by` was recorded used.
+    fn before_it_was_recorded() -> ShardBy {
+        ShardBy::Hash
+    }
+}
+
+/// Shard `index` (1-based) of `count`, split `by`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Shard {
     pub index: u32,
     pub count: u32,
+    #[serde(default = "ShardBy::before_it_was_recorded")]
+    pub by: ShardBy,
 }
 
 impl Shard {
-    /// Whether the permutation with this id is in this shard.
-    pub fn holds(&self, id: &str) -> bool {
-        let digest = Sha256::digest(id.as_bytes());
-        let h = u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"));
-        h % u64::from(self.count) == u64::from(self.index - 1)
+    /// Whether the permutation at `position` (0-based, in the filtered plan's order) with
+    /// this id is in this shard.
+    pub fn holds(&self, position: usize, id: &str) -> bool {
+        let k = u64::from(self.index - 1);
+        let n = u64::from(self.count);
+        match self.by {
+            ShardBy::Order => position as u64 % n == k,
+            ShardBy::Hash => {
+                let digest = Sha256::digest(id.as_bytes());
+                let h = u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"));
+                h % n == k
+            }
+        }
+    }
+
+    /// This shard split `by`.
+    pub fn split_by(self, by: ShardBy) -> Shard {
+        Shard { by, ..self }
+    }
+
+    /// Of `items` in plan order, those of this shard, in order.
+    pub fn slice<T>(&self, items: Vec<T>, id: impl Fn(&T) -> &str) -> Vec<T> {
+        items
+            .into_iter()
+            .enumerate()
+            .filter(|(i, t)| self.holds(*i, id(t)))
+            .map(|(_, t)| t)
+            .collect()
     }
 }
 
@@ -62,7 +128,11 @@ impl FromStr for Shard {
         if index == 0 || count == 0 || index > count || count > MAX_SHARDS {
             return Err(not_a_shard());
         }
-        Ok(Shard { index, count })
+        Ok(Shard {
+            index,
+            count,
+            by: ShardBy::default(),
+        })
     }
 }
 
@@ -123,6 +193,16 @@ impl PlanIdentity {
                 self.filter, other.filter
             ));
         }
+        let split = |p: &PlanIdentity| p.shard.map(|s| s.by);
+        if let (Some(a), Some(b)) = (split(self), split(other)) {
+            if a != b {
+                d.push(format!(
+                    "shards split by {} against by {} (--shard-by); shards of one split are the slices of one plan",
+                    a.name(),
+                    b.name()
+                ));
+            }
+        }
         if self.ids != other.ids && d.is_empty() {
             d.push(format!(
                 "the permutation ids differ ({} against {})",
@@ -144,8 +224,23 @@ mod tests {
 
     #[test]
     fn shards_parse_as_k_of_n_and_nothing_else() {
-        assert_eq!("2/4".parse(), Ok(Shard { index: 2, count: 4 }));
-        assert_eq!("1/1".parse(), Ok(Shard { index: 1, count: 1 }));
+        let order = ShardBy::Order;
+        assert_eq!(
+            "2/4".parse(),
+            Ok(Shard {
+                index: 2,
+                count: 4,
+                by: order
+            })
+        );
+        assert_eq!(
+            "1/1".parse(),
+            Ok(Shard {
+                index: 1,
+                count: 1,
+                by: order
+            })
+        );
         for wrong in [
             "",
             "2",
@@ -168,23 +263,64 @@ mod tests {
     }
 
     #[test]
-    fn every_id_is_in_exactly_one_shard_of_every_count() {
+    fn every_id_is_in_exactly_one_shard_of_every_count_and_split() {
         let ids: Vec<String> = (0..300).map(|i| format!("virtio.{i}.bios")).collect();
-        for count in 1..=7 {
-            for id in &ids {
-                let holders = (1..=count)
-                    .filter(|&index| Shard { index, count }.holds(id))
-                    .count();
-                assert_eq!(holders, 1, "{id} in {holders} of {count} shards");
+        for by in [ShardBy::Order, ShardBy::Hash] {
+            for count in 1..=7 {
+                for (i, id) in ids.iter().enumerate() {
+                    let holders = (1..=count)
+                        .filter(|&index| Shard { index, count, by }.holds(i, id))
+                        .count();
+                    assert_eq!(holders, 1, "{id} in {holders} of {count} shards by {by:?}");
+                }
             }
         }
     }
 
     #[test]
+    fn a_summary_written_before_the_split_was_recorded_was_split_by_hash() {
+        let old: Shard = serde_json::from_str(r#"{"index":2,"count":4}"#).unwrap();
+        assert_eq!(old.by, ShardBy::Hash);
+        let new = serde_json::to_value(Shard {
+            index: 2,
+            count: 4,
+            by: ShardBy::Order,
+        })
+        .unwrap();
+        assert_eq!(new["by"], "order");
+    }
+
+    #[test]
+    fn shards_of_different_splits_are_not_of_one_plan() {
+        let plan = |by| PlanIdentity {
+            matrix: "m".into(),
+            files_sha256: "0".repeat(64),
+            strategy: "full".into(),
+            filter: None,
+            ids: vec!["a".into(), "b".into()],
+            shard: Some(Shard {
+                index: 1,
+                count: 2,
+                by,
+            }),
+        };
+        assert_eq!(plan(ShardBy::Order).difference(&plan(ShardBy::Order)), None);
+        let d = plan(ShardBy::Order)
+            .difference(&plan(ShardBy::Hash))
+            .unwrap();
+        assert!(d.contains("split by order against by hash"), "{d}");
+    }
+
+    #[test]
     fn the_slice_is_a_fixed_function_of_the_id() {
         // Pinned values: a change of hash would move permutations between CI jobs of one plan.
-        let s = |index| Shard { index, count: 4 };
-        let of = |id: &str| (1..=4).find(|&k| s(k).holds(id)).unwrap();
+        let s = |index| Shard {
+            index,
+            count: 4,
+            by: ShardBy::Hash,
+        };
+        // The position does not count in a hash split.
+        let of = |id: &str| (1..=4).find(|&k| s(k).holds(usize::MAX, id)).unwrap();
         assert_eq!(
             [
                 of("virtio.512.bios.by-id"),
@@ -194,5 +330,93 @@ mod tests {
             // Computed apart from this code: 1 + (first 8 bytes of sha256(id), big-endian) mod 4.
             [4, 3, 2]
         );
+    }
+}
+
+#[cfg(test)]
+mod shipped {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    /// Every matrix file under scenarios/.
+    fn shipped_matrices() -> Vec<PathBuf> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .filter(|p| crate::scenario::matrix::is_matrix_file(p))
+            .collect();
+        files.sort();
+        files
+    }
+
+    fn sizes(ids: &[String], count: u32, by: ShardBy) -> Vec<Vec<String>> {
+        (1..=count)
+            .map(|index| Shard { index, count, by }.slice(ids.to_vec(), |s| s.as_str()))
+            .collect()
+    }
+
+    fn plan_ids(path: &Path) -> Vec<String> {
+        let m = crate::scenario::matrix::load(path).unwrap();
+        m.permutations.iter().map(|p| p.id.clone()).collect()
+    }
+
+    #[test]
+    fn every_shipped_matrix_deals_into_shards_that_differ_by_at_most_one() {
+        let files = shipped_matrices();
+        assert!(files.len() >= 4, "{files:?}");
+        for file in &files {
+            let ids = plan_ids(file);
+            for count in 2..=6 {
+                let shards = sizes(&ids, count, ShardBy::Order);
+                let lens: Vec<usize> = shards.iter().map(Vec::len).collect();
+                let (lo, hi) = (lens.iter().min().unwrap(), lens.iter().max().unwrap());
+                assert!(
+                    hi - lo <= 1,
+                    "{}: {count} shards of {lens:?}",
+                    file.display()
+                );
+                // The union is the plan, each permutation once, in plan order within a shard.
+                let mut union: Vec<&String> = shards.iter().flatten().collect();
+                assert_eq!(union.len(), ids.len(), "{}", file.display());
+                union.sort();
+                union.dedup();
+                assert_eq!(union.len(), ids.len(), "{}: duplicates", file.display());
+                for s in &shards {
+                    let at: Vec<usize> = s
+                        .iter()
+                        .map(|id| ids.iter().position(|x| x == id).unwrap())
+                        .collect();
+                    assert!(at.windows(2).all(|w| w[0] < w[1]), "{at:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_hash_split_keeps_its_old_uneven_assignment() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/install-config.toml");
+        let ids = plan_ids(&file);
+        let lens: Vec<usize> = sizes(&ids, 4, ShardBy::Hash).iter().map(Vec::len).collect();
+        // As `--shard K/4` split it before the order split was the default.
+        assert_eq!(lens, [2, 9, 2, 2]);
+        let lens: Vec<usize> = sizes(&ids, 4, ShardBy::Order)
+            .iter()
+            .map(Vec::len)
+            .collect();
+        assert_eq!(lens, [4, 4, 4, 3]);
+    }
+
+    /// Prints each shipped matrix's shard sizes at N = 4 by both splits (`--nocapture`).
+    #[test]
+    fn shard_sizes_of_the_shipped_matrices_at_four() {
+        for file in shipped_matrices() {
+            let ids = plan_ids(&file);
+            let of = |by| -> Vec<usize> { sizes(&ids, 4, by).iter().map(Vec::len).collect() };
+            let (hash, order) = (of(ShardBy::Hash), of(ShardBy::Order));
+            println!("{}: hash {hash:?}, order {order:?}", file.display());
+            assert_eq!(hash.iter().sum::<usize>(), order.iter().sum::<usize>());
+        }
     }
 }
