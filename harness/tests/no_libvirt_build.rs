@@ -1,5 +1,5 @@
 //! sno-harness built without the `libvirt` feature (`--no-default-features`): it builds with no
-//! libvirt headers or library (pkg-config is pointed at nothing, so virt-sys would fail), links
+//! libvirt headers or library (pkg-config finds no libvirt, so virt-sys would fail), links
 //! no libvirt, and everything but the libvirt backend works: `plan`, `report`,
 //! `report --merge`, `check`, `doctor`, `gc`, `run` and `matrix` on QEMU. `--backend libvirt`
 //! is bad input (exit 2) saying how to get it.
@@ -37,14 +37,17 @@ fn build() -> PathBuf {
         .parent()
         .unwrap()
         .join("no-libvirt");
+    std::fs::create_dir_all(&target).unwrap();
+    let pc = pkg_config_without_libvirt(&target);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let o = Command::new(cargo)
         .args(["build", "-p", "sno-harness", "--no-default-features"])
         .args(["--bin", "sno-harness", "--manifest-path"])
         .arg(repo_file("Cargo.toml"))
         .env("CARGO_TARGET_DIR", &target)
-        // No libvirt.pc anywhere: virt-sys's build script fails if it is built at all.
-        .env("PKG_CONFIG_LIBDIR", "/nonexistent")
+        // pkg-config finds every library of the host but libvirt: virt-sys's build script
+        // fails if it is built at all, while openssl-sys (under ssh2) still finds OpenSSL.
+        .env("PKG_CONFIG_LIBDIR", &pc)
         .env("PKG_CONFIG_PATH", "")
         .output()
         .unwrap();
@@ -54,6 +57,43 @@ fn build() -> PathBuf {
         String::from_utf8_lossy(&o.stderr)
     );
     target.join("debug/sno-harness")
+}
+
+/// `<target>/pkgconfig`: a link to each `.pc` file pkg-config finds on this host, libvirt's
+/// left out. Made once under a name of this process's, then renamed into place, so that
+/// concurrent tests never read a half-made one.
+fn pkg_config_without_libvirt(target: &Path) -> PathBuf {
+    let done = target.join("pkgconfig");
+    if done.is_dir() {
+        return done;
+    }
+    let o = Command::new("pkg-config")
+        .args(["--variable", "pc_path", "pkg-config"])
+        .output()
+        .expect("pkg-config, which the default build needs too");
+    let making = target.join(format!("pkgconfig.{}", std::process::id()));
+    std::fs::create_dir_all(&making).unwrap();
+    let search = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let mut kept = 0;
+    for entry in search
+        .split(':')
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let link = making.join(&name);
+        if name.ends_with(".pc") && !name.starts_with("libvirt") && !link.exists() {
+            std::os::unix::fs::symlink(entry.path(), link).unwrap();
+            kept += 1;
+        }
+    }
+    assert!(kept > 0, "no .pc file in {search:?}");
+    // Another test may have been first: its directory is as good as this one.
+    if std::fs::rename(&making, &done).is_err() {
+        std::fs::remove_dir_all(&making).unwrap();
+    }
+    done
 }
 
 /// `sno-harness ARGS` of the build without libvirt, from the repository's root, with the fake

@@ -44,6 +44,8 @@ pub struct PlanArgs {
 const PLAN_PORTS: (u16, u16) = (40022, 46443);
 
 pub fn plan(a: PlanArgs) -> Outcome {
+    // A backend this build cannot run is refused for a matrix's plan too.
+    sno_harness::vm::Backend::named(&a.backend).map_err(bad)?;
     if matrix::is_matrix_file(&a.scenario) {
         return plan_matrix(&a);
     }
