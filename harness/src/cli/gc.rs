@@ -24,9 +24,11 @@ pub struct GcArgs {
 }
 
 pub fn gc(a: GcArgs) -> Outcome {
-    use sno_harness::vm::backend::{libvirt_built_in, LIBVIRT_BUILT_IN};
-    if !a.connect.is_empty() {
-        libvirt_built_in("--connect").map_err(super::error::bad)?;
+    use sno_harness::vm::backend::LIBVIRT_BUILT_IN;
+    if !a.connect.is_empty() && !LIBVIRT_BUILT_IN {
+        return Err(super::error::bad(
+            "--connect: this build of sno-harness has no libvirt support (built without the \"libvirt\" feature), so it cannot sweep a libvirt host; rebuild with default features, or run gc without --connect (QEMU runs only)",
+        ));
     }
     super::flags::check_connect(&a.connect)?;
     let mut uris = a.connect;
