@@ -7,6 +7,9 @@
 //! permutations still queued run on the host that is left. And a host behind a jump host,
 //! reached only as a `~/.ssh/config` says.
 
+// The libvirt backend is built with the `libvirt` feature only (on by default).
+#![cfg(feature = "libvirt")]
+
 mod private_sshd;
 
 use std::path::{Path, PathBuf};

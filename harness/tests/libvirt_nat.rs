@@ -10,6 +10,9 @@
 //! harness inside with it. The same private libvirtd lets one test restart the daemon in the
 //! middle of a run, which the host's daemon (serving other tests) must never see.
 
+// The libvirt backend is built with the `libvirt` feature only (on by default).
+#![cfg(feature = "libvirt")]
+
 mod run_watch;
 
 use std::path::{Path, PathBuf};

@@ -5,6 +5,9 @@
 //! libvirt's QEMU user, so a path that read the run's files directly would fail. The console
 //! stream is also where a console can be lost: another client may take it by force.
 
+// The libvirt backend is built with the `libvirt` feature only (on by default).
+#![cfg(feature = "libvirt")]
+
 mod private_sshd;
 mod run_watch;
 

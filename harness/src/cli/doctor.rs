@@ -62,6 +62,17 @@ impl Checks {
     }
 }
 
+/// Whether this build has the libvirt backend: without it only `--backend qemu` runs, which
+/// is a warning, not a host that cannot run scenarios.
+fn libvirt_support(c: &mut Checks) {
+    let built_in = sno_harness::vm::backend::LIBVIRT_BUILT_IN;
+    let detail = match built_in {
+        true => "built in (--backend libvirt)".to_string(),
+        false => "not built in: this build of sno-harness has no libvirt support (built without the \"libvirt\" feature); --backend libvirt needs a build with default features".to_string(),
+    };
+    c.line(built_in, false, "libvirt support", detail);
+}
+
 fn version(cmd: &str, args: &[&str]) -> Option<String> {
     let o = std::process::Command::new(cmd).args(args).output().ok()?;
     let text =
@@ -72,6 +83,8 @@ fn version(cmd: &str, args: &[&str]) -> Option<String> {
 }
 
 pub fn doctor(a: DoctorArgs) -> Outcome {
+    // `--backend libvirt` in a build without it is refused with or without a scenario.
+    Backend::named(&a.backend).map_err(bad)?;
     let scenario = match &a.scenario {
         Some(path) => Some(scenario_findings(path, &a)?),
         None => None,
@@ -106,6 +119,7 @@ fn host_findings() -> Vec<Finding> {
         c.program(p);
     }
     accelerator(&mut c);
+    libvirt_support(&mut c);
     firmware(&mut c);
     fixture_tools(&mut c);
     disk_space(&mut c);

@@ -24,9 +24,18 @@ pub struct GcArgs {
 }
 
 pub fn gc(a: GcArgs) -> Outcome {
+    use sno_harness::vm::backend::LIBVIRT_BUILT_IN;
+    if !a.connect.is_empty() && !LIBVIRT_BUILT_IN {
+        return Err(super::error::bad(
+            "--connect: this build of sno-harness has no libvirt support (built without the \"libvirt\" feature), so it cannot sweep a libvirt host; rebuild with default features, or run gc without --connect (QEMU runs only)",
+        ));
+    }
     super::flags::check_connect(&a.connect)?;
     let mut uris = a.connect;
-    if uris.is_empty() && Path::new("/run/libvirt/libvirt-sock").exists() {
+    // A build without libvirt says, whatever the host, that it did not look at libvirt's
+    // objects: it cannot tell whether there are any.
+    let libvirtd_here = Path::new("/run/libvirt/libvirt-sock").exists();
+    if uris.is_empty() && (libvirtd_here || !LIBVIRT_BUILT_IN) {
         uris.push(sno_harness::vm::libvirt::DEFAULT_URI.to_string());
     }
     let registry = sno_harness::registry::dir();
@@ -37,6 +46,9 @@ pub fn gc(a: GcArgs) -> Outcome {
     }
     for alive in &c.alive {
         outln!("gc: left alone, still running: {alive}");
+    }
+    for skipped in &c.skipped {
+        outln!("gc: skipped: {skipped}");
     }
     for e in &c.errors {
         errln!("sno-harness gc: {e}");

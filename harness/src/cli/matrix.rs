@@ -233,13 +233,15 @@ fn places_of(a: &MatrixArgs) -> Result<Vec<PlaceSpec>, CliError> {
         ));
     }
     let hosts = hosts_file::load(file, sno_harness::vm::libvirt::remote::daemon).map_err(bad)?;
-    Ok(hosts
+    hosts
         .into_iter()
-        .map(|h| PlaceSpec {
-            backend: Backend::libvirt(h.uri),
-            limits: h.limits,
+        .map(|h| {
+            Ok(PlaceSpec {
+                backend: Backend::libvirt(h.uri).map_err(bad)?,
+                limits: h.limits,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// The preflight on every host, the command's own checks once; a host that is not ready

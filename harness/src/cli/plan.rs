@@ -51,6 +51,8 @@ pub const SCHEMA: &str = "sno-harness/plan/v1";
 const PLAN_PORTS: (u16, u16) = (40022, 46443);
 
 pub fn plan(a: PlanArgs) -> Outcome {
+    // A backend this build cannot run is refused for a matrix's plan too.
+    sno_harness::vm::Backend::named(&a.backend).map_err(bad)?;
     if matrix::is_matrix_file(&a.scenario) {
         return plan_matrix(&a);
     }

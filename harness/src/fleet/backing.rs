@@ -14,7 +14,7 @@ pub fn backing_for(backend: &crate::vm::Backend, private_root: &Path) -> Option<
         return Some(BackingStore {
             fstype: "unknown (remote)".into(),
             source: format!("a libvirt storage pool on {t}"),
-            mount_point: crate::vm::libvirt::remote_run::REMOTE_POOL_BASE.into(),
+            mount_point: crate::vm::libvirt::paths::REMOTE_POOL_BASE.into(),
             options: String::new(),
         });
     }

@@ -252,7 +252,7 @@ fn collect_run(e: &Entry, dry_run: bool, out: &mut Collected) -> bool {
     if let (Some(uri), Some(domain)) = (&e.uri, &e.domain) {
         collect_domains(uri, Some(domain), &BTreeSet::new(), dry_run, out);
         // The domain may have died with the harness (auto-destroy): its log is still there.
-        if !dry_run && crate::vm::libvirt::runtime::take_qemu_log(domain, &e.dir) {
+        if !dry_run && crate::vm::libvirt::paths::take_qemu_log(domain, &e.dir) {
             out.actions.push(format!(
                 "{}: move the QEMU log of {domain} into the run",
                 e.id

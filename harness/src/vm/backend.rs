@@ -30,6 +30,20 @@ pub enum BackendError {
     Unknown { name: String },
     #[error("--connect is a libvirt URI: it needs --backend libvirt")]
     ConnectWithoutLibvirt,
+    /// This build was made without the `libvirt` feature; `asked` is the flag that wanted it.
+    #[error("{asked}: this build of sno-harness has no libvirt support (built without the \"libvirt\" feature); rebuild with default features, or use --backend qemu")]
+    NoLibvirt { asked: &'static str },
+}
+
+/// Whether this build has the libvirt backend (the `libvirt` feature).
+pub const LIBVIRT_BUILT_IN: bool = cfg!(feature = "libvirt");
+
+/// Refuses what needs libvirt (`asked`, the flag that wants it) in a build without it.
+pub fn libvirt_built_in(asked: &'static str) -> Result<(), BackendError> {
+    match LIBVIRT_BUILT_IN {
+        true => Ok(()),
+        false => Err(BackendError::NoLibvirt { asked }),
+    }
 }
 
 /// What the VM's file logs into the run directory, beside the console.
@@ -90,8 +104,12 @@ pub struct Capabilities {
 
 impl Backend {
     /// The backends `--backend NAME` and `--connect URI...` (each URI checked by the caller)
-    /// name: one for QEMU or a libvirt without `--connect`, one per URI otherwise.
+    /// name: one for QEMU or a libvirt without `--connect`, one per URI otherwise. libvirt in a
+    /// build without it is refused here, the one place every `--backend` goes through.
     pub fn from_flags(name: &str, connect: &[String]) -> Result<Vec<Backend>, BackendError> {
+        if name == "libvirt" {
+            libvirt_built_in("--backend libvirt")?;
+        }
         match name {
             "qemu" if connect.is_empty() => Ok(vec![Backend::Qemu]),
             "qemu" => Err(BackendError::ConnectWithoutLibvirt),
@@ -114,9 +132,10 @@ impl Backend {
         Ok(all.remove(0))
     }
 
-    /// A libvirt backend on `uri` (a hosts file's host).
-    pub fn libvirt(uri: String) -> Backend {
-        Backend::Libvirt { uri }
+    /// A libvirt backend on `uri` (a hosts file's host, `--hosts`).
+    pub fn libvirt(uri: String) -> Result<Backend, BackendError> {
+        libvirt_built_in("--hosts")?;
+        Ok(Backend::Libvirt { uri })
     }
 
     /// The same backend on the host `uri` names, for a backend that has hosts; QEMU runs here.
@@ -265,6 +284,65 @@ mod tests {
     use super::*;
 
     #[test]
+    fn qemu_and_an_unknown_name_parse_alike_with_or_without_libvirt() {
+        assert_eq!(Backend::from_flags("qemu", &[]), Ok(vec![Backend::Qemu]));
+        let uri = ["qemu:///system".to_string()];
+        assert_eq!(
+            Backend::from_flags("qemu", &uri),
+            Err(BackendError::ConnectWithoutLibvirt)
+        );
+        assert!(matches!(
+            Backend::named("vbox"),
+            Err(BackendError::Unknown { .. })
+        ));
+        assert_eq!(LIBVIRT_BUILT_IN, cfg!(feature = "libvirt"));
+    }
+
+    /// Without the feature, every way to ask for libvirt is refused, naming the flag and the
+    /// way out.
+    #[cfg(not(feature = "libvirt"))]
+    #[test]
+    fn libvirt_is_refused_by_a_build_without_it() {
+        let no = |asked| Err(BackendError::NoLibvirt { asked });
+        assert_eq!(Backend::from_flags("libvirt", &[]), no("--backend libvirt"));
+        let two = ["qemu+ssh://a/system".to_string(), "qemu:///system".into()];
+        assert_eq!(
+            Backend::from_flags("libvirt", &two),
+            no("--backend libvirt")
+        );
+        assert_eq!(
+            Backend::named("libvirt"),
+            no("--backend libvirt").map(|_: Vec<_>| Backend::Qemu)
+        );
+        assert_eq!(
+            Backend::libvirt("qemu:///system".into()),
+            no("--hosts").map(|_: Vec<_>| Backend::Qemu)
+        );
+        assert_eq!(
+            libvirt_built_in("--connect"),
+            no("--connect").map(|_: Vec<Backend>| ())
+        );
+        let e = Backend::named("libvirt").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--backend libvirt: this build of sno-harness has no libvirt support (built without the \"libvirt\" feature); rebuild with default features, or use --backend qemu"
+        );
+    }
+
+    #[cfg(feature = "libvirt")]
+    #[test]
+    fn libvirt_is_had_in_a_build_with_it() {
+        assert_eq!(libvirt_built_in("--connect"), Ok(()));
+        assert_eq!(
+            Backend::libvirt("qemu:///system".into()),
+            Ok(Backend::Libvirt {
+                uri: "qemu:///system".into()
+            })
+        );
+    }
+
+    #[cfg(feature = "libvirt")]
+    #[test]
     fn the_flags_name_one_backend_or_one_per_libvirt_host() {
         assert_eq!(Backend::from_flags("qemu", &[]), Ok(vec![Backend::Qemu]));
         assert_eq!(
@@ -286,6 +364,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "libvirt")]
     #[test]
     fn what_each_backend_can_do_where_it_runs() {
         let local = Backend::named("libvirt").unwrap();

@@ -18,7 +18,17 @@ pub struct Ran {
 /// `sno-harness ARGS` from the repository's root, with PATH = `path_dir` only, the registry
 /// in `state` and plain progress lines.
 pub fn harness_with(args: &[&str], path_dir: &Path, state: &Path) -> Ran {
-    let o = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+    harness_at(
+        Path::new(env!("CARGO_BIN_EXE_sno-harness")),
+        args,
+        path_dir,
+        state,
+    )
+}
+
+/// `harness_with` of the binary `bin` (another build of it).
+pub fn harness_at(bin: &Path, args: &[&str], path_dir: &Path, state: &Path) -> Ran {
+    let o = Command::new(bin)
         .args(args)
         .env("PATH", path_dir)
         .env("SNO_HARNESS_STATE_DIR", state)

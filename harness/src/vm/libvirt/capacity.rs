@@ -14,19 +14,13 @@ use std::ffi::CStr;
 use virt::connect::Connect;
 use virt::sys;
 
-/// A host's room now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NodeRoom {
-    pub mem_available: u64,
-    pub cpus: u32,
-    pub disk_free: u64,
-}
+pub use super::host_facts::NodeRoom;
 
 /// The room on the libvirt host at `uri` now, over a connection of its own (closed after):
-/// its runs' pools go under [`REMOTE_POOL_BASE`](super::remote_run::REMOTE_POOL_BASE).
+/// its runs' pools go under [`REMOTE_POOL_BASE`](super::paths::REMOTE_POOL_BASE).
 pub fn probe(uri: &str) -> Result<NodeRoom, String> {
     let conn = super::runtime::connect(uri).map_err(|e| e.to_string())?;
-    node_room(&conn, super::remote_run::REMOTE_POOL_BASE)
+    node_room(&conn, super::paths::REMOTE_POOL_BASE)
 }
 
 /// The room on the host behind `conn`, for runs whose pools go under `pool_base`.

@@ -28,8 +28,16 @@ pub enum LibvirtError {
     SerialSocket { path: PathBuf, secs: u64 },
     #[error("{what}: {message}")]
     Other { what: String, message: String },
+    /// This build has no libvirt (built without the `libvirt` feature): the command line
+    /// refuses the backend first (`Backend::from_flags`), so this is what a caller that got
+    /// past it would see.
+    #[error(
+        "this build of sno-harness has no libvirt support (built without the \"libvirt\" feature)"
+    )]
+    NotBuiltIn,
 }
 
+#[cfg(feature = "libvirt")]
 pub(super) fn other(what: &str, e: impl std::fmt::Display) -> LibvirtError {
     LibvirtError::Other {
         what: what.into(),

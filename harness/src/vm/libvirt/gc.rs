@@ -7,14 +7,7 @@ use std::collections::BTreeSet;
 
 use super::domain::RUN_XMLNS;
 
-/// What gc did (or, with `dry_run`, would do), one line per action; and what it could not.
-#[derive(Debug, Default)]
-pub struct Collected {
-    pub actions: Vec<String>,
-    pub errors: Vec<String>,
-    /// Runs still in progress, left alone.
-    pub alive: Vec<String>,
-}
+pub use super::collected::Collected;
 
 /// An attribute of a domain's `<sno:run .../>` metadata element.
 fn attr_of(metadata: &str, name: &str) -> Option<String> {

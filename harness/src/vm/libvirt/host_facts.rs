@@ -8,6 +8,14 @@ use quick_xml::Reader;
 
 use crate::result::HostContext;
 
+/// A host's room now (`capacity` asks libvirtd for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeRoom {
+    pub mem_available: u64,
+    pub cpus: u32,
+    pub disk_free: u64,
+}
+
 /// `virConnectGetVersion`'s number (major * 1,000,000 + minor * 1,000 + release) as text.
 pub fn version_text(v: u32) -> String {
     format!("{}.{}.{}", v / 1_000_000, (v / 1_000) % 1_000, v % 1_000)

@@ -15,9 +15,7 @@ use super::storage::{RunPool, VolumeFormat};
 use super::tunnel::Tunnel;
 use crate::vm::VmSpec;
 
-/// Where the run's pool directory is made on the remote host: libvirt's own image directory,
-/// which exists, and which its QEMU user may read, on every libvirt host.
-pub const REMOTE_POOL_BASE: &str = "/var/lib/libvirt/images";
+pub use super::paths::REMOTE_POOL_BASE;
 
 /// What went wrong with the run's presence on the remote host.
 #[derive(Debug, thiserror::Error)]

@@ -36,9 +36,7 @@ use crate::vm::qemu::qmp::{parse_block_stats, BlockStats};
 use crate::vm::start::{RunMeta, StartOptions};
 use crate::vm::VmSpec;
 
-/// Where libvirtd listens when no URI is given: the system instance, as dev-scripts and
-/// assisted-test-infra use it.
-pub const DEFAULT_URI: &str = "qemu:///system";
+pub use super::paths::{take_qemu_log, DEFAULT_URI, QEMU_LOG_DIR};
 
 /// libvirt delivers events only to a process that registered an event loop implementation
 /// before it opened its connections, and only while something runs that loop: once per
@@ -336,30 +334,6 @@ pub struct LibvirtVm {
     uri: String,
     /// The run directory, where libvirt's log of the domain's QEMU ends up (local libvirtd).
     dir: PathBuf,
-}
-
-/// Where a local libvirtd's QEMU driver logs each domain (its command line and stderr). It
-/// keeps the file after a transient domain is gone: the run takes it into its directory.
-pub const QEMU_LOG_DIR: &str = "/var/log/libvirt/qemu";
-
-/// Moves libvirt's log of domain `name` into `dir` as `qemu.log` (removing it where libvirt
-/// left it); a copy and a removal when the two are on different filesystems. Best effort:
-/// returns whether the log is now in `dir`.
-pub fn take_qemu_log(name: &str, dir: &Path) -> bool {
-    let from = Path::new(QEMU_LOG_DIR).join(format!("{name}.log"));
-    if !from.exists() {
-        return false;
-    }
-    let to = dir.join("qemu.log");
-    let moved = std::fs::rename(&from, &to).is_ok()
-        || (dir.is_dir()
-            && std::fs::copy(&from, &to).is_ok()
-            && std::fs::remove_file(&from).is_ok());
-    if !moved && !dir.is_dir() {
-        // The run directory is gone: the log has nowhere to go.
-        let _ = std::fs::remove_file(&from);
-    }
-    moved
 }
 
 impl LibvirtVm {
