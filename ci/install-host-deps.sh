@@ -80,6 +80,9 @@ packages=(
     jq
     # report.html is checked in headless Chromium (harness/tests/report_html.rs).
     chromium
+    # The CI image's offline build packs its root with umoci (ci/image/build-oci.sh, run by
+    # ci/image/test-oci.sh in `ci/test.sh --all`).
+    umoci
 )
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends --allow-downgrades "${packages[@]}" >/dev/null
