@@ -184,7 +184,7 @@ fn four_shards(dir: &Path) {
             out.to_str().unwrap(),
         ];
         let r = harness_with(&args, &bin, &dir.join("state"));
-        assert_eq!(r.code, 0, "shard {shard}: {}", r.stderr);
+        assert_eq!(r.code, 0, "shard {shard}: {}{}", r.stdout, r.stderr);
     }
 }
 
