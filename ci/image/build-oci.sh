@@ -30,7 +30,7 @@ harness=$repo/target/release/sno-harness
 installer=
 out=$repo/target/sno-harness-ci.oci.tar
 keep_root=
-usage() { sed -n '8,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '6,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --harness) harness=${2:?--harness needs a path}; shift 2 ;;
@@ -46,11 +46,15 @@ for tool in mmdebstrap umoci; do
     command -v "$tool" >/dev/null || { echo "build-oci: $tool is not installed (apt-get install $tool)" >&2; exit 3; }
 done
 [ -x "$harness" ] || { echo "build-oci: --harness $harness: no such executable (cargo build --release -p sno-harness)" >&2; exit 2; }
+harness=$(realpath "$harness")
 if [ -z "$installer" ]; then
     installer=$(PATH="$PATH:$HOME/.cargo/bin" command -v coreos-installer || true)
     [ -n "$installer" ] || { echo "build-oci: coreos-installer is not on PATH (cargo install coreos-installer --version $MINISNO_COREOS_INSTALLER_VERSION --locked), or give --coreos-installer" >&2; exit 3; }
 fi
-have=$("$installer" --version 2>/dev/null | awk '{print $2}' || true)
+installer=$(realpath "$installer")
+# The paths go into mmdebstrap's hooks inside single quotes.
+case "$harness$installer" in *\'*) echo "build-oci: a path with a ' in it: $harness $installer" >&2; exit 2 ;; esac
+have=$("$installer" --version 2>/dev/null | head -1 | awk '{print $2}' || true)
 if [ "$have" != "$MINISNO_COREOS_INSTALLER_VERSION" ]; then
     echo "build-oci: $installer is coreos-installer ${have:-unknown}, the pin is $MINISNO_COREOS_INSTALLER_VERSION" >&2
     exit 2
