@@ -11,8 +11,9 @@
 #                       whose libraries the root lacks.
 #   --coreos-installer  default: the one on PATH (or ~/.cargo/bin); it must be the version
 #                       images/recipe/pins.env pins.
-#   --out               the archive (default target/sno-harness-ci.oci.tar); load it with
-#                       `podman load -i FILE` or `skopeo copy oci-archive:FILE ...`.
+#   --out               the archive (default target/sno-harness-ci.oci.tar), its image tagged
+#                       sno-harness-ci: `skopeo copy oci-archive:FILE:sno-harness-ci
+#                       containers-storage:localhost/sno-harness-ci` gives it to podman.
 #   --root              also keep the unpacked root there (the tests chroot into it).
 #
 # Needs root (mmdebstrap --mode=root, chroot), mmdebstrap, umoci and network to the mirror
@@ -110,11 +111,11 @@ find "$root" -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0r touch -h -d "@$S
 echo "build-oci: packing it with umoci"
 layout=$work/oci
 umoci init --layout "$layout"
-umoci new --image "$layout:sno-harness"
-umoci insert --image "$layout:sno-harness" --history.created "$created" \
+umoci new --image "$layout:sno-harness-ci"
+umoci insert --image "$layout:sno-harness-ci" --history.created "$created" \
     --history.created_by "ci/image/build-oci.sh: $MINISNO_SUITE, ci/image/packages.txt, sno-harness" \
     "$root" /
-umoci config --image "$layout:sno-harness" --no-history --created "$created" \
+umoci config --image "$layout:sno-harness-ci" --no-history --created "$created" \
     --config.entrypoint /usr/local/bin/sno-harness --config.cmd --help \
     --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --config.env SNO_HARNESS_PRIVATE_DIR=/var/tmp/sno-harness \

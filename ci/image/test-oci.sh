@@ -29,7 +29,7 @@ bash "$repo/ci/image/build-oci.sh" --harness "$harness" --out "$work/image.oci.t
 built=$(($(date +%s) - start))
 mkdir "$work/layout"
 tar -xf "$work/image.oci.tar" -C "$work/layout"
-umoci unpack --image "$work/layout:sno-harness" "$work/bundle" >/dev/null
+umoci unpack --image "$work/layout:sno-harness-ci" "$work/bundle" >/dev/null
 rootfs=$work/bundle/rootfs
 config=$work/bundle/config.json
 [ "$(jq -r '.process.args[0]' "$config")" = /usr/local/bin/sno-harness ] \
