@@ -5,12 +5,47 @@
 #
 # SNO_HOST_DEPS_NO_DAEMONS=1 leaves virtlogd and libvirtd unstarted (the fresh-host check runs
 # this in a chroot, where the host's daemons must not be touched).
+#
+# It stops with exit 3 (the host is not ready), before installing anything, on a host that is
+# not Debian 12 (read from /etc/os-release, or OS_RELEASE_FILE), when not run as root, or
+# without a new enough Rust toolchain. `--check-only` makes those checks and exits 0.
 set -euo pipefail
+ci=$(dirname "$0")
+
+# One field of os-release, read as text (never sourced: it is only a file).
+os_field() {
+    sed -n "s/^$1=//p" "$os_release" | tail -1 | sed -e 's/^"\(.*\)"$/\1/' -e "s/^'\(.*\)'\$/\1/"
+}
+# os-release(5): /etc/os-release, else /usr/lib/os-release; OS_RELEASE_FILE stands in for both.
+os_release=${OS_RELEASE_FILE:-/etc/os-release}
+[ -n "${OS_RELEASE_FILE:-}" ] || [ -r "$os_release" ] || os_release=/usr/lib/os-release
+os_id=$( { [ -r "$os_release" ] && os_field ID; } || true)
+os_version=$( { [ -r "$os_release" ] && os_field VERSION_ID; } || true)
+if [ "$os_id" != debian ] || [ "$os_version" != 12 ]; then
+    os_name=$( { [ -r "$os_release" ] && os_field PRETTY_NAME; } || true)
+    cat >&2 <<MSG
+ci/install-host-deps.sh installs Debian 12 (bookworm) packages; this host is ${os_name:-${os_id:-unknown} ${os_version}}.
+Nothing was installed. Either:
+  - run the harness from the CI image, which has everything it needs (docs/ci.md, "The CI
+    image"): podman build -f ci/image/Containerfile -t sno-harness-ci .
+  - or install with your distribution's packages what ci/image/packages.txt (the runtime) and
+    ci/host-programs.txt (every program the harness, the fixture build and the tests run) list.
+MSG
+    exit 3
+fi
+if [ "$(id -u)" != 0 ]; then
+    echo "ci/install-host-deps.sh installs packages and starts libvirtd: run it as root (sudo bash $0). Nothing was installed." >&2
+    exit 3
+fi
 
 # No Rust toolchain, or too old a one: say how to get it before installing anything (exit 3).
-bash "$(dirname "$0")/check-rust.sh"
+bash "$ci/check-rust.sh"
+if [ "${1:-}" = --check-only ]; then
+    echo "host checks passed: Debian 12, root, Rust (--check-only: nothing installed)"
+    exit 0
+fi
 
-pins=$(dirname "$0")/../images/recipe/pins.env
+pins=$ci/../images/recipe/pins.env
 # shellcheck source=../images/recipe/pins.env
 . "$pins"
 
@@ -45,6 +80,9 @@ packages=(
     jq
     # report.html is checked in headless Chromium (harness/tests/report_html.rs).
     chromium
+    # The CI image's offline build packs its root with umoci (ci/image/build-oci.sh, run by
+    # ci/image/test-oci.sh in `ci/test.sh --all`).
+    umoci
 )
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends --allow-downgrades "${packages[@]}" >/dev/null

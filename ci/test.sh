@@ -90,6 +90,10 @@ not_in_ci='not test(/^fault::(bootkube-hang|no-reboot|api-never-ready|operator-u
   and not test(=a_host_lost_mid_matrix_ends_its_run_as_an_error_naming_it_and_the_rest_run_elsewhere)'
 if [ "${1:-}" = "--all" ]; then
     not_in_ci='all()'
+    # The CI image, built with mmdebstrap and umoci and run in a chroot (some 2.5 minutes,
+    # mostly downloads): docs/ci.md, "The CI image".
+    cargo build --locked -p sno-harness
+    bash ci/image/test-oci.sh --harness target/debug/sno-harness
 fi
 ci_permutations='test(=install-config::ipv6.OVNKubernetes.proxy.bundle.always.fips.skip-hostcrypt.caps-default)
   or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::copy_run::{copy_run_dir, CopyError, Skipped};
-use super::load::{load_run_dir, LocatedRun};
+use super::load::{load_run_dir, LoadError, LocatedRun};
 use super::run_dir::relative_dir;
 use super::summary_json::{Summary, SUMMARY_JSON_FILE};
 use crate::report::coverage::Axis;
@@ -133,6 +133,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
                 why,
             })?;
         let axes = summary.axes();
+        // A shard that holds no permutation ran none: its directory has the summary alone.
+        let ran_none = summary.permutations.is_empty();
         let plan = checked_plan(dir, summary)?;
         match &first {
             None => {
@@ -149,10 +151,13 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
                 }
             }
         }
-        let runs = load_run_dir(dir).map_err(|source| MergeError::Load {
-            dir: dir.clone(),
-            source,
-        })?;
+        let runs = match load_run_dir(dir) {
+            Err(LoadError::NoResults { .. }) if ran_none => Vec::new(),
+            loaded => loaded.map_err(|source| MergeError::Load {
+                dir: dir.clone(),
+                source,
+            })?,
+        };
         for run in runs {
             let id = run.result.id.clone();
             check_id(&dir.join(&run.dir).join(RESULT_FILE), &id)?;

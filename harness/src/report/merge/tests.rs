@@ -270,3 +270,24 @@ fn a_copied_merge_has_one_junit_file_for_a_collector() {
     assert!(out.join("b/report.junit").is_file());
     assert!(out.join("b/junit-extra.junit").is_file());
 }
+
+#[test]
+fn an_empty_shard_merges_as_the_shard_that_ran_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    let all = ids(&["a", "b"]);
+    shard(
+        &tmp.path().join("s1"),
+        &all,
+        &[sample_pass("a"), sample_pass("b")],
+    );
+    shard(&tmp.path().join("s2"), &all, &[]);
+    let inputs = [tmp.path().join("s1"), tmp.path().join("s2")];
+    let merged = merge(&inputs, &tmp.path().join("out")).unwrap();
+    assert_eq!(merged.runs.len(), 2);
+    assert!(merged.missing.is_empty(), "{:?}", merged.missing);
+    // A directory whose summary lists runs it does not hold is still refused.
+    fs::remove_dir_all(tmp.path().join("s1/a")).unwrap();
+    fs::remove_dir_all(tmp.path().join("s1/b")).unwrap();
+    let err = merge(&inputs, &tmp.path().join("out")).unwrap_err();
+    assert!(err.to_string().contains("not a run directory"), "{err}");
+}
