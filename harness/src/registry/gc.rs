@@ -157,8 +157,8 @@ fn removable(e: &Entry) -> Vec<PathBuf> {
 
 /// The processes that still use the run's files: a QEMU known by its command line (one of
 /// another user's is not seen by its descriptors), any process with one of them open. `killed`
-/// is the QEMU gc just killed: its descriptors close as it dies, waited for a few seconds
-/// (past that, it counts like any other). Dry, it counts as gone.
+/// is the QEMU gc just killed: its descriptors and then its command line go as it dies, waited
+/// for a few seconds (past that, it counts like any other). Dry, it counts as gone.
 fn users_of_files(e: &Entry, killed: Option<u32>, dry_run: bool) -> Vec<String> {
     let files = removable(e);
     if let (Some(pid), false) = (killed, dry_run) {
@@ -166,9 +166,12 @@ fn users_of_files(e: &Entry, killed: Option<u32>, dry_run: bool) -> Vec<String> 
             "the killed QEMU's exit",
             Duration::from_secs(10),
             Duration::from_millis(50),
-            || match in_use::open_holders(&files, &[])
-                .iter()
-                .any(|h| h.pid == pid)
+            // Gone from both views: a process between SIGKILL and its exit may hold no file
+            // (its descriptors closed first, or it opened none) yet still show its command line.
+            || match qemu_of_run(e).contains(&pid)
+                || in_use::open_holders(&files, &[])
+                    .iter()
+                    .any(|h| h.pid == pid)
             {
                 true => Err(()),
                 false => Ok(()),
