@@ -49,6 +49,9 @@ fn build() -> PathBuf {
         // fails if it is built at all, while openssl-sys (under ssh2) still finds OpenSSL.
         .env("PKG_CONFIG_LIBDIR", &pc)
         .env("PKG_CONFIG_PATH", "")
+        // No debug information: the binary is run, never debugged, and its own target
+        // directory (a second copy of every dependency) stays small and quick to link.
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
         .output()
         .unwrap();
     assert!(
