@@ -313,7 +313,7 @@ fn gc_says_it_skipped_libvirt() {
 #[test]
 fn a_build_without_libvirt_boots_smoke_on_qemu() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("smoke");
+    let out = tmp.path().join("out");
     let o = Command::new(binary())
         .args(["run", path(&repo_file("scenarios/smoke.toml"))])
         .args(["--backend", "qemu", "--out", path(&out)])
@@ -330,6 +330,6 @@ fn a_build_without_libvirt_boots_smoke_on_qemu() {
         String::from_utf8_lossy(&o.stderr)
     );
     let result: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("result.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(out.join("smoke/result.json")).unwrap()).unwrap();
     assert_eq!(result["verdict"], "pass", "{result}");
 }
