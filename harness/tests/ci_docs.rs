@@ -14,7 +14,7 @@ use serde_json::Value;
 mod fake_tools;
 use fake_tools::fake_tools;
 mod no_vm;
-use no_vm::{harness_with, no_vm_scenario, repo_file};
+use no_vm::{harness_with, no_vm_matrix, repo_file};
 
 fn ci_md() -> String {
     std::fs::read_to_string(repo_file("docs/ci.md")).unwrap()
@@ -164,13 +164,7 @@ fn every_command_of_the_examples_is_run_here_or_names_the_host_it_needs() {
 /// Four shard directories of one plan in `dir/shards`, made by `matrix --shard K/4` of a
 /// matrix whose scenario ends before any VM.
 fn four_shards(dir: &Path) {
-    no_vm_scenario(dir, Some("error"));
-    let m = dir.join("m.toml");
-    std::fs::write(
-        &m,
-        "name = \"m\"\nbase = \"novm.toml\"\n\n[[axis]]\nkey = \"vm.vcpus\"\nvalues = [1, 2, 3, 4]\n\n[[axis]]\nkey = \"disks.install.bus\"\nvalues = [\"virtio\", \"nvme\"]\n",
-    )
-    .unwrap();
+    let m = no_vm_matrix(dir);
     let bin = fake_tools(dir);
     for k in 1..=4 {
         let out = dir.join(format!("shards/shard-{k}"));

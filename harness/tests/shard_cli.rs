@@ -4,14 +4,14 @@
 //! can start.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
 mod fake_tools;
 use fake_tools::fake_tools;
 mod no_vm;
-use no_vm::{harness_with, no_vm_scenario, repo_file, Ran};
+use no_vm::{harness_with, no_vm_matrix, repo_file, Ran};
 
 /// `sno-harness ARGS` with the stand-ins on PATH and the registry under `tmp`.
 fn harness(args: &[&str], tmp: &Path) -> Ran {
@@ -177,18 +177,6 @@ fn plan_lists_what_matrix_runs_with_the_same_strategy_filter_and_shard() {
     want.sort();
     assert_eq!(both, want, "the filtered plan's two shards");
     assert!(pairwise.len() < full.len());
-}
-
-/// A matrix of eight permutations over a scenario that ends at `assets` as it expects.
-fn no_vm_matrix(dir: &Path) -> PathBuf {
-    no_vm_scenario(dir, Some("error"));
-    let path = dir.join("m.toml");
-    std::fs::write(
-        &path,
-        "name = \"m\"\nbase = \"novm.toml\"\n\n[[axis]]\nkey = \"vm.vcpus\"\nvalues = [1, 2, 3, 4]\n\n[[axis]]\nkey = \"disks.install.bus\"\nvalues = [\"virtio\", \"nvme\"]\n",
-    )
-    .unwrap();
-    path
 }
 
 fn read_json(path: &Path) -> Value {

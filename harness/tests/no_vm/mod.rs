@@ -97,3 +97,17 @@ installer = "./failing-installer"
     std::fs::write(&path, text).unwrap();
     path
 }
+
+/// A matrix of eight permutations over a scenario that ends at `assets` as it expects.
+// Not every test binary that includes this module makes a matrix.
+#[allow(dead_code)]
+pub fn no_vm_matrix(dir: &Path) -> PathBuf {
+    no_vm_scenario(dir, Some("error"));
+    let path = dir.join("m.toml");
+    std::fs::write(
+        &path,
+        "name = \"m\"\nbase = \"novm.toml\"\n\n[[axis]]\nkey = \"vm.vcpus\"\nvalues = [1, 2, 3, 4]\n\n[[axis]]\nkey = \"disks.install.bus\"\nvalues = [\"virtio\", \"nvme\"]\n",
+    )
+    .unwrap();
+    path
+}
