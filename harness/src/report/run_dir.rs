@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::coverage::{merge_axes, Axis};
 use super::html::{render_html, render_perf_html, REPORT_HTML_FILE};
-use super::junit::{junit_for_runs, JunitFlavour};
+use super::junit::{junit_for_runs, JunitFlavour, PERMUTATION_JUNIT_FILE};
 use super::load::{with_files_on_disk, LocatedRun};
 use super::summary::matrix_summary_markdown;
 use super::summary_json::{Summary, SUMMARY_JSON_FILE};
@@ -68,7 +68,7 @@ pub fn write_reports_for(
     let junit_xml = junit_for_runs(runs, out_dir, &junit_name(&results), junit);
     let files = [
         (SUMMARY_JSON_FILE, summary_json),
-        (JUNIT_FILE, junit_xml),
+        (junit_file_in(out_dir, runs), junit_xml),
         (SUMMARY_MD_FILE, matrix_summary_markdown(runs, &summary)),
         (
             REPORT_HTML_FILE,
@@ -82,6 +82,29 @@ pub fn write_reports_for(
         written.push(path);
     }
     Ok(written)
+}
+
+/// The JUnit file `report` writes in `out_dir`: `junit.xml`, but for one permutation's own
+/// directory inside a matrix's or a merge's `--out` (its parent's summary.json lists it),
+/// `report.junit` as the matrix runner wrote it: a regenerated `junit.xml` there would be a
+/// second file a `**/junit*.xml` collector counts the permutation's cases in.
+fn junit_file_in(out_dir: &Path, runs: &[LocatedRun]) -> &'static str {
+    let [run] = runs else {
+        return JUNIT_FILE;
+    };
+    let own_dir = run.dir == "." && out_dir.file_name() == Some(run.result.id.as_ref());
+    let listed_above = || {
+        let parent = out_dir
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(SUMMARY_JSON_FILE);
+        Summary::read(&parent).is_some_and(|s| s.permutations.iter().any(|p| p.id == run.result.id))
+    };
+    if own_dir && listed_above() {
+        PERMUTATION_JUNIT_FILE
+    } else {
+        JUNIT_FILE
+    }
 }
 
 /// Writes only `report.html` for `runs` to `path` (anywhere: links are made relative to
@@ -298,6 +321,39 @@ pub(crate) mod tests {
         let junit = JunitOut::default();
         assert!(crate::run::artifacts::rewrite(alone.path(), junit, &results[1]).is_empty());
         assert_each_case_once(&collected_cases(alone.path()), 11);
+    }
+
+    /// `report OUT/<id>` by hand, after the matrix: the permutation's reports are written
+    /// again under the names the matrix gave them, and a run alone keeps its junit.xml.
+    #[test]
+    fn a_permutation_reported_again_keeps_its_junit_out_of_the_collectors_glob() {
+        use crate::report::load::load_run_dir;
+        let out = tempfile::tempdir().unwrap();
+        let results = vec![
+            sample_pass("virtio"),
+            sample_fail("nvme", "bootkube timed out"),
+        ];
+        for r in &results {
+            std::fs::create_dir(out.path().join(&r.id)).unwrap();
+            r.write(&out.path().join(&r.id)).unwrap();
+        }
+        write_reports(out.path(), &results, &[], None, JunitFlavour::Harness).unwrap();
+        let nvme = out.path().join("nvme");
+        let runs = load_run_dir(&nvme).unwrap();
+        let written = write_reports_for(&nvme, &runs, &[], None, JunitFlavour::Harness).unwrap();
+        assert!(
+            written.contains(&nvme.join(PERMUTATION_JUNIT_FILE)),
+            "{written:?}"
+        );
+        assert!(!nvme.join("junit.xml").exists());
+        assert_each_case_once(&collected_cases(out.path()), 22);
+        // Taken out of the matrix's directory, it is a run alone again.
+        let alone = tempfile::tempdir().unwrap();
+        let moved = alone.path().join("nvme");
+        std::fs::rename(&nvme, &moved).unwrap();
+        let runs = load_run_dir(&moved).unwrap();
+        write_reports_for(&moved, &runs, &[], None, JunitFlavour::Harness).unwrap();
+        assert!(moved.join("junit.xml").is_file());
     }
 
     #[test]
