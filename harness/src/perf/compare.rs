@@ -170,10 +170,15 @@ pub enum DecidedBy {
 }
 
 /// The disk write's MiB/s medians, shown next to its seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MibS {
     pub baseline_median: Option<f64>,
     pub candidate_median: Option<f64>,
+    /// Either side's caveat on its figure (measured through `cache = "unsafe"`: the host's
+    /// page cache, not the disk): the gate refuses sides of different cache modes, so when
+    /// the two are compared they share it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<String>,
 }
 
 /// One metric of one permutation, baseline against candidate.
@@ -349,6 +354,7 @@ fn permutation_rows(
         r.mib_s = Some(MibS {
             baseline_median: bw.and_then(|w| median(&w.mib_s.samples)),
             candidate_median: cw.and_then(|w| median(&w.mib_s.samples)),
+            caveat: cw.or(bw).and_then(|w| w.caveat.clone()),
         });
         rows.push(r);
     }

@@ -127,7 +127,10 @@ fn mib_s_row(r: &Row, m: &MibS) -> Vec<String> {
         ),
         String::new(),
         counts(r),
-        "shown only: the seconds above decide".into(),
+        match &m.caveat {
+            Some(c) => format!("shown only: the seconds above decide; {c}"),
+            None => "shown only: the seconds above decide".into(),
+        },
         String::new(),
     ]
 }
@@ -357,7 +360,7 @@ mod tests {
         assert!(r.baseline.is_none() && r.candidate.is_some());
         let w = find(&cmp, "a", "disk write (s)");
         assert_eq!(w.note, "no samples in the candidate");
-        let m = w.mib_s.unwrap();
+        let m = w.mib_s.clone().unwrap();
         assert!(
             (m.baseline_median.unwrap() - 256.0 / 3.0).abs() < 1e-9,
             "{m:?}"
@@ -397,6 +400,32 @@ mod tests {
             line.ends_with("not compared; no samples in the baseline"),
             "{line}"
         );
+    }
+
+    /// Both sides through the unsafe cache (the gate compares only like with like): the MiB/s
+    /// row says its figures are the host's page cache.
+    #[test]
+    fn a_disk_write_through_the_unsafe_cache_is_labelled_in_the_comparison() {
+        let unsafe_write = |secs| {
+            let mut p = with_disk_write(perm("a", &[]), &noisy(secs));
+            p.disk_write.as_mut().unwrap().caveat = Some("the host's page cache".into());
+            p
+        };
+        let cmp = compare_reports(
+            &report(vec![unsafe_write(2.0)]),
+            &report(vec![unsafe_write(2.1)]),
+            rules(),
+        )
+        .unwrap();
+        let text = render_text(&cmp);
+        let mib = text
+            .lines()
+            .find(|l| l.contains("disk write (MiB/s)"))
+            .unwrap();
+        assert!(mib.ends_with("; the host's page cache"), "{mib}");
+        let plain = report(vec![with_disk_write(perm("a", &[]), &noisy(2.0))]);
+        let text = render_text(&compare_reports(&plain, &plain, rules()).unwrap());
+        assert!(!text.contains("page cache"), "{text}");
     }
 
     #[test]
