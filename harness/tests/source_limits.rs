@@ -7,6 +7,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+mod source_tree;
+use source_tree::rust_files;
+
 const MAX_LINES: usize = 800;
 
 fn workspace() -> PathBuf {
@@ -24,17 +27,6 @@ fn source_dirs() -> Vec<PathBuf> {
         .iter()
         .map(|m| workspace().join(m.as_str().unwrap()).join("src"))
         .collect()
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// A module-level `#[cfg(test)]` at line `i`: the index of the item's first line after its

@@ -202,17 +202,23 @@ pub fn at_once(needs: &[Need], host: HostNow) -> AtOnce {
 /// The host as it is now: MemAvailable, online CPUs, free space under `dir`; memory and
 /// CPUs within this process's cgroup limits where those are lower (in a pod, a container).
 pub fn host_now(dir: &Path) -> std::io::Result<HostNow> {
-    let (mem_available, memory_from) = memory_now()?;
+    // One walk of the cgroup tree serves both figures.
+    let limits = cgroup_limits();
+    let (mem_available, memory_from) = memory_within(&limits)?;
     Ok(HostNow {
         mem_available,
         memory_from,
-        cpus: host_cpus(),
+        cpus: cpus_within(&limits),
         disk_free: free_bytes(dir)?,
     })
 }
 
 /// The memory this process may use now, and where the figure comes from.
 pub fn memory_now() -> std::io::Result<(u64, MemoryFrom)> {
+    memory_within(&cgroup_limits())
+}
+
+fn memory_within(limits: &cgroup::Limits) -> std::io::Result<(u64, MemoryFrom)> {
     use std::io::Read;
     let mut meminfo = String::new();
     std::fs::File::open("/proc/meminfo")?
@@ -224,7 +230,7 @@ pub fn memory_now() -> std::io::Result<(u64, MemoryFrom)> {
             "no MemAvailable in /proc/meminfo",
         )
     })?;
-    Ok(within_cgroup(host, &cgroup_limits()))
+    Ok(within_cgroup(host, limits))
 }
 
 /// The host's MemAvailable, or what the cgroup leaves when that is less.
@@ -254,10 +260,14 @@ fn cgroup_limits() -> cgroup::Limits {
 /// The CPUs this process may use: online CPUs (Rust's count already follows the cgroup
 /// quota), and the cgroup's quota read here as well, the lower of the two.
 pub fn host_cpus() -> u32 {
+    cpus_within(&cgroup_limits())
+}
+
+fn cpus_within(limits: &cgroup::Limits) -> u32 {
     let online = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1);
-    match cgroup_limits().cpus {
+    match &limits.cpus {
         Some(c) => online.min(c.cpus).max(1),
         None => online,
     }
