@@ -151,19 +151,24 @@ pub fn render_html(runs: &[LocatedRun], summary: &Summary) -> String {
     document(&title, body)
 }
 
+/// A legend line: what the colours stand for, each swatch followed by its label.
+fn legend(intro: &str, items: &[(&str, &str)]) -> Element {
+    items.iter().fold(
+        el("p").attr("class", "meta legend").text(intro),
+        |p, &(color, label)| p.child(swatch(color)).text(label),
+    )
+}
+
 fn coverage_section(summary: &Summary) -> Element {
     section("coverage-section", "Coverage")
-        .child(
-            el("p")
-                .attr("class", "meta legend")
-                .text("Each axis value: ✓ passed, ✗ failed (fail or error), – did not run.")
-                .child(swatch(colors::PASS))
-                .text("passed")
-                .child(swatch(colors::FAIL))
-                .text("failed")
-                .child(swatch(colors::NOT_RUN))
-                .text("not run"),
-        )
+        .child(legend(
+            "Each axis value: ✓ passed, ✗ failed (fail or error), – did not run.",
+            &[
+                (colors::PASS, "passed"),
+                (colors::FAIL, "failed"),
+                (colors::NOT_RUN, "not run"),
+            ],
+        ))
         .child(tables::coverage_grid(&summary.coverage))
 }
 
@@ -372,17 +377,14 @@ fn failure(run: &LocatedRun) -> Element {
 fn timelines_section(runs: &[LocatedRun]) -> Element {
     let results: Vec<&RunResult> = runs.iter().map(|r| &r.result).collect();
     let scale = gantt::time_scale(&results);
-    let mut s = section("timelines", "Timelines").child(
-        el("p")
-            .attr("class", "meta legend")
-            .text("Phases on one time scale, seconds since the run started.")
-            .child(swatch(colors::PASS))
-            .text("pass")
-            .child(swatch(colors::FAIL))
-            .text("fail")
-            .child(swatch(colors::TIMEOUT))
-            .text("timeout"),
-    );
+    let mut s = section("timelines", "Timelines").child(legend(
+        "Phases on one time scale, seconds since the run started.",
+        &[
+            (colors::PASS, "pass"),
+            (colors::FAIL, "fail"),
+            (colors::TIMEOUT, "timeout"),
+        ],
+    ));
     for (i, run) in runs.iter().enumerate() {
         let r = &run.result;
         let meta = format!(
