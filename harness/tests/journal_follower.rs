@@ -109,6 +109,14 @@ struct Guest {
 
 impl Guest {
     fn start() -> Guest {
+        Guest::start_slowed(0)
+    }
+
+    /// A guest as a loaded host (or a loaded TCG guest) shows it: every `cat` takes `seconds`,
+    /// and so does `journalctl` before its first line. With 2 seconds a command over SSH takes
+    /// longer than the follow stream's 5-second read timeout (the status poll took 20 s here):
+    /// the sessions' own start-up runs `cat` too.
+    fn start_slowed(seconds: u32) -> Guest {
         let tools = tempfile::tempdir().unwrap();
         let entries = tools.path().join("entries.jsonl");
         let hidden = tools.path().join("hidden");
@@ -121,9 +129,15 @@ impl Guest {
         );
         script(
             tools.path(),
+            "cat",
+            &format!("#!/bin/sh\nsleep {seconds}\nexec /bin/cat \"$@\"\n"),
+        );
+        script(
+            tools.path(),
             "journalctl",
             &format!(
                 r#"#!/bin/bash
+sleep {seconds}
 after=0 follow=0
 for a in "$@"; do case "$a" in
     --after-cursor=*) c=${{a#*;i=}}; after=$((16#${{c%%;*}})) ;;
@@ -142,7 +156,8 @@ while true; do
 done
 "#,
                 e = entries.display(),
-                h = hidden.display()
+                h = hidden.display(),
+                seconds = seconds,
             ),
         );
         let path = format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", tools.path().display());
@@ -285,4 +300,19 @@ fn an_entry_the_follow_stream_steps_past_is_fetched_again_and_kept_in_its_place(
         std::fs::read_to_string(guest.entries()).unwrap(),
         "the raw journal: every entry, the one without a message too, in order"
     );
+}
+
+/// A guest whose commands take longer than the stream's read timeout (CI saw a loaded host
+/// starve the follower for a minute: each quiet read gave up the session, and each new session
+/// had to start again at the same cost) is waited for: the entries arrive, once each.
+#[test]
+fn a_guest_slower_than_the_streams_read_timeout_is_waited_for_not_given_up() {
+    let guest = Guest::start_slowed(2);
+    append(&guest.entries(), &guest.boot, 1, 3);
+    let (mut followers, mut rx) = guest.follow();
+    let mut got = Received::default();
+    messages(&mut rx, &mut got, 3, Duration::from_secs(60));
+    followers.stop();
+    let want: Vec<String> = (1..=3).map(|n| format!("entry {n}")).collect();
+    assert_eq!(got.messages, want, "{}", got.evidence(&guest.sshd));
 }

@@ -255,9 +255,10 @@ impl Reader<'_> {
         );
         // Once more on a failure: the query is a second channel beside the stream's, and one
         // lost channel must not lose the entries for good.
-        let out = session
-            .exec_bytes(&cmd, 64 << 20)
-            .or_else(|_| session.exec_bytes(&cmd, 64 << 20));
+        let out = session.with_io_timeout(PROBE_TIMEOUT, |s| {
+            s.exec_bytes(&cmd, 64 << 20)
+                .or_else(|_| s.exec_bytes(&cmd, 64 << 20))
+        });
         let (stdout, failed) = match out {
             Ok(out) => (out.stdout, String::new()),
             Err(e) => (Vec::new(), format!(" (the query failed twice: {e})")),
@@ -295,6 +296,15 @@ impl Reader<'_> {
     }
 }
 
+/// How long a read of the follow stream waits before the guest is probed: a quiet journal
+/// and a lost guest look the same until then.
+const STREAM_READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long the probe of a quiet stream's guest (and the boot id's read) may take before the
+/// session is given up: as long as a status poll may ([`super::follow`]'s), since both run
+/// commands on the same guest under the same load.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Follows the journal until `stop`, reconnecting whenever the session is lost.
 pub fn journal_loop(
     target: &SshTarget,
@@ -308,17 +318,23 @@ pub fn journal_loop(
         place: Place::default(),
     };
     while !stop.load(Ordering::SeqCst) {
-        let session = match target.connect(Duration::from_secs(5)) {
+        let session = match target.connect(STREAM_READ_TIMEOUT) {
             Ok(s) => s,
             Err(_) => {
                 sleep_unless_stopped(stop, Duration::from_secs(1));
                 continue;
             }
         };
-        let boot = session
-            .succeed("cat /proc/sys/kernel/random/boot_id")
-            .map(|b| b.trim().to_string())
-            .unwrap_or_default();
+        // Without the boot's id the place cannot be kept (an empty id would start the boot
+        // afresh and send its entries again): this session is given up instead.
+        let boot = session.with_io_timeout(PROBE_TIMEOUT, |s| {
+            s.succeed("cat /proc/sys/kernel/random/boot_id")
+                .map(|b| b.trim().to_string())
+        });
+        let Some(boot) = boot.ok().filter(|b| !b.is_empty()) else {
+            sleep_unless_stopped(stop, Duration::from_secs(1));
+            continue;
+        };
         reader.enter(&boot);
         follow_session(&session, &mut reader, stop);
         sleep_unless_stopped(stop, Duration::from_millis(500));
@@ -355,7 +371,17 @@ fn follow_session(session: &SshSession, reader: &mut Reader, stop: &AtomicBool) 
             // is asked whether it still answers in this boot (a reboot or a cut session
             // is found within one timeout and a probe), and the follower reconnects and
             // resumes from the cursor when it does not.
-            Err(_) if !ch.eof() && session.answers_in_boot(&reader.place.boot) => continue,
+            // The probe gets longer than a read: on a loaded host (or guest) a command can take
+            // more than the stream's few seconds, and a session given up for that is started
+            // again at the same cost, over and over (CI saw a follower get nothing for a minute).
+            Err(_)
+                if !ch.eof()
+                    && session.with_io_timeout(PROBE_TIMEOUT, |s| {
+                        s.answers_in_boot(&reader.place.boot)
+                    }) =>
+            {
+                continue
+            }
             Err(_) => return,
         }
     }

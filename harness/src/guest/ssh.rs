@@ -211,6 +211,16 @@ impl SshSession {
         self.session.set_timeout(timeout.as_millis() as u32);
     }
 
+    /// Runs `f` with the session's I/O timeout set to `timeout`, then puts the old one back:
+    /// a probe on a stream's session may wait longer than the stream's reads do.
+    pub fn with_io_timeout<T>(&self, timeout: Duration, f: impl FnOnce(&Self) -> T) -> T {
+        let before = self.session.timeout();
+        self.set_io_timeout(timeout);
+        let out = f(self);
+        self.session.set_timeout(before);
+        out
+    }
+
     pub fn exec(&self, command: &str) -> Result<CommandOutput, SshError> {
         let out = self.exec_bytes(command, u64::MAX)?;
         Ok(CommandOutput {
