@@ -28,6 +28,10 @@ const MASTER_IGNITION_WAIT: Duration = Duration::from_secs(300);
 /// coreos-installer prints its progress every second or so; this long a silence on a live
 /// connection is a hung session, not a slow disk (the write-stall detector judges the disk).
 const OUTPUT_SILENCE: Duration = Duration::from_secs(900);
+/// How long a step waits for its login to the live system (see `login`).
+const LOGIN_WAIT: Duration = Duration::from_secs(90);
+/// How long a step's read or write on the live system may block.
+const STEP_IO_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_JOURNAL: u64 = 64 << 20;
 const MAX_VAR_LOG: u64 = 256 << 20;
 
@@ -132,10 +136,7 @@ impl AssistedInstall {
         if !found {
             return Err("the run ended before the install began".into());
         }
-        let session = self
-            .target
-            .connect(Duration::from_secs(30))
-            .map_err(|e| e.to_string())?;
+        let session = self.login()?;
         session.set_io_timeout(OUTPUT_SILENCE);
         let command = command_line(&self.args);
         say(AssistedStep::Started {
@@ -163,31 +164,40 @@ impl AssistedInstall {
             .map_err(|e| format!("coreos-installer's exit status over SSH: {e}"))
     }
 
+    /// A session on the live system, which is known to be up: logins are tried again until
+    /// [`LOGIN_WAIT`], since one attempt can miss its few seconds' wait for sshd's banner on a
+    /// loaded TCG guest (CI saw "Resource temporarily unavailable" right after an install).
+    /// Its reads and writes may then block for [`STEP_IO_TIMEOUT`].
+    fn login(&self) -> Result<SshSession, String> {
+        let s = self
+            .target
+            .wait_for_ssh(LOGIN_WAIT)
+            .map_err(|e| e.to_string())?;
+        s.set_io_timeout(STEP_IO_TIMEOUT);
+        Ok(s)
+    }
+
     /// The live system's journal and /var/log into LOGS_DIR; what was collected, in words.
     fn collect_logs(&self) -> String {
         let dir = self.run_dir.join(LOGS_DIR);
-        let got = self
-            .target
-            .connect(Duration::from_secs(30))
-            .map_err(|e| e.to_string())
-            .and_then(|s| {
-                std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-                let journal = fetch(
-                    &s,
-                    "sudo -n journalctl -b --no-pager -o short-iso-precise",
-                    MAX_JOURNAL,
-                    &dir.join(JOURNAL_FILE),
-                )?;
-                // The journal's own files are the text above; tar's exit 1 is a file that
-                // changed while read (a log being written), which a live system's logs are.
-                let var_log = fetch(
-                    &s,
-                    "sudo -n sh -c 'tar -C / --exclude=var/log/journal -czf - var/log; [ $? -le 1 ]'",
-                    MAX_VAR_LOG,
-                    &dir.join(VAR_LOG_FILE),
-                )?;
-                Ok((journal, var_log))
-            });
+        let got = self.login().and_then(|s| {
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let journal = fetch(
+                &s,
+                "sudo -n journalctl -b --no-pager -o short-iso-precise",
+                MAX_JOURNAL,
+                &dir.join(JOURNAL_FILE),
+            )?;
+            // The journal's own files are the text above; tar's exit 1 is a file that
+            // changed while read (a log being written), which a live system's logs are.
+            let var_log = fetch(
+                &s,
+                "sudo -n sh -c 'tar -C / --exclude=var/log/journal -czf - var/log; [ $? -le 1 ]'",
+                MAX_VAR_LOG,
+                &dir.join(VAR_LOG_FILE),
+            )?;
+            Ok((journal, var_log))
+        });
         match got {
             Ok((j, v)) => format!(
                 "assisted install: the live system's logs collected into {LOGS_DIR}/ (journal {:.1} MiB, /var/log {:.1} MiB)",
@@ -202,8 +212,7 @@ impl AssistedInstall {
     /// reboot under way, not a failure.
     fn reboot(&self) -> Result<(), String> {
         let s = self
-            .target
-            .connect(Duration::from_secs(30))
+            .login()
             .map_err(|e| format!("reaching the live system to reboot it: {e}"))?;
         match s.exec("sudo -n systemctl reboot") {
             Ok(out) if out.status != 0 => Err(format!(
