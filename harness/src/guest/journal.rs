@@ -301,9 +301,9 @@ impl Reader<'_> {
 const STREAM_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long the probe of a quiet stream's guest (and the boot id's read) may take before the
-/// session is given up: as long as a status poll may ([`super::follow`]'s), since both run
-/// commands on the same guest under the same load.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+/// session is given up: as long as a status poll may, since both run commands on the same
+/// guest under the same load.
+const PROBE_TIMEOUT: Duration = super::follow::STATUS_TIMEOUT;
 
 /// Follows the journal until `stop`, reconnecting whenever the session is lost.
 pub fn journal_loop(
