@@ -46,7 +46,7 @@ pub fn parse_status(line: &str, host_key: &str) -> Option<GuestStatus> {
 }
 
 /// How long one status poll may take on a guest that answered SSH.
-pub(super) const STATUS_TIMEOUT: Duration = Duration::from_secs(30);
+const STATUS_TIMEOUT: Duration = super::ssh::COMMAND_IO_TIMEOUT;
 
 /// How long `Followers::stop` waits for its threads.
 pub const STOP_WAIT: Duration = Duration::from_secs(2);

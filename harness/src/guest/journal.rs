@@ -303,7 +303,7 @@ const STREAM_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the probe of a quiet stream's guest (and the boot id's read) may take before the
 /// session is given up: as long as a status poll may, since both run commands on the same
 /// guest under the same load.
-const PROBE_TIMEOUT: Duration = super::follow::STATUS_TIMEOUT;
+const PROBE_TIMEOUT: Duration = super::ssh::COMMAND_IO_TIMEOUT;
 
 /// Follows the journal until `stop`, reconnecting whenever the session is lost.
 pub fn journal_loop(

@@ -124,6 +124,10 @@ pub struct SshSession {
     pub host_key_sha256: String,
 }
 
+/// How long one short command (a status poll, a boot id's read, a probe) may take on a guest
+/// that answered SSH: a loaded guest under TCG can take tens of seconds, a lost one never ends.
+pub const COMMAND_IO_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How long a connection attempt waits for the server's first bytes. Through QEMU's user
 /// networking the TCP connect to the forwarded port succeeds at once whatever the guest's
 /// state; while the guest has no address yet, nothing ever answers, and a handshake that waits
