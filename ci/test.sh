@@ -2,18 +2,19 @@
 # The whole test suite: host setup, lint, unit tests and the VM tests (TCG), as CI runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash ci/install-host-deps.sh
-export PATH="$HOME/.cargo/bin:$PATH"
-# Disk, said first: a CI host's disk is shared and has run out mid-build (a compiler's "No space
-# left on device") and mid-test (VM disks refused). Measured on clean clones: lint and test
-# build 3.3 GB, target/ some 5 GB by the end of a run (no_libvirt_build's own build), the
-# fixture's cache 1.5 GB, and the VM tests' disks and run directories on top while they run.
+# Disk, said first (before the host's packages take their share): a CI host's disk is shared
+# and has run out mid-build (a compiler's "No space left on device") and mid-test (VM disks
+# refused). Measured on clean clones: lint and test build 3.3 GB, target/ some 5 GB by the end
+# of a run (no_libvirt_build's own build), the fixture's cache 1.5 GB, and the VM tests' disks
+# and run directories on top while they run.
 free_kib=$(df -Pk . | awk 'NR == 2 { print $4 }')
 echo "ci/test.sh: $((free_kib / 1048576)) GiB free for $(pwd) (the suite needs some 8 GiB)"
 if [ "$free_kib" -lt $((4 * 1048576)) ]; then
     echo "ci/test.sh: less than 4 GiB free: the build alone needs 3.3 GB; free disk and run again" >&2
     exit 3
 fi
+bash ci/install-host-deps.sh
+export PATH="$HOME/.cargo/bin:$PATH"
 # A clean clone builds once: incremental state (3 GB here) would only take disk from the VM tests.
 export CARGO_INCREMENTAL=0
 # The proof that ci/install-host-deps.sh is complete on a fresh Debian 12 (about 2 minutes,
