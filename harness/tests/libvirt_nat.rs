@@ -111,6 +111,19 @@ done"#,
     )
 }
 
+/// The last lines of a failed run's console: the run directory is a temporary one, gone with
+/// the test, and a guest that hung (a CI run's disk boot ended in a console of kernel traces)
+/// is only explained there.
+fn console_tail(run_dir: &Path) -> String {
+    const LINES: usize = 60;
+    let Ok(text) = std::fs::read_to_string(run_dir.join("serial.log")) else {
+        return format!("\n(no console at {})", run_dir.join("serial.log").display());
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(LINES)..].join("\n");
+    format!("\nthe console's last {LINES} lines:\n{tail}")
+}
+
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -136,8 +149,13 @@ fn a_nat_network_run_reaches_the_node_at_its_reserved_address_and_removes_the_ne
     let (out, state) = (work.path().join("out"), work.path().join("ns"));
     let ran = run_in_private_namespace(&scenario, &out, &state);
     let stderr = String::from_utf8_lossy(&ran.stderr);
-    assert_eq!(ran.status.code(), Some(0), "the run failed:\n{stderr}");
     let dir = out.join("nat");
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "the run failed:\n{stderr}{}",
+        console_tail(&dir)
+    );
     let result: serde_json::Value = serde_json::from_str(&read(&dir.join("result.json"))).unwrap();
     assert_eq!(result["verdict"], "pass");
     assert_eq!(result["backend"], "libvirt");
@@ -184,7 +202,12 @@ fn a_passing_variant(work: &Path, variant: &str) -> (String, serde_json::Value, 
     let (out, state) = (work.join("out"), work.join("ns"));
     let ran = run_in_private_namespace(&scenario, &out, &state);
     let stderr = String::from_utf8_lossy(&ran.stderr).into_owned();
-    assert_eq!(ran.status.code(), Some(0), "the run failed:\n{stderr}");
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "the run failed:\n{stderr}{}",
+        console_tail(&out.join("nat"))
+    );
     let result: serde_json::Value =
         serde_json::from_str(&read(&out.join("nat/result.json"))).unwrap();
     assert_eq!(result["verdict"], "pass");

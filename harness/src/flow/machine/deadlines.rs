@@ -116,7 +116,7 @@ impl Machine {
                 })
                 .unwrap_or_default(),
         };
-        let evidence = self.pending_evidence(cur, now_ms);
+        let evidence = self.pending_evidence(cur, now_ms) + &self.warnings_since(start);
         let within = Duration::from_secs(deadline.saturating_sub(start).div_ceil(1000));
         let adapted = projection
             .map(|p| {
@@ -147,6 +147,26 @@ impl Machine {
         st.detail = reason.clone();
         out.push(Action::PhaseEnded(cur, Status::Timeout));
         self.finish(Verdict::Fail, Some(cur), reason, out);
+    }
+
+    /// The guest's warnings (badness the policy or allow-list let pass) since `start`, the
+    /// first one quoted: a phase that then times out is most likely their consequence (a soft
+    /// lockup under TCG that never ended, seen in CI as a console of kernel traces), and the
+    /// last signal alone would be the trace's last line.
+    fn warnings_since(&self, start: u64) -> String {
+        let mut seen = self
+            .badness
+            .hits
+            .iter()
+            .filter(|h| !h.is_fatal() && h.t_ms >= start);
+        let Some(first) = seen.next() else {
+            return String::new();
+        };
+        let more = match seen.count() {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        format!("; the guest warned meanwhile: {}{more}", first.describe())
     }
 
     /// For heartbeats: the current phase and how long it has run.

@@ -948,6 +948,53 @@ fn bootkube_restarts_without_a_limit_recover_or_end_at_the_deadline_quoting_them
 }
 
 #[test]
+fn a_timeout_after_a_soft_lockup_under_tcg_quotes_the_lockup_not_the_traces_last_line() {
+    let mut m = machine();
+    m.scope_badness(crate::flow::badness::Policy {
+        process_crashes_fatal: true,
+        tcg: true,
+    });
+    through_bootkube(&mut m);
+    let lockup = "[   65.2] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [kworker/1:2:88]";
+    let a = feed(
+        &mut m,
+        vec![
+            (
+                40_000,
+                Signal::Console {
+                    line: lockup.into(),
+                },
+            ),
+            (
+                40_100,
+                Signal::Console {
+                    line: "[   65.3]  </TASK>".into(),
+                },
+            ),
+        ],
+    );
+    assert!(
+        m.outcome().is_none(),
+        "a lockup under TCG is a warning: {a:?}"
+    );
+    m.tick(3_600_000);
+    let o = m.outcome().unwrap();
+    assert!(
+        o.reason.contains("did not finish within")
+            && o.reason
+                .contains("the guest warned meanwhile: soft lockup in the serial console")
+            && o.reason.contains("CPU#1 stuck for 22s"),
+        "{}",
+        o.reason
+    );
+    // Without the warning, the reason says no such thing.
+    let mut m = machine();
+    through_bootkube(&mut m);
+    m.tick(3_600_000);
+    assert!(!m.outcome().unwrap().reason.contains("warned"));
+}
+
+#[test]
 fn on_the_openshift_profile_a_crash_outside_the_bootstrap_units_is_a_warning() {
     let mut m = machine();
     m.scope_badness(crate::flow::badness::Policy {
