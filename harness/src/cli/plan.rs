@@ -321,23 +321,22 @@ fn commands(s: &Scenario) -> Vec<String> {
         .collect();
     let env = env.join(" ");
     let mut commands = Vec::new();
-    let records = sno_harness::assets::dns::records_for(s);
+    let names = sno_harness::assets::dns::provision_for(s);
     let assisted = s.install.mode == sno_harness::scenario::InstallMode::Assisted;
-    let live_ign = if records.is_some() || assisted {
+    let live_ign = if names.records().is_some() || assisted {
         sno_harness::assets::LIVE_IGNITION_FILE
     } else {
         "bootstrap-in-place-for-live-iso.ign"
     };
-    if let Some(r) = &records {
+    if let Some(what) = names.what_the_node_gets() {
         commands.push(
             format!("{env} {installer} --dir PRIVATE/assets create manifests")
                 .trim()
                 .to_string(),
         );
         commands.push(format!(
-            "# PRIVATE/assets/openshift/{}.yaml: a MachineConfig writing the node's /etc/hosts ({}); the live Ignition appends it too",
+            "# PRIVATE/assets/openshift/{}.yaml: a MachineConfig with {what}; the live Ignition has them too",
             sno_harness::assets::dns::MACHINE_CONFIG_NAME,
-            sno_harness::assets::dns::hosts_lines(r).trim()
         ));
     }
     commands.extend([

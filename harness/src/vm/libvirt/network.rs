@@ -336,7 +336,7 @@ pub fn from_machine_network(
         ipv6: layout.ipv6,
         node: NodeReservation {
             mac: super::domain::GUEST_MAC.into(),
-            hostname: format!("{cluster_name}-master-0"),
+            hostname: crate::hw::nat::node_hostname(cluster_name),
             ipv4: layout.node_ipv4,
             ipv6: layout.node_ipv6,
         },

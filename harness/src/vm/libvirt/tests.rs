@@ -838,7 +838,7 @@ fn the_nic_is_the_qemu_backends_user_network_with_loopback_forwards_only() {
         .expect("a -netdev");
     assert_eq!(
         netdev,
-        crate::vm::qemu::argv::user_netdev(&sp.forwards, None)
+        crate::vm::qemu::argv::user_netdev(&sp.forwards, None, sp.dhcp_hostname.as_deref())
     );
     let fwds: Vec<&str> = netdev
         .split(',')
@@ -910,7 +910,8 @@ fn a_pxe_machine_has_no_cd_rom_and_its_nic_takes_the_tftp_boot_and_the_boot_orde
         netdev,
         [crate::vm::qemu::argv::user_netdev(
             &sp.forwards,
-            sp.netboot.as_ref()
+            sp.netboot.as_ref(),
+            sp.dhcp_hostname.as_deref()
         )]
     );
     assert!(

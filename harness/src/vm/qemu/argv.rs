@@ -39,8 +39,13 @@ pub fn qemu_argv_started(spec: &VmSpec, socket_dir_fd: Option<i32>) -> Vec<Strin
 
 /// QEMU's user-mode network `net0` with each forward bound to the host's loopback only (the
 /// guest must not be reachable from anywhere else), and for a PXE boot its TFTP root and the
-/// boot file its DHCP names. The libvirt backend passes the same string.
-pub fn user_netdev(forwards: &[PortForward], netboot: Option<&NetBootSpec>) -> String {
+/// boot file its DHCP names, and the hostname its DHCP gives. The libvirt backend passes the
+/// same string.
+pub fn user_netdev(
+    forwards: &[PortForward],
+    netboot: Option<&NetBootSpec>,
+    hostname: Option<&str>,
+) -> String {
     let fwds: String = forwards
         .iter()
         .map(|f| format!(",hostfwd=tcp:127.0.0.1:{}-:{}", f.host_port, f.guest_port))
@@ -54,7 +59,11 @@ pub fn user_netdev(forwards: &[PortForward], netboot: Option<&NetBootSpec>) -> S
             )
         })
         .unwrap_or_default();
-    format!("user,id=net0{fwds}{boot}")
+    // A hostname is validated as a DNS label upstream (the cluster's name): no comma to double.
+    let name = hostname
+        .map(|h| format!(",hostname={}", h.replace(',', ",,")))
+        .unwrap_or_default();
+    format!("user,id=net0{fwds}{boot}{name}")
 }
 
 /// The same VM for a person at a terminal (`--keep`): the serial console and QEMU's monitor on
@@ -170,7 +179,11 @@ fn consoles(a: &mut Args, spec: &VmSpec, console: Console, socket_dir_fd: Option
 fn devices(a: &mut Args, spec: &VmSpec) {
     a.push(&[
         "-netdev",
-        &user_netdev(&spec.forwards, spec.netboot.as_ref()),
+        &user_netdev(
+            &spec.forwards,
+            spec.netboot.as_ref(),
+            spec.dhcp_hostname.as_deref(),
+        ),
     ]);
     a.push(&["-device", &nic_device(spec)]);
     a.push(&["-object", "rng-random,id=rng0,filename=/dev/urandom"]);
@@ -359,6 +372,7 @@ pub(crate) mod tests {
             }],
             nic: Default::default(),
             netboot: None,
+            dhcp_hostname: Some("sno-master-0".into()),
         }
     }
 
@@ -480,6 +494,17 @@ pub(crate) mod tests {
             s.contains("bootindex=1") && s.contains("file=/r/install.qcow2"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn the_user_networks_dhcp_names_the_node_unless_told_not_to() {
+        assert!(joined(&spec())
+            .contains("user,id=net0,hostfwd=tcp:127.0.0.1:40022-:22,hostname=sno-master-0"));
+        let nameless = VmSpec {
+            dhcp_hostname: None,
+            ..spec()
+        };
+        assert!(!joined(&nameless).contains("hostname="));
     }
 
     #[test]

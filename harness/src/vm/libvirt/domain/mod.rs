@@ -489,7 +489,11 @@ fn net_args(spec: &VmSpec) -> Vec<QemuArg> {
     };
     [
         "-netdev".to_string(),
-        crate::vm::qemu::argv::user_netdev(&spec.forwards, spec.netboot.as_ref()),
+        crate::vm::qemu::argv::user_netdev(
+            &spec.forwards,
+            spec.netboot.as_ref(),
+            spec.dhcp_hostname.as_deref(),
+        ),
         "-device".to_string(),
         json(&device),
     ]
