@@ -33,6 +33,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
     judging::check_expect(cx, &f.expect)?;
     vm::check_nat(cx, &f)?;
     fixture::check_boot(cx, &f)?;
+    fixture::check_network(cx, &f)?;
     install::check_install_mode(cx, &f)?;
     let badness_allow = judging::badness_allow(cx, &f.badness)?;
     let additional_trust_bundle = install::trust_bundle(cx, &f.install)?;
