@@ -7,6 +7,7 @@ pub mod dns;
 pub mod ignition_edit;
 pub mod install_config;
 mod installer;
+pub mod keyfiles;
 pub use installer::InstallerVersion;
 mod iso;
 mod publish;

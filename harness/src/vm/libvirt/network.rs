@@ -335,7 +335,7 @@ pub fn from_machine_network(
         ipv4: layout.ipv4,
         ipv6: layout.ipv6,
         node: NodeReservation {
-            mac: super::domain::GUEST_MAC.into(),
+            mac: crate::hw::guest_net::NIC_MACS[0].into(),
             hostname: crate::hw::nat::node_hostname(cluster_name),
             ipv4: layout.node_ipv4,
             ipv6: layout.node_ipv6,

@@ -14,6 +14,7 @@ use crate::hw::{Accel, Bus, Firmware, Throttle, OVMF_CODE};
 /// disk write are unchanged, and each VM's RSS is smaller.
 pub const TCG_TB_SIZE_MIB: u32 = 64;
 
+use crate::hw::guest_net::NIC_MACS;
 use crate::hw::slots::{self as plan, DiskPlace, CDROM_AHCI_PORT};
 
 /// A path as the value of a QEMU option: a comma doubled, as QEMU's option syntax requires
@@ -276,7 +277,9 @@ fn cdrom(a: &mut Args, spec: &VmSpec) {
     a.push(&["-device", &dev]);
 }
 
-/// The virtio NIC at its planned slot; in the boot order when the machine boots from it.
+/// The virtio NIC at its planned slot, with NIC 0's MAC (QEMU's default for it, written out
+/// so that the keyfiles and libvirt name the same one); in the boot order when the machine
+/// boots from it.
 fn nic_device(spec: &VmSpec) -> String {
     let boot = spec
         .netboot
@@ -284,8 +287,9 @@ fn nic_device(spec: &VmSpec) -> String {
         .map(|n| format!(",bootindex={}", n.bootindex))
         .unwrap_or_default();
     format!(
-        "virtio-net-pci,{},netdev=net0{boot}",
-        pci_addr(plan::NET_SLOT)
+        "virtio-net-pci,{},netdev=net0,mac={}{boot}",
+        pci_addr(plan::NET_SLOT),
+        NIC_MACS[0]
     )
 }
 
@@ -405,8 +409,9 @@ pub(crate) mod tests {
         assert!(!s.contains("cdrom0"), "{s}");
         assert!(s.contains(",tftp=/r/a,,b/tftp,bootfile=boot.ipxe"), "{s}");
         assert!(
-            s.contains("virtio-net-pci,bus=pcie.0,addr=0x02,netdev=net0,bootindex=2")
-                || s.contains("netdev=net0,bootindex=2"),
+            s.contains(
+                "virtio-net-pci,bus=pcie.0,addr=0x02,netdev=net0,mac=52:54:00:12:34:56,bootindex=2"
+            ),
             "{s}"
         );
         assert!(s.contains("bootindex=1"), "{s}");
@@ -667,6 +672,22 @@ pub(crate) mod tests {
             .filter(|w| w[0] == "-device")
             .map(|w| w[1].as_str())
             .collect()
+    }
+
+    /// The MAC is written out, not left to QEMU: keyfiles match NIC 0 by it.
+    #[test]
+    fn the_nic_has_nic_0s_mac() {
+        let a = qemu_argv(&spec());
+        let nics: Vec<&str> = devices(&a)
+            .into_iter()
+            .filter(|d| d.starts_with("virtio-net-pci,"))
+            .collect();
+        assert_eq!(nics.len(), 1, "{nics:?}");
+        assert!(
+            nics[0].contains(&format!(",mac={},", NIC_MACS[0]))
+                || nics[0].ends_with(&format!(",mac={}", NIC_MACS[0])),
+            "{nics:?}"
+        );
     }
 
     #[test]
