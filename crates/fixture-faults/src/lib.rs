@@ -65,14 +65,6 @@ pub const FAULTS: &[FaultName] = &[
         "no-dns",
         "the harness withholds its DNS records for api, api-int and the routes; the node never registers",
     ),
-    plain(
-        "apps-dns",
-        "the harness's records reach the node's /etc/hosts but not its resolver: pods (and the operators that check routes) cannot resolve *.apps",
-    ),
-    plain(
-        "no-hostname",
-        "the user network's DHCP gives no hostname (and its address has no reverse record): the node registers as localhost",
-    ),
     FaultName {
         name: "operator-degraded",
         parameter: Some("name"),

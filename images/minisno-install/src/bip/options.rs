@@ -41,13 +41,6 @@ pub enum Fault {
     /// The harness withholds the DNS records; the fixture has nothing to do (the node's own
     /// resolver then fails, as on a real node).
     NoDns,
-    /// The harness puts its records into the node's /etc/hosts instead of its resolver; the
-    /// fixture has nothing to do: its operators resolve route hosts as pods do, through the
-    /// nameservers of the node's resolv.conf, and fail.
-    AppsDns,
-    /// The harness's DHCP gives no hostname; the fixture has nothing to do: its
-    /// node-valid-hostname waits as the real unit does, and the node registers as localhost.
-    NoHostname,
     OperatorDegraded(String),
     OperatorUnavailable(String),
     PostRebootFail,
@@ -99,8 +92,6 @@ pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
     ("api-never-ready", Fault::ApiNeverReady),
     ("node-not-ready", Fault::NodeNotReady),
     ("no-dns", Fault::NoDns),
-    ("apps-dns", Fault::AppsDns),
-    ("no-hostname", Fault::NoHostname),
     ("post-reboot-fail", Fault::PostRebootFail),
     ("etcd-member-not-removed", Fault::EtcdMemberNotRemoved),
     ("network-type-drift", Fault::NetworkTypeDrift),
