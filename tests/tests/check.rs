@@ -176,6 +176,7 @@ impl Cluster {
             install_config,
             etcd: EtcdCheck::Auto,
             api_int: Some("api-int.sno.example.test".into()),
+            node_name: None,
         };
         let endpoint = ApiEndpoint {
             kubeconfig: self.kubeconfig(),
