@@ -46,6 +46,8 @@ pub struct BipInputs<'a> {
     /// Ignition file entries of the user's master MachineConfigs, which the installed system
     /// gets as the machine-config operator would render them into its config.
     pub master_files: &'a [Value],
+    /// Their systemd units, likewise.
+    pub master_units: &'a [Value],
     pub options: &'a FixtureOptions,
 }
 
@@ -158,7 +160,20 @@ pub fn master_ignition(inputs: &BipInputs) -> Value {
         "systemd": {"units": units}
     });
     merge_files(&mut config, inputs.master_files);
+    merge_units(&mut config, inputs.master_units);
     config
+}
+
+/// Adds units to a config; a unit of a name the config already has replaces it, as the
+/// machine-config operator's rendering lets a later MachineConfig's unit win.
+fn merge_units(config: &mut Value, extra: &[Value]) {
+    let units = config["systemd"]["units"]
+        .as_array_mut()
+        .expect("the config has a unit list");
+    for entry in extra {
+        units.retain(|u| u["name"] != entry["name"]);
+        units.push(entry.clone());
+    }
 }
 
 /// Adds file entries to a config; an entry for a path the config already has replaces it, as a

@@ -19,6 +19,7 @@ fn inputs<'a>(options: &'a FixtureOptions, disk: &'a str) -> BipInputs<'a> {
         admin_key_pem: "-----BEGIN PRIVATE KEY-----\nADMINKEY\n-----END PRIVATE KEY-----\n",
         install_config_yaml_redacted: "apiVersion: v1\n",
         master_files: &[],
+        master_units: &[],
         options,
     }
 }
@@ -375,7 +376,23 @@ fn master_machine_config_files_reach_the_installed_system() {
     let extra = [hosts.clone(), replaced_ca.clone()];
     let mut i = inputs(&o, "/dev/vda");
     i.master_files = &extra;
+    let dnsmasq = json!({"name": "dnsmasq.service", "enabled": true, "contents": "[Service]\n"});
+    let kubelet =
+        json!({"name": "kubelet.service", "contents": "[Service]\nExecStart=/bin/mine\n"});
+    let units = [dnsmasq.clone(), kubelet.clone()];
+    i.master_units = &units;
     let master = master_ignition(&i);
+    let all_units = master["systemd"]["units"].as_array().unwrap();
+    assert!(all_units.contains(&dnsmasq));
+    let kubelets: Vec<&Value> = all_units
+        .iter()
+        .filter(|u| u["name"] == "kubelet.service")
+        .collect();
+    assert_eq!(
+        kubelets,
+        [&kubelet],
+        "a MachineConfig's unit replaces the fixture's own"
+    );
     let files = master["storage"]["files"].as_array().unwrap();
     assert!(files.contains(&hosts));
     let cas: Vec<&Value> = files
