@@ -12,12 +12,22 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::config::{Config, ConfigError, Faults};
 use crate::pod_dns::PodDns;
-use crate::route_checks::RouteLookups;
 use crate::schedule::{Facts, Timeline, ROUTE_CHECKS};
 use crate::state::{now_unix_ms, State, StateError};
 
 /// How often the simulated kubelet tries its lookup of api-int while it fails.
 const API_INT_LOOKUP_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The route checks' lookups (crate::route_checks): when the last round was, and the latest
+/// failure of each check (kept in memory: after a restart the next round finds them again
+/// within seconds).
+#[derive(Debug, Default)]
+pub struct RouteLookups {
+    pub(crate) last: Option<std::time::Instant>,
+    pub(crate) failures: [Option<crate::schedule::RouteFailure>; 3],
+    /// What was last logged of each check's failure, to log each different one once.
+    pub(crate) logged: [Option<String>; 3],
+}
 
 /// The simulated kubelet's lookups of api-int, until one succeeds.
 #[derive(Debug, Default)]

@@ -13,16 +13,6 @@ use crate::schedule::{RouteFailure, ROUTE_CHECKS};
 /// How often the checks look again while a host does not resolve.
 pub const ROUTE_LOOKUP_INTERVAL: Duration = Duration::from_secs(2);
 
-/// The checks' lookups: when the last round was, and the latest failure of each check (kept
-/// in memory: after a restart the next round finds them again within seconds).
-#[derive(Debug, Default)]
-pub struct RouteLookups {
-    last: Option<Instant>,
-    failures: [Option<RouteFailure>; 3],
-    /// What was last logged of each check's failure, to log each different one once.
-    logged: [Option<String>; 3],
-}
-
 impl App {
     /// The latest failure of each check.
     pub fn route_failures(&self) -> [Option<RouteFailure>; 3] {

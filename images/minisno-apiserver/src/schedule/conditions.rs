@@ -8,15 +8,7 @@ use crate::config::Faults;
 /// How many manifests the simulated CVO pretends to apply.
 pub const CVO_MANIFESTS: u32 = 886;
 
-/// One status condition; `since_s` is when it last changed, in seconds since first start.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Cond {
-    pub type_: &'static str,
-    pub status: &'static str,
-    pub since_s: f64,
-    pub reason: String,
-    pub message: String,
-}
+pub use super::cond::Cond;
 
 fn cond(
     type_: &'static str,

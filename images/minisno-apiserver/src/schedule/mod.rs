@@ -9,6 +9,7 @@
 //! operator is Available; then the operators settle. A milestone whose cause never comes never
 //! comes either.
 
+mod cond;
 mod conditions;
 mod events;
 pub mod routes;

@@ -12,7 +12,7 @@
 //!   .apps...`): the operator stays Available and turns Degraded=True `IngressDegraded`,
 //!   quoting the default ingress controller's `CanaryChecksSucceeding=False`.
 
-use super::conditions::Cond;
+use super::cond::Cond;
 
 /// What a failing check does to its operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
