@@ -133,18 +133,34 @@ fn data_url(text: &str) -> String {
     out
 }
 
+/// The system the entries are for: the live one appends to its /etc/hosts, the installed
+/// one's MachineConfig writes the whole file.
+#[derive(Clone, Copy)]
+enum System {
+    Live,
+    Installed,
+}
+
+/// The Ignition file entries and units that give `system` its names, if any.
+fn entries(p: &Provision, system: System) -> Option<(Vec<Value>, Vec<Value>)> {
+    match (p, system) {
+        (Provision::NodeResolver(r), _) => Some((
+            resolver::files(r, &r.cluster_domain),
+            vec![resolver::unit_entry()],
+        )),
+        (Provision::HostsOnly(r), System::Live) => Some((vec![hosts::live_append(r)], vec![])),
+        (Provision::HostsOnly(r), System::Installed) => {
+            Some((vec![hosts::installed_file(r)], vec![]))
+        }
+        (Provision::NetworkDns | Provision::Withheld, _) => None,
+    }
+}
+
 /// The MachineConfig that gives the installed system its names: the node's resolver (files
 /// and the dnsmasq unit), or under `apps-dns` the whole /etc/hosts. None when nothing goes
 /// onto the node.
 pub fn machine_config(p: &Provision) -> Option<Value> {
-    let (files, units) = match p {
-        Provision::NodeResolver(r) => (
-            resolver::files(r, &r.cluster_domain),
-            vec![resolver::unit_entry()],
-        ),
-        Provision::HostsOnly(r) => (vec![hosts::installed_file(r)], vec![]),
-        Provision::NetworkDns | Provision::Withheld => return None,
-    };
+    let (files, units) = entries(p, System::Installed)?;
     Some(json!({
         "apiVersion": "machineconfiguration.openshift.io/v1",
         "kind": "MachineConfig",
@@ -178,13 +194,8 @@ pub fn write_machine_config(dir: &Path, p: &Provision) -> Result<(), AssetsError
 /// Gives the live system its names in its Ignition config (spec 3.x): the resolver's files
 /// and unit, or under `apps-dns` lines appended to /etc/hosts.
 pub fn add_to_live_ignition(ignition: &mut Value, p: &Provision) -> Result<(), EditError> {
-    let (files, units) = match p {
-        Provision::NodeResolver(r) => (
-            resolver::files(r, &r.cluster_domain),
-            vec![resolver::unit_entry()],
-        ),
-        Provision::HostsOnly(r) => (vec![hosts::live_append(r)], vec![]),
-        Provision::NetworkDns | Provision::Withheld => return Ok(()),
+    let Some((files, units)) = entries(p, System::Live) else {
+        return Ok(());
     };
     let root = ignition.as_object_mut().ok_or(EditError::NotAnObject)?;
     let storage = root.entry("storage").or_insert_with(|| json!({}));

@@ -164,27 +164,24 @@ pub fn master_ignition(inputs: &BipInputs) -> Value {
     config
 }
 
-/// Adds units to a config; a unit of a name the config already has replaces it, as the
-/// machine-config operator's rendering lets a later MachineConfig's unit win.
-fn merge_units(config: &mut Value, extra: &[Value]) {
-    let units = config["systemd"]["units"]
-        .as_array_mut()
-        .expect("the config has a unit list");
-    for entry in extra {
-        units.retain(|u| u["name"] != entry["name"]);
-        units.push(entry.clone());
-    }
-}
-
 /// Adds file entries to a config; an entry for a path the config already has replaces it, as a
 /// later MachineConfig's file wins over an earlier one's.
 fn merge_files(config: &mut Value, extra: &[Value]) {
-    let files = config["storage"]["files"]
-        .as_array_mut()
-        .expect("the config has a file list");
+    merge_by(&mut config["storage"]["files"], "path", extra);
+}
+
+/// Adds units to a config; a unit of a name the config already has replaces it, as the
+/// machine-config operator's rendering lets a later MachineConfig's unit win.
+fn merge_units(config: &mut Value, extra: &[Value]) {
+    merge_by(&mut config["systemd"]["units"], "name", extra);
+}
+
+/// Appends each of `extra` to the list `into`, replacing an entry of the same `key`.
+fn merge_by(into: &mut Value, key: &str, extra: &[Value]) {
+    let list = into.as_array_mut().expect("the config has the list");
     for entry in extra {
-        files.retain(|f| f["path"] != entry["path"]);
-        files.push(entry.clone());
+        list.retain(|e| e[key] != entry[key]);
+        list.push(entry.clone());
     }
 }
 
