@@ -170,6 +170,14 @@ impl HostContext {
     }
 }
 
+/// The registered node, in result.json.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeResult {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_problem: Option<String>,
+}
+
 /// `result.json`, schema `sno-harness/result/v1`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
@@ -204,6 +212,10 @@ pub struct RunResult {
     pub reset_causes: Vec<String>,
     /// All contract phases in order; unreached ones `not-reached` with null times.
     pub phases: Vec<PhaseResult>,
+    /// The node as its kubelet registered it (its name; why that name is wrong, if it is),
+    /// once the API listed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<NodeResult>,
     pub disk_write: Option<DiskWrite>,
     #[serde(default)]
     pub last_signals: Vec<LastSignal>,
@@ -416,6 +428,7 @@ impl RunResult {
             resets: 0,
             reset_causes: Vec::new(),
             phases: RunResult::unreached_phases(),
+            node: None,
             disk_write: None,
             last_signals: vec![],
             artifacts: BTreeMap::new(),
@@ -556,6 +569,10 @@ pub(crate) mod tests {
             resets: 1,
             reset_causes: vec!["guest reboot".into()],
             phases,
+            node: Some(NodeResult {
+                name: "sno-master-0".into(),
+                name_problem: None,
+            }),
             disk_write: Some(DiskWrite {
                 disk: "install".into(),
                 bytes: 268_435_456,

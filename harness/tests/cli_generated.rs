@@ -241,3 +241,43 @@ fn plan_json_names_its_schema() {
         assert_eq!(v["schema"], schema, "{file}");
     }
 }
+
+/// `plan` shows a scenario's `[network]`: its mode, addresses and keyfiles, and says that a run
+/// does not embed them yet; a scenario without the table has no `network` in its JSON.
+#[test]
+fn plan_shows_the_static_network_and_its_keyfiles() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let file = root.join("scenarios/static-ipv4-nat.toml");
+    let file = file.to_str().unwrap();
+    let (code, out, err) = harness(&["plan", file]);
+    assert_eq!(code, 0, "{err}");
+    for words in [
+        "\n# network: static: 192.168.126.10/24 via 192.168.126.1, DNS 192.168.126.1\n",
+        "not yet embedded into the live ISO",
+        "\n## nic0.nmconnection\n[connection]\nid=nic0\n",
+        "\n[ethernet]\nmac-address=52:54:00:12:34:56\n",
+        "\naddress1=192.168.126.10/24,192.168.126.1\n",
+    ] {
+        assert!(out.contains(words), "no {words:?} in:\n{out}");
+    }
+    let (code, out, err) = harness(&["plan", "--json", file]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["scenario"]["network"]["mode"], "static");
+    assert_eq!(
+        v["scenario"]["network"]["ipv4"]["address"],
+        "192.168.126.10"
+    );
+    assert_eq!(v["network"]["keyfiles_embedded"], false);
+    let files = v["network"]["keyfiles"].as_array().unwrap();
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0]["file"], "nic0.nmconnection");
+    assert!(files[0]["text"].as_str().unwrap().contains("method=manual"));
+    let smoke = root.join("scenarios/smoke.toml");
+    let (code, out, err) = harness(&["plan", "--json", smoke.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v.get("network").is_none() && v["scenario"].get("network").is_none());
+    let (_, text, _) = harness(&["plan", smoke.to_str().unwrap()]);
+    assert!(!text.contains("# network"), "{text}");
+}

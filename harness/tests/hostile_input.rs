@@ -389,7 +389,8 @@ const TOKENS: &[&str] = &[
     "\"ipv6-first\"", "\"5m\"", "\"0s\"", "\"fail\"", "\"assets\"", "0", "-1", "1", "2",
     "64", "4096", "9223372036854775807", "-9223372036854775808", "1.5", "nan", "inf",
     "-inf", "true", "false", "1979-05-27T07:32:00Z", "1979-05-27", "07:32:00", "é", "\u{0}",
-    "\u{feff}", "\r", "\t",
+    "\u{feff}", "\r", "\t", "network", "ipv4", "ipv6", "dns", "bond", "\"static\"",
+    "\"10.0.2.15/24\"", "\"10.0.2.2\"",
 ];
 
 /// Each key's vocabulary as TOML: values it takes, and near misses that find the validators'
@@ -441,6 +442,18 @@ const VOCABULARY: &[(&str, &[&str], &[&str])] = &[
     ("reason_contains", &[r#""x""#], &[]),
     ("layout", &[r#""1""#, r#""2-second""#, r#""3-last""#, r#""8-eighth""#], &[r#""9""#, r#""2-third""#, "2"]),
     ("network_stack", &[r#""ipv4""#, r#""ipv6""#, r#""dual-stack""#, r#""ipv6-first""#], &[r#""ipv7""#]),
+    ("network", &[r#""user""#, r#""user""#, r#""nat""#], &[r#""bridge""#]),
+    ("mode", &[r#""static""#, r#""static""#, r#""dhcp""#], &[r#""manual""#, "1"]),
+    ("ipv4", &[
+        r#"{ address = "10.0.2.15/24", gateway = "10.0.2.2" }"#, r#"{ address = "10.0.2.0/24", gateway = "10.0.2.2" }"#,
+        r#"{ address = "10.0.2.15/32", gateway = "10.0.2.2" }"#, r#"{ address = "10.0.2.15/31", gateway = "10.0.2.14" }"#,
+    ], &[r#"{ address = "10.0.2.15/99", gateway = "10.0.2.2" }"#, r#"{ address = "fd00::1/64", gateway = "x" }"#, r#"{ address = "10.0.2.15" }"#, r#""10.0.2.15/24""#]),
+    ("ipv6", &[
+        r#"{ address = "fd00::10/64", gateway = "fd00::1" }"#, r#"{ address = "fd00::/128", gateway = "fd00::" }"#,
+        r#"{ address = "::/1", gateway = "::1" }"#,
+    ], &[r#"{ address = "fd00::10/129", gateway = "fd00::1" }"#, r#"{ address = "10.0.2.15/24", gateway = "10.0.2.2" }"#]),
+    ("dns", &[r#"["10.0.2.3"]"#, r#"["10.0.2.3", "fd00::1"]"#, "[]"], &[r#"["x"]"#, r#""10.0.2.3""#, r#"["10.0.2.3", "10.0.2.3"]"#]),
+    ("bond", &[r#"{ mode = "active-backup" }"#, r#"{ mode = "active-backup", interfaces = 2 }"#], &[r#"{ mode = "802.3ad" }"#, r#"{ mode = "active-backup", interfaces = 9223372036854775807 }"#, r#"{ interfaces = -1 }"#, "true"]),
 ];
 
 /// Anything, for a key of no vocabulary or the odd wrong value.
@@ -485,7 +498,7 @@ fn pick() -> impl Strategy<Value = Pick> {
 #[rustfmt::skip]
 const SCENARIO_KEYS: &[(&str, &[(&str, u8)])] = &[
     ("", &[("name", 97), ("profile", 97), ("description", 10), ("colour", 2)]),
-    ("vm", &[("vcpus", 30), ("memory", 30), ("firmware", 40), ("accel", 20), ("boot_order", 20)]),
+    ("vm", &[("vcpus", 30), ("memory", 30), ("firmware", 40), ("accel", 20), ("boot_order", 20), ("network", 15)]),
     ("install", &[
         ("installation_disk", 60), ("network_type", 20), ("machine_network", 20),
         ("cluster_network", 15), ("service_network", 15), ("control_plane_replicas", 10),
@@ -496,6 +509,7 @@ const SCENARIO_KEYS: &[(&str, &[(&str, u8)])] = &[
     ("fixture", &[("faults", 30), ("schedule", 30)]),
     ("openshift", &[("installer", 5), ("release_image", 5)]),
     ("expect", &[("verdict", 20), ("failed_phase", 8), ("reason_contains", 5)]),
+    ("network", &[("mode", 15), ("ipv4", 12), ("ipv6", 8), ("dns", 12), ("bond", 8)]),
 ];
 
 #[rustfmt::skip]

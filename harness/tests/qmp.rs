@@ -45,6 +45,7 @@ fn spec(dir: &Path) -> VmSpec {
         forwards: vec![],
         nic: Default::default(),
         netboot: None,
+        dhcp_hostname: None,
     }
 }
 

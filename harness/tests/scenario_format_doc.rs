@@ -93,6 +93,15 @@ fn probes() -> Vec<(&'static str, String)> {
                 "{DISK}[install]\ncluster_network = [{{ zzz = 1 }}]\n"
             )),
         ),
+        ("[network]", s(&format!("{DISK}[network]\nzzz = 1\n"))),
+        (
+            "ipv4",
+            s(&format!("{DISK}[network]\nipv4 = {{ zzz = 1 }}\n")),
+        ),
+        (
+            "bond",
+            s(&format!("{DISK}[network]\nbond = {{ zzz = 1 }}\n")),
+        ),
         (
             "[timeouts]",
             s(&format!("{DISK}[timeouts]\nzzz = \"1m\"\n")),

@@ -52,7 +52,7 @@ trap cleanup EXIT
 step "rootfs: mmdebstrap $MINISNO_SUITE with $MINISNO_KERNEL_PACKAGE"
 root=$work/rootfs
 mmdebstrap --variant=minbase --mode=root --quiet \
-    --include="systemd,systemd-sysv,dbus,udev,openssh-server,$MINISNO_KERNEL_PACKAGE,tiny-initramfs,kmod,iproute2,util-linux,e2fsprogs,sudo,procps,fdisk,busybox-static,less,curl,jq" \
+    --include="systemd,systemd-sysv,dbus,udev,openssh-server,$MINISNO_KERNEL_PACKAGE,tiny-initramfs,kmod,iproute2,util-linux,e2fsprogs,sudo,procps,fdisk,busybox-static,less,curl,jq,network-manager,dnsmasq-base,libnss-myhostname" \
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' \
@@ -67,11 +67,22 @@ chmod 0440 "$root/etc/sudoers.d/core"
 install -D -m 0755 "$MINISNO_IGNITION_BIN" "$root/usr/lib/minisno/minisno-ignition"
 install -D -m 0755 "$MINISNO_APISERVER_BIN" "$root/usr/lib/minisno/minisno-apiserver"
 install -D -m 0755 "$COREOS_INSTALLER_BIN" "$root/usr/bin/coreos-installer"
+# The network as on RHCOS: NetworkManager (keyfile plugin, connections in
+# /etc/NetworkManager/system-connections, 0600), DHCP on every Ethernet NIC through its
+# default automatic connection, and the resolv.conf NetworkManager writes. No static hostname:
+# like an RHCOS node, minisno takes the one DHCP gives (option 12), else the reverse DNS name
+# of its address (NetworkManager's hostname-mode=default); with neither it stays "localhost",
+# systemd's fallback. The build host's resolv.conf, which mmdebstrap leaves behind, goes.
 mkdir -p "$root/etc/NetworkManager/system-connections"
-echo minisno > "$root/etc/hostname"
-# mmdebstrap leaves the build host's resolv.conf behind; the fixture resolves nothing over
-# DNS (its names are in /etc/hosts), and the build host's resolver is no business of a guest.
-printf '# minisno: no DNS (names are in /etc/hosts)\n' > "$root/etc/resolv.conf"
+chmod 0700 "$root/etc/NetworkManager/system-connections"
+rm -f "$root/etc/hostname" "$root/etc/resolv.conf"
+# systemd's nss-myhostname resolves the node's own name whatever DHCP named it (sudo looks it
+# up on every call). Fedora CoreOS and RHEL list it too; here it comes before DNS, so that the
+# lookup never waits on a DNS server that cannot answer for the name.
+sed -i -E 's/^hosts:.*/hosts:          files myhostname dns/' "$root/etc/nsswitch.conf"
+grep -q '^hosts:          files myhostname dns$' "$root/etc/nsswitch.conf" \
+    || die "nsswitch.conf has no hosts line to set"
+[ -x "$root/usr/sbin/dnsmasq" ] || die "dnsmasq-base did not install /usr/sbin/dnsmasq"
 printf 'minisno %s (a test fixture for sno-harness; not RHCOS)\n' "$MINISNO_SUITE" > "$root/etc/minisno-release"
 chroot "$root" useradd --create-home --uid 1000 --user-group --groups sudo --shell /bin/bash core
 chroot "$root" usermod -p '*' core
@@ -81,16 +92,19 @@ mkdir -p "$root/run/sshd"
 chroot "$root" ssh-keygen -q -t ed25519 -N "" -f /run/sshd-check-key
 chroot "$root" /usr/sbin/sshd -t -h /run/sshd-check-key || die "sshd -t rejects the image's sshd_config"
 rm -rf "$root"/run/sshd-check-key* "$root/run/sshd"
-chroot "$root" systemctl enable systemd-networkd.service ssh.service ssh-host-keygen.service \
-    minisno-boot-report.service >/dev/null
+# NetworkManager-wait-online as on RHCOS: network-online.target means NetworkManager has
+# finished starting (the DHCP lease taken), and what orders itself after it waits for that.
+chroot "$root" systemctl enable NetworkManager.service NetworkManager-wait-online.service \
+    ssh.service ssh-host-keygen.service minisno-boot-report.service >/dev/null
 chroot "$root" systemctl disable apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer \
     fstrim.timer >/dev/null 2>&1 || true
-# Masked: wait-online (nothing here waits for it), e2scrub_reap (a 5 s LVM snapshot scan on
-# every boot under TCG; there is no LVM), the VGA getty (the VM has no display), and boot-time
+# Masked: systemd-networkd (NetworkManager manages the network, as on RHCOS), e2scrub_reap
+# (a 5 s LVM snapshot scan on every boot under TCG; there is no LVM), the VGA getty (the VM has no display), and boot-time
 # units this appliance has no use for (DRM, pstore, FUSE, device-mapper, debugfs, tracefs,
 # huge pages, kernel-command-line networks, audit, daily timers). Under TCG every unit costs a
 # fork and an exec on a CPU that is also starting sshd and the API server.
-chroot "$root" systemctl mask systemd-networkd-wait-online.service e2scrub_reap.service \
+chroot "$root" systemctl mask systemd-networkd.service systemd-networkd.socket \
+    systemd-networkd-wait-online.service e2scrub_reap.service \
     getty@tty1.service modprobe@drm.service modprobe@efi_pstore.service \
     modprobe@fuse.service modprobe@dm_mod.service modprobe@configfs.service \
     sys-kernel-debug.mount sys-kernel-tracing.mount dev-hugepages.mount \
@@ -110,8 +124,9 @@ for d in "$kmods"/drivers/*; do
         *) rm -rf "$d" ;;
     esac
 done
+# bonding: RHCOS bonds NICs with it (NetworkManager's bond connections).
 find "$kmods/drivers/net" -name '*.ko' ! -name virtio_net.ko ! -name net_failover.ko \
-    ! -name tun.ko ! -name veth.ko ! -name dummy.ko -delete
+    ! -name tun.ko ! -name veth.ko ! -name dummy.ko ! -name bonding.ko -delete
 for d in "$kmods"/fs/*/; do
     case " ext4 jbd2 mbcache fat isofs squashfs overlayfs nls fuse " in
         *" $(basename "$d") "*) ;;

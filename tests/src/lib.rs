@@ -179,6 +179,8 @@ impl Machine {
             forwards,
             nic: Default::default(),
             netboot: None,
+            // As the harness's DHCP names a node (the fixture takes its name from DHCP).
+            dhcp_hostname: Some("sno-master-0".into()),
         };
         let (qemu, console) = QemuProcess::start(&spec, dir.path()).unwrap();
         std::fs::write(dir.path().join("vm.txt"), qemu.command_line()).unwrap();

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use minisno_apiserver::config::{Release, Resolver};
+use minisno_apiserver::config::{ClusterDns, Release, Resolver};
+use minisno_apiserver::pod_dns::stub::StubDns;
 use minisno_apiserver::{Config, Running, Schedule};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -60,6 +61,31 @@ fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
     path
 }
 
+/// The DNS the cluster's pods forward to (one server for the whole test process): it knows the
+/// route hosts the operators check.
+fn cluster_dns() -> ClusterDns {
+    static DNS: std::sync::OnceLock<StubDns> = std::sync::OnceLock::new();
+    let dns = DNS.get_or_init(|| {
+        let names: Vec<(String, std::net::Ipv4Addr)> = [
+            "oauth-openshift",
+            "console-openshift-console",
+            "canary-openshift-ingress-canary",
+        ]
+        .iter()
+        .map(|r| {
+            (
+                format!("{r}.apps.sno.example.test"),
+                std::net::Ipv4Addr::LOCALHOST,
+            )
+        })
+        .collect();
+        let names: Vec<(&str, std::net::Ipv4Addr)> =
+            names.iter().map(|(n, a)| (n.as_str(), *a)).collect();
+        StubDns::start(&names).unwrap()
+    });
+    ClusterDns::Servers(vec![dns.addr])
+}
+
 /// A cluster after the pivot: the API server, and (unless `dns` is false) api-int resolving
 /// on its node. The bootstrap configmap is completed as the post-reboot script does.
 struct Cluster {
@@ -85,7 +111,7 @@ impl Cluster {
             ca_key,
             extra_sans: vec![],
             state_dir: dir.path().join("state"),
-            node_name: "minisno".into(),
+            node_name: Some("minisno".into()),
             release: Release {
                 version: version.into(),
                 image: format!("quay.io/minisno/release:{version}"),
@@ -94,11 +120,13 @@ impl Cluster {
             faults: faults.iter().map(|f| f.to_string()).collect(),
             install_config_yaml: INSTALL_CONFIG.into(),
             resolver: Resolver::HostsFile(dir.path().join("hosts")),
+            cluster_dns: cluster_dns(),
         };
         let running = minisno_apiserver::start(config).await.unwrap();
         // The kubelet's first lookup of api-int, now rather than on the server's next tick, so
         // that the timeline below is final.
         running.app.look_up_api_int();
+        running.app.check_routes();
         if !faults.contains(&"api-never-ready") {
             let r = minisno_apiserver::router::route(
                 &running.app,
@@ -148,6 +176,7 @@ impl Cluster {
             install_config,
             etcd: EtcdCheck::Auto,
             api_int: Some("api-int.sno.example.test".into()),
+            node_name: None,
         };
         let endpoint = ApiEndpoint {
             kubeconfig: self.kubeconfig(),

@@ -107,6 +107,14 @@ pub const FAULTS: &[FaultName] = &[
         "journal-cut",
         "mid-bootkube the guest kills the SSH session of every journal reader, as a dropped connection would; the install is not affected",
     ),
+    plain(
+        "apps-dns",
+        "the harness gives the route names to the node's /etc/hosts but not to its DNS; the operators that check their routes fail, as pods resolve through DNS only",
+    ),
+    plain(
+        "no-hostname",
+        "the harness's DHCP gives the node no hostname; node-valid-hostname waits five minutes and the node registers as localhost",
+    ),
 ];
 
 /// A fault as a scenario names it, checked against the list.

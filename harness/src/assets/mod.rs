@@ -7,6 +7,7 @@ pub mod dns;
 pub mod ignition_edit;
 pub mod install_config;
 mod installer;
+pub mod keyfiles;
 pub use installer::InstallerVersion;
 mod iso;
 mod publish;
@@ -464,9 +465,10 @@ fn create_ignition_config(
     }
     let version = installer::version_of(&String::from_utf8_lossy(&probe?.stdout));
     // The installer consumes install-config.yaml, so it runs in its own directory.
-    if let Some(records) = dns::records_for(req.scenario) {
+    let names = dns::provision_for(req.scenario);
+    if dns::machine_config(&names).is_some() {
         installer::run_installer(req, dir, log, &["create", "manifests"])?;
-        dns::write_machine_config(dir, &records)?;
+        dns::write_machine_config(dir, &names)?;
     }
     installer::run_installer(req, dir, log, &["create", "single-node-ignition-config"])?;
     Ok(version)
@@ -476,9 +478,9 @@ fn create_ignition_config(
 /// the harness's additions (the install hold of a saving run, the node's DNS records, the
 /// masked install-to-disk.service of an assisted install).
 fn live_ignition(req: &AssetsRequest, dir: &Path, ignition: &Path) -> Result<PathBuf, AssetsError> {
-    let records = dns::records_for(req.scenario);
+    let names = dns::provision_for(req.scenario);
     let assisted = req.scenario.install.mode == crate::scenario::InstallMode::Assisted;
-    if !req.hold_install && !assisted && records.is_none() {
+    if !req.hold_install && !assisted && names.records().is_none() {
         return Ok(ignition.to_path_buf());
     }
     let text = fs::read_to_string(ignition)
@@ -495,9 +497,7 @@ fn live_ignition(req: &AssetsRequest, dir: &Path, ignition: &Path) -> Result<Pat
     if assisted {
         assisted::mask_install_to_disk(&mut ign).map_err(bad)?;
     }
-    if let Some(r) = &records {
-        dns::add_to_live_ignition(&mut ign, r).map_err(bad)?;
-    }
+    dns::add_to_live_ignition(&mut ign, &names).map_err(bad)?;
     let name = if req.hold_install {
         hold::HELD_IGNITION_FILE
     } else {

@@ -75,6 +75,8 @@ pub fn check(a: CheckArgs) -> Outcome {
         .transpose()?;
     let inputs = Inputs {
         api_int: api_int_of(install_config.as_ref()),
+        // A cluster the harness did not boot: no name is expected of it.
+        node_name: None,
         install_config,
         etcd: match a.etcd_rule.as_str() {
             "required" => EtcdCheck::Required,

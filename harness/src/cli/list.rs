@@ -161,6 +161,10 @@ mod tests {
             .find(|s| s["file"] == "scenarios/faults/journal-cut.toml")
             .expect("a fault scenario listed");
         assert_eq!(cut["faults"], json!(["journal-cut"]));
+        // The [network] example is among the scenarios that load (all of them, below).
+        assert!(scenarios.iter().any(
+            |s| s["file"] == "scenarios/static-ipv4-nat.toml" && s["name"] == "static-ipv4-nat"
+        ));
         assert!(
             scenarios.iter().all(|s| s["error"].is_null()),
             "{scenarios:?}"

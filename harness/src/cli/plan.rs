@@ -253,7 +253,7 @@ impl ScenarioPlan {
     }
 
     fn json(&self, s: &Scenario) -> serde_json::Value {
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "schema": SCHEMA,
             "scenario": s,
             "install_config": self.install_config,
@@ -263,7 +263,12 @@ impl ScenarioPlan {
             "libvirt_domain_xml": self.domain_xml,
             "libvirt_network_xml": self.network_xml,
             "timeouts_s": self.timeouts.iter().map(|(p, d)| (p.name().to_string(), d.as_secs())).collect::<BTreeMap<_, _>>(),
-        })
+        });
+        // Only with the table: a plan without it is the same JSON as before it existed.
+        if let Some(n) = &s.network {
+            v["network"] = network_json(n);
+        }
+        v
     }
 
     fn print(&self, s: &Scenario, path: &Path) {
@@ -297,6 +302,9 @@ impl ScenarioPlan {
                 "\n# libvirt NAT network for the cluster (created and removed with the run)\n{xml}"
             );
         }
+        if let Some(n) = &s.network {
+            print_network(n);
+        }
         outln!("\n# phase timeouts (after TCG scaling)");
         for (p, d) in &self.timeouts {
             outln!("  {:<20} {}", p.name(), humantime::format_duration(*d));
@@ -321,23 +329,22 @@ fn commands(s: &Scenario) -> Vec<String> {
         .collect();
     let env = env.join(" ");
     let mut commands = Vec::new();
-    let records = sno_harness::assets::dns::records_for(s);
+    let names = sno_harness::assets::dns::provision_for(s);
     let assisted = s.install.mode == sno_harness::scenario::InstallMode::Assisted;
-    let live_ign = if records.is_some() || assisted {
+    let live_ign = if names.records().is_some() || assisted {
         sno_harness::assets::LIVE_IGNITION_FILE
     } else {
         "bootstrap-in-place-for-live-iso.ign"
     };
-    if let Some(r) = &records {
+    if let Some(what) = names.what_the_node_gets() {
         commands.push(
             format!("{env} {installer} --dir PRIVATE/assets create manifests")
                 .trim()
                 .to_string(),
         );
         commands.push(format!(
-            "# PRIVATE/assets/openshift/{}.yaml: a MachineConfig writing the node's /etc/hosts ({}); the live Ignition appends it too",
+            "# PRIVATE/assets/openshift/{}.yaml: a MachineConfig with {what}; the live Ignition has them too",
             sno_harness::assets::dns::MACHINE_CONFIG_NAME,
-            sno_harness::assets::dns::hosts_lines(r).trim()
         ));
     }
     commands.extend([
@@ -440,4 +447,36 @@ fn pxe_lines(live_ign: &str) -> Vec<String> {
         ),
         "# PRIVATE: the run's private directory, outside --out (SNO_HARNESS_PRIVATE_DIR, else /var/tmp/sno-harness-UID/ID-RANDOM)".into(),
     ]
+}
+
+/// What a run is not yet doing with `[network]`'s keyfiles, said wherever they are shown.
+const KEYFILES_NOT_WIRED: &str = "not yet embedded into the live ISO (planned: `coreos-installer iso network embed`, after which install-to-disk's `coreos-installer install -n` copies them to the installed system); a run today leaves the node on DHCP, at the same address";
+
+/// `[network]`: the mode, addresses and bond, and the NetworkManager keyfiles of it.
+fn print_network(n: &sno_harness::scenario::NetworkSpec) {
+    use sno_harness::assets::keyfiles;
+    outln!("\n# network: {}", n.summary());
+    let files = keyfiles::keyfiles(n);
+    if files.is_empty() {
+        outln!("# no NetworkManager keyfile: the live system's default DHCP");
+        return;
+    }
+    outln!("# NetworkManager keyfiles (mode 0600), {KEYFILES_NOT_WIRED}");
+    for k in files {
+        outln!("\n## {}\n{}", k.file_name(), k.text.trim_end());
+    }
+}
+
+fn network_json(n: &sno_harness::scenario::NetworkSpec) -> serde_json::Value {
+    use sno_harness::assets::keyfiles;
+    let files: Vec<serde_json::Value> = keyfiles::keyfiles(n)
+        .iter()
+        .map(|k| serde_json::json!({"file": k.file_name(), "text": k.text}))
+        .collect();
+    serde_json::json!({
+        "summary": n.summary(),
+        "keyfiles": files,
+        "keyfiles_embedded": false,
+        "note": KEYFILES_NOT_WIRED,
+    })
 }

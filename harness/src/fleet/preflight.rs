@@ -10,6 +10,7 @@ mod probe;
 use crate::hw::host_programs::{self, Need};
 use crate::hw::Firmware;
 use crate::scenario::{GuestNetwork, Scenario};
+use crate::vm::backend::Capabilities;
 use crate::vm::Backend;
 use std::path::{Path, PathBuf};
 
@@ -62,12 +63,27 @@ pub enum BackendMismatch {
         scenario: PathBuf,
         boot_source: &'static str,
     },
+    /// `[network] bond` bonds the VM's two NICs.
+    #[error("{}: [network] bond needs a VM with two NICs, which the {backend} backend cannot give; remove the bond, or choose another --backend", .scenario.display())]
+    BondNeedsTwoNics {
+        scenario: PathBuf,
+        backend: &'static str,
+    },
 }
 
 /// Whether the backend can run every scenario as written.
 pub fn backend_fits(scenarios: &[&Scenario], backend: &Backend) -> Result<(), BackendMismatch> {
+    fits(scenarios, &backend.can(), backend.name())
+}
+
+/// Whether a backend that can do `can` (named `backend` in the refusal) runs every scenario.
+fn fits(
+    scenarios: &[&Scenario],
+    can: &Capabilities,
+    backend: &'static str,
+) -> Result<(), BackendMismatch> {
     if let (false, Some(s)) = (
-        backend.can().nat_network,
+        can.nat_network,
         scenarios.iter().find(|s| s.vm.network == GuestNetwork::Nat),
     ) {
         return Err(BackendMismatch::NatNeedsLibvirt {
@@ -80,10 +96,19 @@ pub fn backend_fits(scenarios: &[&Scenario], backend: &Backend) -> Result<(), Ba
     let fetching_on_nat = scenarios
         .iter()
         .find(|s| s.boot_source.fetches_rootfs() && s.vm.network == GuestNetwork::Nat);
-    if let (false, Some(s)) = (backend.can().network_boot_on_nat, fetching_on_nat) {
+    if let (false, Some(s)) = (can.network_boot_on_nat, fetching_on_nat) {
         return Err(BackendMismatch::FetchOverRemoteNat {
             scenario: s.path.clone(),
             boot_source: s.boot_source.as_str(),
+        });
+    }
+    let bonded = scenarios
+        .iter()
+        .find(|s| s.network.as_ref().is_some_and(|n| n.bond.is_some()));
+    if let (false, Some(s)) = (can.two_nics, bonded) {
+        return Err(BackendMismatch::BondNeedsTwoNics {
+            scenario: s.path.clone(),
+            backend,
         });
     }
     Ok(())

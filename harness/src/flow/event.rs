@@ -139,6 +139,17 @@ pub enum Signal {
         required: bool,
         why: String,
     },
+    /// The one node the API lists, by the name its kubelet registered, and what is wrong with
+    /// that name, if anything (sent when either changes).
+    NodeSeen(NodeSeen),
+}
+
+/// The node as registered: its name, and why that name means the install went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeSeen {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name_problem: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -271,6 +282,10 @@ impl Signal {
                     format!("assisted install: coreos-installer exited {code}")
                 }
                 AssistedStep::Broken { detail } => format!("assisted install: {detail}"),
+            },
+            Signal::NodeSeen(n) => match &n.name_problem {
+                None => format!("the node registered as {}", n.name),
+                Some(p) => format!("the node registered as {}: {p}", n.name),
             },
             Signal::EtcdRule { required, why } => format!(
                 "EtcdBootstrapMemberRemoved {}: {why}",

@@ -13,7 +13,7 @@ use super::badness::{AllowList, Findings, Policy as BadnessPolicy};
 pub use super::disk_write::{
     installer_progress_percent, AdaptiveDeadline, DiskWriteStats, Projection,
 };
-use super::event::{ApiCheck, AssistedStep, Event, GuestStatus, Served, Signal, Source};
+use super::event::{ApiCheck, AssistedStep, Event, GuestStatus, NodeSeen, Served, Signal, Source};
 use super::phase::Phase;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +131,8 @@ pub struct Machine {
     csr_approvals: u32,
     /// Whether bootstrap-complete waits for etcd's condition, and why.
     pub etcd_rule: Option<(bool, String)>,
+    /// The node as it registered, once the API listed it.
+    pub node: Option<NodeSeen>,
     badness: Findings,
     badness_allow: AllowList,
     badness_policy: BadnessPolicy,
@@ -202,6 +204,7 @@ impl Machine {
             orderly_reboot_ms: None,
             csr_approvals: 0,
             etcd_rule: None,
+            node: None,
             badness: Findings::default(),
             badness_allow: AllowList::default(),
             badness_policy: BadnessPolicy::default(),
@@ -473,6 +476,10 @@ impl Machine {
             }
             Signal::EtcdRule { required, why } => {
                 self.etcd_rule = Some((*required, why.clone()));
+            }
+            Signal::NodeSeen(n) => {
+                self.node = Some(n.clone());
+                self.advance_api(now, &mut out);
             }
             Signal::Served(r) => self.served.push((now, r.clone())),
             Signal::BootServerStrained { detail } => {

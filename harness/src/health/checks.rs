@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::{applied, judge, ClusterApi, HealthError};
-use crate::flow::event::ApiCheck;
+use crate::flow::event::{ApiCheck, NodeSeen};
 use crate::scenario::model::EtcdCheck;
 
 /// How long ClusterOperators must stay settled (`wait-for install-complete` uses 30 s).
@@ -27,6 +27,9 @@ pub struct Inputs {
     pub etcd: EtcdCheck,
     /// `api-int.<cluster>.<baseDomain>`, named when no node has registered.
     pub api_int: Option<String>,
+    /// The hostname the harness's DHCP gave the node (`<cluster>-master-0`), named when the
+    /// node registered without it; None when the harness did not boot the node.
+    pub node_name: Option<String>,
 }
 
 /// Whether bootstrap-complete waits for the etcd condition, and why.
@@ -46,6 +49,8 @@ pub struct Pass {
     pub version: Option<String>,
     /// The API could not be reached at all (not an answer, not even a 503).
     pub unreachable: Option<String>,
+    /// The one node, once it registered, and what is wrong with its name.
+    pub node: Option<NodeSeen>,
 }
 
 /// The rule for the etcd condition: the scenario's, or (automatic) by the cluster's release.
@@ -128,7 +133,8 @@ pub async fn evaluate(api: &ClusterApi, inputs: &Inputs) -> Pass {
         },
     };
     let mut results = vec![(ApiCheck::Readyz, readyz)];
-    results.push((ApiCheck::NodeReady, node_check(api, inputs).await));
+    let (node_ready, node) = node_check(api, inputs).await;
+    results.push((ApiCheck::NodeReady, node_ready));
     results.push((ApiCheck::BootstrapConfigmap, configmap_check(api).await));
     let cv = api.cluster_version().await;
     let version = cv.as_ref().ok().and_then(cluster_release);
@@ -150,6 +156,7 @@ pub async fn evaluate(api: &ClusterApi, inputs: &Inputs) -> Pass {
         etcd_rule,
         version,
         unreachable: None,
+        node,
     }
 }
 
@@ -172,11 +179,22 @@ pub fn unreachable(inputs: &Inputs, why: &str) -> Pass {
         etcd_rule: etcd_rule(inputs.etcd, None),
         version: None,
         unreachable: Some(why.into()),
+        node: None,
     }
 }
 
-async fn node_check(api: &ClusterApi, inputs: &Inputs) -> judge::Judgement {
-    let mut j = judged(api.nodes().await, judge::single_node_ready);
+/// Whether the one node is Ready, and the node as it registered (its name judged).
+async fn node_check(api: &ClusterApi, inputs: &Inputs) -> (judge::Judgement, Option<NodeSeen>) {
+    let nodes = api.nodes().await;
+    let seen = nodes
+        .as_ref()
+        .ok()
+        .and_then(judge::single_node_name)
+        .map(|name| NodeSeen {
+            name_problem: judge::node_name_problem(&name, inputs.node_name.as_deref()),
+            name,
+        });
+    let mut j = judged(nodes, judge::single_node_ready);
     if !j.ok && j.detail.starts_with(judge::NO_NODE) {
         let name = inputs
             .api_int
@@ -186,7 +204,7 @@ async fn node_check(api: &ClusterApi, inputs: &Inputs) -> judge::Judgement {
             ": the node's kubelet registers through {name}, which must resolve on the node"
         ));
     }
-    j
+    (j, seen)
 }
 
 async fn configmap_check(api: &ClusterApi) -> judge::Judgement {

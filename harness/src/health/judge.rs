@@ -121,6 +121,33 @@ pub fn single_node_ready(nodes: &Value) -> Judgement {
     }
 }
 
+/// What is wrong with the name the one node registered under, if anything. A node without a
+/// hostname registers as `localhost` (machine-config-operator's node-valid-hostname.service
+/// waits up to 5 minutes for DHCP or reverse DNS to give one, then lets the kubelet start
+/// anyway): such a node's certificates and the cluster's own records name a host that is not
+/// it, and no real single-node install comes to good from there. `expected` is the name the
+/// harness's DHCP gave (`<cluster>-master-0`); another name is only worth telling.
+pub fn node_name_problem(name: &str, expected: Option<&str>) -> Option<String> {
+    let bare = name.trim_end_matches('.').to_ascii_lowercase();
+    if bare == "localhost" || bare.starts_with("localhost.") || bare.is_empty() {
+        let wanted = expected
+            .map(|e| format!(" instead of {e}"))
+            .unwrap_or_default();
+        return Some(format!(
+            "it got no hostname (DHCP gave none, no reverse DNS){wanted}, so its kubelet registered it as {name:?}"
+        ));
+    }
+    None
+}
+
+/// The name of the only node, when there is exactly one.
+pub fn single_node_name(nodes: &Value) -> Option<String> {
+    match nodes["items"].as_array().map(Vec::as_slice) {
+        Some([node]) => node["metadata"]["name"].as_str().map(str::to_string),
+        _ => None,
+    }
+}
+
 /// ClusterVersion `version`: Available=True, Failing=False, Progressing=False.
 pub fn cluster_version(cv: &Value) -> Judgement {
     let cs = conditions(cv);
@@ -234,6 +261,37 @@ const HANDFUL: usize = 5;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_named_localhost_has_no_hostname_and_any_other_name_is_fine() {
+        for name in ["localhost", "localhost.localdomain", "LOCALHOST.", ""] {
+            let p = node_name_problem(name, Some("sno-master-0")).unwrap();
+            assert!(
+                p.starts_with(
+                    "it got no hostname (DHCP gave none, no reverse DNS) instead of sno-master-0"
+                ),
+                "{p}"
+            );
+        }
+        assert_eq!(
+            node_name_problem("sno-master-0", Some("sno-master-0")),
+            None
+        );
+        // A name the site gave some other way is not wrong.
+        assert_eq!(node_name_problem("node1.lab", Some("sno-master-0")), None);
+        assert!(!node_name_problem("localhost", None)
+            .unwrap()
+            .contains("instead"));
+    }
+
+    #[test]
+    fn the_name_of_the_single_node_and_none_for_zero_or_two() {
+        let one = serde_json::json!({"items": [{"metadata": {"name": "sno-master-0"}}]});
+        assert_eq!(single_node_name(&one).as_deref(), Some("sno-master-0"));
+        assert_eq!(single_node_name(&serde_json::json!({"items": []})), None);
+        let two = serde_json::json!({"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]});
+        assert_eq!(single_node_name(&two), None);
+    }
 
     #[test]
     fn of_many_operators_not_ready_the_degraded_and_unavailable_are_named_first() {

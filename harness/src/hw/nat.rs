@@ -132,6 +132,13 @@ pub fn layout(machine_network: &[String]) -> Result<NatLayout, NatError> {
     })
 }
 
+/// The hostname the harness's DHCP gives the node, on every network (the user network's
+/// slirp and a NAT network's dnsmasq): the name a site's DHCP gives a master, and the one the
+/// kubelet registers the node under (docs/real-openshift.md, "The node's name").
+pub fn node_hostname(cluster: &str) -> String {
+    format!("{cluster}-master-0")
+}
+
 /// The names a single-node cluster needs to resolve to its node: the API from outside and
 /// inside (`api-int`: the installed node's kubelet registers through it), and the routes the
 /// install waits on (console, OAuth, the ingress canary) under `*.apps`.

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::flow::event::{ApiCheck, Signal, SignalTx, Source};
+use crate::flow::event::{ApiCheck, NodeSeen, Signal, SignalTx, Source};
 use crate::health::checks::{evaluate, EtcdRule, Inputs};
 use crate::health::{ApiEndpoint, ClusterApi};
 
@@ -19,6 +19,7 @@ pub async fn poll(endpoint: ApiEndpoint, inputs: Inputs, tx: SignalTx, every: Du
         }
     };
     let mut rule: Option<EtcdRule> = None;
+    let mut node: Option<NodeSeen> = None;
     let mut api: Option<ClusterApi> = None;
     loop {
         if api.is_none() {
@@ -40,6 +41,12 @@ pub async fn poll(endpoint: ApiEndpoint, inputs: Inputs, tx: SignalTx, every: Du
                         why: r.why,
                     },
                 ));
+            }
+            // The node's name before its Ready check: a wrong name explains the rest.
+            if pass.node.is_some() && pass.node != node {
+                node = pass.node.clone();
+                let seen = pass.node.clone().expect("checked above");
+                let _ = tx.send((Source::Api, Signal::NodeSeen(seen)));
             }
             for (check, j) in pass.results {
                 send(check, j.ok, j.detail);

@@ -148,6 +148,10 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         resets: m.resets,
         reset_causes: m.reset_causes.clone(),
         phases,
+        node: m.node.as_ref().map(|n| result::NodeResult {
+            name: n.name.clone(),
+            name_problem: n.name_problem.clone(),
+        }),
         disk_write,
         last_signals: m
             .last_signals()

@@ -164,7 +164,19 @@ pub fn vm_spec(
             bootfile: crate::assets::pxe::BOOT_SCRIPT.into(),
             bootindex: cd_index,
         }),
+        dhcp_hostname: (!withholds_hostname(s))
+            .then(|| crate::hw::nat::node_hostname(&s.install.cluster)),
     }
+}
+
+/// The fixture fault that gives the node no hostname: the user network's DHCP names none,
+/// and 10.0.2.15 has no reverse record (a site whose DHCP sends no option 12).
+pub const NO_HOSTNAME_FAULT: &str = "no-hostname";
+
+fn withholds_hostname(s: &Scenario) -> bool {
+    s.fixture
+        .as_ref()
+        .is_some_and(|f| f.faults.iter().any(|x| x.trim() == NO_HOSTNAME_FAULT))
 }
 
 /// The run's VM as a backend will define it: the hardware of `vm_spec` named for the run

@@ -171,6 +171,7 @@ impl Session {
                     "api-int.{}.{}",
                     run.s.install.cluster, run.s.install.base_domain
                 )),
+                node_name: Some(crate::hw::nat::node_hostname(&run.s.install.cluster)),
             },
             &tx,
         );

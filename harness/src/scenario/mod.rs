@@ -14,8 +14,8 @@ mod validate;
 pub use error::ScenarioError;
 pub(crate) use error::{shorten_long_words, Ctx};
 pub use model::{
-    AssistedSection, BootOrder, BootSource, Disk, GuestNetwork, InstallMode, Profile, Scenario,
-    DEFAULT_DISK_WRITE_STALL, DISK_WRITE_STALL_KEY,
+    AssistedSection, BootOrder, BootSource, Disk, GuestNetwork, InstallMode, NetworkSpec, Profile,
+    Scenario, DEFAULT_DISK_WRITE_STALL, DISK_WRITE_STALL_KEY,
 };
 pub use names::permutation_id_problem;
 pub(crate) use names::{name_problem, MAX_PERMUTATION_ID_LEN, RESERVED_NAMES};

@@ -96,6 +96,17 @@ pub struct Capabilities {
     pub nat_network: bool,
     /// A boot that fetches from the harness (minimal ISO, PXE) on the run's NAT network.
     pub network_boot_on_nat: bool,
+    /// The VM can have two NICs on its network, for `[network] bond` (`hw::guest_net`'s
+    /// NIC 0 and NIC 1). Planned, not yet given to the VM; how each backend would:
+    /// - QEMU: two virtio-net devices on one QEMU hub joined to the user network's netdev
+    ///   (`-netdev hubport,...,netdev=net0`), so that both see the same slirp and the loopback
+    ///   forwards reach the node whichever port the bond has active;
+    /// - libvirt, user network: the same arguments, through the same `<qemu:commandline>`
+    ///   passthrough as its one NIC today;
+    /// - libvirt, NAT network: two `<interface type='network'>` on the run's network.
+    ///
+    /// A backend without it gets a bond refused before the run (exit 2).
+    pub two_nics: bool,
     pub vm_log: VmLog,
     pub owned: Owned,
     /// The harness starts this host's QEMU itself (a libvirtd starts its own).
@@ -244,6 +255,7 @@ impl Backend {
             leave_running: false,
             nat_network: false,
             network_boot_on_nat: false,
+            two_nics: true,
             vm_log: VmLog::None,
             owned: Owned::Process,
             starts_qemu_here: false,
@@ -380,6 +392,7 @@ mod tests {
         assert_eq!(qemu.can().owned, Owned::Process);
         assert!(!local.can().saved_state && local.can().nat_network);
         assert!(local.can().network_boot_on_nat && !remote.can().network_boot_on_nat);
+        assert!(qemu.can().two_nics && local.can().two_nics && remote.can().two_nics);
         assert_eq!(local.can().vm_log, VmLog::LibvirtLog);
         assert_eq!(remote.can().vm_log, VmLog::None);
         assert_eq!(remote.can().owned, Owned::Domain);

@@ -75,6 +75,11 @@ pub struct VmSpec {
     /// A network boot from QEMU's user network (`[boot] source = "pxe"`).
     #[serde(default)]
     pub netboot: Option<NetBootSpec>,
+    /// The hostname the user network's DHCP gives the guest (slirp's `hostname=`, DHCP option
+    /// 12), as a site's DHCP names a master; a NAT network's dnsmasq gives its own. None: the
+    /// guest gets none (the fixture fault `no-hostname`).
+    #[serde(default)]
+    pub dhcp_hostname: Option<String>,
 }
 
 /// The user network's side of a PXE boot: its TFTP server serves `tftp_dir`, its DHCP names

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use sno_harness::result::{
-    phase_names, DiskWrite, PhaseResult, PhaseStatus, RunResult, Verdict, SCHEMA,
+    phase_names, DiskWrite, NodeResult, PhaseResult, PhaseStatus, RunResult, Verdict, SCHEMA,
 };
 
 /// A passed run with `params`: every phase timed (phase i takes 2 + 1.5 i seconds, back to
@@ -48,6 +48,10 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         resets: 1,
         reset_causes: vec!["guest reboot".into()],
         phases,
+        node: Some(NodeResult {
+            name: "sno-master-0".into(),
+            name_problem: None,
+        }),
         disk_write: Some(DiskWrite {
             disk: "install".into(),
             bytes: 268_435_456,

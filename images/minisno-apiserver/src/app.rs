@@ -2,7 +2,7 @@
 //! the clock that everything simulated is measured against.
 
 use std::hash::{Hash, Hasher};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -11,11 +11,23 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::config::{Config, ConfigError, Faults};
-use crate::schedule::{Facts, Timeline};
+use crate::pod_dns::PodDns;
+use crate::schedule::{Facts, Timeline, ROUTE_CHECKS};
 use crate::state::{now_unix_ms, State, StateError};
 
 /// How often the simulated kubelet tries its lookup of api-int while it fails.
 const API_INT_LOOKUP_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The route checks' lookups (crate::route_checks): when the last round was, and the latest
+/// failure of each check (kept in memory: after a restart the next round finds them again
+/// within seconds).
+#[derive(Debug, Default)]
+pub struct RouteLookups {
+    pub(crate) last: Option<std::time::Instant>,
+    pub(crate) failures: [Option<crate::schedule::RouteFailure>; 3],
+    /// What was last logged of each check's failure, to log each different one once.
+    pub(crate) logged: [Option<String>; 3],
+}
 
 /// The simulated kubelet's lookups of api-int, until one succeeds.
 #[derive(Debug, Default)]
@@ -26,6 +38,13 @@ struct Lookups {
 
 pub struct App {
     pub config: Config,
+    /// The node's name: the configured one, else the hostname when the server started, as the
+    /// kubelet takes it (see [`node_name`]).
+    pub node_name: String,
+    /// The pods' DNS, which the operators' route checks go through.
+    pub pod_dns: PodDns,
+    /// The cluster DNS service the pods ask, which their lookup errors name.
+    pub cluster_dns_service: SocketAddr,
     pub faults: Faults,
     /// Fault names from the config that this component does not handle.
     pub ignored_faults: Vec<String>,
@@ -40,15 +59,34 @@ pub struct App {
     /// PEM certificate requests of the two simulated kubelet CSRs.
     pub csr_requests: [String; 2],
     lookups: Mutex<Lookups>,
+    pub(crate) route_lookups: Mutex<RouteLookups>,
     /// The facts of the state, mirrored so that the timeline can be read while the state is
     /// locked (object metadata needs it inside state reads).
     facts: Mutex<Facts>,
 }
 
 fn facts_of(s: &State) -> Facts {
-    Facts {
+    let mut facts = Facts {
         api_int_resolved_at: s.api_int_resolved_at_s,
         bootstrap_complete_at: s.bootstrap_complete_at_s,
+        ..Facts::default()
+    };
+    for (i, c) in ROUTE_CHECKS.iter().enumerate() {
+        facts.routes.resolved_at[i] = s.routes_resolved_at_s.get(c.operator).copied();
+    }
+    facts
+}
+
+/// The name the kubelet registers its node under when nothing overrides it: the hostname
+/// (`/proc/sys/kernel/hostname`) at its start, lowercased and trimmed (Kubernetes's
+/// `nodeutil.GetHostname`), "localhost" if that cannot be read.
+pub fn node_name(configured: Option<&str>) -> String {
+    if let Some(name) = configured {
+        return name.to_string();
+    }
+    match std::fs::read_to_string("/proc/sys/kernel/hostname") {
+        Ok(h) if !h.trim().is_empty() => h.trim().to_lowercase(),
+        _ => "localhost".to_string(),
     }
 }
 
@@ -84,11 +122,16 @@ impl App {
         let install_config = config.install_config()?;
         let (state, fresh) = State::load_or_init(&config.state_dir)?;
         let state_snapshot = state.clone();
+        let node_name = node_name(config.node_name.as_deref());
         let csr_requests = [
-            kubelet_csr(&config.node_name, false)?,
-            kubelet_csr(&config.node_name, true)?,
+            kubelet_csr(&node_name, false)?,
+            kubelet_csr(&node_name, true)?,
         ];
         let app = App {
+            node_name,
+            pod_dns: PodDns::new(config.cluster_dns.clone()),
+            cluster_dns_service: crate::pod_dns::cluster_dns_service(&install_config),
+            route_lookups: Mutex::new(RouteLookups::default()),
             first_start_ms: state.first_start_unix_ms,
             faults,
             ignored_faults,
@@ -122,7 +165,9 @@ impl App {
 
     /// What has happened so far on the node and through the API. No I/O and no state lock.
     pub fn facts(&self) -> Facts {
-        *self.facts.lock().unwrap_or_else(|e| e.into_inner())
+        let mut facts = self.facts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        facts.routes.failure = self.route_failures();
+        facts
     }
 
     /// When each milestone is reached, as things stand now.

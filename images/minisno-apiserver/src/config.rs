@@ -1,5 +1,6 @@
 //! The apiserver's configuration file (`/etc/kubernetes/minisno/apiserver.json`).
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -19,8 +20,10 @@ pub struct Config {
     #[serde(default)]
     pub extra_sans: Vec<String>,
     pub state_dir: PathBuf,
-    #[serde(default = "default_node_name")]
-    pub node_name: String,
+    /// The node's name. Unset (as minisno-install writes it): the hostname when the server
+    /// starts, as the kubelet names its node (lowercased, `/proc/sys/kernel/hostname`).
+    #[serde(default)]
+    pub node_name: Option<String>,
     pub release: Release,
     #[serde(default = "Schedule::fast")]
     pub schedule: Schedule,
@@ -36,6 +39,27 @@ pub struct Config {
     /// (`"system"`, the default), or a hosts file (`{"hosts_file": "/path"}`, for tests).
     #[serde(default)]
     pub resolver: Resolver,
+    /// Where the simulated pods' DNS forwards to, as CoreDNS does: the nameservers of the
+    /// node's resolv.conf (`{"resolv_conf": "/etc/resolv.conf"}`, the default), or, for tests,
+    /// given servers (`{"servers": ["127.0.0.1:5353"]}`, reachable whatever their address).
+    #[serde(default)]
+    pub cluster_dns: ClusterDns,
+}
+
+/// The upstream servers of the cluster's DNS (CoreDNS), which the operators' route checks use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterDns {
+    /// The `nameserver` lines of this file, port 53; one on loopback is unreachable from a pod.
+    ResolvConf(PathBuf),
+    /// These servers, in this order.
+    Servers(Vec<SocketAddr>),
+}
+
+impl Default for ClusterDns {
+    fn default() -> Self {
+        ClusterDns::ResolvConf(PathBuf::from("/etc/resolv.conf"))
+    }
 }
 
 /// The simulated kubelet's name lookup. The node registers only once api-int resolves.
@@ -48,10 +72,6 @@ pub enum Resolver {
     System,
     /// Only the entries of this hosts file.
     HostsFile(PathBuf),
-}
-
-fn default_node_name() -> String {
-    "minisno".to_string()
 }
 
 /// The release the simulated cluster claims to run.
@@ -317,12 +337,24 @@ mod tests {
         let ic = c.install_config().unwrap();
         assert_eq!(ic["networking"]["networkType"], "OVNKubernetes");
         assert_eq!(c.resolver, Resolver::System);
+        assert_eq!(c.node_name.as_deref(), Some("minisno"));
+        assert_eq!(c.cluster_dns, ClusterDns::default());
         let with_hosts = text.replace(
             "\"faults\"",
             "\"resolver\": {\"hosts_file\": \"/tmp/hosts\"}, \"faults\"",
         );
         let c: Config = serde_json::from_str(&with_hosts).unwrap();
         assert_eq!(c.resolver, Resolver::HostsFile("/tmp/hosts".into()));
+        let unnamed = text.replace("\"node_name\": \"minisno\",", "").replace(
+            "\"faults\"",
+            "\"cluster_dns\": {\"servers\": [\"127.0.0.1:5353\"]}, \"faults\"",
+        );
+        let c: Config = serde_json::from_str(&unnamed).unwrap();
+        assert_eq!(c.node_name, None);
+        assert_eq!(
+            c.cluster_dns,
+            ClusterDns::Servers(vec!["127.0.0.1:5353".parse().unwrap()])
+        );
     }
 
     #[test]

@@ -7,8 +7,10 @@
 pub mod app;
 pub mod config;
 pub mod log;
+pub mod pod_dns;
 pub mod resolver;
 pub mod resources;
+pub mod route_checks;
 pub mod router;
 pub mod schedule;
 pub mod server;

@@ -93,6 +93,15 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         "serving certificate SANs: {}",
         cert.sans.join(", ")
     ));
+    log(format!(
+        "the node is {} ({})",
+        app.node_name,
+        if app.config.node_name.is_some() {
+            "as configured"
+        } else {
+            "the hostname at the kubelet's start"
+        }
+    ));
     if !app.faults.0.is_empty() {
         log(format!("faults: {:?}", app.faults.0));
     }
@@ -127,6 +136,7 @@ async fn serve(
 ) {
     let mut conns = JoinSet::new();
     conns.spawn(milestones(app.clone()));
+    conns.spawn(route_checks(app.clone()));
     loop {
         tokio::select! {
             _ = stop.changed() => break,
@@ -247,5 +257,23 @@ async fn milestones(app: Arc<App>) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The operators' route checks (crate::route_checks): a round at most every two seconds until
+/// every route's host has resolved through the pods' DNS.
+async fn route_checks(app: Arc<App>) {
+    loop {
+        let a = app.clone();
+        if tokio::task::spawn_blocking(move || a.check_routes())
+            .await
+            .is_err()
+        {
+            return;
+        }
+        if app.facts().routes.resolved_at.iter().all(Option::is_some) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

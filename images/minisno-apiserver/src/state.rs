@@ -46,6 +46,10 @@ pub struct State {
     /// `status: complete`.
     #[serde(default)]
     pub bootstrap_complete_at_s: Option<f64>,
+    /// Seconds after the first start at which each route-checking operator's route first
+    /// resolved through the pods' DNS, by operator name.
+    #[serde(default)]
+    pub routes_resolved_at_s: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +101,7 @@ impl State {
             csr_decisions: BTreeMap::new(),
             api_int_resolved_at_s: None,
             bootstrap_complete_at_s: None,
+            routes_resolved_at_s: BTreeMap::new(),
         }
     }
 

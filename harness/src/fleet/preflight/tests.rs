@@ -273,6 +273,49 @@ fn pxe_runs_on_either_backend_and_a_remote_host_but_not_on_a_remote_nat_network(
     assert!(backend_fits(&[&minimal], &remote).is_err());
 }
 
+/// A bond is asked of the backend's capability: both real backends have two NICs to give; a
+/// backend without them gets the scenario refused, named.
+#[test]
+fn a_bond_needs_a_backend_that_gives_two_nics() {
+    use crate::scenario::model::{BondMode, BondSpec, NetworkMode, NetworkSpec};
+    let plain = smoke();
+    let mut bonded = smoke();
+    bonded.path = PathBuf::from("/s/bonded.toml");
+    bonded.network = Some(NetworkSpec {
+        mode: NetworkMode::Static,
+        ipv4: None,
+        ipv6: None,
+        dns: Vec::new(),
+        bond: Some(BondSpec {
+            mode: BondMode::ActiveBackup,
+            interfaces: 2,
+        }),
+    });
+    let mut unbonded = bonded.clone();
+    unbonded.network.as_mut().unwrap().bond = None;
+    for b in [Backend::Qemu, libvirt()] {
+        assert!(b.can().two_nics);
+        assert!(backend_fits(&[&plain, &bonded], &b).is_ok());
+    }
+    let one_nic = Capabilities {
+        two_nics: false,
+        ..Backend::Qemu.can()
+    };
+    assert!(fits(&[&plain, &unbonded], &one_nic, "one-nic").is_ok());
+    let e = fits(&[&plain, &bonded], &one_nic, "one-nic").unwrap_err();
+    assert_eq!(
+        e,
+        BackendMismatch::BondNeedsTwoNics {
+            scenario: bonded.path.clone(),
+            backend: "one-nic",
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "/s/bonded.toml: [network] bond needs a VM with two NICs, which the one-nic backend cannot give; remove the bond, or choose another --backend"
+    );
+}
+
 #[test]
 fn the_same_finding_of_many_scenarios_is_said_once() {
     let s = smoke();

@@ -14,7 +14,14 @@ impl Machine {
                     self.api_ok(ApiCheck::BootstrapConfigmap)
                         && self.api_ok(ApiCheck::EtcdBootstrapMemberRemoved)
                 }
-                Phase::NodeReady => self.api_ok(ApiCheck::NodeReady),
+                Phase::NodeReady => {
+                    // A node registered under no hostname will not come right by waiting.
+                    if let Some(problem) = self.node_name_problem() {
+                        self.fail(now, problem, out);
+                        return;
+                    }
+                    self.api_ok(ApiCheck::NodeReady)
+                }
                 Phase::ClusterReady => {
                     let settled = self.api_ok(ApiCheck::ClusterVersion)
                         && self.api_ok(ApiCheck::ClusterOperators);
@@ -43,6 +50,13 @@ impl Machine {
                 return;
             }
         }
+    }
+
+    /// What is wrong with the name the node registered under, as a reason naming it.
+    fn node_name_problem(&self) -> Option<String> {
+        let n = self.node.as_ref()?;
+        let problem = n.name_problem.as_ref()?;
+        Some(format!("the node registered as {:?}: {problem}", n.name))
     }
 
     pub(super) fn api_ok(&self, c: ApiCheck) -> bool {

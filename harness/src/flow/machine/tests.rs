@@ -437,6 +437,72 @@ fn a_clean_run_passes_every_phase_in_order() {
     assert!((m.disk.mib_per_s().unwrap() - 60.0).abs() < 1e-9);
 }
 
+/// Through the pivot up to node-ready: the API answers, bootstrap completes.
+fn up_to_node_ready(m: &mut Machine) {
+    through_bootkube(m);
+    feed(m, vec![
+        (32_000, journal("install-to-disk.service", "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vda")),
+        (37_000, journal("install-to-disk.service", "Install complete.")),
+        (38_000, Signal::Qmp { name: "RESET".into(), data: serde_json::json!({"guest": true}) }),
+        (55_000, Signal::GuestStatus(guest("disk", false))),
+        (57_000, api(ApiCheck::Readyz, true, "ok")),
+        (58_000, api(ApiCheck::BootstrapConfigmap, true, "complete")),
+        (58_500, api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True")),
+    ]);
+}
+
+#[test]
+fn a_node_registered_under_no_hostname_fails_node_ready_at_once_naming_it() {
+    let mut m = machine();
+    up_to_node_ready(&mut m);
+    assert_eq!(m.current(), Some(Phase::NodeReady));
+    let problem =
+        crate::health::judge::node_name_problem("localhost.localdomain", Some("sno-master-0"));
+    let a = feed(
+        &mut m,
+        vec![(
+            60_000,
+            Signal::NodeSeen(crate::flow::event::NodeSeen {
+                name: "localhost.localdomain".into(),
+                name_problem: problem,
+            }),
+        )],
+    );
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(
+        (o.verdict, o.failed_phase),
+        (Verdict::Fail, Some(Phase::NodeReady))
+    );
+    assert!(
+        o.reason.contains("the node registered as \"localhost.localdomain\": it got no hostname (DHCP gave none, no reverse DNS) instead of sno-master-0"),
+        "{}",
+        o.reason
+    );
+    // A node under the name DHCP gave goes on to be judged on its Ready condition.
+    let mut m = machine();
+    up_to_node_ready(&mut m);
+    feed(
+        &mut m,
+        vec![
+            (
+                60_000,
+                Signal::NodeSeen(crate::flow::event::NodeSeen {
+                    name: "sno-master-0".into(),
+                    name_problem: None,
+                }),
+            ),
+            (
+                61_000,
+                api(ApiCheck::NodeReady, true, "node sno-master-0 Ready"),
+            ),
+        ],
+    );
+    assert_eq!(m.current(), Some(Phase::ClusterReady));
+    assert_eq!(m.node.as_ref().unwrap().name, "sno-master-0");
+}
+
 #[test]
 fn a_coreos_installer_error_fails_install_to_disk_at_once() {
     let mut m = machine();

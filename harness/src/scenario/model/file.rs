@@ -1,5 +1,5 @@
-//! The scenario file as written: its top table, and the sections that are neither the VM's
-//! nor the install's (`[boot]`, `[badness]`, `[checks]`, `[fixture]`, `[openshift]`,
+//! The scenario file as written: its top table, and the sections that are neither the VM's,
+//! the install's nor the network's (`[boot]`, `[badness]`, `[checks]`, `[fixture]`, `[openshift]`,
 //! `[expect]`, `[timeouts]`). Unknown keys are rejected.
 
 use std::collections::BTreeMap;
@@ -11,6 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use super::install::InstallSection;
+use super::network::NetworkSection;
 use super::syntax::{choice, entries, option_choice, spanned_choice};
 use super::vm::{DiskSection, VmSection};
 
@@ -28,6 +29,8 @@ pub struct ScenarioFile {
     pub disks: Vec<Spanned<DiskSection>>,
     #[serde(default)]
     pub install: InstallSection,
+    /// `[network]`: None leaves the node's network as the live system sets it up (DHCP).
+    pub network: Option<Spanned<NetworkSection>>,
     #[serde(default)]
     pub boot: BootSection,
     #[serde(default, deserialize_with = "duration_texts")]

@@ -1,10 +1,11 @@
 //! The scenario file as written (serde types, unknown keys rejected) and the validated
 //! `Scenario` the runner uses, by part: how values are read (`syntax`), the file's top table
 //! and its small sections (`file`), the VM and its disks (`vm`), the install (`install`), and
-//! the validated scenario (`scenario`).
+//! the node's network setup (`network`), and the validated scenario (`scenario`).
 
 mod file;
 mod install;
+mod network;
 mod scenario;
 mod syntax;
 mod vm;
@@ -19,6 +20,10 @@ pub use install::{
     AssistedSection, CapabilitiesSection, ClusterNetworkEntry, DiskNaming, InstallMode,
     InstallSection, InstallSpec, InstallationDiskSpec, ProxySection, SecretSource,
     TrustBundlePolicy,
+};
+pub use network::{
+    AddressSection, BondMode, BondSection, BondSpec, NetworkMode, NetworkSection, NetworkSpec,
+    StaticAddress,
 };
 pub use scenario::{FixtureSpec, OpenshiftSpec, OwnIso, Scenario};
 pub(crate) use syntax::{entries, option_spanned_choice};

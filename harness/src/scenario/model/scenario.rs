@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::file::{BootSource, EtcdCheck, ExpectSection, Profile};
 use super::install::InstallSpec;
+use super::network::NetworkSpec;
 use super::vm::VmConfig;
 use super::Disk;
 use crate::flow::phase::Phase;
@@ -49,6 +50,10 @@ pub struct Scenario {
     pub vm: VmConfig,
     pub disks: Vec<Disk>,
     pub install: InstallSpec,
+    /// `[network]`, when the scenario has the table: the node's NetworkManager keyfiles
+    /// (`assets::keyfiles`). Left out of the JSON without it, as before the table existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkSpec>,
     /// `[boot] source`.
     pub boot_source: BootSource,
     /// Per-phase overrides of the profile's default timeouts (before scaling).

@@ -119,6 +119,28 @@ fn check_faults<T>(
     Ok(())
 }
 
+/// The faults the user network's side plays (its DHCP's hostname, the node's own resolver)
+/// need the user network: a NAT network's dnsmasq names the node and answers its names itself.
+pub(super) fn check_network(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
+    let Some(fixture) = &f.fixture else {
+        return Ok(());
+    };
+    if *f.vm.network.get_ref() != GuestNetwork::Nat {
+        return Ok(());
+    }
+    let user_only = ["apps-dns", "no-hostname"];
+    match fixture.get_ref().faults.iter().find(|x| user_only.contains(&x.get_ref().trim())) {
+        Some(fault) => Err(cx.at(
+            fault,
+            format!(
+                "fixture.faults: {:?} is played by the harness on QEMU's user network: it needs vm.network = \"user\" (a NAT network's dnsmasq names the node and answers its names itself)",
+                fault.get_ref()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The faults the harness's boot server plays need the minimal ISO's boot, which fetches only
 /// the root filesystem from it.
 pub(super) fn check_boot(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {

@@ -1,11 +1,13 @@
 //! Validation of a scenario file's sections into a [`Scenario`], section by section (one
 //! module each), each error naming the file, the line and what would be valid. Needs no
-//! backend: the hardware facts (slots, disk names, the NAT layout) come from `hw`.
+//! backend: the hardware facts (slots, disk names, the NAT layout, the user network's
+//! addresses) come from `hw`.
 
 mod disks;
 mod fixture;
 mod install;
 mod judging;
+mod network;
 mod openshift;
 mod timeouts;
 mod vm;
@@ -32,7 +34,9 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
     let openshift = openshift::openshift_section(cx, &f, profile)?;
     judging::check_expect(cx, &f.expect)?;
     vm::check_nat(cx, &f)?;
+    let network = network::network(cx, &f)?;
     fixture::check_boot(cx, &f)?;
+    fixture::check_network(cx, &f)?;
     install::check_install_mode(cx, &f)?;
     let badness_allow = judging::badness_allow(cx, &f.badness)?;
     let additional_trust_bundle = install::trust_bundle(cx, &f.install)?;
@@ -51,6 +55,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
             network: *f.vm.network.get_ref(),
         },
         disks,
+        network,
         boot_source: *f.boot.source.get_ref(),
         install: InstallSpec {
             cluster: inst.cluster.clone(),

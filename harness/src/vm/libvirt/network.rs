@@ -335,8 +335,8 @@ pub fn from_machine_network(
         ipv4: layout.ipv4,
         ipv6: layout.ipv6,
         node: NodeReservation {
-            mac: super::domain::GUEST_MAC.into(),
-            hostname: format!("{cluster_name}-master-0"),
+            mac: crate::hw::guest_net::NIC_MACS[0].into(),
+            hostname: crate::hw::nat::node_hostname(cluster_name),
             ipv4: layout.node_ipv4,
             ipv6: layout.node_ipv6,
         },

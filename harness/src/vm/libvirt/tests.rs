@@ -9,12 +9,13 @@ use std::process::Command;
 use quick_xml::events::{BytesStart, Event};
 
 use super::domain::{
-    disk_alias, disk_id_from_qdev, domain_xml, CDROM_ALIAS, GUEST_MAC, QEMU_XMLNS, RUN_XMLNS,
+    disk_alias, disk_id_from_qdev, domain_xml, CDROM_ALIAS, QEMU_XMLNS, RUN_XMLNS,
 };
 use super::network::{
     bridge_name, nat_network_xml, Ipv4Subnet, Ipv6Subnet, NatNetwork, NodeReservation,
     DNSMASQ_XMLNS, MAX_BRIDGE_NAME,
 };
+use crate::hw::guest_net::NIC_MACS;
 use crate::hw::slots::{self as plan, DiskPlace};
 use crate::hw::{
     Accel, AioMode, Bus, CacheMode, DiskIo, Firmware, Sector, Throttle, OVMF_CODE, OVMF_VARS,
@@ -838,7 +839,7 @@ fn the_nic_is_the_qemu_backends_user_network_with_loopback_forwards_only() {
         .expect("a -netdev");
     assert_eq!(
         netdev,
-        crate::vm::qemu::argv::user_netdev(&sp.forwards, None)
+        crate::vm::qemu::argv::user_netdev(&sp.forwards, None, sp.dhcp_hostname.as_deref())
     );
     let fwds: Vec<&str> = netdev
         .split(',')
@@ -859,7 +860,7 @@ fn the_nic_is_the_qemu_backends_user_network_with_loopback_forwards_only() {
         .find(|d| d["driver"] == "virtio-net-pci")
         .unwrap();
     assert_eq!(nic["netdev"], "net0");
-    assert_eq!(nic["mac"], GUEST_MAC);
+    assert_eq!(nic["mac"], NIC_MACS[0]);
 }
 
 /// `sp` booting from the network: no CD-ROM, the NIC second in the boot order, the script in
@@ -910,7 +911,8 @@ fn a_pxe_machine_has_no_cd_rom_and_its_nic_takes_the_tftp_boot_and_the_boot_orde
         netdev,
         [crate::vm::qemu::argv::user_netdev(
             &sp.forwards,
-            sp.netboot.as_ref()
+            sp.netboot.as_ref(),
+            sp.dhcp_hostname.as_deref()
         )]
     );
     assert!(
@@ -1187,7 +1189,7 @@ fn on_a_libvirt_network_the_nic_is_an_interface_at_the_same_slot_and_mac_without
     let nic = root.one("devices").one("interface");
     assert_eq!(nic.at("type"), "network");
     assert_eq!(nic.one("source").at("network"), "sno-run-40022");
-    assert_eq!(nic.one("mac").at("address"), GUEST_MAC);
+    assert_eq!(nic.one("mac").at("address"), NIC_MACS[0]);
     assert_eq!(nic.one("model").at("type"), "virtio");
     assert_eq!(pci(nic.one("address")), (plan::NET_SLOT, 0));
     // No user-mode NIC and no forwards; nothing else needs the passthrough here.
@@ -1279,7 +1281,7 @@ fn a_nat_network_is_laid_out_in_the_machine_network() {
     assert_eq!(n.ipv4.dhcp_start.to_string(), "192.168.126.100");
     assert_eq!(n.ipv4.dhcp_end.to_string(), "192.168.126.200");
     assert_eq!(n.node.ipv6.unwrap().to_string(), "fd00:126::10");
-    assert_eq!(n.node.mac, GUEST_MAC);
+    assert_eq!(n.node.mac, NIC_MACS[0]);
     let xml = nat_network_xml(&n);
     assert!(xml.contains("api.sno.example.test"), "{xml}");
     for (cidrs, why) in [

@@ -14,6 +14,7 @@ use crate::hw::{Accel, Bus, Firmware, Throttle, OVMF_CODE};
 /// disk write are unchanged, and each VM's RSS is smaller.
 pub const TCG_TB_SIZE_MIB: u32 = 64;
 
+use crate::hw::guest_net::NIC_MACS;
 use crate::hw::slots::{self as plan, DiskPlace, CDROM_AHCI_PORT};
 
 /// A path as the value of a QEMU option: a comma doubled, as QEMU's option syntax requires
@@ -39,8 +40,13 @@ pub fn qemu_argv_started(spec: &VmSpec, socket_dir_fd: Option<i32>) -> Vec<Strin
 
 /// QEMU's user-mode network `net0` with each forward bound to the host's loopback only (the
 /// guest must not be reachable from anywhere else), and for a PXE boot its TFTP root and the
-/// boot file its DHCP names. The libvirt backend passes the same string.
-pub fn user_netdev(forwards: &[PortForward], netboot: Option<&NetBootSpec>) -> String {
+/// boot file its DHCP names, and the hostname its DHCP gives. The libvirt backend passes the
+/// same string.
+pub fn user_netdev(
+    forwards: &[PortForward],
+    netboot: Option<&NetBootSpec>,
+    hostname: Option<&str>,
+) -> String {
     let fwds: String = forwards
         .iter()
         .map(|f| format!(",hostfwd=tcp:127.0.0.1:{}-:{}", f.host_port, f.guest_port))
@@ -54,7 +60,11 @@ pub fn user_netdev(forwards: &[PortForward], netboot: Option<&NetBootSpec>) -> S
             )
         })
         .unwrap_or_default();
-    format!("user,id=net0{fwds}{boot}")
+    // A hostname is validated as a DNS label upstream (the cluster's name): no comma to double.
+    let name = hostname
+        .map(|h| format!(",hostname={}", h.replace(',', ",,")))
+        .unwrap_or_default();
+    format!("user,id=net0{fwds}{boot}{name}")
 }
 
 /// The same VM for a person at a terminal (`--keep`): the serial console and QEMU's monitor on
@@ -170,7 +180,11 @@ fn consoles(a: &mut Args, spec: &VmSpec, console: Console, socket_dir_fd: Option
 fn devices(a: &mut Args, spec: &VmSpec) {
     a.push(&[
         "-netdev",
-        &user_netdev(&spec.forwards, spec.netboot.as_ref()),
+        &user_netdev(
+            &spec.forwards,
+            spec.netboot.as_ref(),
+            spec.dhcp_hostname.as_deref(),
+        ),
     ]);
     a.push(&["-device", &nic_device(spec)]);
     a.push(&["-object", "rng-random,id=rng0,filename=/dev/urandom"]);
@@ -263,7 +277,9 @@ fn cdrom(a: &mut Args, spec: &VmSpec) {
     a.push(&["-device", &dev]);
 }
 
-/// The virtio NIC at its planned slot; in the boot order when the machine boots from it.
+/// The virtio NIC at its planned slot, with NIC 0's MAC (QEMU's default for it, written out
+/// so that the keyfiles and libvirt name the same one); in the boot order when the machine
+/// boots from it.
 fn nic_device(spec: &VmSpec) -> String {
     let boot = spec
         .netboot
@@ -271,8 +287,9 @@ fn nic_device(spec: &VmSpec) -> String {
         .map(|n| format!(",bootindex={}", n.bootindex))
         .unwrap_or_default();
     format!(
-        "virtio-net-pci,{},netdev=net0{boot}",
-        pci_addr(plan::NET_SLOT)
+        "virtio-net-pci,{},netdev=net0,mac={}{boot}",
+        pci_addr(plan::NET_SLOT),
+        NIC_MACS[0]
     )
 }
 
@@ -359,6 +376,7 @@ pub(crate) mod tests {
             }],
             nic: Default::default(),
             netboot: None,
+            dhcp_hostname: Some("sno-master-0".into()),
         }
     }
 
@@ -391,8 +409,9 @@ pub(crate) mod tests {
         assert!(!s.contains("cdrom0"), "{s}");
         assert!(s.contains(",tftp=/r/a,,b/tftp,bootfile=boot.ipxe"), "{s}");
         assert!(
-            s.contains("virtio-net-pci,bus=pcie.0,addr=0x02,netdev=net0,bootindex=2")
-                || s.contains("netdev=net0,bootindex=2"),
+            s.contains(
+                "virtio-net-pci,bus=pcie.0,addr=0x02,netdev=net0,mac=52:54:00:12:34:56,bootindex=2"
+            ),
             "{s}"
         );
         assert!(s.contains("bootindex=1"), "{s}");
@@ -480,6 +499,17 @@ pub(crate) mod tests {
             s.contains("bootindex=1") && s.contains("file=/r/install.qcow2"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn the_user_networks_dhcp_names_the_node_unless_told_not_to() {
+        assert!(joined(&spec())
+            .contains("user,id=net0,hostfwd=tcp:127.0.0.1:40022-:22,hostname=sno-master-0"));
+        let nameless = VmSpec {
+            dhcp_hostname: None,
+            ..spec()
+        };
+        assert!(!joined(&nameless).contains("hostname="));
     }
 
     #[test]
@@ -642,6 +672,22 @@ pub(crate) mod tests {
             .filter(|w| w[0] == "-device")
             .map(|w| w[1].as_str())
             .collect()
+    }
+
+    /// The MAC is written out, not left to QEMU: keyfiles match NIC 0 by it.
+    #[test]
+    fn the_nic_has_nic_0s_mac() {
+        let a = qemu_argv(&spec());
+        let nics: Vec<&str> = devices(&a)
+            .into_iter()
+            .filter(|d| d.starts_with("virtio-net-pci,"))
+            .collect();
+        assert_eq!(nics.len(), 1, "{nics:?}");
+        assert!(
+            nics[0].contains(&format!(",mac={},", NIC_MACS[0]))
+                || nics[0].ends_with(&format!(",mac={}", NIC_MACS[0])),
+            "{nics:?}"
+        );
     }
 
     #[test]

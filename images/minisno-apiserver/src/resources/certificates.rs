@@ -20,7 +20,7 @@ struct Pending {
 }
 
 fn csr_name(app: &App, signer: &str) -> String {
-    let id = app.uid(&format!("csr/{}/{signer}", app.config.node_name));
+    let id = app.uid(&format!("csr/{}/{signer}", app.node_name));
     // five characters of [a-z0-9], like the apiserver's generated names
     let alphabet: Vec<char> = "bcdfghjklmnpqrstvwxz2456789".chars().collect();
     let digits: u64 = u64::from_str_radix(&id.replace('-', "")[..15], 16).unwrap_or(0);
@@ -52,7 +52,7 @@ fn pending(app: &App) -> Vec<Pending> {
 }
 
 fn csr(app: &App, p: &Pending, decisions: Option<&Vec<CsrDecision>>) -> CertificateSigningRequest {
-    let node = &app.config.node_name;
+    let node = &app.node_name;
     let conditions = decisions.map(|ds| {
         ds.iter()
             .map(|d| {

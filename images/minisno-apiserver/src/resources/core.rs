@@ -32,7 +32,7 @@ pub const BASE_NAMESPACES: &[&str] = &[
 ];
 
 fn node(app: &App, timeline: &Timeline) -> Node {
-    let name = &app.config.node_name;
+    let name = &app.node_name;
     let elapsed = app.elapsed();
     let conditions = schedule::node_conditions(elapsed, timeline)
         .into_iter()
@@ -131,7 +131,7 @@ pub fn list_nodes(app: &App) -> Reply {
 }
 
 pub fn get_node(app: &App, name: &str) -> Reply {
-    match registered_node(app).filter(|_| name == app.config.node_name) {
+    match registered_node(app).filter(|_| name == app.node_name) {
         Some(n) => Reply::json(200, &n),
         None => Reply::not_found("", "nodes", name),
     }

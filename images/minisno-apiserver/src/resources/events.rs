@@ -60,10 +60,10 @@ fn event(app: &App, e: &SimEvent, nth: usize) -> Event {
         last_timestamp: Some(app.time_at(e.last_s)),
         source: Some(EventSource {
             component: Some(e.component.clone()),
-            host: (e.component == "kubelet").then(|| app.config.node_name.clone()),
+            host: (e.component == "kubelet").then(|| app.node_name.clone()),
         }),
         reporting_component: Some(e.component.clone()),
-        reporting_instance: Some(app.config.node_name.clone()),
+        reporting_instance: Some(app.node_name.clone()),
         ..Default::default()
     }
 }
@@ -75,7 +75,7 @@ pub fn events(app: &App, namespace: Option<&str>) -> Vec<Event> {
         &app.timeline(),
         &app.faults,
         &app.config.release.version,
-        &app.config.node_name,
+        &app.node_name,
         app.first_start_ms,
     )
     .iter()

@@ -21,7 +21,7 @@ pub fn sim_pods(app: &App, namespace: Option<&str>) -> Vec<SimPod> {
         app.elapsed(),
         &app.timeline(),
         &app.faults,
-        &app.config.node_name,
+        &app.node_name,
         app.first_start_ms,
     )
     .into_iter()
@@ -46,7 +46,7 @@ fn owner(app: &App, p: &SimPod) -> OwnerReference {
             ("apps/v1", "ReplicaSet", rs.to_string())
         }
         Owner::DaemonSet => ("apps/v1", "DaemonSet", w.name.to_string()),
-        Owner::Static => ("v1", "Node", app.config.node_name.clone()),
+        Owner::Static => ("v1", "Node", app.node_name.clone()),
     };
     let ns = if kind == "Node" { "" } else { &w.namespace };
     OwnerReference {
@@ -233,7 +233,7 @@ pub fn pod(app: &App, p: &SimPod) -> Pod {
     Pod {
         metadata: meta(app, p),
         spec: Some(PodSpec {
-            node_name: Some(app.config.node_name.clone()),
+            node_name: Some(app.node_name.clone()),
             containers: vec![Container {
                 name: p.workload.name.to_string(),
                 image: Some(image(app, p)),

@@ -1,21 +1,14 @@
 //! The status conditions of the node, the etcd operator, the cluster operators and the cluster
 //! version, at a moment of a [`Timeline`].
 
+use super::routes::{self, ROUTE_CHECKS};
 use super::{camel, Timeline};
 use crate::config::Faults;
 
 /// How many manifests the simulated CVO pretends to apply.
 pub const CVO_MANIFESTS: u32 = 886;
 
-/// One status condition; `since_s` is when it last changed, in seconds since first start.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Cond {
-    pub type_: &'static str,
-    pub status: &'static str,
-    pub since_s: f64,
-    pub reason: String,
-    pub message: String,
-}
+pub use super::cond::Cond;
 
 fn cond(
     type_: &'static str,
@@ -150,7 +143,8 @@ fn available_condition(name: &str, at: Option<f64>, elapsed: f64, unavailable: b
     }
 }
 
-/// Conditions of operator number `index` (0-based).
+/// Conditions of operator number `index` (0-based). An operator whose route check fails shows
+/// it from when it would have been Available, and follows its schedule from when it cleared.
 pub fn operator_conditions(
     name: &str,
     index: usize,
@@ -160,9 +154,17 @@ pub fn operator_conditions(
     version: &str,
 ) -> Vec<Cond> {
     let offset = index as f64 * t.step;
-    let available_at = t.operators_available.map(|a| a + offset);
-    let settled_at = t.operators_settled.map(|a| a + offset);
-    let unavailable = faults.operator_unavailable(name);
+    let check = routes::check_of(name);
+    let cleared = check.and_then(|i| t.routes.cleared_at(i)).unwrap_or(0.0);
+    let failing = check.and_then(|i| t.routes.failing(i, elapsed).map(|f| (i, f)));
+    let scheduled_at = t.operators_available.map(|a| a + offset);
+    let available_at = scheduled_at.map(|a| a.max(cleared));
+    let settled_at = t
+        .operators_settled
+        .map(|a| a + offset)
+        .map(|a| a.max(cleared));
+    let unavailable = faults.operator_unavailable(name)
+        || failing.is_some_and(|(i, _)| ROUTE_CHECKS[i].effect == routes::Effect::Unavailable);
     let available = available_condition(name, available_at, elapsed, unavailable);
     let progressing = match reached(settled_at, elapsed) {
         Some(at) if !unavailable => cond(
@@ -191,7 +193,13 @@ pub fn operator_conditions(
         _ => cond("Degraded", false, 0.0, "AsExpected", ""),
     };
     let upgradeable = cond("Upgradeable", true, 0.0, "AsExpected", "All is well");
-    vec![available, progressing, degraded, upgradeable]
+    let mut conds = vec![available, progressing, degraded, upgradeable];
+    if let (Some((i, f)), Some(since)) = (failing, reached(scheduled_at, elapsed)) {
+        if !faults.operator_unavailable(name) {
+            routes::apply_failure(i, f, since, &mut conds);
+        }
+    }
+    conds
 }
 
 /// A simulated ClusterVersion status.
@@ -202,9 +210,10 @@ pub struct ClusterVersionView {
     pub completed_at: Option<f64>,
 }
 
-/// `(name, what)` for the operators whose faults block the install.
-fn blocking_operators(faults: &Faults) -> Vec<(String, &'static str)> {
-    faults
+/// `(name, what)` for the operators whose faults or failing route checks block the install at
+/// `elapsed`, in the operators' order.
+fn blocking_operators(faults: &Faults, t: &Timeline, elapsed: f64) -> Vec<(String, &'static str)> {
+    let mut out: Vec<(String, &'static str)> = faults
         .operators()
         .into_iter()
         .map(|op| {
@@ -215,7 +224,20 @@ fn blocking_operators(faults: &Faults) -> Vec<(String, &'static str)> {
             };
             (op, what)
         })
-        .collect()
+        .collect();
+    for (i, c) in ROUTE_CHECKS.iter().enumerate() {
+        let blocked = t.routes.failing(i, elapsed).is_some();
+        if blocked && !out.iter().any(|(o, _)| o == c.operator) {
+            let what = match c.effect {
+                routes::Effect::Unavailable => "not available",
+                routes::Effect::Degraded => "degraded",
+            };
+            out.push((c.operator.to_string(), what));
+        }
+    }
+    let order = super::operator_names(faults);
+    out.sort_by_key(|(o, _)| order.iter().position(|n| n == o));
+    out
 }
 
 fn retrieved_updates() -> Cond {
@@ -315,10 +337,13 @@ pub fn cluster_version(
     let Some(due) = reached(t.cluster_version_due, elapsed) else {
         return progressing_view(elapsed, t, version);
     };
-    let blocking = blocking_operators(faults);
+    let blocking = blocking_operators(faults, t, elapsed);
     if !blocking.is_empty() {
         return failing_view(due, &blocking, version);
     }
+    // Route checks that failed and cleared since: the version completes then.
+    let cleared = (0..ROUTE_CHECKS.len()).filter_map(|i| t.routes.cleared_at(i));
+    let due = cleared.fold(due, f64::max);
     ClusterVersionView {
         conditions: vec![
             cond(

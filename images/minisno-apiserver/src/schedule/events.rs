@@ -252,8 +252,16 @@ fn operator_events(
         registered,
     )];
     let offset = index as f64 * t.step;
-    let moments = [t.operators_available, t.operators_settled];
-    for at in moments.iter().flatten().map(|m| m + offset) {
+    // And when a failing route check of the operator cleared.
+    let cleared = super::routes::check_of(name).and_then(|i| t.routes.cleared_at(i));
+    let mut moments: Vec<f64> = [t.operators_available, t.operators_settled]
+        .iter()
+        .flatten()
+        .map(|m| m + offset)
+        .chain(cleared)
+        .collect();
+    moments.sort_by(f64::total_cmp);
+    for at in moments {
         if at > elapsed {
             break;
         }

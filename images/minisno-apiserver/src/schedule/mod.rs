@@ -9,14 +9,17 @@
 //! operator is Available; then the operators settle. A milestone whose cause never comes never
 //! comes either.
 
+mod cond;
 mod conditions;
 mod events;
+pub mod routes;
 #[cfg(test)]
 mod tests;
 mod workloads;
 
 pub use conditions::*;
 pub use events::*;
+pub use routes::{RouteFacts, RouteFailure, ROUTE_CHECKS};
 pub use workloads::*;
 
 use crate::config::{Fault, Faults, Schedule};
@@ -62,16 +65,18 @@ pub const SNO_OPERATORS: &[&str] = &[
 pub const MILESTONES: usize = 7;
 
 /// What happened on the node and through the API, in seconds since the first start.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Facts {
     /// When `api-int.<cluster>.<domain>` first resolved on the node.
     pub api_int_resolved_at: Option<f64>,
     /// When configmap kube-system/bootstrap first said `status: complete`.
     pub bootstrap_complete_at: Option<f64>,
+    /// What the operators' route checks found through the pods' DNS.
+    pub routes: RouteFacts,
 }
 
 /// When each milestone is (or will be) reached; `None`: never, as things stand.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Timeline {
     pub readyz: Option<f64>,
     pub node_registered: Option<f64>,
@@ -91,6 +96,9 @@ pub struct Timeline {
     pub step: f64,
     /// How many operators there are.
     pub operators: usize,
+    /// The route checks: while one fails, its operator is not Available (or is Degraded) and
+    /// the cluster version cannot complete, whatever the schedule says.
+    pub routes: RouteFacts,
 }
 
 fn later(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -140,6 +148,7 @@ impl Timeline {
             expected_cluster_version_due,
             step,
             operators,
+            routes: facts.routes.clone(),
         }
     }
 
@@ -151,6 +160,12 @@ impl Timeline {
             .operators()
             .iter()
             .all(|o| !faults.operator_unavailable(o));
+        // A route check that fails holds its operator back until it clears.
+        let routes_available = self.routes.clear(elapsed, routes::Effect::Unavailable);
+        let routes_all = later(
+            routes_available,
+            self.routes.clear(elapsed, routes::Effect::Degraded),
+        );
         let mut all: Vec<(&'static str, Option<f64>)> = vec![
             ("readyz ok", self.readyz),
             ("node registered", self.node_registered),
@@ -158,19 +173,25 @@ impl Timeline {
             ("etcd bootstrap member removed", self.etcd_removed),
             (
                 "operators available",
-                self.operators_available
-                    .filter(|_| all_available)
-                    .map(|t| t + last),
+                later(
+                    self.operators_available
+                        .filter(|_| all_available)
+                        .map(|t| t + last),
+                    routes_available,
+                ),
             ),
             (
                 "cluster version completed",
-                self.cluster_version_due.filter(|_| unblocked),
+                later(self.cluster_version_due.filter(|_| unblocked), routes_all),
             ),
             (
                 "operators settled",
-                self.operators_settled
-                    .filter(|_| unblocked)
-                    .map(|t| t + last),
+                later(
+                    self.operators_settled
+                        .filter(|_| unblocked)
+                        .map(|t| t + last),
+                    routes_all,
+                ),
             ),
         ];
         all.sort_by(|a, b| a.1.unwrap_or(f64::MAX).total_cmp(&b.1.unwrap_or(f64::MAX)));
@@ -181,6 +202,7 @@ impl Timeline {
 
     /// A number that grows whenever anything simulated changes (used as resourceVersion).
     pub fn generation(&self, elapsed: f64) -> u64 {
+        let cleared = (0..ROUTE_CHECKS.len()).map(|i| self.routes.cleared_at(i));
         [
             self.readyz,
             self.node_registered,
@@ -190,9 +212,10 @@ impl Timeline {
             self.cluster_version_due,
             self.operators_settled,
         ]
-        .iter()
+        .into_iter()
+        .chain(cleared)
         .flatten()
-        .filter(|t| elapsed >= **t)
+        .filter(|t| elapsed >= *t)
         .count() as u64
             + 1
     }

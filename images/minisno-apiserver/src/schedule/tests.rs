@@ -13,6 +13,7 @@ fn facts(resolved: Option<f64>, complete: Option<f64>) -> Facts {
     Facts {
         api_int_resolved_at: resolved,
         bootstrap_complete_at: complete,
+        ..Facts::default()
     }
 }
 
@@ -356,4 +357,116 @@ fn pods_follow_the_node_and_their_operator() {
         ]
     );
     assert_eq!(operator_namespaces("made-up"), ["openshift-made-up"]);
+}
+
+fn cond<'a>(conds: &'a [Cond], t: &str) -> &'a Cond {
+    conds.iter().find(|c| c.type_ == t).unwrap()
+}
+
+/// The three route checks failing as the pods' DNS answered NXDOMAIN; `resolved` (if any): when
+/// every host resolved after all.
+fn failing_routes(resolved: Option<f64>) -> Facts {
+    let mut f = facts(Some(0.0), Some(0.0));
+    for (i, c) in ROUTE_CHECKS.iter().enumerate() {
+        let host = c.host("sno", "example.test");
+        f.routes.failure[i] = Some(RouteFailure {
+            error: format!("lookup {host} on 172.30.0.10:53: no such host"),
+            host,
+        });
+        f.routes.resolved_at[i] = resolved;
+    }
+    f
+}
+
+#[test]
+fn operators_whose_routes_do_not_resolve_say_so_as_the_real_ones_do() {
+    let s = Schedule::fast();
+    let f = faults(&[]);
+    let t = Timeline::new(&s, &f, &failing_routes(None));
+    let names = operator_names(&f);
+    let at = |op: &str| {
+        let i = names.iter().position(|n| n == op).unwrap();
+        operator_conditions(op, i, 1e6, &t, &f, "4.17.0")
+    };
+    let auth = at("authentication");
+    let a = cond(&auth, "Available");
+    assert_eq!(
+        (a.status, a.reason.as_str()),
+        (
+            "False",
+            "OAuthServerRouteEndpointAccessibleController_EndpointUnavailable"
+        )
+    );
+    assert_eq!(a.message, "OAuthServerRouteEndpointAccessibleControllerAvailable: Get \"https://oauth-openshift.apps.sno.example.test/healthz\": dial tcp: lookup oauth-openshift.apps.sno.example.test on 172.30.0.10:53: no such host (this is likely result of malfunctioning DNS server)");
+    let d = cond(&auth, "Degraded");
+    assert_eq!(
+        (d.status, d.reason.as_str()),
+        (
+            "True",
+            "OAuthServerRouteEndpointAccessibleController_SyncError"
+        )
+    );
+    assert!(d.message.starts_with("OAuthServerRouteEndpointAccessibleControllerDegraded: Get \"https://oauth-openshift.apps.sno.example.test/healthz\": dial tcp: lookup "));
+    let console = at("console");
+    let a = cond(&console, "Available");
+    assert_eq!(
+        (a.status, a.reason.as_str()),
+        ("False", "RouteHealth_FailedGet")
+    );
+    assert_eq!(a.message, "RouteHealthAvailable: failed to GET route (https://console-openshift-console.apps.sno.example.test/health): Get \"https://console-openshift-console.apps.sno.example.test/health\": dial tcp: lookup console-openshift-console.apps.sno.example.test on 172.30.0.10:53: no such host");
+    assert_eq!(status(&console, "Degraded"), "False");
+    // The ingress operator stays Available; its canary makes it Degraded.
+    let ingress = at("ingress");
+    assert_eq!(status(&ingress, "Available"), "True");
+    let d = cond(&ingress, "Degraded");
+    assert_eq!((d.status, d.reason.as_str()), ("True", "IngressDegraded"));
+    assert!(d.message.starts_with("The \"default\" ingress controller reports Degraded=True: DegradedConditions: One or more other status conditions indicate a degraded state: CanaryChecksSucceeding=False (CanaryChecksRepetitiveFailures: Canary route checks for the default ingress controller are failing. Last 1 error messages:\nerror sending canary HTTP request: DNS error: Get \"https://canary-openshift-ingress-canary.apps.sno.example.test\": dial tcp: lookup canary-openshift-ingress-canary.apps.sno.example.test on 172.30.0.10:53: no such host"), "{}", d.message);
+    // The others are not touched, and nothing fails before its operator would be Available.
+    assert_eq!(status(&at("dns"), "Available"), "True");
+    let early = operator_conditions("authentication", 0, 0.5, &t, &f, "4.17.0");
+    assert_eq!(cond(&early, "Available").reason, "Initializing");
+    // The cluster version cannot complete: it names the three.
+    let v = cluster_version(1e6, &t, &f, "4.17.0");
+    assert_eq!(v.completed_at, None);
+    assert_eq!(cond(&v.conditions, "Failing").message, "Multiple errors are preventing progress:\n* Cluster operator authentication is not available\n* Cluster operator console is not available\n* Cluster operator ingress is degraded");
+    let milestones: Vec<_> = t.milestones(1e6, &f).iter().map(|m| m.0).collect();
+    assert!(
+        !milestones.contains(&"operators available"),
+        "{milestones:?}"
+    );
+    assert!(!milestones.contains(&"cluster version completed"));
+}
+
+#[test]
+fn a_route_that_resolves_late_holds_its_operator_and_the_version_until_then() {
+    let s = Schedule::fast();
+    let f = faults(&[]);
+    let due = Timeline::new(&s, &f, &facts(Some(0.0), Some(0.0)))
+        .cluster_version_due
+        .unwrap();
+    let late = due + 50.0;
+    let t = Timeline::new(&s, &f, &failing_routes(Some(late)));
+    let before = operator_conditions("authentication", 0, late - 1.0, &t, &f, "v");
+    assert_eq!(status(&before, "Available"), "False");
+    let after = operator_conditions("authentication", 0, late + 1.0, &t, &f, "v");
+    let a = cond(&after, "Available");
+    assert_eq!((a.status, a.since_s), ("True", late));
+    assert_eq!(status(&after, "Degraded"), "False");
+    assert_eq!(cluster_version(late - 1.0, &t, &f, "v").completed_at, None);
+    assert_eq!(
+        cluster_version(late + 1.0, &t, &f, "v").completed_at,
+        Some(late)
+    );
+    let milestones = t.milestones(1e6, &f);
+    let completed = milestones
+        .iter()
+        .find(|m| m.0 == "cluster version completed");
+    assert_eq!(completed.map(|m| m.1), Some(late));
+    // A route that resolved at once, before its operator's time, changes nothing.
+    let mut quick = facts(Some(0.0), Some(0.0));
+    quick.routes.resolved_at = [Some(0.1); 3];
+    assert_eq!(
+        cluster_version(1e6, &Timeline::new(&s, &f, &quick), &f, "v").completed_at,
+        Some(due)
+    );
 }

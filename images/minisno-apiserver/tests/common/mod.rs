@@ -7,7 +7,8 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use minisno_apiserver::config::{Release, Resolver};
+use minisno_apiserver::config::{ClusterDns, Release, Resolver};
+use minisno_apiserver::pod_dns::stub::StubDns;
 use minisno_apiserver::{Config, Running, Schedule};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -123,6 +124,28 @@ pub fn write_hosts(dir: &Path, with_api_int: bool) {
     write(&dir.join("hosts"), &text);
 }
 
+/// The route hosts the operators check, as the node's DNS (dnsmasq, on a real single node)
+/// answers them.
+pub const ROUTE_HOSTS: [&str; 3] = [
+    "oauth-openshift.apps.sno.example.test",
+    "console-openshift-console.apps.sno.example.test",
+    "canary-openshift-ingress-canary.apps.sno.example.test",
+];
+
+/// One DNS server for the whole test process that knows the cluster's route hosts, where the
+/// servers' pods' DNS forwards.
+pub fn cluster_dns() -> ClusterDns {
+    static DNS: std::sync::OnceLock<StubDns> = std::sync::OnceLock::new();
+    let dns = DNS.get_or_init(|| {
+        let names: Vec<(&str, std::net::Ipv4Addr)> = ROUTE_HOSTS
+            .iter()
+            .map(|h| (*h, std::net::Ipv4Addr::LOCALHOST))
+            .collect();
+        StubDns::start(&names).unwrap()
+    });
+    ClusterDns::Servers(vec![dns.addr])
+}
+
 pub fn config(dir: &Path, pki: &Pki, faults: &[&str]) -> Config {
     if !dir.join("hosts").exists() {
         write_hosts(dir, true);
@@ -135,7 +158,7 @@ pub fn config(dir: &Path, pki: &Pki, faults: &[&str]) -> Config {
         ca_key: pki.ca_key.clone(),
         extra_sans: vec!["api.extra.example.test".into()],
         state_dir: dir.join("state"),
-        node_name: "minisno".into(),
+        node_name: Some("minisno".into()),
         release: Release {
             version: "4.17.0-minisno".into(),
             image: "quay.io/minisno/release:4.17.0-minisno".into(),
@@ -144,6 +167,7 @@ pub fn config(dir: &Path, pki: &Pki, faults: &[&str]) -> Config {
         faults: faults.iter().map(|s| s.to_string()).collect(),
         install_config_yaml: INSTALL_CONFIG.into(),
         resolver: Resolver::HostsFile(dir.join("hosts")),
+        cluster_dns: cluster_dns(),
     }
 }
 

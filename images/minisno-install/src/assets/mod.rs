@@ -234,18 +234,18 @@ fn write_bootstrap_in_place(run: &mut Run, log: &mut Logger) -> Result<(), Failu
             format!("failed to generate asset \"{TARGET}\": {e}"),
         )
     })?;
-    let master_files = match run.origin {
+    let master = match run.origin {
         Origin::Manifests => {
-            crate::manifests::machine_config::master_files(run.dir).map_err(|e| {
+            crate::manifests::machine_config::master_config(run.dir).map_err(|e| {
                 fatal_in(
                     TARGET,
                     format!("failed to generate asset \"{TARGET}\": {e}"),
                 )
             })?
         }
-        Origin::File => Vec::new(),
+        Origin::File => Default::default(),
     };
-    let live = live_ignition(run, &master_files)?;
+    let live = live_ignition(run, &master)?;
     run.write(
         TARGET,
         "*bootstrap.SingleNodeBootstrapInPlace",
@@ -254,7 +254,10 @@ fn write_bootstrap_in_place(run: &mut Run, log: &mut Logger) -> Result<(), Failu
     )
 }
 
-fn live_ignition(run: &Run, master_files: &[Value]) -> Result<Value, Failure> {
+fn live_ignition(
+    run: &Run,
+    master: &crate::manifests::machine_config::MasterConfig,
+) -> Result<Value, Failure> {
     let generate = |e: String| {
         fatal_in(
             TARGET,
@@ -280,7 +283,8 @@ fn live_ignition(run: &Run, master_files: &[Value]) -> Result<Value, Failure> {
         admin_cert_pem: &run.pki.admin_cert_pem,
         admin_key_pem: &run.pki.admin_key_pem,
         install_config_yaml_redacted: &redacted_yaml,
-        master_files,
+        master_files: &master.files,
+        master_units: &master.units,
         options: &run.options,
     };
     bip::live_ignition(&inputs).map_err(|e| generate(e.to_string()))

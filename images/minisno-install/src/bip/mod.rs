@@ -14,7 +14,10 @@ use serde_json::{json, Value};
 
 use faults::{apiserver_faults, FaultSnippets};
 pub use options::{BipError, Fault, FixtureOptions, Schedule};
-use units::{DISK_BOOTKUBE_UNIT, DISK_KUBELET_UNIT, LIVE_UNITS, PANIC_UNIT};
+use units::{
+    DISK_BOOTKUBE_UNIT, DISK_KUBELET_UNIT, KUBELET_DEPENDENCIES_TARGET, LIVE_UNITS,
+    NODE_VALID_HOSTNAME_UNIT, PANIC_UNIT,
+};
 
 /// Everything the payload needs from the install-config and the generated PKI.
 pub struct BipInputs<'a> {
@@ -43,6 +46,8 @@ pub struct BipInputs<'a> {
     /// Ignition file entries of the user's master MachineConfigs, which the installed system
     /// gets as the machine-config operator would render them into its config.
     pub master_files: &'a [Value],
+    /// Their systemd units, likewise.
+    pub master_units: &'a [Value],
     pub options: &'a FixtureOptions,
 }
 
@@ -109,16 +114,19 @@ pub fn master_ignition(inputs: &BipInputs) -> Value {
         "ca_key": "/etc/kubernetes/minisno/ca.key",
         "extra_sans": [],
         "state_dir": "/var/lib/minisno-apiserver",
-        "node_name": "minisno",
         "release": {"version": o.version, "image": o.release_image()},
         "schedule": o.schedule.apiserver_schedule(),
         "faults": apiserver_faults(o),
         "install_config_yaml": inputs.install_config_yaml_redacted,
     });
     let gather = script!("disk/installer-gather.sh");
+    // No node name in the API server's config: like the kubelet, it takes the hostname it
+    // finds when it starts, after node-valid-hostname.service (units.rs).
     let mut units = vec![
         unit("kubelet.service", DISK_KUBELET_UNIT),
         unit("bootkube.service", DISK_BOOTKUBE_UNIT),
+        unit("node-valid-hostname.service", NODE_VALID_HOSTNAME_UNIT),
+        json!({"name": "kubelet-dependencies.target", "contents": KUBELET_DEPENDENCIES_TARGET}),
     ];
     if o.has(&Fault::DiskBootPanic) {
         units.push(unit("minisno-fault-panic.service", PANIC_UNIT));
@@ -144,6 +152,7 @@ pub fn master_ignition(inputs: &BipInputs) -> Value {
                      &render(script!("disk/bootstrap-in-place-post-reboot.sh"),
                              &[("POLL_SECONDS", poll), ("FAULT_POST_REBOOT", faults.post_reboot)])),
                 file("/usr/local/bin/kubelet.sh", 0o755, script!("disk/kubelet.sh")),
+                file("/usr/local/bin/mco-hostname", 0o755, script!("disk/mco-hostname.sh")),
                 file("/usr/local/bin/installer-gather.sh", 0o755, gather),
                 file("/usr/local/bin/installer-masters-gather.sh", 0o755, gather),
             ]
@@ -151,18 +160,28 @@ pub fn master_ignition(inputs: &BipInputs) -> Value {
         "systemd": {"units": units}
     });
     merge_files(&mut config, inputs.master_files);
+    merge_units(&mut config, inputs.master_units);
     config
 }
 
 /// Adds file entries to a config; an entry for a path the config already has replaces it, as a
 /// later MachineConfig's file wins over an earlier one's.
 fn merge_files(config: &mut Value, extra: &[Value]) {
-    let files = config["storage"]["files"]
-        .as_array_mut()
-        .expect("the config has a file list");
+    merge_by(&mut config["storage"]["files"], "path", extra);
+}
+
+/// Adds units to a config; a unit of a name the config already has replaces it, as the
+/// machine-config operator's rendering lets a later MachineConfig's unit win.
+fn merge_units(config: &mut Value, extra: &[Value]) {
+    merge_by(&mut config["systemd"]["units"], "name", extra);
+}
+
+/// Appends each of `extra` to the list `into`, replacing an entry of the same `key`.
+fn merge_by(into: &mut Value, key: &str, extra: &[Value]) {
+    let list = into.as_array_mut().expect("the config has the list");
     for entry in extra {
-        files.retain(|f| f["path"] != entry["path"]);
-        files.push(entry.clone());
+        list.retain(|e| e[key] != entry[key]);
+        list.push(entry.clone());
     }
 }
 

@@ -53,6 +53,14 @@ pub enum Fault {
     /// Mid-bootkube, every `journalctl -f` reader's SSH session is killed from inside the
     /// guest: the connection drops as a network cut would; the install is not affected.
     JournalCut,
+    /// The harness gives the route names to the node's /etc/hosts but not to its DNS; the
+    /// fixture has nothing to do: its operators' route checks go through the pods' DNS, which
+    /// never reads /etc/hosts, and fail as on a real cluster.
+    AppsDns,
+    /// The harness's DHCP gives no hostname; the fixture has nothing to do: the installed
+    /// system's node-valid-hostname.service waits its five minutes and the kubelet registers
+    /// the node as "localhost".
+    NoHostname,
     /// The harness's rootfs server answers 404 (or changes a byte, below); the fixture has
     /// nothing to do: its initramfs's own checks fail the live boot.
     Rootfs404,
@@ -90,6 +98,8 @@ pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
     ("oom-kill", Fault::OomKill),
     ("gather-hang", Fault::GatherHang),
     ("journal-cut", Fault::JournalCut),
+    ("apps-dns", Fault::AppsDns),
+    ("no-hostname", Fault::NoHostname),
     ("rootfs-404", Fault::Rootfs404),
     ("rootfs-corrupt", Fault::RootfsCorrupt),
 ];

@@ -19,6 +19,7 @@ fn inputs<'a>(options: &'a FixtureOptions, disk: &'a str) -> BipInputs<'a> {
         admin_key_pem: "-----BEGIN PRIVATE KEY-----\nADMINKEY\n-----END PRIVATE KEY-----\n",
         install_config_yaml_redacted: "apiVersion: v1\n",
         master_files: &[],
+        master_units: &[],
         options,
     }
 }
@@ -92,7 +93,15 @@ fn live_config_carries_the_bip_units_and_is_accepted_by_minisno_ignition() {
     let master = file_contents(&cfg, "/opt/openshift/minisno/master.ign.in");
     minisno_ignition::parse(&master).unwrap();
     let master: Value = serde_json::from_str(&master).unwrap();
-    assert_eq!(unit_names(&master), ["kubelet.service", "bootkube.service"]);
+    assert_eq!(
+        unit_names(&master),
+        [
+            "kubelet.service",
+            "bootkube.service",
+            "node-valid-hostname.service",
+            "kubelet-dependencies.target"
+        ]
+    );
     let apiserver: Value = serde_json::from_str(&file_contents(
         &master,
         "/etc/kubernetes/minisno/apiserver.json",
@@ -100,6 +109,37 @@ fn live_config_carries_the_bip_units_and_is_accepted_by_minisno_ignition() {
     .unwrap();
     assert_eq!(apiserver["schedule"]["readyz_after_s"], 30);
     assert_eq!(apiserver["faults"], json!([]));
+    // The node's name is the hostname the kubelet finds when it starts, never one built in.
+    assert_eq!(apiserver.get("node_name"), None);
+    assert!(file_contents(&master, "/usr/local/bin/mco-hostname")
+        .contains("hostnamectl set-hostname --static --transient"));
+}
+
+#[test]
+fn the_kubelet_waits_for_a_hostname_at_most_five_minutes_and_starts_without_one() {
+    let nvh = units::NODE_VALID_HOSTNAME_UNIT;
+    for line in [
+        "Before=kubelet-dependencies.target",
+        "Type=oneshot",
+        "RemainAfterExit=yes",
+        "ExecStart=/usr/local/bin/mco-hostname --wait",
+        "TimeoutSec=300",
+        "WantedBy=kubelet-dependencies.target",
+    ] {
+        assert!(
+            nvh.contains(line),
+            "node-valid-hostname.service lacks {line}"
+        );
+    }
+    // Wanted, never required: when the wait times out the kubelet still starts.
+    assert!(!nvh.contains("RequiredBy"), "{nvh}");
+    let target = units::KUBELET_DEPENDENCIES_TARGET;
+    assert!(target.contains("Requires=basic.target network-online.target"));
+    assert!(target.contains("Wants=NetworkManager-wait-online.service"));
+    assert!(!target.contains("node-valid-hostname"), "{target}");
+    assert!(DISK_KUBELET_UNIT.contains("Requires=kubelet-dependencies.target"));
+    assert!(DISK_KUBELET_UNIT.contains("After=kubelet-dependencies.target"));
+    assert!(!DISK_KUBELET_UNIT.contains("node-valid-hostname"));
 }
 
 #[test]
@@ -336,7 +376,23 @@ fn master_machine_config_files_reach_the_installed_system() {
     let extra = [hosts.clone(), replaced_ca.clone()];
     let mut i = inputs(&o, "/dev/vda");
     i.master_files = &extra;
+    let dnsmasq = json!({"name": "dnsmasq.service", "enabled": true, "contents": "[Service]\n"});
+    let kubelet =
+        json!({"name": "kubelet.service", "contents": "[Service]\nExecStart=/bin/mine\n"});
+    let units = [dnsmasq.clone(), kubelet.clone()];
+    i.master_units = &units;
     let master = master_ignition(&i);
+    let all_units = master["systemd"]["units"].as_array().unwrap();
+    assert!(all_units.contains(&dnsmasq));
+    let kubelets: Vec<&Value> = all_units
+        .iter()
+        .filter(|u| u["name"] == "kubelet.service")
+        .collect();
+    assert_eq!(
+        kubelets,
+        [&kubelet],
+        "a MachineConfig's unit replaces the fixture's own"
+    );
     let files = master["storage"]["files"].as_array().unwrap();
     assert!(files.contains(&hosts));
     let cas: Vec<&Value> = files

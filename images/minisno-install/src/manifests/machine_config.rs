@@ -1,8 +1,9 @@
 //! The user's MachineConfigs: every YAML or JSON document in `manifests/` and `openshift/`
 //! whose kind is MachineConfig and whose role label is `master` gives its Ignition file entries
-//! (`spec.config.storage.files`) to the installed system's config, the way the machine-config
-//! operator renders MachineConfigs into a node's config. Documents are taken in file-name order,
-//! `manifests/` first; a later entry for the same path wins.
+//! (`spec.config.storage.files`) and systemd units (`spec.config.systemd.units`) to the
+//! installed system's config, the way the machine-config operator renders MachineConfigs into a
+//! node's config. Documents are taken in file-name order, `manifests/` first; a later entry for
+//! the same path (or unit name) wins.
 
 use std::path::Path;
 
@@ -20,29 +21,48 @@ fn is_master_machine_config(doc: &Value) -> bool {
     doc["kind"] == "MachineConfig" && doc["metadata"]["labels"][ROLE_LABEL] == "master"
 }
 
-/// The file entries of the master MachineConfigs in one file's text (one or more documents).
-pub fn files_in(text: &str) -> Result<Vec<Value>, String> {
+/// Where a MachineConfig holds its Ignition file entries and its units.
+const FILES: &str = "/spec/config/storage/files";
+const UNITS: &str = "/spec/config/systemd/units";
+
+/// The entries at `pointer` of the master MachineConfigs in one file's text (one or more
+/// documents).
+fn entries_in(text: &str, pointer: &str) -> Result<Vec<Value>, String> {
     let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| e.to_string())?;
     Ok(docs
         .iter()
         .filter(|d| is_master_machine_config(d))
         .flat_map(|d| {
-            d["spec"]["config"]["storage"]["files"]
-                .as_array()
+            d.pointer(pointer)
+                .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default()
         })
         .collect())
 }
 
-/// Every master file entry of the manifests in `dir`.
-pub fn master_files(dir: &Path) -> Result<Vec<Value>, String> {
-    let mut out = Vec::new();
+/// The file entries of the master MachineConfigs in one file's text.
+pub fn files_in(text: &str) -> Result<Vec<Value>, String> {
+    entries_in(text, FILES)
+}
+
+/// What the master MachineConfigs in `dir` give the installed system.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct MasterConfig {
+    pub files: Vec<Value>,
+    pub units: Vec<Value>,
+}
+
+/// Every master file entry and unit of the manifests in `dir`.
+pub fn master_config(dir: &Path) -> Result<MasterConfig, String> {
+    let mut out = MasterConfig::default();
     for sub in DIRS {
         for rel in files::list(dir, sub, EXTENSIONS)? {
             let text = std::fs::read_to_string(dir.join(&rel))
                 .map_err(|e| format!("failed to read {rel}: {e}"))?;
-            out.extend(files_in(&text).map_err(|e| format!("failed to parse {rel}: {e}"))?);
+            let bad = |e: String| format!("failed to parse {rel}: {e}");
+            out.files.extend(entries_in(&text, FILES).map_err(bad)?);
+            out.units.extend(entries_in(&text, UNITS).map_err(bad)?);
         }
     }
     Ok(out)
@@ -89,6 +109,26 @@ spec:
     }
 
     #[test]
+    fn a_master_machine_configs_units_count_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let with_unit = format!(
+            "{HOSTS_MC}    systemd:\n      units:\n      - name: dnsmasq.service\n        enabled: true\n        contents: \"[Service]\\nExecStart=/usr/sbin/dnsmasq -k\\n\"\n"
+        );
+        files::write_new(dir.path(), "openshift/99-dns.yaml", with_unit.as_bytes()).unwrap();
+        files::write_new(
+            dir.path(),
+            "openshift/99-worker.yaml",
+            with_unit.replace("role: master", "role: worker").as_bytes(),
+        )
+        .unwrap();
+        let got = master_config(dir.path()).unwrap();
+        assert_eq!(got.files.len(), 1);
+        assert_eq!(got.units.len(), 1);
+        assert_eq!(got.units[0]["name"], "dnsmasq.service");
+        assert_eq!(got.units[0]["enabled"], true);
+    }
+
+    #[test]
     fn both_directories_are_read_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -106,14 +146,15 @@ spec:
         .unwrap();
         files::write_new(d, "manifests/z.yaml", HOSTS_MC.as_bytes()).unwrap();
         files::write_new(d, "openshift/notes.txt", b"not a manifest").unwrap();
-        let paths: Vec<Value> = master_files(d)
+        let paths: Vec<Value> = master_config(d)
             .unwrap()
+            .files
             .iter()
             .map(|f| f["path"].clone())
             .collect();
         assert_eq!(paths, ["/etc/hosts", "/etc/a", "/etc/b"]);
         files::write_new(d, "openshift/broken.yaml", b"kind: [").unwrap();
-        assert!(master_files(d)
+        assert!(master_config(d)
             .unwrap_err()
             .starts_with("failed to parse openshift/broken.yaml"));
     }

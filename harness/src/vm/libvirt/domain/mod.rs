@@ -38,6 +38,7 @@ pub(super) use document::Metadata;
 use document::*;
 use serde::Serialize;
 
+use crate::hw::guest_net::NIC_MACS;
 use crate::hw::slots::{self as plan, DiskPlace};
 use crate::hw::{Accel, Bus, Firmware, OVMF_CODE, OVMF_VARS};
 use crate::vm::qemu::argv::TCG_TB_SIZE_MIB;
@@ -49,10 +50,6 @@ use crate::vm::{DiskSpec, Nic, VmSpec};
 pub const RUN_XMLNS: &str = "https://github.com/sno-harness/xmlns/run/1";
 /// libvirt's namespace for QEMU command-line passthrough.
 pub const QEMU_XMLNS: &str = "http://libvirt.org/schemas/domain/qemu/1.0";
-/// The NIC's MAC: QEMU's default for the first NIC, which is what the QEMU backend's guest
-/// gets. The same MAC makes the guest's network setup (DHCP client id, interface naming by
-/// MAC) the same on both backends; libvirt would otherwise pick a random one.
-pub const GUEST_MAC: &str = "52:54:00:12:34:56";
 /// libvirt's prefix for user-chosen device aliases; QEMU gets the alias as the device id.
 pub const USER_ALIAS_PREFIX: &str = "ua-";
 /// Alias of the CD-ROM. Disk ids are lowercase letters, digits and '-', so the underscore
@@ -342,7 +339,11 @@ fn devices(
             Nic::User => None,
             Nic::LibvirtNetwork { network } => Some(Interface {
                 kind: "network",
-                mac: MacAddress { address: GUEST_MAC },
+                // NIC 0's MAC, as the QEMU backend gives it: the same DHCP client, the same keyfile
+                // match by MAC on both backends; libvirt would otherwise pick a random one.
+                mac: MacAddress {
+                    address: NIC_MACS[0],
+                },
                 source: NetworkSource {
                     network: network.clone(),
                 },
@@ -483,13 +484,17 @@ fn net_args(spec: &VmSpec) -> Vec<QemuArg> {
         bus: "pcie.0",
         addr: format!("{:#04x}", plan::NET_SLOT),
         netdev: "net0",
-        mac: GUEST_MAC,
+        mac: NIC_MACS[0],
         id: "ua-net0",
         bootindex: spec.netboot.as_ref().map(|n| n.bootindex),
     };
     [
         "-netdev".to_string(),
-        crate::vm::qemu::argv::user_netdev(&spec.forwards, spec.netboot.as_ref()),
+        crate::vm::qemu::argv::user_netdev(
+            &spec.forwards,
+            spec.netboot.as_ref(),
+            spec.dhcp_hostname.as_deref(),
+        ),
         "-device".to_string(),
         json(&device),
     ]
