@@ -71,8 +71,9 @@ install -D -m 0755 "$COREOS_INSTALLER_BIN" "$root/usr/bin/coreos-installer"
 # /etc/NetworkManager/system-connections, 0600), DHCP on every Ethernet NIC through its
 # default automatic connection, and the resolv.conf NetworkManager writes. No static hostname:
 # like an RHCOS node, minisno takes the one DHCP gives (option 12), else the reverse DNS name
-# of its address (NetworkManager's hostname-mode=default); with neither it stays "localhost",
-# systemd's fallback. The build host's resolv.conf, which mmdebstrap leaves behind, goes.
+# of its address (NetworkManager's hostname-mode=default); with neither, NetworkManager sets
+# "localhost.localdomain" ("no hostname found"), over systemd's fallback "localhost". The build
+# host's resolv.conf, which mmdebstrap leaves behind, goes.
 mkdir -p "$root/etc/NetworkManager/system-connections"
 chmod 0700 "$root/etc/NetworkManager/system-connections"
 rm -f "$root/etc/hostname" "$root/etc/resolv.conf"

@@ -113,7 +113,7 @@ pub const FAULTS: &[FaultName] = &[
     ),
     plain(
         "no-hostname",
-        "the harness's DHCP gives the node no hostname; node-valid-hostname waits five minutes and the node registers as localhost",
+        "the harness's DHCP gives the node no hostname; node-valid-hostname waits five minutes and the node registers as localhost.localdomain",
     ),
 ];
 

@@ -321,3 +321,17 @@ pub enum UpdateError<E> {
     /// The state could not be written.
     Save(StateError),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::node_name;
+
+    #[test]
+    fn the_node_is_named_by_the_hostname_unless_configured() {
+        assert_eq!(node_name(Some("sno-master-0")), "sno-master-0");
+        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        let name = node_name(None);
+        assert_eq!(name, hostname.trim().to_lowercase());
+        assert!(!name.is_empty() && !name.ends_with('\n'));
+    }
+}

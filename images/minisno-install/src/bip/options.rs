@@ -59,7 +59,7 @@ pub enum Fault {
     AppsDns,
     /// The harness's DHCP gives no hostname; the fixture has nothing to do: the installed
     /// system's node-valid-hostname.service waits its five minutes and the kubelet registers
-    /// the node as "localhost".
+    /// the node as "localhost.localdomain" (what NetworkManager sets without a name).
     NoHostname,
     /// The harness's rootfs server answers 404 (or changes a byte, below); the fixture has
     /// nothing to do: its initramfs's own checks fail the live boot.
