@@ -134,7 +134,7 @@ pub fn node_name_problem(name: &str, expected: Option<&str>) -> Option<String> {
             .map(|e| format!(" instead of {e}"))
             .unwrap_or_default();
         return Some(format!(
-            "it got no hostname (DHCP gave none, no reverse DNS){wanted}, so its kubelet registered it as {name:?}"
+            "it got no hostname (DHCP gave none, no reverse DNS){wanted}"
         ));
     }
     None
