@@ -198,28 +198,30 @@ pub fn add_to_live_ignition(ignition: &mut Value, p: &Provision) -> Result<(), E
         return Ok(());
     };
     let root = ignition.as_object_mut().ok_or(EditError::NotAnObject)?;
-    let storage = root.entry("storage").or_insert_with(|| json!({}));
-    storage
-        .as_object_mut()
-        .ok_or(EditError::StorageNotAnObject)?
-        .entry("files")
-        .or_insert_with(|| json!([]))
-        .as_array_mut()
-        .ok_or(EditError::FilesNotAList)?
-        .extend(files);
-    if units.is_empty() {
-        return Ok(());
+    let not_files = (EditError::StorageNotAnObject, EditError::FilesNotAList);
+    list_in(root, ("storage", "files"), not_files)?.extend(files);
+    if !units.is_empty() {
+        let not_units = (EditError::NoUnits, EditError::NoUnits);
+        list_in(root, ("systemd", "units"), not_units)?.extend(units);
     }
-    root.entry("systemd")
+    Ok(())
+}
+
+/// The list `root[section][key]` of an Ignition config, made when absent; `errors` say which
+/// of the two is not what Ignition has there.
+fn list_in<'a>(
+    root: &'a mut serde_json::Map<String, Value>,
+    (section, key): (&str, &str),
+    errors: (EditError, EditError),
+) -> Result<&'a mut Vec<Value>, EditError> {
+    root.entry(section)
         .or_insert_with(|| json!({}))
         .as_object_mut()
-        .ok_or(EditError::NoUnits)?
-        .entry("units")
+        .ok_or(errors.0)?
+        .entry(key)
         .or_insert_with(|| json!([]))
         .as_array_mut()
-        .ok_or(EditError::NoUnits)?
-        .extend(units);
-    Ok(())
+        .ok_or(errors.1)
 }
 
 #[cfg(test)]

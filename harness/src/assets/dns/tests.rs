@@ -118,3 +118,23 @@ fn the_hosts_lines_name_the_api_api_int_and_the_routes() {
     );
     assert!(lines.contains("console-openshift-console.apps.sno.example.test"));
 }
+
+#[test]
+fn a_config_not_shaped_as_ignition_has_it_is_refused_naming_the_part() {
+    let names = provision_for(&scenario("user", ""));
+    let mut bad_storage = json!({"storage": "x"});
+    assert!(matches!(
+        add_to_live_ignition(&mut bad_storage, &names),
+        Err(EditError::StorageNotAnObject)
+    ));
+    let mut bad_files = json!({"storage": {"files": {}}});
+    assert!(matches!(
+        add_to_live_ignition(&mut bad_files, &names),
+        Err(EditError::FilesNotAList)
+    ));
+    let mut bad_units = json!({"systemd": {"units": "x"}});
+    assert!(matches!(
+        add_to_live_ignition(&mut bad_units, &names),
+        Err(EditError::NoUnits)
+    ));
+}
