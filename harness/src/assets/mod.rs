@@ -435,7 +435,7 @@ fn prepare_with(
 }
 
 /// The installer's assets: `create manifests` first when the harness adds a manifest (the
-/// node's DNS records, `dns.rs`), then `create single-node-ignition-config`; each logged,
+/// MachineConfig of the node's names, `dns/`), then `create single-node-ignition-config`; each logged,
 /// a rejection of the install-config told apart from an installer that failed.
 fn create_ignition_config(
     req: &AssetsRequest,
