@@ -435,8 +435,8 @@ fn prepare_with(
 }
 
 /// The installer's assets: `create manifests` first when the harness adds a manifest (the
-/// MachineConfig of the node's names, `dns/`), then `create single-node-ignition-config`; each logged,
-/// a rejection of the install-config told apart from an installer that failed.
+/// MachineConfig of the node's names, `dns/`), then `create single-node-ignition-config`;
+/// each logged, a rejection of the install-config told apart from an installer that failed.
 fn create_ignition_config(
     req: &AssetsRequest,
     dir: &Path,
