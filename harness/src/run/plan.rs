@@ -164,7 +164,7 @@ pub fn vm_spec(
             bootfile: crate::assets::pxe::BOOT_SCRIPT.into(),
             bootindex: cd_index,
         }),
-        dhcp_hostname: (!withholds_hostname(s))
+        dhcp_hostname: (!s.has_fault(NO_HOSTNAME_FAULT))
             .then(|| crate::hw::nat::node_hostname(&s.install.cluster)),
     }
 }
@@ -172,12 +172,6 @@ pub fn vm_spec(
 /// The fixture fault that gives the node no hostname: the user network's DHCP names none,
 /// and 10.0.2.15 has no reverse record (a site whose DHCP sends no option 12).
 pub const NO_HOSTNAME_FAULT: &str = "no-hostname";
-
-fn withholds_hostname(s: &Scenario) -> bool {
-    s.fixture
-        .as_ref()
-        .is_some_and(|f| f.faults.iter().any(|x| x.trim() == NO_HOSTNAME_FAULT))
-}
 
 /// The run's VM as a backend will define it: the hardware of `vm_spec` named for the run
 /// (unique on the host while it runs: the run id and its SSH port), and for `network = "nat"`

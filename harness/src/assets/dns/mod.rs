@@ -94,15 +94,9 @@ impl Provision {
     }
 }
 
-fn has_fault(s: &Scenario, name: &str) -> bool {
-    s.fixture
-        .as_ref()
-        .is_some_and(|f| f.faults.iter().any(|x| x.trim() == name))
-}
-
 /// How a scenario's node gets its names.
 pub fn provision_for(s: &Scenario) -> Provision {
-    if has_fault(s, NO_DNS_FAULT) {
+    if s.has_fault(NO_DNS_FAULT) {
         return Provision::Withheld;
     }
     if s.vm.network == GuestNetwork::Nat {
@@ -113,7 +107,7 @@ pub fn provision_for(s: &Scenario) -> Provision {
         cluster_domain: format!("{}.{}", s.install.cluster, s.install.base_domain),
         names: crate::hw::nat::cluster_names(&s.install.cluster, &s.install.base_domain),
     };
-    if has_fault(s, APPS_DNS_FAULT) {
+    if s.has_fault(APPS_DNS_FAULT) {
         Provision::HostsOnly(records)
     } else {
         Provision::NodeResolver(records)

@@ -74,3 +74,12 @@ pub struct Scenario {
     /// `[badness] allow`: patterns of log lines that are warnings, not failures.
     pub badness_allow: Vec<String>,
 }
+
+impl Scenario {
+    /// Whether the scenario's `[fixture] faults` name `fault`.
+    pub fn has_fault(&self, fault: &str) -> bool {
+        self.fixture
+            .as_ref()
+            .is_some_and(|f| f.faults.iter().any(|x| x.trim() == fault))
+    }
+}

@@ -119,17 +119,23 @@ fn check_faults<T>(
     Ok(())
 }
 
+/// The first of the file's faults that is one of `names`, as written (for its line).
+fn first_of<'a>(f: &'a ScenarioFile, names: &[&str]) -> Option<&'a Spanned<String>> {
+    let fixture = f.fixture.as_ref()?;
+    fixture
+        .get_ref()
+        .faults
+        .iter()
+        .find(|x| names.contains(&x.get_ref().trim()))
+}
+
 /// The faults the user network's side plays (its DHCP's hostname, the node's own resolver)
 /// need the user network: a NAT network's dnsmasq names the node and answers its names itself.
 pub(super) fn check_network(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
-    let Some(fixture) = &f.fixture else {
-        return Ok(());
-    };
     if *f.vm.network.get_ref() != GuestNetwork::Nat {
         return Ok(());
     }
-    let user_only = ["apps-dns", "no-hostname"];
-    match fixture.get_ref().faults.iter().find(|x| user_only.contains(&x.get_ref().trim())) {
+    match first_of(f, &["apps-dns", "no-hostname"]) {
         Some(fault) => Err(cx.at(
             fault,
             format!(
@@ -145,14 +151,11 @@ pub(super) fn check_network(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioEr
 /// the root filesystem from it.
 pub(super) fn check_boot(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
     let source = *f.boot.source.get_ref();
-    let Some(fixture) = &f.fixture else {
-        return Ok(());
-    };
     let served = [
         crate::netboot::ROOTFS_404_FAULT,
         crate::netboot::ROOTFS_CORRUPT_FAULT,
     ];
-    match fixture.get_ref().faults.iter().find(|x| served.contains(&x.get_ref().trim())) {
+    match first_of(f, &served) {
         // Under PXE the same server answers for the kernel and the initramfs first, which iPXE
         // would fail on before the live system's fetch this fault is about.
         Some(fault) if source != crate::scenario::BootSource::MinimalIso => Err(cx.at(
