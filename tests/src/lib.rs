@@ -181,6 +181,7 @@ impl Machine {
             netboot: None,
             // As the harness's DHCP names a node (the fixture takes its name from DHCP).
             dhcp_hostname: Some("sno-master-0".into()),
+            second_nic: false,
         };
         let (qemu, console) = QemuProcess::start(&spec, dir.path()).unwrap();
         std::fs::write(dir.path().join("vm.txt"), qemu.command_line()).unwrap();

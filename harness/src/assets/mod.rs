@@ -8,6 +8,7 @@ pub mod ignition_edit;
 pub mod install_config;
 mod installer;
 pub mod keyfiles;
+pub mod node_net;
 pub use installer::InstallerVersion;
 mod iso;
 mod publish;
@@ -466,9 +467,11 @@ fn create_ignition_config(
     let version = installer::version_of(&String::from_utf8_lossy(&probe?.stdout));
     // The installer consumes install-config.yaml, so it runs in its own directory.
     let names = dns::provision_for(req.scenario);
-    if dns::machine_config(&names).is_some() {
+    let hostname = node_net::hostname_machine_config(req.scenario).is_some();
+    if dns::machine_config(&names).is_some() || hostname {
         installer::run_installer(req, dir, log, &["create", "manifests"])?;
         dns::write_machine_config(dir, &names)?;
+        node_net::write_hostname_machine_config(dir, req.scenario)?;
     }
     installer::run_installer(req, dir, log, &["create", "single-node-ignition-config"])?;
     Ok(version)
@@ -480,7 +483,8 @@ fn create_ignition_config(
 fn live_ignition(req: &AssetsRequest, dir: &Path, ignition: &Path) -> Result<PathBuf, AssetsError> {
     let names = dns::provision_for(req.scenario);
     let assisted = req.scenario.install.mode == crate::scenario::InstallMode::Assisted;
-    if !req.hold_install && !assisted && names.records().is_none() {
+    let named = node_net::static_hostname(req.scenario).is_some();
+    if !req.hold_install && !assisted && names.records().is_none() && !named {
         return Ok(ignition.to_path_buf());
     }
     let text = fs::read_to_string(ignition)
@@ -498,6 +502,7 @@ fn live_ignition(req: &AssetsRequest, dir: &Path, ignition: &Path) -> Result<Pat
         assisted::mask_install_to_disk(&mut ign).map_err(bad)?;
     }
     dns::add_to_live_ignition(&mut ign, &names).map_err(bad)?;
+    node_net::add_hostname_to_live_ignition(&mut ign, req.scenario).map_err(bad)?;
     let name = if req.hold_install {
         hold::HELD_IGNITION_FILE
     } else {
@@ -686,10 +691,26 @@ fn build_live_iso(
         &["iso", "kargs", "modify", "-a", "console=ttyS0,115200n8"],
         &[live_iso],
     )?;
+    // The scenario's static network, as a site embeds it: into the same initramfs area as
+    // the Ignition, where the live system's initramfs finds it.
+    let keyfiles = node_net::write_keyfiles(req.private_dir, req.scenario)?;
+    if !keyfiles.is_empty() {
+        let mut args = keyfile_args(&keyfiles);
+        args.push(live_iso);
+        ci.run(&["iso", "network", "embed"], &args)?;
+    }
     // It carries the live Ignition (the pull secret, the bootstrap's keys): owner-only, as
     // coreos-installer made it under the umask (in the owner-only run directory).
     crate::util::private::set_mode(live_iso, crate::util::private::PRIVATE_FILE)
         .map_err(|e| AssetsError::io(format!("chmod 600 {}", live_iso.display()), e))
+}
+
+/// `-k FILE` for each keyfile, as coreos-installer's network commands take them.
+fn keyfile_args(keyfiles: &[PathBuf]) -> Vec<&Path> {
+    keyfiles
+        .iter()
+        .flat_map(|k| [Path::new("-k"), k.as_path()])
+        .collect()
 }
 
 #[cfg(test)]

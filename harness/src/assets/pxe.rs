@@ -24,6 +24,9 @@ pub const BOOT_SCRIPT: &str = "boot.ipxe";
 pub const KERNEL_NAME: &str = "vmlinuz";
 pub const INITRD_NAME: &str = "initrd.img";
 pub const IGNITION_NAME: &str = "ignition.img";
+/// The scenario's static network as an initramfs of its own (`pxe network wrap`), delivered
+/// as the Ignition is.
+pub const NETWORK_NAME: &str = "network.img";
 /// Where they are in the private directory.
 const DIR: &str = "pxe";
 
@@ -44,6 +47,8 @@ pub struct PxeFiles {
     /// The live Ignition as an initramfs (owner-only: it carries the cluster's secrets).
     pub ignition: PathBuf,
     pub ignition_by: IgnitionBy,
+    /// The keyfiles' initramfs, for a scenario with static networking.
+    pub network: Option<PathBuf>,
     pub rootfs: PathBuf,
 }
 
@@ -57,6 +62,9 @@ impl PxeFiles {
         ];
         if self.ignition_by == IgnitionBy::HttpOnce {
             files.push((IGNITION_NAME, self.ignition.clone(), true));
+            if let Some(n) = &self.network {
+                files.push((NETWORK_NAME, n.clone(), true));
+            }
         }
         files
     }
@@ -95,13 +103,18 @@ pub(super) fn make(
     )?;
     crate::util::private::set_mode(&ignition, crate::util::private::PRIVATE_FILE)
         .map_err(|e| AssetsError::io("chmod 600 the wrapped Ignition", e))?;
+    let network = wrap_network(req, &ci, ignition.with_file_name(NETWORK_NAME))?;
     let iso_kargs = ci.run(&["iso", "kargs", "show"], &[full_iso])?;
     let kargs = kernel_args(last_line(&iso_kargs), rootfs_url);
     let script = tftp.join(BOOT_SCRIPT);
     let origin = rootfs_url
         .strip_suffix(&format!("/{}", crate::netboot::ROOTFS_NAME))
         .unwrap_or(rootfs_url);
-    fs::write(&script, ipxe_script(origin, ignition_by, &kargs))
+    let initrds = Initrds {
+        by: ignition_by,
+        network: network.is_some(),
+    };
+    fs::write(&script, ipxe_script(origin, initrds, &kargs))
         .map_err(|e| AssetsError::io(format!("writing {}", script.display()), e))?;
     tftp_modes(&tftp, &script, nat)?;
     let files = PxeFiles {
@@ -109,6 +122,7 @@ pub(super) fn make(
         initrd: file("initrd.img"),
         ignition,
         ignition_by,
+        network,
         rootfs: file("rootfs.img"),
     };
     for f in [&files.kernel, &files.initrd, &files.rootfs] {
@@ -120,6 +134,25 @@ pub(super) fn make(
         }
     }
     Ok(files)
+}
+
+/// The scenario's keyfiles as an initramfs at `to` (`coreos-installer pxe network wrap`),
+/// if it has any.
+fn wrap_network(
+    req: &AssetsRequest,
+    ci: &CoreosInstaller,
+    to: PathBuf,
+) -> Result<Option<PathBuf>, AssetsError> {
+    let keyfiles = super::node_net::write_keyfiles(req.private_dir, req.scenario)?;
+    if keyfiles.is_empty() {
+        return Ok(None);
+    }
+    let mut args = super::keyfile_args(&keyfiles);
+    args.extend([Path::new("-o"), to.as_path()]);
+    ci.run(&["pxe", "network", "wrap"], &args)?;
+    crate::util::private::set_mode(&to, crate::util::private::PRIVATE_FILE)
+        .map_err(|e| AssetsError::io("chmod 600 the wrapped keyfiles", e))?;
+    Ok(Some(to))
 }
 
 /// The TFTP root's modes. On the user network it holds the Ignition: the owner's alone (a
@@ -166,18 +199,34 @@ pub fn kernel_args(iso_kargs: &str, rootfs_url: &str) -> String {
 /// `origin` is the boot server's URL up to the run's token. The Ignition is named relative to
 /// the script when it comes by TFTP: iPXE resolves it against the script's own URL, the TFTP
 /// server that only the guest reaches.
-pub fn ipxe_script(origin: &str, ignition_by: IgnitionBy, kargs: &str) -> String {
-    let ignition = match ignition_by {
-        IgnitionBy::Tftp => IGNITION_NAME.to_string(),
-        IgnitionBy::HttpOnce => format!("{origin}/{IGNITION_NAME}"),
+pub fn ipxe_script(origin: &str, initrds: Initrds, kargs: &str) -> String {
+    let by = |name: &str| match initrds.by {
+        IgnitionBy::Tftp => name.to_string(),
+        IgnitionBy::HttpOnce => format!("{origin}/{name}"),
     };
-    format!(
+    let mut script = format!(
         "#!ipxe\n\
          initrd --name initrd {origin}/{INITRD_NAME}\n\
-         initrd --name ignition {ignition}\n\
-         kernel {origin}/{KERNEL_NAME} initrd=initrd initrd=ignition {kargs}\n\
-         boot\n"
-    )
+         initrd --name ignition {}\n",
+        by(IGNITION_NAME)
+    );
+    let mut named = String::from("initrd=initrd initrd=ignition");
+    if initrds.network {
+        script.push_str(&format!("initrd --name network {}\n", by(NETWORK_NAME)));
+        named.push_str(" initrd=network");
+    }
+    script.push_str(&format!(
+        "kernel {origin}/{KERNEL_NAME} {named} {kargs}\nboot\n"
+    ));
+    script
+}
+
+/// The initramfs images of a PXE boot beside the OS's own: the Ignition's, delivered `by`,
+/// and the keyfiles' (delivered the same way) when the scenario has static networking.
+#[derive(Debug, Clone, Copy)]
+pub struct Initrds {
+    pub by: IgnitionBy,
+    pub network: bool,
 }
 
 #[cfg(test)]
@@ -200,7 +249,11 @@ mod tests {
     #[test]
     fn the_script_loads_both_initrds_by_the_names_the_kernel_line_gives() {
         let origin = "http://10.0.2.2:4000/0123abcd";
-        let s = ipxe_script(origin, IgnitionBy::Tftp, "a=b");
+        let tftp = Initrds {
+            by: IgnitionBy::Tftp,
+            network: false,
+        };
+        let s = ipxe_script(origin, tftp, "a=b");
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines[0], "#!ipxe");
         assert_eq!(
@@ -216,11 +269,34 @@ mod tests {
             "kernel http://10.0.2.2:4000/0123abcd/vmlinuz initrd=initrd initrd=ignition a=b"
         );
         assert_eq!(lines[4], "boot");
-        let nat = ipxe_script(origin, IgnitionBy::HttpOnce, "a=b");
+        let http = Initrds {
+            by: IgnitionBy::HttpOnce,
+            network: false,
+        };
+        let nat = ipxe_script(origin, http, "a=b");
         assert_eq!(
             nat.lines().nth(2),
             Some("initrd --name ignition http://10.0.2.2:4000/0123abcd/ignition.img")
         );
+    }
+
+    #[test]
+    fn static_networking_adds_the_keyfiles_initrd_delivered_as_the_ignition_is() {
+        let origin = "http://10.0.2.2:4000/0123abcd";
+        for (by, network) in [
+            (IgnitionBy::Tftp, "network.img".to_string()),
+            (IgnitionBy::HttpOnce, format!("{origin}/network.img")),
+        ] {
+            let s = ipxe_script(origin, Initrds { by, network: true }, "a=b");
+            let lines: Vec<&str> = s.lines().collect();
+            assert_eq!(lines[3], format!("initrd --name network {network}"));
+            assert_eq!(
+                lines[4],
+                "kernel http://10.0.2.2:4000/0123abcd/vmlinuz initrd=initrd initrd=ignition initrd=network a=b",
+                "the EFI stub gets only the initrds the kernel line names"
+            );
+            assert_eq!(lines[5], "boot");
+        }
     }
 
     #[test]
@@ -230,6 +306,7 @@ mod tests {
             initrd: "i".into(),
             ignition: "ign".into(),
             ignition_by: by,
+            network: Some("net".into()),
             rootfs: "r".into(),
         };
         let names = |by| -> Vec<(&str, bool)> {
@@ -248,7 +325,8 @@ mod tests {
             [
                 ("vmlinuz", false),
                 ("initrd.img", false),
-                ("ignition.img", true)
+                ("ignition.img", true),
+                ("network.img", true)
             ]
         );
     }

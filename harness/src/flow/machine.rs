@@ -146,6 +146,8 @@ pub struct Machine {
     pub served: Vec<(u64, Served)>,
     /// What the harness's boot server last said it refused under strain, if it was.
     boot_server_strain: Option<String>,
+    /// The scenario's keyfile profiles, which NetworkManager must bring the NICs up with.
+    network_profiles: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -212,6 +214,7 @@ impl Machine {
             host_keys: BTreeMap::new(),
             served: Vec::new(),
             boot_server_strain: None,
+            network_profiles: Vec::new(),
         }
     }
 
@@ -458,6 +461,7 @@ impl Machine {
                 let unit_name = (!unit.is_empty()).then_some(unit.as_str());
                 self.scan_for_badness((&source, unit_name), message, now, &mut out);
                 self.on_journal(unit, message, now, &mut out);
+                self.on_network_manager((unit, message, boot_id), now, &mut out);
                 if self.live_boot_id.is_none()
                     && self.phases[&Phase::LiveBoot].status == Status::Pass
                 {
@@ -539,6 +543,7 @@ mod api;
 mod deadlines;
 mod guest;
 mod install;
+pub mod network;
 #[cfg(test)]
 mod tests;
 mod vm_events;

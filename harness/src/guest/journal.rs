@@ -91,6 +91,12 @@ fn worth_sending(sig: &Signal, v: &Value) -> bool {
     if BIP_UNITS.contains(&unit.as_str()) || crate::flow::badness::scan(message).is_some() {
         return true;
     }
+    // The profiles NetworkManager activates: a static node's keyfiles must be among them.
+    if unit == "NetworkManager.service"
+        && crate::flow::machine::network::activated_profile(message).is_some()
+    {
+        return true;
+    }
     ["UNIT", "OBJECT_SYSTEMD_UNIT"]
         .iter()
         .any(|k| v[*k].as_str().is_some_and(|u| BIP_UNITS.contains(&u)))

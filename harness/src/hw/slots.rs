@@ -19,6 +19,8 @@ use super::disk::Bus;
 pub const VGA_SLOT: u8 = 0x01;
 pub const NET_SLOT: u8 = 0x02;
 pub const RNG_SLOT: u8 = 0x03;
+/// NIC 1, the second port of a bond, when the scenario has one.
+pub const NET2_SLOT: u8 = 0x05;
 /// The virtio-scsi controller, present only when a disk is on SCSI.
 pub const SCSI_CONTROLLER_SLOT: u8 = 0x04;
 /// virtio-blk and NVMe disks take slots from here up, in the order of the disks.

@@ -83,6 +83,7 @@ pub fn machine_for(s: &Scenario, accel: Accel, scale: f64, state: &StateMode) ->
     if let Some(p) = state.stops_after() {
         m.stop_after(p);
     }
+    m.expect_network_profiles(crate::assets::node_net::profile_ids(s));
     m
 }
 
@@ -166,6 +167,11 @@ pub fn vm_spec(
         }),
         dhcp_hostname: (!s.has_fault(NO_HOSTNAME_FAULT))
             .then(|| crate::hw::nat::node_hostname(&s.install.cluster)),
+        second_nic: s
+            .network
+            .as_ref()
+            .and_then(|n| n.bond.as_ref())
+            .is_some_and(|b| b.interfaces >= 2),
     }
 }
 

@@ -80,6 +80,10 @@ pub struct VmSpec {
     /// guest gets none (the fixture fault `no-hostname`).
     #[serde(default)]
     pub dhcp_hostname: Option<String>,
+    /// A second NIC (`hw::guest_net::NIC_MACS[1]`) on the same network: the other port of the
+    /// scenario's bond.
+    #[serde(default)]
+    pub second_nic: bool,
 }
 
 /// The user network's side of a PXE boot: its TFTP server serves `tftp_dir`, its DHCP names

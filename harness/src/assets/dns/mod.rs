@@ -115,7 +115,7 @@ pub fn provision_for(s: &Scenario) -> Provision {
 }
 
 /// An Ignition `data:` URL of `text` (percent-encoded, as RFC 2397 allows).
-fn data_url(text: &str) -> String {
+pub(super) fn data_url(text: &str) -> String {
     let mut out = String::from("data:,");
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
@@ -203,7 +203,7 @@ pub fn add_to_live_ignition(ignition: &mut Value, p: &Provision) -> Result<(), E
 
 /// The list `root[section][key]` of an Ignition config, made when absent; `errors` say which
 /// of the two is not what Ignition has there.
-fn list_in<'a>(
+pub(super) fn list_in<'a>(
     root: &'a mut serde_json::Map<String, Value>,
     (section, key): (&str, &str),
     errors: (EditError, EditError),

@@ -1706,3 +1706,92 @@ fn a_live_boot_that_fails_while_the_boot_server_was_strained_is_the_hosts_error(
     assert!(!o.is_empty());
     assert_eq!(m.outcome().unwrap().verdict, Verdict::Fail);
 }
+
+/// A NetworkManager activation line of boot `boot`.
+fn nm_activation(boot: &str, profile: &str) -> Signal {
+    Signal::Journal {
+        unit: "NetworkManager.service".into(),
+        identifier: "NetworkManager".into(),
+        message: format!(
+            "<info>  [1733472000.1234] device (enp0s2): Activation: starting connection '{profile}' (6b1f0c2e)"
+        ),
+        guest_usec: 0,
+        boot_id: boot.into(),
+    }
+}
+
+#[test]
+fn a_static_node_that_brings_its_nic_up_with_its_keyfile_goes_on() {
+    let mut m = machine();
+    m.expect_network_profiles(vec!["nic0".into()]);
+    through_bootkube(&mut m);
+    let actions = feed(
+        &mut m,
+        vec![
+            (31_000, nm_activation("live", "nic0")),
+            (31_500, nm_activation("live", "lo")),
+        ],
+    );
+    assert!(actions.is_empty(), "{actions:?}");
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+}
+
+#[test]
+fn an_installed_system_without_the_live_systems_keyfiles_fails_naming_the_copy() {
+    let mut m = machine();
+    m.expect_network_profiles(vec!["bond0".into(), "bond0-port0".into()]);
+    through_bootkube(&mut m);
+    feed(&mut m, vec![(31_000, nm_activation("live", "bond0-port0"))]);
+    let actions = feed(
+        &mut m,
+        vec![(40_000, nm_activation("disk-boot", "Wired connection 1"))],
+    );
+    let Some(Action::Finished(o)) = actions.last() else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(o.verdict, Verdict::Fail);
+    assert!(o.reason.contains("the installed system brought up enp0s2 with NetworkManager's profile 'Wired connection 1', not the scenario's static profiles (bond0, bond0-port0)"), "{}", o.reason);
+    assert!(
+        o.reason.contains("coreos-installer install -n"),
+        "{}",
+        o.reason
+    );
+}
+
+#[test]
+fn a_live_system_without_the_embedded_keyfiles_fails_naming_the_embed() {
+    let mut m = machine();
+    m.expect_network_profiles(vec!["nic0".into()]);
+    feed(
+        &mut m,
+        vec![
+            (1000, Signal::AssetsReady),
+            (1100, Signal::VmStarted { pid: 1 }),
+        ],
+    );
+    let actions = feed(
+        &mut m,
+        vec![(15_000, nm_activation("live", "Wired connection 1"))],
+    );
+    let Some(Action::Finished(o)) = actions.last() else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::LiveBoot));
+    assert!(
+        o.reason.contains("the live system brought up enp0s2"),
+        "{}",
+        o.reason
+    );
+    assert!(o.reason.contains("iso network embed"), "{}", o.reason);
+}
+
+#[test]
+fn without_static_profiles_any_activation_is_fine() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let actions = feed(
+        &mut m,
+        vec![(31_000, nm_activation("live", "Wired connection 1"))],
+    );
+    assert!(actions.is_empty(), "{actions:?}");
+}

@@ -1204,6 +1204,45 @@ fn on_a_libvirt_network_the_nic_is_an_interface_at_the_same_slot_and_mac_without
 }
 
 #[test]
+fn a_bonds_second_nic_is_a_second_interface_or_a_second_hub_port() {
+    let mut sp = spec();
+    sp.second_nic = true;
+    sp.nic = crate::vm::Nic::LibvirtNetwork {
+        network: "sno-run-40022".into(),
+    };
+    let xml = domain_xml(&sp, &meta());
+    let root = domain(&sp);
+    let nics: Vec<_> = root.one("devices").all("interface");
+    assert_eq!(nics.len(), 2, "{xml}");
+    for (i, nic) in nics.iter().enumerate() {
+        assert_eq!(nic.one("source").at("network"), "sno-run-40022");
+        assert_eq!(nic.one("mac").at("address"), NIC_MACS[i]);
+        assert_eq!(nic.one("alias").at("name"), format!("ua-net{i}"));
+    }
+    assert_eq!(pci(nics[0].one("address")), (plan::NET_SLOT, 0));
+    assert_eq!(pci(nics[1].one("address")), (plan::NET2_SLOT, 0));
+    // On the user network: the QEMU backend's hub, through the passthrough.
+    sp.nic = crate::vm::Nic::User;
+    let root = domain(&sp);
+    let cl = root.one("qemu:commandline");
+    let args: Vec<&str> = cl.all("qemu:arg").iter().map(|a| a.at("value")).collect();
+    let netdevs: Vec<&str> = args
+        .windows(2)
+        .filter(|w| w[0] == "-netdev")
+        .map(|w| w[1])
+        .collect();
+    assert_eq!(netdevs.len(), 4, "{netdevs:?}");
+    assert_eq!(netdevs[1], "hubport,id=hub0uplink,hubid=0,netdev=net0");
+    let devices = passthrough(&root, "-device");
+    let nic1 = devices
+        .iter()
+        .find(|d| d["netdev"] == "nic1")
+        .expect("NIC 1 on hub port nic1");
+    assert_eq!(nic1["mac"], NIC_MACS[1]);
+    assert_eq!(nic1["addr"], format!("{:#04x}", plan::NET2_SLOT));
+}
+
+#[test]
 fn virt_xml_validate_accepts_the_domains() {
     let mut bios_virtio = spec();
     bios_virtio.cdrom = None;
@@ -1225,6 +1264,14 @@ fn virt_xml_validate_accepts_the_domains() {
         }),
         ("every-io-option", io_everything()),
         ("pxe-on-a-network", pxe_on_a_network()),
+        ("bond-on-a-network", {
+            let mut sp = spec();
+            sp.second_nic = true;
+            sp.nic = crate::vm::Nic::LibvirtNetwork {
+                network: "sno-run-40022".into(),
+            };
+            sp
+        }),
     ];
     for (what, sp) in cases {
         virt_xml_validate(&domain_xml(&sp, &meta()), "domain", what);

@@ -186,7 +186,9 @@ fn devices(a: &mut Args, spec: &VmSpec) {
             spec.dhcp_hostname.as_deref(),
         ),
     ]);
-    a.push(&["-device", &nic_device(spec)]);
+    for (option, value) in nic_args(spec) {
+        a.push(&[option, &value]);
+    }
     a.push(&["-object", "rng-random,id=rng0,filename=/dev/urandom"]);
     a.push(&[
         "-device",
@@ -277,21 +279,48 @@ fn cdrom(a: &mut Args, spec: &VmSpec) {
     a.push(&["-device", &dev]);
 }
 
-/// The virtio NIC at its planned slot, with NIC 0's MAC (QEMU's default for it, written out
-/// so that the keyfiles and libvirt name the same one); in the boot order when the machine
-/// boots from it.
-fn nic_device(spec: &VmSpec) -> String {
+/// The virtio NICs at their planned slots as QEMU options (`-device`, and `-netdev` for each
+/// hub port), after the user network's own `-netdev`. NIC 0 has NIC_MACS[0] (QEMU's default
+/// for it, written out so that the keyfiles and libvirt name the same one) and is in the boot
+/// order when the machine boots from it. With a second NIC (a bond's other port), both are
+/// ports of QEMU's hub 0, whose uplink is the user network: a user netdev takes one peer
+/// only, and a hub repeats every frame to each port, as a switch would to two ports of one
+/// segment.
+pub(crate) fn nic_args(spec: &VmSpec) -> Vec<(&'static str, String)> {
     let boot = spec
         .netboot
         .as_ref()
         .map(|n| format!(",bootindex={}", n.bootindex))
         .unwrap_or_default();
-    format!(
-        "virtio-net-pci,{},netdev=net0,mac={}{boot}",
-        pci_addr(plan::NET_SLOT),
-        NIC_MACS[0]
-    )
+    let device = |slot: u8, netdev: &str, mac: &str, boot: &str| {
+        format!(
+            "virtio-net-pci,{},netdev={netdev},mac={mac}{boot}",
+            pci_addr(slot)
+        )
+    };
+    if !spec.second_nic {
+        return vec![(
+            "-device",
+            device(plan::NET_SLOT, "net0", NIC_MACS[0], &boot),
+        )];
+    }
+    vec![
+        (
+            "-netdev",
+            format!("hubport,id={HUB_UPLINK},hubid=0,netdev=net0"),
+        ),
+        ("-netdev", "hubport,id=nic0,hubid=0".into()),
+        (
+            "-device",
+            device(plan::NET_SLOT, "nic0", NIC_MACS[0], &boot),
+        ),
+        ("-netdev", "hubport,id=nic1,hubid=0".into()),
+        ("-device", device(plan::NET2_SLOT, "nic1", NIC_MACS[1], "")),
+    ]
 }
+
+/// The hub port that joins the user network to the NICs' hub.
+const HUB_UPLINK: &str = "hub0uplink";
 
 /// QEMU 7.2's legacy `-drive` throttling options of a disk's limits (reads and writes
 /// together), each after a comma; empty without limits.
@@ -377,6 +406,7 @@ pub(crate) mod tests {
             nic: Default::default(),
             netboot: None,
             dhcp_hostname: Some("sno-master-0".into()),
+            second_nic: false,
         }
     }
 
@@ -510,6 +540,44 @@ pub(crate) mod tests {
             ..spec()
         };
         assert!(!joined(&nameless).contains("hostname="));
+    }
+
+    #[test]
+    fn a_bond_gets_two_nics_on_one_hub_whose_uplink_is_the_user_network() {
+        let one = qemu_argv(&spec());
+        assert!(!one.iter().any(|a| a.contains("hubport")), "{one:?}");
+        let sp = VmSpec {
+            second_nic: true,
+            ..spec()
+        };
+        let argv = qemu_argv(&sp);
+        let after = |opt: &str| -> Vec<&str> {
+            argv.windows(2)
+                .filter(|w| w[0] == opt)
+                .map(|w| w[1].as_str())
+                .collect()
+        };
+        let netdevs = after("-netdev");
+        assert!(netdevs[0].starts_with("user,id=net0,"), "{netdevs:?}");
+        assert_eq!(
+            &netdevs[1..],
+            [
+                "hubport,id=hub0uplink,hubid=0,netdev=net0",
+                "hubport,id=nic0,hubid=0",
+                "hubport,id=nic1,hubid=0"
+            ]
+        );
+        let nics: Vec<&str> = after("-device")
+            .into_iter()
+            .filter(|d| d.starts_with("virtio-net-pci"))
+            .collect();
+        assert_eq!(
+            nics,
+            [
+                "virtio-net-pci,bus=pcie.0,addr=0x02,netdev=nic0,mac=52:54:00:12:34:56",
+                "virtio-net-pci,bus=pcie.0,addr=0x05,netdev=nic1,mac=52:54:00:12:34:57"
+            ]
+        );
     }
 
     #[test]

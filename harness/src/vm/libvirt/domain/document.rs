@@ -176,9 +176,10 @@ pub(super) struct Devices {
     pub(super) rng: Rng,
     pub(super) panic: Panic,
     pub(super) memballoon: Memballoon,
-    /// Only for `Nic::LibvirtNetwork`; the user-mode NIC goes through the passthrough.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) interface: Option<Interface>,
+    /// Only for `Nic::LibvirtNetwork` (NIC 0, and NIC 1 for a bond); the user-mode NIC goes
+    /// through the passthrough.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) interface: Vec<Interface>,
 }
 
 /// `<interface type='network'>`: a virtio NIC on a libvirt network, at the slot and with the

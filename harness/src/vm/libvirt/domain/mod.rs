@@ -336,26 +336,37 @@ fn devices(
         panic: Panic { model: "isa" },
         memballoon: Memballoon { model: "none" },
         interface: match &spec.nic {
-            Nic::User => None,
-            Nic::LibvirtNetwork { network } => Some(Interface {
-                kind: "network",
-                // NIC 0's MAC, as the QEMU backend gives it: the same DHCP client, the same keyfile
-                // match by MAC on both backends; libvirt would otherwise pick a random one.
-                mac: MacAddress {
-                    address: NIC_MACS[0],
-                },
-                source: NetworkSource {
-                    network: network.clone(),
-                },
-                model: NicModel { kind: "virtio" },
-                boot: spec.netboot.as_ref().map(|n| Boot { order: n.bootindex }),
-                alias: Alias {
-                    name: "ua-net0".into(),
-                },
-                address: Address::pci(plan::NET_SLOT, 0),
-            }),
+            Nic::User => Vec::new(),
+            Nic::LibvirtNetwork { network } => network_interfaces(spec, network),
         },
     }
+}
+
+/// The NICs on a libvirt network: NIC 0, and NIC 1 for a bond's other port.
+fn network_interfaces(spec: &VmSpec, network: &str) -> Vec<Interface> {
+    let count = if spec.second_nic { 2 } else { 1 };
+    (0..count)
+        .map(|i| Interface {
+            kind: "network",
+            // NIC 0's MAC, as the QEMU backend gives it: the same DHCP client, the same keyfile
+            // match by MAC on both backends; libvirt would otherwise pick a random one.
+            mac: MacAddress {
+                address: NIC_MACS[i],
+            },
+            source: NetworkSource {
+                network: network.to_string(),
+            },
+            model: NicModel { kind: "virtio" },
+            boot: (i == 0)
+                .then_some(spec.netboot.as_ref())
+                .flatten()
+                .map(|n| Boot { order: n.bootindex }),
+            alias: Alias {
+                name: format!("ua-net{i}"),
+            },
+            address: Address::pci([plan::NET_SLOT, plan::NET2_SLOT][i], 0),
+        })
+        .collect()
 }
 
 /// A virtio, SCSI or SATA disk as a libvirt `<disk>`, at `target` and `address`.
@@ -477,30 +488,52 @@ fn nvme_args(index: usize, d: &DiskSpec, slot: u8) -> Vec<QemuArg> {
 
 /// The NIC as `<qemu:arg>`s: the QEMU backend's `-netdev user` (loopback forwards, and for a
 /// PXE boot its TFTP and boot file) and its virtio-net device at the planned slot, with the
-/// MAC QEMU gives the first NIC and, for a PXE boot, its place in the boot order.
+/// MAC QEMU gives the first NIC and, for a PXE boot, its place in the boot order. A second NIC
+/// (a bond's other port) joins the first on QEMU's hub 0, as on the QEMU backend
+/// (`qemu::argv::nic_args`).
 fn net_args(spec: &VmSpec) -> Vec<QemuArg> {
-    let device = NetDevice {
+    let nic = |slot: u8, netdev: &'static str, i: usize, boot: Option<u32>| NetDevice {
         driver: "virtio-net-pci",
         bus: "pcie.0",
-        addr: format!("{:#04x}", plan::NET_SLOT),
-        netdev: "net0",
-        mac: NIC_MACS[0],
-        id: "ua-net0",
-        bootindex: spec.netboot.as_ref().map(|n| n.bootindex),
+        addr: format!("{slot:#04x}"),
+        netdev,
+        mac: NIC_MACS[i],
+        id: ["ua-net0", "ua-net1"][i],
+        bootindex: boot,
     };
-    [
+    let boot = spec.netboot.as_ref().map(|n| n.bootindex);
+    let mut args = vec![
         "-netdev".to_string(),
         crate::vm::qemu::argv::user_netdev(
             &spec.forwards,
             spec.netboot.as_ref(),
             spec.dhcp_hostname.as_deref(),
         ),
-        "-device".to_string(),
-        json(&device),
-    ]
-    .into_iter()
-    .map(|value| QemuArg { value })
-    .collect()
+    ];
+    if spec.second_nic {
+        for (port, device) in [
+            ("hubport,id=hub0uplink,hubid=0,netdev=net0", None),
+            (
+                "hubport,id=nic0,hubid=0",
+                Some(nic(plan::NET_SLOT, "nic0", 0, boot)),
+            ),
+            (
+                "hubport,id=nic1,hubid=0",
+                Some(nic(plan::NET2_SLOT, "nic1", 1, None)),
+            ),
+        ] {
+            args.extend(["-netdev".to_string(), port.to_string()]);
+            if let Some(d) = device {
+                args.extend(["-device".to_string(), json(&d)]);
+            }
+        }
+    } else {
+        args.extend([
+            "-device".to_string(),
+            json(&nic(plan::NET_SLOT, "net0", 0, boot)),
+        ]);
+    }
+    args.into_iter().map(|value| QemuArg { value }).collect()
 }
 
 #[derive(Serialize)]
