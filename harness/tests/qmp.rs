@@ -46,6 +46,7 @@ fn spec(dir: &Path) -> VmSpec {
         nic: Default::default(),
         netboot: None,
         dhcp_hostname: None,
+        second_nic: false,
     }
 }
 
