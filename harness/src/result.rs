@@ -176,6 +176,12 @@ pub struct NodeResult {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_problem: Option<String>,
+    /// Its InternalIP addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<String>,
+    /// A static address of the scenario that the Node does not have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_problem: Option<String>,
 }
 
 /// `result.json`, schema `sno-harness/result/v1`.
@@ -572,6 +578,8 @@ pub(crate) mod tests {
             node: Some(NodeResult {
                 name: "sno-master-0".into(),
                 name_problem: None,
+                addresses: vec!["10.0.2.15".into()],
+                address_problem: None,
             }),
             disk_write: Some(DiskWrite {
                 disk: "install".into(),

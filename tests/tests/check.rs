@@ -177,6 +177,7 @@ impl Cluster {
             etcd: EtcdCheck::Auto,
             api_int: Some("api-int.sno.example.test".into()),
             node_name: None,
+            static_addresses: Vec::new(),
         };
         let endpoint = ApiEndpoint {
             kubeconfig: self.kubeconfig(),

@@ -77,6 +77,7 @@ pub fn check(a: CheckArgs) -> Outcome {
         api_int: api_int_of(install_config.as_ref()),
         // A cluster the harness did not boot: no name is expected of it.
         node_name: None,
+        static_addresses: Vec::new(),
         install_config,
         etcd: match a.etcd_rule.as_str() {
             "required" => EtcdCheck::Required,

@@ -145,11 +145,17 @@ pub enum Signal {
 }
 
 /// The node as registered: its name, and why that name means the install went wrong.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct NodeSeen {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name_problem: Option<String>,
+    /// Its InternalIP addresses, as the Node's status lists them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<String>,
+    /// What is wrong with them: a static address of the scenario that is not among them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_problem: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -283,10 +289,21 @@ impl Signal {
                 }
                 AssistedStep::Broken { detail } => format!("assisted install: {detail}"),
             },
-            Signal::NodeSeen(n) => match &n.name_problem {
-                None => format!("the node registered as {}", n.name),
-                Some(p) => format!("the node registered as {}: {p}", n.name),
-            },
+            Signal::NodeSeen(n) => {
+                let at = match n.addresses.as_slice() {
+                    [] => String::new(),
+                    ips => format!(" at {}", ips.join(", ")),
+                };
+                let problems: Vec<&str> = [&n.name_problem, &n.address_problem]
+                    .into_iter()
+                    .flatten()
+                    .map(String::as_str)
+                    .collect();
+                match problems.as_slice() {
+                    [] => format!("the node registered as {}{at}", n.name),
+                    ps => format!("the node registered as {}{at}: {}", n.name, ps.join("; ")),
+                }
+            }
             Signal::EtcdRule { required, why } => format!(
                 "EtcdBootstrapMemberRemoved {}: {why}",
                 if *required {

@@ -30,6 +30,9 @@ pub struct Inputs {
     /// The hostname the harness's DHCP gave the node (`<cluster>-master-0`), named when the
     /// node registered without it; None when the harness did not boot the node.
     pub node_name: Option<String>,
+    /// The node's static addresses (the scenario's `[network]`), each of which must be one of
+    /// the Node's InternalIPs; empty when the network gives the addresses.
+    pub static_addresses: Vec<std::net::IpAddr>,
 }
 
 /// Whether bootstrap-complete waits for the etcd condition, and why.
@@ -190,9 +193,17 @@ async fn node_check(api: &ClusterApi, inputs: &Inputs) -> (judge::Judgement, Opt
         .as_ref()
         .ok()
         .and_then(judge::single_node_name)
-        .map(|name| NodeSeen {
-            name_problem: judge::node_name_problem(&name, inputs.node_name.as_deref()),
-            name,
+        .map(|name| {
+            let addresses = nodes
+                .as_ref()
+                .map(judge::single_node_internal_ips)
+                .unwrap_or_default();
+            NodeSeen {
+                name_problem: judge::node_name_problem(&name, inputs.node_name.as_deref()),
+                address_problem: judge::node_address_problem(&addresses, &inputs.static_addresses),
+                addresses,
+                name,
+            }
         });
     let mut j = judged(nodes, judge::single_node_ready);
     if !j.ok && j.detail.starts_with(judge::NO_NODE) {

@@ -140,6 +140,50 @@ pub fn node_name_problem(name: &str, expected: Option<&str>) -> Option<String> {
     None
 }
 
+/// The InternalIP addresses of the only node, as its status lists them.
+pub fn single_node_internal_ips(nodes: &Value) -> Vec<String> {
+    let Some([node]) = nodes["items"].as_array().map(Vec::as_slice) else {
+        return Vec::new();
+    };
+    node["status"]["addresses"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|x| x["type"] == "InternalIP")
+                .filter_map(|x| x["address"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What is wrong with the node's InternalIPs for a node given `wanted` statically: each must
+/// be among them (the kubelet reports the addresses of the NIC that carries the default
+/// route, nodeip-configuration's choice). An address written another way (`fd00:1::10` and
+/// `fd00:1:0::10`) is the same address.
+pub fn node_address_problem(
+    internal_ips: &[String],
+    wanted: &[std::net::IpAddr],
+) -> Option<String> {
+    let have: Vec<std::net::IpAddr> = internal_ips.iter().filter_map(|a| a.parse().ok()).collect();
+    let missing: Vec<String> = wanted
+        .iter()
+        .filter(|w| !have.contains(w))
+        .map(|w| w.to_string())
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let listed = if internal_ips.is_empty() {
+        "no InternalIP".to_string()
+    } else {
+        format!("InternalIP {}", internal_ips.join(", "))
+    };
+    Some(format!(
+        "with {listed}, not its static {} (the scenario's [network]): the node is not on the addresses its keyfiles give",
+        missing.join(", ")
+    ))
+}
+
 /// The name of the only node, when there is exactly one.
 pub fn single_node_name(nodes: &Value) -> Option<String> {
     match nodes["items"].as_array().map(Vec::as_slice) {
@@ -402,5 +446,42 @@ mod tests {
         assert!(etcd_bootstrap_member_removed(&e("True")).ok);
         assert!(!etcd_bootstrap_member_removed(&e("False")).ok);
         assert!(!etcd_bootstrap_member_removed(&json!({})).ok);
+    }
+
+    #[test]
+    fn a_static_address_must_be_among_the_nodes_internal_ips() {
+        let nodes = json!({"items": [{"metadata": {"name": "sno-master-0"}, "status": {"addresses": [
+            {"type": "InternalIP", "address": "192.168.126.10"},
+            {"type": "InternalIP", "address": "fd00:1::10"},
+            {"type": "Hostname", "address": "sno-master-0"}
+        ]}}]});
+        let ips = single_node_internal_ips(&nodes);
+        assert_eq!(ips, ["192.168.126.10", "fd00:1::10"]);
+        let v4: std::net::IpAddr = "192.168.126.10".parse().unwrap();
+        let v6: std::net::IpAddr = "fd00:1:0::10".parse().unwrap();
+        assert_eq!(
+            node_address_problem(&ips, &[v4, v6]),
+            None,
+            "the same address, written another way"
+        );
+        assert_eq!(
+            node_address_problem(&ips, &[]),
+            None,
+            "DHCP: nothing is asked"
+        );
+        let other: std::net::IpAddr = "192.168.126.11".parse().unwrap();
+        let p = node_address_problem(&ips, &[other, v6]).unwrap();
+        assert!(
+            p.starts_with(
+                "with InternalIP 192.168.126.10, fd00:1::10, not its static 192.168.126.11 "
+            ),
+            "{p}"
+        );
+        let p = node_address_problem(&[], &[v4]).unwrap();
+        assert!(
+            p.starts_with("with no InternalIP, not its static 192.168.126.10"),
+            "{p}"
+        );
+        assert!(single_node_internal_ips(&json!({"items": []})).is_empty());
     }
 }

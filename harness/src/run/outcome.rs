@@ -151,6 +151,8 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         node: m.node.as_ref().map(|n| result::NodeResult {
             name: n.name.clone(),
             name_problem: n.name_problem.clone(),
+            addresses: n.addresses.clone(),
+            address_problem: n.address_problem.clone(),
         }),
         disk_write,
         last_signals: m

@@ -172,6 +172,12 @@ impl Session {
                     run.s.install.cluster, run.s.install.base_domain
                 )),
                 node_name: Some(crate::hw::nat::node_hostname(&run.s.install.cluster)),
+                static_addresses: run
+                    .s
+                    .network
+                    .as_ref()
+                    .map(|n| n.static_addresses())
+                    .unwrap_or_default(),
             },
             &tx,
         );

@@ -16,7 +16,7 @@ impl Machine {
                 }
                 Phase::NodeReady => {
                     // A node registered under no hostname will not come right by waiting.
-                    if let Some(problem) = self.node_name_problem() {
+                    if let Some(problem) = self.node_problem() {
                         self.fail(now, problem, out);
                         return;
                     }
@@ -52,11 +52,15 @@ impl Machine {
         }
     }
 
-    /// What is wrong with the name the node registered under, as a reason naming it.
-    fn node_name_problem(&self) -> Option<String> {
+    /// What is wrong with the name or the addresses the node registered with, as a reason
+    /// naming them: neither comes right by waiting.
+    fn node_problem(&self) -> Option<String> {
         let n = self.node.as_ref()?;
-        let problem = n.name_problem.as_ref()?;
-        Some(format!("the node registered as {:?}: {problem}", n.name))
+        if let Some(problem) = &n.name_problem {
+            return Some(format!("the node registered as {:?}: {problem}", n.name));
+        }
+        let problem = n.address_problem.as_ref()?;
+        Some(format!("the node {:?} registered {problem}", n.name))
     }
 
     pub(super) fn api_ok(&self, c: ApiCheck) -> bool {

@@ -465,6 +465,7 @@ fn a_node_registered_under_no_hostname_fails_node_ready_at_once_naming_it() {
             Signal::NodeSeen(crate::flow::event::NodeSeen {
                 name: "localhost.localdomain".into(),
                 name_problem: problem,
+                ..Default::default()
             }),
         )],
     );
@@ -491,6 +492,8 @@ fn a_node_registered_under_no_hostname_fails_node_ready_at_once_naming_it() {
                 Signal::NodeSeen(crate::flow::event::NodeSeen {
                     name: "sno-master-0".into(),
                     name_problem: None,
+                    addresses: vec!["10.0.2.15".into()],
+                    address_problem: None,
                 }),
             ),
             (
@@ -1794,4 +1797,33 @@ fn without_static_profiles_any_activation_is_fine() {
         vec![(31_000, nm_activation("live", "Wired connection 1"))],
     );
     assert!(actions.is_empty(), "{actions:?}");
+}
+
+#[test]
+fn a_static_node_registered_at_another_address_fails_node_ready_naming_both() {
+    let mut m = machine();
+    up_to_node_ready(&mut m);
+    let wanted: Vec<std::net::IpAddr> = vec!["10.0.2.15".parse().unwrap()];
+    let have = vec!["10.0.2.16".to_string()];
+    let a = feed(
+        &mut m,
+        vec![(
+            60_000,
+            Signal::NodeSeen(crate::flow::event::NodeSeen {
+                name: "sno-master-0".into(),
+                address_problem: crate::health::judge::node_address_problem(&have, &wanted),
+                addresses: have,
+                ..Default::default()
+            }),
+        )],
+    );
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::NodeReady));
+    assert!(
+        o.reason.contains("the node \"sno-master-0\" registered with InternalIP 10.0.2.16, not its static 10.0.2.15"),
+        "{}",
+        o.reason
+    );
 }

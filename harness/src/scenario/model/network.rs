@@ -144,6 +144,17 @@ pub struct StaticAddress {
     pub gateway: IpAddr,
 }
 
+impl NetworkSpec {
+    /// The static addresses the node is given (none under DHCP).
+    pub fn static_addresses(&self) -> Vec<IpAddr> {
+        [self.ipv4, self.ipv6]
+            .into_iter()
+            .flatten()
+            .map(|a| a.address)
+            .collect()
+    }
+}
+
 impl std::fmt::Display for StaticAddress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{} via {}", self.address, self.prefix, self.gateway)
