@@ -171,7 +171,7 @@ impl HostContext {
 }
 
 /// The registered node, in result.json.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct NodeResult {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -51,6 +51,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         node: Some(NodeResult {
             name: "sno-master-0".into(),
             name_problem: None,
+            ..Default::default()
         }),
         disk_write: Some(DiskWrite {
             disk: "install".into(),
