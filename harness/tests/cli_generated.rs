@@ -242,8 +242,8 @@ fn plan_json_names_its_schema() {
     }
 }
 
-/// `plan` shows a scenario's `[network]`: its mode, addresses and keyfiles, and says that a run
-/// does not embed them yet; a scenario without the table has no `network` in its JSON.
+/// `plan` shows a scenario's `[network]`: its mode, addresses and keyfiles, and how a run puts
+/// them on the node; a scenario without the table has no `network` in its JSON.
 #[test]
 fn plan_shows_the_static_network_and_its_keyfiles() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -253,7 +253,7 @@ fn plan_shows_the_static_network_and_its_keyfiles() {
     assert_eq!(code, 0, "{err}");
     for words in [
         "\n# network: static: 192.168.126.10/24 via 192.168.126.1, DNS 192.168.126.1\n",
-        "not yet embedded into the live ISO",
+        "embedded into the live ISO with `coreos-installer iso network embed`",
         "\n## nic0.nmconnection\n[connection]\nid=nic0\n",
         "\n[ethernet]\nmac-address=52:54:00:12:34:56\n",
         "\naddress1=192.168.126.10/24,192.168.126.1\n",
@@ -268,7 +268,7 @@ fn plan_shows_the_static_network_and_its_keyfiles() {
         v["scenario"]["network"]["ipv4"]["address"],
         "192.168.126.10"
     );
-    assert_eq!(v["network"]["keyfiles_embedded"], false);
+    assert_eq!(v["network"]["keyfiles_embedded"], true);
     let files = v["network"]["keyfiles"].as_array().unwrap();
     assert_eq!(files.len(), 1);
     assert_eq!(files[0]["file"], "nic0.nmconnection");

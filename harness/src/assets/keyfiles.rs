@@ -4,7 +4,7 @@
 //! A site embeds them into the live ISO (`coreos-installer iso network embed -k FILE`, now
 //! also `iso customize --network-keyfile`), the live system's NetworkManager brings the node
 //! up with them, and `coreos-installer install -n` (`--copy-network`) copies them to the
-//! installed system. The run does not embed them yet: this module makes and writes them.
+//! installed system. This module makes and writes them; `node_net` puts them on the node.
 //!
 //! The format follows nm-settings-keyfile(5) and nm-settings-nmcli(5): an INI file of one
 //! section per setting. Ethernet profiles match their NIC by MAC (`[ethernet] mac-address`,

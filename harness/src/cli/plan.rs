@@ -449,8 +449,8 @@ fn pxe_lines(live_ign: &str) -> Vec<String> {
     ]
 }
 
-/// What a run is not yet doing with `[network]`'s keyfiles, said wherever they are shown.
-const KEYFILES_NOT_WIRED: &str = "not yet embedded into the live ISO (planned: `coreos-installer iso network embed`, after which install-to-disk's `coreos-installer install -n` copies them to the installed system); a run today leaves the node on DHCP, at the same address";
+/// What a run does with `[network]`'s keyfiles, said wherever they are shown.
+const KEYFILES_WAY: &str = "embedded into the live ISO with `coreos-installer iso network embed` (a PXE boot: `pxe network wrap`, an initramfs of their own), copied into the live system's NetworkManager by its initramfs and to the installed system by install-to-disk's `coreos-installer install -n`; the node is named <cluster>-master-0 in /etc/hostname of both systems; after the pivot the Node's InternalIPs must hold the static addresses and each system must have brought its NICs up with these profiles";
 
 /// `[network]`: the mode, addresses and bond, and the NetworkManager keyfiles of it.
 fn print_network(n: &sno_harness::scenario::NetworkSpec) {
@@ -461,7 +461,7 @@ fn print_network(n: &sno_harness::scenario::NetworkSpec) {
         outln!("# no NetworkManager keyfile: the live system's default DHCP");
         return;
     }
-    outln!("# NetworkManager keyfiles (mode 0600), {KEYFILES_NOT_WIRED}");
+    outln!("# NetworkManager keyfiles (mode 0600), {KEYFILES_WAY}");
     for k in files {
         outln!("\n## {}\n{}", k.file_name(), k.text.trim_end());
     }
@@ -476,7 +476,7 @@ fn network_json(n: &sno_harness::scenario::NetworkSpec) -> serde_json::Value {
     serde_json::json!({
         "summary": n.summary(),
         "keyfiles": files,
-        "keyfiles_embedded": false,
-        "note": KEYFILES_NOT_WIRED,
+        "keyfiles_embedded": true,
+        "note": KEYFILES_WAY,
     })
 }

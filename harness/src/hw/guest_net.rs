@@ -1,8 +1,9 @@
 //! The guest's network hardware as the scenario, both backends and the NetworkManager keyfiles
 //! see it: the MAC addresses of its NICs, and the addresses QEMU's user network (slirp) gives.
 //!
-//! The VM has one NIC today (NIC 0); NIC 1 is the second port a bond of the scenario's
-//! `[network]` would use, planned and not yet added to the VM. Each MAC is fixed, so that a
+//! The VM has NIC 0, and NIC 1 when the scenario's `[network]` has a bond (its second port:
+//! `VmSpec::second_nic`, on QEMU's hub with NIC 0 on the user network, a second interface
+//! on a libvirt network). Each MAC is fixed, so that a
 //! keyfile can match its NIC by MAC (`[ethernet] mac-address=`) whatever name the guest's
 //! kernel gives it, and so that a libvirt NAT network can reserve the node's address for it.
 
