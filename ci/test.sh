@@ -147,9 +147,14 @@ if [ "${1:-}" = "--all" ]; then
     # mostly downloads): docs/ci.md, "The CI image".
     bash ci/image/test-oci.sh --harness target/debug/sno-harness
 fi
+# Of scenarios/network.toml, the bond on PXE: the keyfiles as PXE's own initramfs (`pxe network
+# wrap`), the second NIC on QEMU's hub, a bond carrying the static address across the pivot. The
+# ISO's embed and the installed system's profile check run in fault::copy-network-missing (its
+# live system comes up on the embedded keyfile); DHCP on every boot source is boot.toml's.
 ci_permutations='test(=install-config::ipv6.OVNKubernetes.proxy.bundle.always.fips.skip-hostcrypt.caps-default)
-  or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)'
+  or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)
+  or test(=network::bond.pxe.bios)'
 cargo nextest run --workspace --locked --profile ci --run-ignored all -E "
   ($not_in_ci) and not binary(soak) and not test(=smoke_twice_after_one_warmup)
   and not test(=six_permutations_on_one_host_and_on_two)
-  and (not (binary(scenarios) and test(/^(disks|install-config|releases|boot)::/)) or $ci_permutations)"
+  and (not (binary(scenarios) and test(/^(disks|install-config|releases|boot|network)::/)) or $ci_permutations)"
