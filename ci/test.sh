@@ -66,7 +66,11 @@ cat target/fresh-host-check.log
 #   (some 4.5 minutes: the operators' lookups through the pods' DNS, never /etc/hosts, are
 #   minisno-apiserver's unit tests against a DNS server of the test's that answers or not, and
 #   every passing run resolves its routes through the node's own resolver: the smoke scenario
-#   on the user network, libvirt_nat's run through the network's dnsmasq).
+#   on the user network, libvirt_nat's run through the network's dnsmasq); copy-network-missing
+#   (some 4.5 minutes: the judgement of an installed system on NetworkManager's automatic
+#   profile is the machine's an_installed_system_without_the_live_systems_keyfiles_fails_naming_the_copy,
+#   the script without -n minisno-install's unit test, and network::bond.pxe.bios runs the copy
+#   that does happen).
 # - faults whose detector others prove: oom-kill-allowed (the allow-list's unit tests; oom-kill
 #   runs); bootkube-flaky (the machine's restart tests; bootkube-fail runs); journal-cut
 #   (journal_follower's cut-and-frozen VM test); disk-boot-panic on both backends (the machine's
@@ -124,7 +128,7 @@ cat target/fresh-host-check.log
 #   the default build's, which smoke runs; what the feature removes is proved by the same
 #   file's tests of that binary without a VM (it links no libvirt; plan, run and matrix up to
 #   the VM, report, merge, check, doctor and gc work; --backend libvirt is exit 2).
-not_in_ci='not test(/^fault::(bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns)$/)
+not_in_ci='not test(/^fault::(bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing)$/)
   and not test(=libvirt::fault::disk-boot-panic)
   and not test(=libvirt::assisted)
   and not test(/^libvirt::boot::/)
@@ -148,9 +152,9 @@ if [ "${1:-}" = "--all" ]; then
     bash ci/image/test-oci.sh --harness target/debug/sno-harness
 fi
 # Of scenarios/network.toml, the bond on PXE: the keyfiles as PXE's own initramfs (`pxe network
-# wrap`), the second NIC on QEMU's hub, a bond carrying the static address across the pivot. The
-# ISO's embed and the installed system's profile check run in fault::copy-network-missing (its
-# live system comes up on the embedded keyfile); DHCP on every boot source is boot.toml's.
+# wrap`), the second NIC on QEMU's hub, the live system's and (through `coreos-installer install
+# -n`) the installed system's NetworkManager on the keyfiles' profiles, the Node's InternalIP
+# checked against the static address. DHCP on every boot source is boot.toml's.
 ci_permutations='test(=install-config::ipv6.OVNKubernetes.proxy.bundle.always.fips.skip-hostcrypt.caps-default)
   or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)
   or test(=network::bond.pxe.bios)'
