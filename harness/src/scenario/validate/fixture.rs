@@ -147,6 +147,31 @@ pub(super) fn check_network(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioEr
     }
 }
 
+/// The fault that leaves the keyfiles out of the install is about static addresses: without
+/// them there is nothing for the install to copy, and the fault would change nothing.
+pub(super) fn check_static_network(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
+    let Some(fault) = first_of(f, &[COPY_NETWORK_MISSING_FAULT]) else {
+        return Ok(());
+    };
+    let is_static = f
+        .network
+        .as_ref()
+        .is_some_and(|n| *n.get_ref().mode.get_ref() == NetworkMode::Static);
+    if is_static {
+        return Ok(());
+    }
+    Err(cx.at(
+        fault,
+        format!(
+            "fixture.faults: {:?} leaves the live system's NetworkManager keyfiles out of the install: it needs [network] mode = \"static\" (e.g. ipv4 = {{ address = \"10.0.2.15/24\", gateway = \"10.0.2.2\" }}, dns = [\"10.0.2.3\"] on the user network), without which the live system has none",
+            fault.get_ref()
+        ),
+    ))
+}
+
+/// The fixture fault whose install-to-disk runs coreos-installer without `-n`.
+pub const COPY_NETWORK_MISSING_FAULT: &str = "copy-network-missing";
+
 /// The faults the harness's boot server plays need the minimal ISO's boot, which fetches only
 /// the root filesystem from it.
 pub(super) fn check_boot(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {

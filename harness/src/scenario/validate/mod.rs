@@ -37,6 +37,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
     let network = network::network(cx, &f)?;
     fixture::check_boot(cx, &f)?;
     fixture::check_network(cx, &f)?;
+    fixture::check_static_network(cx, &f)?;
     install::check_install_mode(cx, &f)?;
     let badness_allow = judging::badness_allow(cx, &f.badness)?;
     let additional_trust_bundle = install::trust_bundle(cx, &f.install)?;
