@@ -137,6 +137,14 @@ done
 rm -rf "$kmods/sound" "$kmods/arch/x86/kvm" "$kmods"/net/{wireless,mac80211,bluetooth,sunrpc,ceph,rxrpc,tipc,sctp,rds,l2tp,nfc,mac802154,ieee802154,6lowpan}
 rm -rf "$root/lib/firmware" "$root/boot"/initrd.img-* "$root/var/cache/apt"/*.bin "$root/var/lib/apt/lists"/*
 depmod -b "$root" "$kver"
+# NetworkManager's bond profiles (type=bond) need bonding.ko and what it depends on, in the
+# live and the installed system alike (one rootfs).
+modprobe -d "$root" -S "$kver" --show-depends bonding >/dev/null 2>&1 \
+    || die "bonding.ko or a module it needs is missing after trimming"
+# coreos-installer's cpio archives (the ISO's embedded Ignition and network keyfiles, PXE's
+# wrapped ones, the keyfiles `install -n` appends to the installed initramfs) are xz-compressed.
+grep -qx 'CONFIG_RD_XZ=y' "$root/boot/config-$kver" \
+    || die "kernel $kver cannot unpack an xz-compressed initramfs (CONFIG_RD_XZ)"
 cp "$root/boot/vmlinuz-$kver" "$work/vmlinuz"
 
 step "rootfs: squashfs"
@@ -153,6 +161,7 @@ cp "$root/bin/busybox" "$ird/bin/busybox"
 install -m 0755 "$here/init" "$ird/init"
 install -m 0755 "$here/udhcpc.script" "$ird/etc/udhcpc.script"
 install -D -m 0644 "$here/rootfs-fetch.sh" "$ird/lib/minisno/rootfs-fetch.sh"
+install -D -m 0644 "$here/firstboot-network.sh" "$ird/lib/minisno/firstboot-network.sh"
 echo "$live_version" > "$ird/etc/coreos-live-initramfs"
 # virtio_net: the minimal ISO's and PXE's init fetch the rootfs over the VM's network.
 mods="virtio_pci virtio_blk virtio_scsi sd_mod sr_mod ahci nvme crc32c_generic ext4 isofs loop squashfs overlay virtio_net"
@@ -185,12 +194,19 @@ cp "$here/grub-disk.cfg" "$bootdir/grub/grub.cfg"
 : > "$bootdir/ignition.firstboot"
 rmdir "$bootdir/ignition"
 # A BLS entry, so that coreos-installer's network-config and initramfs code finds the files.
+# `coreos-installer install -n` (0.27, copy_network_config) appends its cpio of
+# /etc/coreos-firstboot-network to the file this entry's `initrd` names; grub-disk.cfg must load
+# that very file, or the keyfiles never reach the installed system's first boot.
 cat > "$bootdir/loader/entries/minisno.conf" <<EOF
 title minisno ($kver)
 linux /vmlinuz
 initrd /initramfs.img
 options minisno.root=LABEL=root console=tty0 console=ttyS0,115200n8
 EOF
+bls_initrd=$(awk '$1 == "initrd" {print $2}' "$bootdir/loader/entries/minisno.conf")
+grub_initrd=$(awk '$1 == "initrd" {print $2}' "$bootdir/grub/grub.cfg")
+[ "$bls_initrd" = "$grub_initrd" ] && [ -f "$bootdir$bls_initrd" ] \
+    || die "grub-disk.cfg loads initrd $grub_initrd, the BLS entry names $bls_initrd: they must be the same file"
 
 rootdir=$work/rootpart
 mkdir -p "$rootdir/minisno" "$rootdir/upper" "$rootdir/work"
@@ -293,15 +309,33 @@ rootfs_chunk=$((4 * 1024 * 1024))
     split -b "$rootfs_chunk" --filter='sha256sum | cut -d" " -f1' "$work/rootfs.img"
 } > "$work/want-rootfs"
 wcpio=$work/want-cpio
-mkdir -p "$wcpio/etc"
+mkdir -p "$wcpio/etc/coreos"
 install -m 0644 "$work/want-rootfs" "$wcpio/etc/coreos-live-want-rootfs"
+# The live image's feature flags, as cosa buildextend-live writes them into the live initramfs
+# (etc/coreos/features.json) and the ISO (coreos/features.json): coreos-installer's
+# `iso network embed`, `iso customize --network-keyfile` and `pxe customize` refuse an image
+# without live-initrd-network, which says that the live initramfs applies keyfiles found in
+# /etc/coreos-firstboot-network (minisno's init does, firstboot-network.sh). minisno's live
+# system has no coreos-installer-service reading /etc/coreos/installer.d, so it does not claim
+# installer-config (nor its console directive).
+cat > "$work/features.json" <<'EOF'
+{
+  "installer-config": false,
+  "installer-config-directives": {
+    "console": false
+  },
+  "live-initrd-network": true
+}
+EOF
+install -m 0644 "$work/features.json" "$wcpio/etc/coreos/features.json"
 cp "$work/initramfs.img" "$work/live-initrd.img"
 # The kernel takes a plain cpio after a compressed one only at an offset that is a multiple of
 # 4 (and skips zeros before it); the compressed initramfs's length varies from build to build,
 # and an unaligned append is dropped with an "invalid magic" line, the hashes with it.
 pad=$(( (4 - $(stat -c %s "$work/live-initrd.img") % 4) % 4 ))
 head -c "$pad" /dev/zero >> "$work/live-initrd.img"
-(cd "$wcpio" && printf '%s\n' etc etc/coreos-live-want-rootfs | cpio -o -H newc --quiet) \
+(cd "$wcpio" && printf '%s\n' etc etc/coreos-live-want-rootfs etc/coreos etc/coreos/features.json \
+    | cpio -o -H newc --quiet) \
     >> "$work/live-initrd.img"
 rm -rf "$wcpio"
 
@@ -314,6 +348,7 @@ cp "$work/live-initrd.img" "$iso/images/pxeboot/initrd.img"
 mv "$work/rootfs.img" "$iso/images/pxeboot/rootfs.img"
 head -c "$MINISNO_IGNITION_AREA" /dev/zero > "$iso/images/ignition.img"
 echo '{"file": "images/ignition.img"}' > "$iso/coreos/igninfo.json"
+cp "$work/features.json" "$iso/coreos/features.json"
 # Room for `coreos-installer pack minimal-iso`'s data (coreos/miniso.dat, rewritten in place).
 head -c "$MINISNO_MINISO_AREA" /dev/zero > "$iso/coreos/miniso.dat"
 

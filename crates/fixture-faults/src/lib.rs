@@ -51,6 +51,10 @@ pub const FAULTS: &[FaultName] = &[
         "install-reset",
         "the machine resets while coreos-installer is a quarter into the write",
     ),
+    plain(
+        "copy-network-missing",
+        "install-to-disk runs coreos-installer without -n: the installed system has none of the live system's network configuration (with DHCP on the network, a DHCP address instead of the static one)",
+    ),
     plain("no-reboot", "the reboot is scheduled and cancelled"),
     plain(
         "disk-boot-panic",

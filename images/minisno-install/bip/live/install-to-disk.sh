@@ -18,7 +18,7 @@ if [ ! -f coreos-installer.done ]; then
     record_service_stage_start "coreos-installer"
     # Write image + ignition to disk
     echo "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign {{INSTALLATION_DISK}}"
-    coreos-installer install -n -i /opt/openshift/master.ign $(minisno_image_source {{INSTALLATION_DISK}}) {{INSTALLATION_DISK}}
+    coreos-installer install {{COPY_NETWORK}}-i /opt/openshift/master.ign $(minisno_image_source {{INSTALLATION_DISK}}) {{INSTALLATION_DISK}}
     touch coreos-installer.done
     record_service_stage_success
 fi

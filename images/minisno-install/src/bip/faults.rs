@@ -86,6 +86,9 @@ pub struct FaultSnippets {
     /// In the middle of bootkube's stages (kube-scheduler-bootstrap).
     pub bootkube_mid: &'static str,
     pub install: &'static str,
+    /// install-to-disk's `-n ` (`--copy-network`, as the real template has it), or nothing
+    /// with copy-network-missing.
+    pub copy_network: &'static str,
     pub post_reboot: &'static str,
 }
 
@@ -109,6 +112,11 @@ impl FaultSnippets {
                 (Fault::InstallFail, TRUNCATED_IMAGE),
                 (Fault::InstallReset, RESET_MID_WRITE),
             ]),
+            copy_network: if o.has(&Fault::CopyNetworkMissing) {
+                ""
+            } else {
+                "-n "
+            },
             post_reboot: pick(&[
                 (Fault::PostRebootFail, POST_REBOOT_FAILS),
                 (Fault::OomKill, MEMORY_HOG),

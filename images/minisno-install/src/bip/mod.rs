@@ -205,6 +205,7 @@ pub fn live_ignition(inputs: &BipInputs) -> Result<Value, BipError> {
         script!("live/install-to-disk.sh"),
         &[
             ("POLL_SECONDS", poll),
+            ("COPY_NETWORK", faults.copy_network),
             ("INSTALLATION_DISK", inputs.installation_disk),
             ("SHUTDOWN", &shutdown),
         ],

@@ -34,6 +34,10 @@ pub enum Fault {
     /// The machine resets (sysrq `b`: no sync, as a power cut or a watchdog) while
     /// coreos-installer is a quarter into the write.
     InstallReset,
+    /// install-to-disk.sh runs coreos-installer without `-n` (`--copy-network`): the keyfiles
+    /// the live system was given stay behind, and the installed system comes up with
+    /// NetworkManager's defaults (DHCP where there is a server) instead of its static address.
+    CopyNetworkMissing,
     NoReboot,
     DiskBootPanic,
     ApiNeverReady,
@@ -87,6 +91,7 @@ pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
     ("bootkube-hang", Fault::BootkubeHang),
     ("install-fail", Fault::InstallFail),
     ("install-reset", Fault::InstallReset),
+    ("copy-network-missing", Fault::CopyNetworkMissing),
     ("no-reboot", Fault::NoReboot),
     ("disk-boot-panic", Fault::DiskBootPanic),
     ("api-never-ready", Fault::ApiNeverReady),

@@ -184,6 +184,47 @@ fn the_installation_disk_is_pasted_unquoted_like_the_real_template() {
 }
 
 #[test]
+fn copy_network_missing_runs_coreos_installer_without_dash_n() {
+    // Without the fault: `-n` (--copy-network), as openshift/installer's install-to-disk.sh
+    // template has it, so that the live system's keyfiles reach the installed system.
+    let o = FixtureOptions::default();
+    let script = file_contents(
+        &live_ignition(&inputs(&o, "/dev/vda")).unwrap(),
+        "/usr/local/bin/install-to-disk.sh",
+    );
+    assert!(script.contains(
+        "    coreos-installer install -n -i /opt/openshift/master.ign $(minisno_image_source /dev/vda) /dev/vda\n"
+    ));
+
+    let o = FixtureOptions::parse(Some("copy-network-missing"), Some("fast"), None).unwrap();
+    assert_eq!(o.faults, vec![Fault::CopyNetworkMissing]);
+    let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
+    let script = file_contents(&cfg, "/usr/local/bin/install-to-disk.sh");
+    assert!(
+        script.contains(
+            "    coreos-installer install -i /opt/openshift/master.ign $(minisno_image_source /dev/vda) /dev/vda\n"
+        ),
+        "{script}"
+    );
+    // No -n and no --copy-network anywhere on the coreos-installer line; the rest as always.
+    let line = script
+        .lines()
+        .find(|l| l.trim_start().starts_with("coreos-installer install"))
+        .unwrap();
+    assert!(
+        !line
+            .split_whitespace()
+            .any(|w| w == "-n" || w == "--copy-network"),
+        "{line}"
+    );
+    assert!(script.contains("touch coreos-installer.done"));
+    assert!(!script.contains("{{"));
+    let record: Value =
+        serde_json::from_str(&file_contents(&cfg, "/etc/minisno/fixture.json")).unwrap();
+    assert_eq!(record["faults"], json!(["copy-network-missing"]));
+}
+
+#[test]
 fn every_script_is_valid_bash() {
     for faults in [
         "",
@@ -192,6 +233,7 @@ fn every_script_is_valid_bash() {
         "bootkube-flaky,oom-kill,no-dns,install-reset",
         "gather-hang,bootkube-fail",
         "journal-cut",
+        "copy-network-missing,install-fail",
     ] {
         let o = FixtureOptions::parse(Some(faults), Some("fast"), None).unwrap();
         let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
