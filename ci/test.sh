@@ -66,7 +66,11 @@ cat target/fresh-host-check.log
 #   (some 4.5 minutes: the operators' lookups through the pods' DNS, never /etc/hosts, are
 #   minisno-apiserver's unit tests against a DNS server of the test's that answers or not, and
 #   every passing run resolves its routes through the node's own resolver: the smoke scenario
-#   on the user network, libvirt_nat's run through the network's dnsmasq).
+#   on the user network, libvirt_nat's run through the network's dnsmasq); copy-network-missing
+#   (some 4.5 minutes: the judgement of an installed system on NetworkManager's automatic
+#   profile is the machine's an_installed_system_without_the_live_systems_keyfiles_fails_naming_the_copy,
+#   the script without -n minisno-install's unit test, and network::bond.pxe.bios runs the copy
+#   that does happen).
 # - faults whose detector others prove: oom-kill-allowed (the allow-list's unit tests; oom-kill
 #   runs); bootkube-flaky (the machine's restart tests; bootkube-fail runs); journal-cut
 #   (journal_follower's cut-and-frozen VM test); disk-boot-panic on both backends (the machine's
@@ -103,7 +107,10 @@ cat target/fresh-host-check.log
 #   network's TFTP and boot file are unit tests and virt-xml-validate's; NAT runs reach the
 #   node as libvirt_nat's NAT run does); so
 #   is the minimal ISO with the assisted install on NAT (libvirt_nat's NAT run reaches the node
-#   the same way, the boot server's second address is its unit test).
+#   the same way, the boot server's second address is its unit test); so is the static bond
+#   on NAT (libvirt_nat's a_static_bond_of_two_interfaces_carries_the_node_on_a_nat_network:
+#   the second interface is the domain's unit test and virt-xml-validate's, the keyfiles and
+#   the bond over both systems network::bond.pxe.bios's).
 #   The release matrix (scenarios/releases.toml) is left out: the etcd rule of 4.14, 4.15 and
 #   4.17 is tested on the API server's and the judgements' own objects.
 # - the matrix over several libvirt hosts with one lost mid-matrix (harness/tests/libvirt_hosts.rs,
@@ -124,12 +131,13 @@ cat target/fresh-host-check.log
 #   the default build's, which smoke runs; what the feature removes is proved by the same
 #   file's tests of that binary without a VM (it links no libvirt; plan, run and matrix up to
 #   the VM, report, merge, check, doctor and gc work; --backend libvirt is exit 2).
-not_in_ci='not test(/^fault::(bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns)$/)
+not_in_ci='not test(/^fault::(bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing)$/)
   and not test(=libvirt::fault::disk-boot-panic)
   and not test(=libvirt::assisted)
   and not test(/^libvirt::boot::/)
   and not test(=the_minimal_iso_and_the_assisted_install_work_on_a_nat_network)
   and not test(=pxe_boots_from_the_networks_own_tftp_on_a_nat_network)
+  and not test(=a_static_bond_of_two_interfaces_carries_the_node_on_a_nat_network)
   and not (binary(minisno_os) and test(/^(install_to_disk_and_boot_(seabios|ovmf)_512|disk_bus_(sata|scsi|virtio)_.*|live_iso_applies_ignition_on_.*)$/))
   and not test(=ctrl_c_during_the_fixture_build_stops_it_and_leaves_no_partial_build)
   and not test(=sigkill_during_bootkube_then_gc_leaves_nothing_libvirt)
@@ -147,9 +155,14 @@ if [ "${1:-}" = "--all" ]; then
     # mostly downloads): docs/ci.md, "The CI image".
     bash ci/image/test-oci.sh --harness target/debug/sno-harness
 fi
+# Of scenarios/network.toml, the bond on PXE: the keyfiles as PXE's own initramfs (`pxe network
+# wrap`), the second NIC on QEMU's hub, the live system's and (through `coreos-installer install
+# -n`) the installed system's NetworkManager on the keyfiles' profiles, the Node's InternalIP
+# checked against the static address. DHCP on every boot source is boot.toml's.
 ci_permutations='test(=install-config::ipv6.OVNKubernetes.proxy.bundle.always.fips.skip-hostcrypt.caps-default)
-  or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)'
+  or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)
+  or test(=network::bond.pxe.bios)'
 cargo nextest run --workspace --locked --profile ci --run-ignored all -E "
   ($not_in_ci) and not binary(soak) and not test(=smoke_twice_after_one_warmup)
   and not test(=six_permutations_on_one_host_and_on_two)
-  and (not (binary(scenarios) and test(/^(disks|install-config|releases|boot)::/)) or $ci_permutations)"
+  and (not (binary(scenarios) and test(/^(disks|install-config|releases|boot|network)::/)) or $ci_permutations)"

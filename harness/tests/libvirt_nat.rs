@@ -380,6 +380,34 @@ fn pxe_boots_from_the_networks_own_tftp_on_a_nat_network() {
     assert_no_network_left(&state);
 }
 
+/// Static addressing on a NAT network, carried by an active-backup bond of the VM's two
+/// interfaces on the network's bridge: the keyfiles embedded in the live ISO bring both systems
+/// up on the bond (a NIC on any other profile would fail the run), and the Node registers at
+/// the static address.
+#[test]
+fn a_static_bond_of_two_interfaces_carries_the_node_on_a_nat_network() {
+    let work = work_dir("sno-nat-bond-");
+    let variant = format!(
+        "{}\n[network]\nmode = \"static\"\nipv4 = {{ address = \"{NODE}/24\", gateway = \"{RESOLVER}\" }}\n\
+         dns = [\"{RESOLVER}\"]\nbond = {{ mode = \"active-backup\", interfaces = 2 }}\n",
+        read(&nat_smoke(work.path()))
+    );
+    let (_, result, state) = a_passing_variant(work.path(), &variant);
+    assert_eq!(result["node"]["name"], "sno-master-0", "{}", result["node"]);
+    assert_eq!(result["node"]["addresses"][0], NODE, "{}", result["node"]);
+    let domain = read(&work.path().join("out/nat/vm.txt"));
+    assert_eq!(
+        domain.matches("<interface type=\"network\">").count(),
+        2,
+        "{domain}"
+    );
+    assert!(
+        domain.contains("52:54:00:12:34:57"),
+        "NIC 1's MAC: {domain}"
+    );
+    assert_no_network_left(&state);
+}
+
 #[test]
 fn gc_removes_the_network_of_a_killed_nat_run() {
     let work = work_dir("sno-nat-gc-");
