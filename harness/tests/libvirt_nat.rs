@@ -20,6 +20,9 @@ use std::process::{Command, Output};
 
 const RESOLVER: &str = "192.168.126.1";
 const NODE: &str = "192.168.126.10";
+/// scenarios/ipv6-nat.toml's network (fd00:1::/64): the host and the node.
+const RESOLVER6: &str = "fd00:1::1";
+const NODE6: &str = "fd00:1::10";
 
 /// The smoke scenario on its own NAT network in 192.168.126.0/24.
 fn nat_smoke(into: &Path) -> PathBuf {
@@ -57,13 +60,18 @@ fn work_dir(prefix: &str) -> tempfile::TempDir {
 /// Runs `command` (a bash script) beside a private libvirtd in new namespaces; `state` gets
 /// the script's findings (see netns-libvirtd.sh).
 fn in_private_namespace(state: &Path, command: &str) -> Output {
+    in_private_namespace_resolving(state, RESOLVER, command)
+}
+
+/// The same, its DNS probe asking `resolver` (the network's host address).
+fn in_private_namespace_resolving(state: &Path, resolver: &str, command: &str) -> Output {
     std::fs::create_dir_all(state).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/netns-libvirtd.sh");
     let out = Command::new("unshare")
         .args(["--net", "--mount", "--propagation", "private", "--", "bash"])
         .arg(&script)
         .arg(state)
-        .arg(RESOLVER)
+        .arg(resolver)
         .args(["--", "bash", "-c", command])
         .env("HARNESS", env!("CARGO_BIN_EXE_sno-harness"))
         .env("SNO_HARNESS_STATE_DIR", state.join("registry"))
@@ -191,6 +199,77 @@ fn a_nat_network_run_reaches_the_node_at_its_reserved_address_and_removes_the_ne
         );
     }
     assert_no_network_left(&state);
+}
+
+/// Single-stack IPv6 (scenarios/ipv6-nat.toml as shipped): a network with no IPv4 at all, the
+/// node given fd00:1::10 by keyfile, the cluster's names AAAA records, the harness's SSH and
+/// API at [fd00:1::10], and the Node registered with its IPv6 address.
+#[test]
+fn a_single_stack_ipv6_nat_run_reaches_the_node_at_its_static_ipv6_address() {
+    let started = std::time::Instant::now();
+    let work = work_dir("sno-ipv6-nat-");
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/ipv6-nat.toml");
+    let (out, state) = (work.path().join("out"), work.path().join("ns"));
+    let ran = in_private_namespace_resolving(
+        &state,
+        RESOLVER6,
+        &format!(
+            "exec \"$HARNESS\" run {} --backend libvirt --out {}",
+            scenario.display(),
+            out.display()
+        ),
+    );
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    let dir = out.join("ipv6-nat");
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "the run failed:\n{stderr}{}",
+        console_tail(&dir)
+    );
+    let result: serde_json::Value = serde_json::from_str(&read(&dir.join("result.json"))).unwrap();
+    assert_eq!(result["verdict"], "pass", "{result}");
+    let addresses: Vec<&str> = result["node"]["addresses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(addresses.contains(&NODE6), "{}", result["node"]);
+    assert!(
+        addresses.iter().all(|a| a.contains(':')),
+        "an IPv4 InternalIP on a single-stack IPv6 node: {}",
+        result["node"]
+    );
+    assert!(
+        stderr.contains(&format!(
+            "SSH on [{NODE6}]:22, API on [{NODE6}]:6443 (network sno-ipv6-nat-"
+        )),
+        "{stderr}"
+    );
+    let network = read(&dir.join("network.xml"));
+    assert!(
+        network.contains(&format!("<ip family=\"ipv6\" address=\"{RESOLVER6}\""))
+            && network.matches("<ip ").count() == 1,
+        "{network}"
+    );
+    let dns = read(&state.join("dns"));
+    for name in [
+        "api.sno.example.test",
+        "api-int.sno.example.test",
+        "console-openshift-console.apps.sno.example.test",
+        "anything.apps.sno.example.test",
+    ] {
+        assert!(
+            dns.lines().any(|l| l == format!("{name} {NODE6}")),
+            "{name} does not resolve to {NODE6}: {dns}"
+        );
+    }
+    assert_no_network_left(&state);
+    eprintln!(
+        "MEASURE ipv6-nat run: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 /// Runs `variant` (a scenario's text) as `WORK/nat.toml` in the private namespace, into

@@ -210,7 +210,14 @@ impl Run<'_> {
             crate::scenario::GuestNetwork::Nat => {
                 let nat = crate::hw::nat::layout(&self.s.install.machine_network)
                     .map_err(|e| RunError::Harness(e.to_string()))?;
-                (nat.ipv4.host, Peers::Only(nat.node_ipv4.into()))
+                // The server and its URLs are IPv4's: validation refuses a boot that fetches
+                // its root filesystem on a single-stack IPv6 network.
+                let (Some(net4), Some(node4)) = (nat.ipv4, nat.node_ipv4) else {
+                    return Err(RunError::Harness(
+                        "the boot server serves IPv4 only, and this NAT network has no IPv4".into(),
+                    ));
+                };
+                (net4.host, Peers::Only(node4.into()))
             }
             _ => (crate::netboot::USER_NETWORK_HOST, Peers::Any),
         };

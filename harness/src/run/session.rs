@@ -116,9 +116,10 @@ impl Session {
         name_domain(run, files, &spec);
         make_vm_files(run, life, &spec, network.as_ref())?;
         let reach = match &network {
+            // IPv4 when the network has it, else (single-stack IPv6) the node's IPv6 address.
             Some(n) => Reach {
-                ssh: (n.node.ipv4, 22).into(),
-                api: (n.node.ipv4, 6443).into(),
+                ssh: (n.node.address(), 22).into(),
+                api: (n.node.address(), 6443).into(),
             },
             None => Reach {
                 ssh: ([127, 0, 0, 1], ssh_port).into(),

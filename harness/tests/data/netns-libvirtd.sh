@@ -11,7 +11,8 @@
 # `networks-after` (every libvirt network), `links-after` (the namespace's links). While COMMAND
 # runs, the first `sno-*` network to appear is probed through the system resolver pointed at
 # RESOLVER_IP (the network's dnsmasq): `dns` gets one line per name, `NAME ADDRESS`, from
-# getent. Exits with COMMAND's status.
+# getent: the name's IPv4 address, or its IPv6 one when RESOLVER_IP is IPv6 (a single-stack
+# IPv6 network answers AAAA only). Exits with COMMAND's status.
 set -euo pipefail
 state=$1
 resolver=$2
@@ -48,11 +49,13 @@ cmd=$!
         net=$(virsh -c qemu:///system net-list --name 2>/dev/null | grep '^sno-' | head -1 || true)
         if [ -n "$net" ]; then
             domain=$(virsh -c qemu:///system net-dumpxml "$net" | sed -n "s/.*<domain name='\([^']*\)'.*/\1/p")
+            family=ahostsv4
+            case $resolver in *:*) family=ahostsv6 ;; esac
             unshare --mount --propagation private -- bash -c '
                 mount --bind "$1/resolv.conf" /etc/resolv.conf
                 for name in "api.$2" "api-int.$2" "console-openshift-console.apps.$2" "anything.apps.$2"; do
-                    echo "$name $(getent ahostsv4 "$name" | awk "NR==1 {print \$1}")"
-                done' probe "$state" "$domain" >"$state/dns.tmp"
+                    echo "$name $(getent "$3" "$name" | awk "NR==1 {print \$1}")"
+                done' probe "$state" "$domain" "$family" >"$state/dns.tmp"
             mv "$state/dns.tmp" "$state/dns"
             exit 0
         fi

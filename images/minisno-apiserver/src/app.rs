@@ -50,8 +50,8 @@ pub struct App {
     pub ignored_faults: Vec<String>,
     /// The install-config as JSON (`null` when none was given).
     pub install_config: serde_json::Value,
-    /// The node's InternalIP.
-    pub node_ip: Option<IpAddr>,
+    /// The node's InternalIPs, the cluster's primary family first (`node_ip`).
+    pub node_ips: Vec<IpAddr>,
     pub first_start_ms: i64,
     /// Whether this start created the state (the very first start).
     pub fresh: bool,
@@ -116,10 +116,14 @@ fn kubelet_csr(node: &str, serving: bool) -> Result<String, rcgen::Error> {
 }
 
 impl App {
-    /// Loads (or creates) the persisted state and seeds the built-in configmaps.
-    pub fn new(config: Config, node_ip: Option<IpAddr>) -> Result<App, AppError> {
+    /// Loads (or creates) the persisted state and seeds the built-in configmaps. The node's
+    /// addresses are chosen on `host` as the kubelet's are (`node_ip`); none without one.
+    pub fn new(config: Config, host: Option<&crate::node_ip::Host>) -> Result<App, AppError> {
         let (faults, ignored_faults) = Faults::parse(&config.faults);
         let install_config = config.install_config()?;
+        let node_ips = host
+            .map(|h| h.node_ips(&crate::node_ip::machine_networks(&install_config)))
+            .unwrap_or_default();
         let (state, fresh) = State::load_or_init(&config.state_dir)?;
         let state_snapshot = state.clone();
         let node_name = node_name(config.node_name.as_deref());
@@ -136,7 +140,7 @@ impl App {
             faults,
             ignored_faults,
             install_config,
-            node_ip,
+            node_ips,
             fresh,
             state: Mutex::new(state),
             csr_requests,

@@ -7,6 +7,7 @@
 pub mod app;
 pub mod config;
 pub mod log;
+pub mod node_ip;
 pub mod pod_dns;
 pub mod resolver;
 pub mod resources;

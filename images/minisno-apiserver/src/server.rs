@@ -58,8 +58,8 @@ pub enum StartError {
 /// Loads state, makes the serving certificate, binds `config.listen` and starts serving.
 pub async fn start(config: Config) -> Result<Running, StartError> {
     let host_ips = tls::host_ips();
-    let node_ip = tls::node_ip();
-    let app = Arc::new(App::new(config, node_ip)?);
+    let host = crate::node_ip::Host::read();
+    let app = Arc::new(App::new(config, Some(&host))?);
     let cert = tls::make_serving_cert(&app.config, &host_ips)?;
     let tls_config = tls::server_config(&cert)?;
     let listener = TcpListener::bind(&app.config.listen)

@@ -49,16 +49,6 @@ pub fn host_ips() -> Vec<IpAddr> {
     ips
 }
 
-/// The first non-loopback IPv4 address of the host (the node's InternalIP).
-pub fn node_ip() -> Option<IpAddr> {
-    if_addrs::get_if_addrs()
-        .ok()?
-        .into_iter()
-        .filter(|i| !i.is_loopback())
-        .map(|i| i.ip())
-        .find(|ip| ip.is_ipv4())
-}
-
 /// The serving certificate's subject alternative names, as strings.
 pub fn serving_sans(config: &Config, host_ips: &[IpAddr]) -> Vec<String> {
     let mut sans = vec![

@@ -177,8 +177,18 @@ fn a_nat_network_needs_a_machine_network_it_can_lay_out() {
     assert_eq!(e.line, Some(6), "the network line: {e}");
     assert!(e.message.contains("from /8 to /24"), "{e}");
     assert!(e.message.contains("install.machine_network"), "{e}");
+    // Single-stack IPv6 is laid out, and then needs the node's address static.
     let v6 = nat.replace("[install]", "[install]\nmachine_network = [\"fd00::/64\"]");
-    assert!(err(&v6).message.contains("needs an IPv4"));
+    let e = err(&v6);
+    assert!(
+        e.message
+            .contains("needs the node's IPv6 address given statically"),
+        "{e}"
+    );
+    let none = nat.replace("[install]", "[install]\nmachine_network = []");
+    let e = err(&none);
+    assert!(e.message.contains("needs an IPv4 or IPv6 CIDR"), "{e}");
+    assert_eq!(e.line, Some(6), "the network line: {e}");
 
     let e = err(&SMOKE.replace("[vm]", "[vm]\nnetwork = \"bridge\""));
     assert_eq!(e.line, Some(6), "{e}");

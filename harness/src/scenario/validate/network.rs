@@ -172,6 +172,10 @@ impl Net {
                 "this scenario's machine network has no IPv6 CIDR ({}), so its NAT network carries no IPv6; add one (e.g. \"fd00:1::/64\") or remove ipv6",
                 self.machine_network_text()
             )),
+            (NetKind::Nat(Some(l)), Family::V4) if l.ipv4.is_none() => Some(format!(
+                "this scenario's machine network has no IPv4 CIDR ({}), so its NAT network carries no IPv4 (single-stack IPv6); add one (e.g. \"192.168.126.0/24\") or remove ipv4",
+                self.machine_network_text()
+            )),
             _ => None,
         }
     }
@@ -185,12 +189,15 @@ impl Net {
                 gateway: user_net::GATEWAY.into(),
                 why: "on vm.network = \"user\" (QEMU's user network, 10.0.2.0/24) the harness's loopback forwards reach 10.0.2.15 only, and slirp's gateway is 10.0.2.2",
             }),
-            (NetKind::Nat(Some(l)), Family::V4) => Some(Expected {
-                address: l.node_ipv4.into(),
-                prefix: l.ipv4.prefix,
-                gateway: l.ipv4.host.into(),
+            (NetKind::Nat(Some(l)), Family::V4) => {
+                let (v4, node) = (l.ipv4?, l.node_ipv4?);
+                Some(Expected {
+                address: node.into(),
+                prefix: v4.prefix,
+                gateway: v4.host.into(),
                 why: "on vm.network = \"nat\" the network's DNS names the cluster at the node's reserved address (the machine network's tenth) and the host at the first is the only gateway",
-            }),
+            })
+            }
             (NetKind::Nat(Some(l)), Family::V6) => {
                 let (v6, node) = (l.ipv6?, l.node_ipv6?);
                 Some(Expected {
@@ -212,8 +219,12 @@ impl Net {
                 "on vm.network = \"user\" the DNS server is slirp's forwarder, 10.0.2.3",
             )),
             NetKind::Nat(Some(l)) => {
-                let mut servers: Vec<IpAddr> = vec![l.ipv4.host.into()];
-                servers.extend(l.ipv6.map(|v6| IpAddr::from(v6.host)));
+                let servers: Vec<IpAddr> = l
+                    .ipv4
+                    .map(|v4| IpAddr::from(v4.host))
+                    .into_iter()
+                    .chain(l.ipv6.map(|v6| IpAddr::from(v6.host)))
+                    .collect();
                 Some((
                     servers,
                     "on vm.network = \"nat\" the network's own DNS (at the host's address) is the one that answers the cluster's names",

@@ -12,7 +12,7 @@
 //! The network carries the run id in its name, its bridge's name and its metadata (the same
 //! `<sno:run>` element as the domain), so `gc` can find and remove what a killed run left.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -39,12 +39,14 @@ pub struct NatNetwork {
     pub cluster_name: String,
     /// `baseDomain` of the install-config.
     pub base_domain: String,
-    pub ipv4: Ipv4Subnet,
-    /// Dual stack when set.
+    /// None on a single-stack IPv6 network.
+    pub ipv4: Option<Ipv4Subnet>,
+    /// IPv6 (dual stack, or single stack without `ipv4`).
     pub ipv6: Option<Ipv6Subnet>,
     pub node: NodeReservation,
     /// A PXE boot: the network's dnsmasq serves this directory over TFTP on the IPv4 host
-    /// address and names the boot file in its DHCP answers (`<tftp>`, `<bootp>`).
+    /// address and names the boot file in its DHCP answers (`<tftp>`, `<bootp>`). IPv4 only:
+    /// validation refuses a network boot on a single-stack IPv6 network.
     pub tftp: Option<NetTftp>,
 }
 
@@ -62,8 +64,20 @@ pub struct NodeReservation {
     /// The MAC of the domain's interface on this network, `52:54:00:...`.
     pub mac: String,
     pub hostname: String,
-    pub ipv4: Ipv4Addr,
+    pub ipv4: Option<Ipv4Addr>,
     pub ipv6: Option<Ipv6Addr>,
+}
+
+impl NodeReservation {
+    /// Where the harness reaches the node: IPv4 when the network has it, else IPv6
+    /// (`NatLayout::node_address`).
+    pub fn address(&self) -> IpAddr {
+        match (self.ipv4, self.ipv6) {
+            (Some(v4), _) => v4.into(),
+            (None, Some(v6)) => v6.into(),
+            (None, None) => unreachable!("a NAT network reserves at least one address"),
+        }
+    }
 }
 
 impl NatNetwork {
@@ -232,41 +246,48 @@ struct DnsmasqOption {
 impl Network {
     fn new(n: &NatNetwork) -> Self {
         let hostnames = n.node_hostnames();
-        let mut dns_hosts = vec![DnsHost {
-            ip: n.node.ipv4.to_string(),
-            hostname: hostnames.clone(),
-        }];
-        let mut ips = vec![Ip {
-            family: None,
-            address: n.ipv4.host.to_string(),
-            prefix: n.ipv4.prefix,
-            tftp: n.tftp.as_ref().map(|t| TftpRoot {
-                root: t.root.display().to_string(),
-            }),
-            dhcp: Dhcp {
-                range: DhcpRange {
-                    start: n.ipv4.dhcp_start.to_string(),
-                    end: n.ipv4.dhcp_end.to_string(),
-                },
-                host: Some(DhcpHost {
-                    mac: Some(n.node.mac.clone()),
-                    name: n.node.hostname.clone(),
-                    ip: n.node.ipv4.to_string(),
-                }),
-                bootp: n.tftp.as_ref().map(|t| Bootp {
-                    file: t.bootfile.clone(),
-                }),
-            },
-        }];
+        let mut dns_hosts = Vec::new();
+        let mut ips = Vec::new();
         // Every other route of `*.apps` (downloads, monitoring, the user's own) resolves to
         // the node too: libvirt's <dns><host> takes only exact names, dnsmasq takes a domain.
         let apps = format!("apps.{}", n.cluster_domain());
-        let mut options = vec![DnsmasqOption {
-            value: format!("address=/{apps}/{}", n.node.ipv4),
-        }];
+        let mut options = Vec::new();
+        if let (Some(net4), Some(node4)) = (&n.ipv4, n.node.ipv4) {
+            dns_hosts.push(DnsHost {
+                ip: node4.to_string(),
+                hostname: hostnames.clone(),
+            });
+            options.push(DnsmasqOption {
+                value: format!("address=/{apps}/{node4}"),
+            });
+            ips.push(Ip {
+                family: None,
+                address: net4.host.to_string(),
+                prefix: net4.prefix,
+                tftp: n.tftp.as_ref().map(|t| TftpRoot {
+                    root: t.root.display().to_string(),
+                }),
+                dhcp: Dhcp {
+                    range: DhcpRange {
+                        start: net4.dhcp_start.to_string(),
+                        end: net4.dhcp_end.to_string(),
+                    },
+                    host: Some(DhcpHost {
+                        mac: Some(n.node.mac.clone()),
+                        name: n.node.hostname.clone(),
+                        ip: node4.to_string(),
+                    }),
+                    bootp: n.tftp.as_ref().map(|t| Bootp {
+                        file: t.bootfile.clone(),
+                    }),
+                },
+            });
+        }
         if let Some(net6) = &n.ipv6 {
             let node6 = n.node.ipv6;
             if let Some(node6) = node6 {
+                // AAAA records: dnsmasq answers each family's question from the hosts of
+                // that family, so a single-stack IPv6 network has no A record at all.
                 dns_hosts.push(DnsHost {
                     ip: node6.to_string(),
                     hostname: hostnames,

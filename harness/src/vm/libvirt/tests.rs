@@ -990,12 +990,12 @@ fn nat(ipv6: bool) -> NatNetwork {
         run: meta(),
         cluster_name: "sno".into(),
         base_domain: "example.test".into(),
-        ipv4: Ipv4Subnet {
+        ipv4: Some(Ipv4Subnet {
             host: Ipv4Addr::new(192, 168, 126, 1),
             prefix: 24,
             dhcp_start: Ipv4Addr::new(192, 168, 126, 100),
             dhcp_end: Ipv4Addr::new(192, 168, 126, 199),
-        },
+        }),
         ipv6: ipv6.then(|| Ipv6Subnet {
             host: "fd00:126::1".parse().unwrap(),
             prefix: 64,
@@ -1005,11 +1005,19 @@ fn nat(ipv6: bool) -> NatNetwork {
         node: NodeReservation {
             mac: "52:54:00:aa:bb:cc".into(),
             hostname: "master-0".into(),
-            ipv4: Ipv4Addr::new(192, 168, 126, 10),
+            ipv4: Some(Ipv4Addr::new(192, 168, 126, 10)),
             ipv6: ipv6.then(|| "fd00:126::10".parse::<Ipv6Addr>().unwrap()),
         },
         tftp: None,
     }
+}
+
+/// A single-stack IPv6 network: `nat(true)` without its IPv4.
+fn nat_ipv6_only() -> NatNetwork {
+    let mut n = nat(true);
+    n.ipv4 = None;
+    n.node.ipv4 = None;
+    n
 }
 
 /// The run's network of a PXE boot.
@@ -1133,6 +1141,34 @@ fn the_nat_network_can_be_dual_stack() {
         .collect();
     assert_eq!(dns, ["192.168.126.10", "fd00:126::10"]);
     assert_eq!(root.one("dnsmasq:options").all("dnsmasq:option").len(), 2);
+}
+
+#[test]
+fn a_single_stack_ipv6_network_has_no_ipv4_and_names_the_cluster_in_aaaa_records() {
+    let n = nat_ipv6_only();
+    assert_eq!(n.node.address().to_string(), "fd00:126::10");
+    let root = parse(&nat_network_xml(&n));
+    let ips = root.all("ip");
+    assert_eq!(ips.len(), 1, "no IPv4 <ip>");
+    assert_eq!(ips[0].at("family"), "ipv6");
+    assert_eq!(
+        (ips[0].at("address"), ips[0].at("prefix")),
+        ("fd00:126::1", "64")
+    );
+    let host = ips[0].one("dhcp").one("host");
+    assert_eq!(host.at("ip"), "fd00:126::10");
+    let dns = root.one("dns").one("host");
+    assert_eq!(dns.at("ip"), "fd00:126::10");
+    assert_eq!(dns.all("hostname")[0].text, "api.sno.example.test");
+    let opts: Vec<&str> = root
+        .one("dnsmasq:options")
+        .all("dnsmasq:option")
+        .iter()
+        .map(|o| o.at("value"))
+        .collect();
+    assert_eq!(opts, ["address=/apps.sno.example.test/fd00:126::10"]);
+    // The harness reaches a dual-stack node over IPv4.
+    assert_eq!(nat(true).node.address().to_string(), "192.168.126.10");
 }
 
 #[test]
@@ -1283,6 +1319,7 @@ fn virt_xml_validate_accepts_the_networks() {
     virt_xml_validate(&nat_network_xml(&nat(false)), "network", "nat-ipv4");
     virt_xml_validate(&nat_network_xml(&nat(true)), "network", "nat-dual-stack");
     virt_xml_validate(&nat_network_xml(&nat_pxe(true)), "network", "nat-pxe");
+    virt_xml_validate(&nat_network_xml(&nat_ipv6_only()), "network", "nat-ipv6");
 }
 
 /// A UEFI VM with a SATA install disk and the CD-ROM, the common SNO layout on SATA: the disk
@@ -1323,21 +1360,34 @@ fn a_nat_network_is_laid_out_in_the_machine_network() {
     )
     .unwrap();
     assert_eq!(n.name, "sno-x-1");
-    assert_eq!(n.ipv4.host.to_string(), "192.168.126.1");
-    assert_eq!(n.node.ipv4.to_string(), "192.168.126.10");
-    assert_eq!(n.ipv4.dhcp_start.to_string(), "192.168.126.100");
-    assert_eq!(n.ipv4.dhcp_end.to_string(), "192.168.126.200");
+    let v4 = n.ipv4.unwrap();
+    assert_eq!(v4.host.to_string(), "192.168.126.1");
+    assert_eq!(n.node.ipv4.unwrap().to_string(), "192.168.126.10");
+    assert_eq!(v4.dhcp_start.to_string(), "192.168.126.100");
+    assert_eq!(v4.dhcp_end.to_string(), "192.168.126.200");
     assert_eq!(n.node.ipv6.unwrap().to_string(), "fd00:126::10");
     assert_eq!(n.node.mac, NIC_MACS[0]);
     let xml = nat_network_xml(&n);
     assert!(xml.contains("api.sno.example.test"), "{xml}");
     for (cidrs, why) in [
         (vec!["10.0.2.0/25".to_string()], "from /8 to /24"),
-        (vec!["fd00::/64".to_string()], "needs an IPv4"),
+        (vec![], "needs an IPv4 or IPv6 CIDR"),
         (vec!["10.0.2.0".to_string()], "not a CIDR"),
     ] {
         let e = from_machine_network(&cidrs, "sno", "example.test", meta(), "sno-x-1".into())
             .unwrap_err();
         assert!(e.contains(why), "{e}");
     }
+    // Single-stack IPv6: no IPv4 anywhere, the node reached at ::10.
+    let n = from_machine_network(
+        &["fd00:1::/64".into()],
+        "sno",
+        "example.test",
+        meta(),
+        "sno-x-1".into(),
+    )
+    .unwrap();
+    assert_eq!((n.ipv4, n.node.ipv4), (None, None));
+    assert_eq!(n.ipv6.unwrap().host.to_string(), "fd00:1::1");
+    assert_eq!(n.node.address().to_string(), "fd00:1::10");
 }

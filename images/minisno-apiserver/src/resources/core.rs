@@ -60,7 +60,7 @@ fn node(app: &App, timeline: &Timeline) -> Node {
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
     let mut addresses = Vec::new();
-    if let Some(ip) = app.node_ip {
+    for ip in &app.node_ips {
         addresses.push(NodeAddress {
             type_: "InternalIP".to_string(),
             address: ip.to_string(),

@@ -179,7 +179,7 @@ fn status(app: &App, p: &SimPod) -> PodStatus {
     let (phase, state, last_state, ready, restarts) = container_state(app, p);
     let image = image(app, p);
     let running = state.running.is_some();
-    let host_ip = app.node_ip.map(|ip| ip.to_string());
+    let host_ip = app.node_ips.first().map(|ip| ip.to_string());
     PodStatus {
         phase: Some(phase.to_string()),
         conditions: Some(vec![

@@ -286,6 +286,11 @@ fn live_ignition(
         master_files: &master.files,
         master_units: &master.units,
         options: &run.options,
+        ipv6_primary: c
+            .networking
+            .as_ref()
+            .and_then(|n| n.service_network.first())
+            .is_some_and(|s| s.contains(':')),
     };
     bip::live_ignition(&inputs).map_err(|e| generate(e.to_string()))
 }

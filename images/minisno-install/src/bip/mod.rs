@@ -49,6 +49,20 @@ pub struct BipInputs<'a> {
     /// Their systemd units, likewise.
     pub master_units: &'a [Value],
     pub options: &'a FixtureOptions,
+    /// The cluster's first service network is IPv6 (an IPv6 single-stack or IPv6-primary
+    /// cluster): the API server then binds `[::]:6443` instead of `0.0.0.0:6443`.
+    pub ipv6_primary: bool,
+}
+
+/// The API server's bind address. openshift/cluster-kube-apiserver-operator binds the API on
+/// every IPv4 address, `0.0.0.0:6443`, unless the cluster's primary family (its first service
+/// network) is IPv6, when it binds `[::]:6443`; Linux's `[::]` socket takes IPv4 too.
+pub fn api_listen(ipv6_primary: bool) -> &'static str {
+    if ipv6_primary {
+        "[::]:6443"
+    } else {
+        "0.0.0.0:6443"
+    }
 }
 
 /// The live Ignition's size limit: the ISO's embed area holds it (compressed), and a config of
@@ -109,7 +123,7 @@ pub fn master_ignition(inputs: &BipInputs) -> Value {
     let apiserver = json!({
         "cluster_name": inputs.cluster_name,
         "base_domain": inputs.base_domain,
-        "listen": "0.0.0.0:6443",
+        "listen": api_listen(inputs.ipv6_primary),
         "ca_cert": "/etc/kubernetes/minisno/ca.crt",
         "ca_key": "/etc/kubernetes/minisno/ca.key",
         "extra_sans": [],

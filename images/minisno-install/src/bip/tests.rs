@@ -21,6 +21,7 @@ fn inputs<'a>(options: &'a FixtureOptions, disk: &'a str) -> BipInputs<'a> {
         master_files: &[],
         master_units: &[],
         options,
+        ipv6_primary: false,
     }
 }
 
@@ -467,6 +468,25 @@ fn the_release_version_reaches_the_apiserver() {
         .with_version(Some("fourteen"))
         .unwrap_err();
     assert_eq!(e.to_string(), "MINISNO_VERSION must be a release version such as 4.14.3 (major.minor.patch, optionally -suffix), not \"fourteen\"");
+}
+
+#[test]
+fn an_ipv6_primary_cluster_binds_the_api_on_every_ipv6_address() {
+    let o = FixtureOptions::default();
+    let listen = |ipv6_primary: bool| {
+        let i = BipInputs {
+            ipv6_primary,
+            ..inputs(&o, "/dev/vda")
+        };
+        let apiserver: Value = serde_json::from_str(&file_contents(
+            &master_ignition(&i),
+            "/etc/kubernetes/minisno/apiserver.json",
+        ))
+        .unwrap();
+        apiserver["listen"].clone()
+    };
+    assert_eq!(listen(false), "0.0.0.0:6443");
+    assert_eq!(listen(true), "[::]:6443");
 }
 
 #[test]

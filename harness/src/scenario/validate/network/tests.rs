@@ -449,3 +449,78 @@ fn unknown_keys_and_words_are_refused_with_the_valid_ones() {
         "miimon",
     );
 }
+
+/// `NAT` with a single-stack IPv6 machine network.
+fn ipv6_only(base: &str) -> String {
+    base.replace("[\"192.168.126.0/24\"]", "[\"fd00:1::/64\"]")
+}
+
+const STATIC_V6: &str = "mode = \"static\"\nipv6 = { address = \"fd00:1::10/64\", gateway = \"fd00:1::1\" }\ndns = [\"fd00:1::1\"]";
+
+#[test]
+fn single_stack_ipv6_on_a_nat_network_takes_the_nodes_static_ipv6() {
+    let s = parse(&text(&ipv6_only(NAT), STATIC_V6)).unwrap();
+    let n = s.network.unwrap();
+    assert_eq!(n.ipv4, None);
+    let v6 = n.ipv6.unwrap();
+    assert_eq!(
+        (v6.address, v6.prefix, v6.gateway),
+        (ip("fd00:1::10"), 64, ip("fd00:1::1"))
+    );
+    assert_eq!(n.dns, [ip("fd00:1::1")]);
+    // No IPv4 on the network: an IPv4 address, or a DNS server of IPv4, has nowhere to go.
+    refused(
+        &ipv6_only(NAT),
+        "mode = \"static\"\nipv4 = { address = \"192.168.126.10/24\", gateway = \"192.168.126.1\" }\nipv6 = { address = \"fd00:1::10/64\", gateway = \"fd00:1::1\" }\ndns = [\"fd00:1::1\"]",
+        "network.ipv4: this scenario's machine network has no IPv4 CIDR (install.machine_network = [\"fd00:1::/64\"]), so its NAT network carries no IPv4 (single-stack IPv6)",
+        "{ address = \"192",
+    );
+    refused(
+        &ipv6_only(NAT),
+        "mode = \"static\"\nipv6 = { address = \"fd00:1::10/64\", gateway = \"fd00:1::1\" }\ndns = [\"fd00:1::53\"]",
+        "network.dns: fd00:1::53 is not a DNS server of this network (fd00:1::1)",
+        "\"fd00:1::53\"",
+    );
+    refused(
+        &ipv6_only(NAT),
+        "mode = \"static\"\nipv6 = { address = \"fd00:1::20/64\", gateway = \"fd00:1::1\" }\ndns = [\"fd00:1::1\"]",
+        "fd00:1::20/64 is not the node's address here, fd00:1::10/64",
+        "\"fd00:1::20/64\"",
+    );
+}
+
+#[test]
+fn single_stack_ipv6_on_a_nat_network_needs_the_address_static_and_the_boot_from_media() {
+    const NEEDS: &str = "vm.network = \"nat\" on a single-stack IPv6 machine network (install.machine_network = [\"fd00:1::/64\"]) needs the node's IPv6 address given statically: [network] mode = \"static\", ipv6 = { address = \"fd00:1::10/64\", gateway = \"fd00:1::1\" }, dns = [\"fd00:1::1\"]";
+    // Without the table: at vm.network.
+    let t = ipv6_only(NAT);
+    let e = parse(&t).unwrap_err();
+    assert!(e.message.contains(NEEDS), "{e}");
+    assert!(
+        e.message
+            .contains("DHCPv6 tells clients apart by their DUID"),
+        "{e}"
+    );
+    assert_eq!(e.line, Some(at(&t, "network = \"nat\"").0), "{e}");
+    // DHCP named: at the mode.
+    refused(&ipv6_only(NAT), "mode = \"dhcp\"", NEEDS, "\"dhcp\"");
+    // A boot that fetches its root filesystem: at boot.source.
+    for source in ["minimal-iso", "pxe"] {
+        let t = format!(
+            "{}\n[boot]\nsource = \"{source}\"\n",
+            text(&ipv6_only(NAT), STATIC_V6)
+        );
+        let e = parse(&t).unwrap_err();
+        assert!(
+            e.message.contains(&format!(
+                "boot.source = \"{source}\" on a single-stack IPv6 NAT network"
+            )) && e.message.contains(
+                "the harness's boot server listens on the network's IPv4 host address only"
+            ),
+            "{e}"
+        );
+        assert_eq!(e.line, Some(at(&t, "source =").0), "{e}");
+    }
+    // Dual stack keeps DHCP and the boot server (reached over IPv4).
+    assert!(parse(&dual(NAT)).is_ok());
+}
