@@ -12,6 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use sno_e2e::*;
+use sno_harness::assets::dns;
 use sno_harness::guest::ssh::SshKeyPair;
 use sno_harness::health::{judge, ApiEndpoint, ClusterApi};
 use sno_harness::hw::{Bus, Firmware, Sector};
@@ -53,46 +54,14 @@ sshKey: '{}'
 /// The node's address under QEMU user networking, which its DHCP lease always gives.
 const NODE_IP: &str = "10.0.2.15";
 
-/// The installed system's /etc/hosts: the fixture's own names, and the cluster's pointing at the
-/// node (the API, the internal API, and the routes of the console, OAuth and the ingress canary).
-fn hosts_file() -> String {
-    let names = [
-        "api.sno.example.test",
-        "api-int.sno.example.test",
-        "console-openshift-console.apps.sno.example.test",
-        "oauth-openshift.apps.sno.example.test",
-        "canary-openshift-ingress-canary.apps.sno.example.test",
-    ];
-    format!(
-        "127.0.0.1\tlocalhost\n127.0.1.1\tminisno\n::1\tlocalhost ip6-localhost ip6-loopback\n{NODE_IP}\t{}\n",
-        names.join(" ")
-    )
-}
-
-/// A master MachineConfig writing `hosts` to /etc/hosts on the installed system.
-fn hosts_machine_config(hosts: &str) -> String {
-    use base64::Engine as _;
-    format!(
-        r#"apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  labels:
-    machineconfiguration.openshift.io/role: master
-  name: 99-sno-e2e-dns-master
-spec:
-  config:
-    ignition:
-      version: 3.2.0
-    storage:
-      files:
-      - path: /etc/hosts
-        mode: 420
-        overwrite: true
-        contents:
-          source: data:text/plain;charset=utf-8;base64,{}
-"#,
-        base64::engine::general_purpose::STANDARD.encode(hosts)
-    )
+/// How the node gets the cluster's names, as a run on the user network gives them: a resolver
+/// on the node (assets::dns), never /etc/hosts, which pods do not read.
+fn node_resolver() -> dns::Provision {
+    dns::Provision::NodeResolver(dns::Records {
+        address: NODE_IP.parse().unwrap(),
+        cluster_domain: "sno.example.test".into(),
+        names: sno_harness::hw::nat::cluster_names("sno", "example.test"),
+    })
 }
 
 /// Runs minisno-install in `dir` with the fast schedule: `create manifests`, the DNS
@@ -105,11 +74,7 @@ fn create_assets(dir: &Path, config: &str) {
         .expect("the fixture ships minisno-install");
     for target in ["manifests", "single-node-ignition-config"] {
         if target == "single-node-ignition-config" {
-            std::fs::write(
-                dir.join("openshift/99-sno-e2e-dns-master.yaml"),
-                hosts_machine_config(&hosts_file()),
-            )
-            .unwrap();
+            dns::write_machine_config(dir, &node_resolver()).unwrap();
         }
         run(Command::new(&installer)
             .args(["--dir"])
@@ -120,10 +85,16 @@ fn create_assets(dir: &Path, config: &str) {
 }
 
 fn live_iso_with(dir: &Path, ign: &Path) -> std::path::PathBuf {
+    // The live system's names too, as a run gives them (its bootkube reaches the API by name).
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ign).unwrap()).unwrap();
+    dns::add_to_live_ignition(&mut config, &node_resolver()).unwrap();
+    let ign = dir.join("live.ign");
+    std::fs::write(&ign, config.to_string()).unwrap();
     let iso = dir.join("live.iso");
     run(Command::new("coreos-installer")
         .args(["iso", "ignition", "embed", "-f", "-i"])
-        .arg(ign)
+        .arg(&ign)
         .arg("-o")
         .arg(&iso)
         .arg(&fixture().live_iso));
@@ -270,11 +241,14 @@ fn bootstrap_in_place_converges_on_seabios_virtio() {
         cleaned.succeed("test ! -e /opt/openshift && test ! -e /etc/kubernetes/bootstrap-secrets && systemctl is-enabled bootkube.service | grep -qx disabled")
     })
     .unwrap_or_else(|e| panic!("{e}"));
-    let hosts = succeed(&cleaned, "cat /etc/hosts");
-    assert_eq!(
-        hosts.trim_end(),
-        hosts_file().trim_end(),
-        "the MachineConfig's /etc/hosts"
+    // The names through the node's own resolver (the MachineConfig's dnsmasq), as pods ask.
+    let answer = succeed(
+        &cleaned,
+        "getent ahostsv4 anything.apps.sno.example.test | head -n 1",
+    );
+    assert!(
+        answer.starts_with(NODE_IP),
+        "*.apps does not resolve to the node through its resolver: {answer}"
     );
 
     let journal = succeed(
