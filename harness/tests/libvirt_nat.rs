@@ -408,6 +408,42 @@ fn a_static_bond_of_two_interfaces_carries_the_node_on_a_nat_network() {
     assert_no_network_left(&state);
 }
 
+/// Dual stack on a NAT network: the IPv4 and IPv6 machine, cluster and service networks, the
+/// node given both families' addresses by one keyfile, and the Node registered with both.
+#[test]
+fn a_dual_stack_nat_run_registers_the_node_at_both_static_addresses() {
+    let work = work_dir("sno-nat-dual-");
+    let smoke = read(&nat_smoke(work.path()));
+    let variant = format!(
+        "{}\n[network]\nmode = \"static\"\n\
+         ipv4 = {{ address = \"{NODE}/24\", gateway = \"{RESOLVER}\" }}\n\
+         ipv6 = {{ address = \"{NODE6}/64\", gateway = \"{RESOLVER6}\" }}\n\
+         dns = [\"{RESOLVER}\", \"{RESOLVER6}\"]\n",
+        smoke.replace(
+            "machine_network = [\"192.168.126.0/24\"]",
+            "machine_network = [\"192.168.126.0/24\", \"fd00:1::/64\"]\n\
+             cluster_network = [{ cidr = \"10.128.0.0/14\", host_prefix = 23 }, { cidr = \"fd01::/48\", host_prefix = 64 }]\n\
+             service_network = [\"172.30.0.0/16\", \"fd02::/112\"]",
+        )
+    );
+    assert!(variant.contains("fd02::/112"), "smoke.toml changed shape");
+    let (_, result, state) = a_passing_variant(work.path(), &variant);
+    let addresses: Vec<&str> = result["node"]["addresses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(
+        addresses.contains(&NODE) && addresses.contains(&NODE6),
+        "the Node lacks a family: {}",
+        result["node"]
+    );
+    let network = read(&work.path().join("out/nat/network.xml"));
+    assert_eq!(network.matches("<ip ").count(), 2, "{network}");
+    assert_no_network_left(&state);
+}
+
 #[test]
 fn gc_removes_the_network_of_a_killed_nat_run() {
     let work = work_dir("sno-nat-gc-");
