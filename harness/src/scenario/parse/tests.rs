@@ -563,6 +563,12 @@ fn install_to_disk_installs_unless_the_scenario_asks_for_the_assisted_way() {
         parse(&bare).unwrap().install.assisted,
         AssistedSection::default()
     );
+    // A node with static addresses gets --copy-network, as the assisted installer gives it.
+    let static_node = format!(
+        "{bare}\n[network]\nmode = \"static\"\n\
+         ipv4 = {{ address = \"10.0.2.15/24\", gateway = \"10.0.2.2\" }}\ndns = [\"10.0.2.3\"]\n"
+    );
+    assert!(parse(&static_node).unwrap().install.assisted.copy_network);
     for (bad, says) in [
         (
             "mode = \"agent\"\n",
