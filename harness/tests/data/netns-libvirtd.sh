@@ -57,6 +57,14 @@ cmd=$!
                     echo "$name $(getent "$3" "$name" | awk "NR==1 {print \$1}")"
                 done' probe "$state" "$domain" "$family" >"$state/dns.tmp"
             mv "$state/dns.tmp" "$state/dns"
+            # Done once every name has an address. Until then ask again: the network is listed
+            # before its dnsmasq answers, and an IPv6 bridge address is tentative until its
+            # duplicate address detection ends (seconds, more on a loaded host), during which
+            # nothing can reach dnsmasq there. The last answers stay in `dns` for the test.
+            if ! awk 'NF < 2 { missing = 1 } END { exit missing }' "$state/dns"; then
+                sleep 0.5
+                continue
+            fi
             exit 0
         fi
         sleep 0.5
