@@ -69,8 +69,8 @@ cat target/fresh-host-check.log
 #   on the user network, libvirt_nat's run through the network's dnsmasq); copy-network-missing
 #   (some 4.5 minutes: the judgement of an installed system on NetworkManager's automatic
 #   profile is the machine's an_installed_system_without_the_live_systems_keyfiles_fails_naming_the_copy,
-#   the script without -n minisno-install's unit test, and network::bond.pxe.bios runs the copy
-#   that does happen).
+#   the script without -n minisno-install's unit test, and libvirt_nat's IPv6 run the copy that
+#   does happen).
 # - faults whose detector others prove: oom-kill-allowed (the allow-list's unit tests; oom-kill
 #   runs); bootkube-flaky (the machine's restart tests; bootkube-fail runs); journal-cut
 #   (journal_follower's cut-and-frozen VM test); disk-boot-panic on both backends (the machine's
@@ -159,13 +159,13 @@ if [ "${1:-}" = "--all" ]; then
     # mostly downloads): docs/ci.md, "The CI image".
     bash ci/image/test-oci.sh --harness target/debug/sno-harness
 fi
-# Of scenarios/network.toml, the bond on PXE: the keyfiles as PXE's own initramfs (`pxe network
-# wrap`), the second NIC on QEMU's hub, the live system's and (through `coreos-installer install
-# -n`) the installed system's NetworkManager on the keyfiles' profiles, the Node's InternalIP
-# checked against the static address. DHCP on every boot source is boot.toml's.
+# scenarios/network.toml is left out: the keyfiles embedded in the ISO, copied by `coreos-installer
+# install -n`, each system's profiles and the Node's InternalIP run in libvirt_nat's single-stack
+# IPv6 run (static by keyfile); PXE's `pxe network wrap` and the bond's second NIC are unit tests
+# of the iPXE script and of both backends' NICs (network::bond.pxe.bios runs them: 187 s); DHCP
+# on every boot source is boot.toml's.
 ci_permutations='test(=install-config::ipv6.OVNKubernetes.proxy.bundle.always.fips.skip-hostcrypt.caps-default)
-  or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)
-  or test(=network::bond.pxe.bios)'
+  or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)'
 cargo nextest run --workspace --locked --profile ci --run-ignored all -E "
   ($not_in_ci) and not binary(soak) and not test(=smoke_twice_after_one_warmup)
   and not test(=six_permutations_on_one_host_and_on_two)
