@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::ignition_edit::EditError;
 use super::keyfiles::{self, Keyfile};
-use super::{write_private, AssetsError};
+use super::AssetsError;
 use crate::scenario::model::NetworkMode;
 use crate::scenario::Scenario;
 
@@ -78,34 +78,19 @@ fn hostname_file(name: &str) -> Value {
 /// The MachineConfig that names the installed system, when the harness names the node.
 pub fn hostname_machine_config(s: &Scenario) -> Option<Value> {
     let name = static_hostname(s)?;
-    Some(json!({
-        "apiVersion": "machineconfiguration.openshift.io/v1",
-        "kind": "MachineConfig",
-        "metadata": {
-            "name": HOSTNAME_MACHINE_CONFIG,
-            "labels": {"machineconfiguration.openshift.io/role": "master"}
-        },
-        "spec": {"config": {
-            "ignition": {"version": "3.2.0"},
-            "storage": {"files": [hostname_file(&name)]}
-        }}
-    }))
+    Some(super::dns::master_machine_config(
+        HOSTNAME_MACHINE_CONFIG,
+        json!({"storage": {"files": [hostname_file(&name)]}}),
+    ))
 }
 
 /// Writes the hostname MachineConfig into `dir/openshift/`, after `create manifests`, when
 /// there is one.
 pub fn write_hostname_machine_config(dir: &Path, s: &Scenario) -> Result<(), AssetsError> {
-    let Some(mc) = hostname_machine_config(s) else {
-        return Ok(());
-    };
-    let yaml = serde_saphyr::to_string(&mc).expect("a manifest serialises");
-    let openshift = dir.join("openshift");
-    std::fs::create_dir_all(&openshift)
-        .map_err(|e| AssetsError::io(format!("creating {}", openshift.display()), e))?;
-    write_private(
-        &openshift.join(format!("{HOSTNAME_MACHINE_CONFIG}.yaml")),
-        yaml.as_bytes(),
-    )
+    match hostname_machine_config(s) {
+        Some(mc) => super::dns::write_manifest(dir, HOSTNAME_MACHINE_CONFIG, &mc),
+        None => Ok(()),
+    }
 }
 
 /// Names the live system in its Ignition, when the harness names the node.

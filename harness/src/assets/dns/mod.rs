@@ -155,34 +155,44 @@ fn entries(p: &Provision, system: System) -> Option<(Vec<Value>, Vec<Value>)> {
 /// onto the node.
 pub fn machine_config(p: &Provision) -> Option<Value> {
     let (files, units) = entries(p, System::Installed)?;
-    Some(json!({
+    Some(master_machine_config(
+        MACHINE_CONFIG_NAME,
+        json!({"storage": {"files": files}, "systemd": {"units": units}}),
+    ))
+}
+
+/// A master MachineConfig `name` whose Ignition (spec 3.2) has `parts` (`storage`, `systemd`).
+pub(super) fn master_machine_config(name: &str, parts: Value) -> Value {
+    let mut config = json!({"ignition": {"version": "3.2.0"}});
+    if let (Some(c), Value::Object(parts)) = (config.as_object_mut(), parts) {
+        c.extend(parts);
+    }
+    json!({
         "apiVersion": "machineconfiguration.openshift.io/v1",
         "kind": "MachineConfig",
         "metadata": {
-            "name": MACHINE_CONFIG_NAME,
+            "name": name,
             "labels": {"machineconfiguration.openshift.io/role": "master"}
         },
-        "spec": {"config": {
-            "ignition": {"version": "3.2.0"},
-            "storage": {"files": files},
-            "systemd": {"units": units}
-        }}
-    }))
+        "spec": {"config": config}
+    })
 }
 
 /// Writes the MachineConfig into `dir/openshift/`, after `create manifests`, when there is one.
 pub fn write_machine_config(dir: &Path, p: &Provision) -> Result<(), AssetsError> {
-    let Some(mc) = machine_config(p) else {
-        return Ok(());
-    };
-    let yaml = serde_saphyr::to_string(&mc).expect("a manifest serialises");
+    match machine_config(p) {
+        Some(mc) => write_manifest(dir, MACHINE_CONFIG_NAME, &mc),
+        None => Ok(()),
+    }
+}
+
+/// Writes manifest `name` into `dir/openshift/NAME.yaml`, owner-only.
+pub(super) fn write_manifest(dir: &Path, name: &str, manifest: &Value) -> Result<(), AssetsError> {
+    let yaml = serde_saphyr::to_string(manifest).expect("a manifest serialises");
     let openshift = dir.join("openshift");
     std::fs::create_dir_all(&openshift)
         .map_err(|e| AssetsError::io(format!("creating {}", openshift.display()), e))?;
-    write_private(
-        &openshift.join(format!("{MACHINE_CONFIG_NAME}.yaml")),
-        yaml.as_bytes(),
-    )
+    write_private(&openshift.join(format!("{name}.yaml")), yaml.as_bytes())
 }
 
 /// Gives the live system its names in its Ignition config (spec 3.x): the resolver's files
