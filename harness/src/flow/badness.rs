@@ -2,11 +2,14 @@
 //! passed (a kernel oops during the install, a crash of a bootstrap unit, a unit dropped to
 //! break an ordering cycle). The serial console and every boot's journal are scanned line by
 //! line. What a hit does is scoped as the peers scope it (docs/badness.md has the table):
-//! - the kernel and the boot itself (panic, Oops, BUG, general protection fault, a kernel
-//!   `WARNING: CPU:`, an emergency shell, dracut's fatal refusal, I/O to an offline device,
-//!   an ordering cycle) fail the current phase; a soft lockup is a warning under TCG, where
-//!   the emulated CPUs stall (kola treats it so);
-//! - a crash (OOM kill, segfault, Go `panic:`, core dump) of a bootstrap unit (bootkube,
+//! - the kernel and the boot itself (panic, Oops, BUG, the kernel's general protection fault,
+//!   an emergency shell, dracut's fatal refusal, I/O to an offline device, an ordering cycle)
+//!   fail the current phase; a soft lockup is a warning under TCG, where the emulated CPUs
+//!   stall (kola treats it so); a kernel `WARNING: CPU:` is a warning unless the scenario says
+//!   (`[badness] kernel_warnings`): the kernel carries on after one, and neither the installer's
+//!   waits nor the CVO look at the kernel's log;
+//! - a crash (OOM kill, segfault or a user-space general protection fault, Go `panic:`, core
+//!   dump) of a bootstrap unit (bootkube,
 //!   install-to-disk, kubelet) fails; of any other unit it is a warning on the openshift profile
 //!   (operators restart and recover) and fails on the fixture's, unless the scenario says
 //!   (`[badness] process_crashes`);
@@ -85,6 +88,9 @@ pub struct Policy {
     pub process_crashes_fatal: bool,
     /// The VM runs under TCG.
     pub tcg: bool,
+    /// A kernel `WARNING: CPU:` fails the run (`[badness] kernel_warnings = "fatal"`) or is a
+    /// warning (the default on both profiles).
+    pub kernel_warnings_fatal: bool,
 }
 
 /// Strict until told otherwise: every crash fails.
@@ -93,6 +99,7 @@ impl Default for Policy {
         Policy {
             process_crashes_fatal: true,
             tcg: false,
+            kernel_warnings_fatal: true,
         }
     }
 }
@@ -103,6 +110,11 @@ impl Policy {
     pub fn warning(self, kind: Kind, unit: Option<&str>) -> Option<String> {
         if kind == Kind::SoftLockup && self.tcg {
             return Some("a soft lockup under TCG, where the emulated CPUs stall".into());
+        }
+        if kind == Kind::KernelWarning && !self.kernel_warnings_fatal {
+            return Some(
+                "a kernel WARNING: the kernel goes on after it and no gate of the install looks at the kernel's log ([badness] kernel_warnings = \"fatal\" makes it fail)".into(),
+            );
         }
         let bootstrap = unit.is_some_and(|u| BOOTSTRAP_UNITS.contains(&u));
         if kind.is_process_crash() && !bootstrap && !self.process_crashes_fatal {
@@ -133,7 +145,15 @@ fn patterns() -> &'static [(Kind, Regex)] {
             p(Kind::KernelBug, r"\bBUG: "),
             // The kernel's __warn(): "WARNING: CPU: 1 PID: 120 at mm/page_alloc.c:4386 ...".
             p(Kind::KernelWarning, r"WARNING: CPU: \d+ PID: \d+"),
-            p(Kind::GeneralProtectionFault, r"general protection fault"),
+            // The kernel's own fault, as die() prints it: "general protection fault: 0000 [#1]
+            // SMP PTI" or, since 5.x, "general protection fault, probably for non-canonical
+            // address 0x...: 0000 [#1] SMP". A user-space process's fault is printed by the
+            // trap handler as "traps: prog[123] general protection fault ip:... sp:... error:0
+            // in ...": a process crash (below, with the segfaults), not the kernel's.
+            p(
+                Kind::GeneralProtectionFault,
+                r"general protection fault(, [^:]*)?: [0-9a-f]{4} \[#\d+\]",
+            ),
             // systemd ("You are in emergency mode", "Reached target emergency.target") and
             // dracut ("Entering emergency mode. Exit the shell to continue.").
             p(
@@ -152,9 +172,14 @@ fn patterns() -> &'static [(Kind, Regex)] {
                 Kind::OomKill,
                 r"[Oo]ut of memory: Killed process|invoked oom-killer|killed by the OOM killer|due to memory (used|pressure)",
             ),
-            // The kernel's "prog[123]: segfault at 0 ip ... error 4 in ..." and systemd's
-            // "Main process exited, code=dumped, status=11/SEGV".
-            p(Kind::Segfault, r"\bsegfault at [0-9a-f]+ |status=11/SEGV"),
+            // The kernel's "prog[123]: segfault at 0 ip ... error 4 in ...", its trap handler's
+            // "traps: prog[123] general protection fault ip:... sp:... error:0 in ..." (a
+            // user-space process that touched a non-canonical address) and systemd's "Main
+            // process exited, code=dumped, status=11/SEGV".
+            p(
+                Kind::Segfault,
+                r"\bsegfault at [0-9a-f]+ |\btraps: .*general protection fault ip:|status=11/SEGV",
+            ),
             // A Go program's runtime panic, as its first line reaches the journal.
             p(Kind::GoPanic, r"^panic: "),
             // systemd-coredump: "Process 1234 (crio) of user 0 dumped core."
@@ -358,6 +383,9 @@ mod tests {
             ("panic: runtime error: invalid memory address or nil pointer dereference", Kind::GoPanic),
             ("Process 4321 (crio) of user 0 dumped core.", Kind::CoreDump),
             ("[    9.9] general protection fault: 0000 [#1] SMP PTI", Kind::GeneralProtectionFault),
+            ("[   61.0] general protection fault, probably for non-canonical address 0xdead000000000100: 0000 [#1] PREEMPT SMP NOPTI", Kind::GeneralProtectionFault),
+            // A user-space process's fault, from the kernel's trap handler: a process crash.
+            ("[  123.4] traps: crio[2201] general protection fault ip:55d0c1a2b3c4 sp:7ffd2e0c1a28 error:0 in crio[55d0c0000000+2000000]", Kind::Segfault),
             ("You are in emergency mode. After logging in, type \"journalctl -xb\" to view", Kind::EmergencyShell),
             ("dracut-initqueue[412]: Entering emergency mode. Exit the shell to continue.", Kind::EmergencyShell),
             ("[  OK  ] Reached target emergency.target - Emergency Mode.", Kind::EmergencyShell),
@@ -399,6 +427,7 @@ mod tests {
         let strict = Policy {
             process_crashes_fatal: true,
             tcg: false,
+            kernel_warnings_fatal: true,
         };
         let h = f
             .observe(
@@ -451,10 +480,12 @@ mod tests {
         let openshift = Policy {
             process_crashes_fatal: false,
             tcg: true,
+            kernel_warnings_fatal: false,
         };
         let fixture = Policy {
             process_crashes_fatal: true,
             tcg: true,
+            kernel_warnings_fatal: false,
         };
         // A bootstrap unit's crash fails on every profile.
         assert_eq!(
@@ -474,12 +505,75 @@ mod tests {
         assert_eq!(fixture.warning(Kind::OomKill, Some("crio.service")), None);
         // The kernel's own badness fails everywhere; a soft lockup only without TCG.
         assert_eq!(openshift.warning(Kind::KernelPanic, None), None);
-        assert_eq!(openshift.warning(Kind::KernelWarning, None), None);
+        assert_eq!(
+            openshift.warning(Kind::GeneralProtectionFault, None),
+            None
+        );
         assert!(openshift.warning(Kind::SoftLockup, None).is_some());
         let kvm = Policy {
             process_crashes_fatal: false,
             tcg: false,
+            kernel_warnings_fatal: false,
         };
         assert_eq!(kvm.warning(Kind::SoftLockup, None), None);
+    }
+
+    #[test]
+    fn a_kernel_warning_is_a_warning_unless_the_scenario_makes_it_fatal() {
+        let line = "[   40.1] WARNING: CPU: 1 PID: 120 at mm/page_alloc.c:4386 __alloc_pages+0x2b5/0x330";
+        let allow = AllowList::default();
+        for (fatal, expect_fatal) in [(false, false), (true, true)] {
+            let policy = Policy {
+                process_crashes_fatal: true,
+                tcg: true,
+                kernel_warnings_fatal: fatal,
+            };
+            let mut f = Findings::default();
+            let hit = f
+                .observe((&allow, policy), ("serial", None), line, 40_100)
+                .unwrap();
+            assert_eq!(hit.kind, Kind::KernelWarning);
+            assert_eq!(hit.is_fatal(), expect_fatal, "kernel_warnings_fatal={fatal}");
+            if !fatal {
+                let why = hit.warning.as_deref().unwrap();
+                assert!(why.contains("kernel_warnings = \"fatal\""), "{why}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_user_space_general_protection_fault_is_a_process_crash_not_the_kernels() {
+        let line = "[  123.4] traps: crio[2201] general protection fault ip:55d0c1a2b3c4 sp:7ffd2e0c1a28 error:0 in crio[55d0c0000000+2000000]";
+        let allow = AllowList::default();
+        let openshift = Policy {
+            process_crashes_fatal: false,
+            tcg: true,
+            kernel_warnings_fatal: false,
+        };
+        let mut f = Findings::default();
+        let hit = f
+            .observe((&allow, openshift), ("serial", None), line, 1)
+            .unwrap();
+        assert_eq!(hit.kind, Kind::Segfault);
+        assert!(!hit.is_fatal(), "on the openshift profile a crash outside the bootstrap units warns");
+        let fixture = Policy {
+            process_crashes_fatal: true,
+            ..openshift
+        };
+        let mut f = Findings::default();
+        let hit = f.observe((&allow, fixture), ("serial", None), line, 1).unwrap();
+        assert!(hit.is_fatal(), "the fixture has no crashing processes");
+        // The kernel's own fault stays fatal on every profile.
+        let mut f = Findings::default();
+        let hit = f
+            .observe(
+                (&allow, openshift),
+                ("serial", None),
+                "[    9.9] general protection fault: 0000 [#1] SMP PTI",
+                2,
+            )
+            .unwrap();
+        assert_eq!(hit.kind, Kind::GeneralProtectionFault);
+        assert!(hit.is_fatal());
     }
 }

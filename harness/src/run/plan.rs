@@ -79,6 +79,7 @@ pub fn machine_for(s: &Scenario, accel: Accel, scale: f64, state: &StateMode) ->
             .process_crashes_fatal
             .unwrap_or(s.profile == Profile::Fixture),
         tcg: accel == Accel::Tcg,
+        kernel_warnings_fatal: s.kernel_warnings_fatal,
     });
     if let Some(p) = state.stops_after() {
         m.stop_after(p);

@@ -1022,6 +1022,7 @@ fn a_timeout_after_a_soft_lockup_under_tcg_quotes_the_lockup_not_the_traces_last
     m.scope_badness(crate::flow::badness::Policy {
         process_crashes_fatal: true,
         tcg: true,
+        kernel_warnings_fatal: true,
     });
     through_bootkube(&mut m);
     let lockup = "[   65.2] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [kworker/1:2:88]";
@@ -1069,6 +1070,7 @@ fn on_the_openshift_profile_a_crash_outside_the_bootstrap_units_is_a_warning() {
     m.scope_badness(crate::flow::badness::Policy {
         process_crashes_fatal: false,
         tcg: true,
+        kernel_warnings_fatal: true,
     });
     through_bootkube(&mut m);
     let a = feed(

@@ -126,6 +126,11 @@ pub struct BadnessSection {
     /// openshift profile's).
     #[serde(default, deserialize_with = "option_choice")]
     pub process_crashes: Option<CrashSeverity>,
+    /// Whether a kernel `WARNING: CPU:` fails the run (`fatal`) or is a warning (`warning`, the
+    /// default on both profiles: the kernel carries on after one, and neither `openshift-install
+    /// wait-for` nor the CVO looks at the kernel's log).
+    #[serde(default, deserialize_with = "option_choice")]
+    pub kernel_warnings: Option<CrashSeverity>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -71,6 +71,8 @@ pub struct Scenario {
     pub etcd_check: EtcdCheck,
     /// `[badness] process_crashes`, when the scenario sets it.
     pub process_crashes_fatal: Option<bool>,
+    /// `[badness] kernel_warnings = "fatal"`: a kernel `WARNING: CPU:` fails the run.
+    pub kernel_warnings_fatal: bool,
     /// `[badness] allow`: patterns of log lines that are warnings, not failures.
     pub badness_allow: Vec<String>,
 }

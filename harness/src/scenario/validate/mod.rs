@@ -91,6 +91,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
         expect: f.expect.map(Spanned::into_inner),
         etcd_check: f.checks.etcd_bootstrap_member_removed,
         process_crashes_fatal: f.badness.process_crashes.map(|c| c == CrashSeverity::Fatal),
+        kernel_warnings_fatal: f.badness.kernel_warnings == Some(CrashSeverity::Fatal),
         badness_allow,
     })
 }
