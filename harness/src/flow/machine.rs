@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use super::badness::{AllowList, Findings, Policy as BadnessPolicy};
+use super::badness::{AllowList, Findings, Kind, Policy as BadnessPolicy};
 pub use super::disk_write::{
     installer_progress_percent, AdaptiveDeadline, DiskWriteStats, Projection,
 };
@@ -148,10 +148,15 @@ pub struct Machine {
     boot_server_strain: Option<String>,
     /// The scenario's keyfile profiles, which NetworkManager must bring the NICs up with.
     network_profiles: Vec<String>,
+    /// An emergency line's failure, held while the emergency shell may still dump its cause.
+    emergency: Option<emergency::Pending>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct ApiCheckKey(u8);
+
+/// Where the serial console's lines are said to come from, in hits and reasons.
+const CONSOLE: &str = "serial console";
 
 /// A boot id as one key, however it was written: /proc's has dashes, journald's `_BOOT_ID`
 /// none.
@@ -215,6 +220,7 @@ impl Machine {
             served: Vec::new(),
             boot_server_strain: None,
             network_profiles: Vec::new(),
+            emergency: None,
         }
     }
 
@@ -444,7 +450,8 @@ impl Machine {
                 out.extend(self.error(now, reason));
             }
             Signal::Console { line } => {
-                self.scan_for_badness(("serial console", None), line, now, &mut out);
+                self.emergency_console(line, now, &mut out);
+                self.scan_for_badness((CONSOLE, None), line, now, &mut out);
                 self.note_orderly_reboot(line, now);
             }
             Signal::Journal {
@@ -517,9 +524,14 @@ impl Machine {
                 now,
             )
             .filter(|h| h.is_fatal())
-            .map(|h| h.describe());
-        if let Some(reason) = failing {
-            self.fail(now, reason, out);
+            .map(|h| (h.describe(), h.kind));
+        match failing {
+            // The console's emergency shell dumps its cause after its own lines (emergency.rs).
+            Some((reason, Kind::EmergencyShell | Kind::DracutFatal)) if source == CONSOLE => {
+                self.hold_emergency(now, reason)
+            }
+            Some((reason, _)) => self.fail(now, reason, out),
+            None => {}
         }
     }
 
@@ -541,6 +553,7 @@ impl Machine {
 
 mod api;
 mod deadlines;
+mod emergency;
 mod guest;
 mod install;
 pub mod network;

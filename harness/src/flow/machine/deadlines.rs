@@ -50,6 +50,11 @@ impl Machine {
         if self.outcome.is_some() {
             return out;
         }
+        if self.emergency_held() {
+            // The emergency decides the run; the phase's deadline would only hide its cause.
+            self.emergency_due(now_ms, &mut out);
+            return out;
+        }
         if cur == Phase::InstallToDisk && self.disk.start_ms.is_some() {
             let idle = now_ms.saturating_sub(self.disk.last_growth_ms);
             if idle > self.cfg.write_stall.as_millis() as u64 {

@@ -1465,47 +1465,85 @@ fn a_boot_that_fetched_nothing_has_no_split() {
     assert_eq!(m.live_boot_split(), None);
 }
 
-#[test]
-fn an_emergency_shell_in_the_live_boot_fails_it_quoting_the_lines_before() {
-    let mut m = machine();
+/// A network boot whose rootfs fetch failed, as CoreOS's console shows it (the contract's "A
+/// failed network boot"): the unit's failure and the emergency target first, then, after the
+/// emergency shell's wait, the failed unit's journal lines and the shell's prompt.
+fn rootfs_404_console(dump_at: Option<u64>) -> Vec<(u64, Signal)> {
     let console = |line: &str| Signal::Console { line: line.into() };
-    feed(
-        &mut m,
-        vec![
-            (1000, Signal::AssetsReady),
-            (1100, Signal::VmStarted { pid: 1 }),
-            (3000, console("[    2.1] virtio_net virtio0 eth0: renamed")),
+    let mut lines = vec![
+        (1000, Signal::AssetsReady),
+        (1100, Signal::VmStarted { pid: 1 }),
+        (3000, console("[    2.1] virtio_net virtio0 eth0: renamed")),
+        (
+            4000,
+            console("[FAILED] Failed to start coreos-livepxe-rootfs.service - Acquire live PXE rootfs image."),
+        ),
+        (4001, console("Entering emergency mode. Exit the shell to continue.")),
+    ];
+    if let Some(t) = dump_at {
+        lines.extend([
+            (t, console("Displaying logs from failed units: coreos-livepxe-rootfs.service")),
             (
-                4000,
-                console("minisno-init: Couldn't fetch, verify, and unpack image specified by:"),
+                t + 1,
+                console("coreos-livepxe-rootfs[812]: Couldn't query the server for the rootfs specified by: http://10.0.2.2:4000/rootfs.img"),
             ),
-            (
-                4001,
-                console("minisno-init: coreos.live.rootfs_url=http://10.0.2.2:4000/rootfs.img"),
-            ),
-            (
-                4002,
-                console(
-                    "minisno-init: hash mismatch at offset 41943040; expected ab12, found cd34",
-                ),
-            ),
-            (
-                4003,
-                console("Entering emergency mode. Exit the shell to continue."),
-            ),
-        ],
-    );
-    let o = m.outcome().expect("failed");
+            (t + 2, console("coreos-livepxe-rootfs[812]: HTTP/1.1 404 Not Found")),
+        ]);
+    }
+    lines
+}
+
+#[test]
+fn an_emergency_shell_in_the_live_boot_fails_quoting_the_failed_units_lines_dumped_after_it() {
+    let mut m = machine();
+    feed(&mut m, rootfs_404_console(Some(15_000)));
+    assert!(m.outcome().is_none(), "held while the shell may still dump its cause");
+    m.on_event(&ev(
+        15_010,
+        Signal::Console {
+            line: "Press Enter to continue.".into(),
+        },
+    ));
+    let o = m.outcome().expect("the prompt ends the window");
     assert_eq!(o.verdict, Verdict::Fail);
     assert_eq!(o.failed_phase, Some(Phase::LiveBoot));
     for quoted in [
         "emergency shell",
-        "rootfs_url=http://10.0.2.2:4000/rootfs.img",
-        "hash mismatch at offset 41943040; expected ab12, found cd34",
+        "Failed to start coreos-livepxe-rootfs.service",
+        "rootfs specified by: http://10.0.2.2:4000/rootfs.img",
+        "404 Not Found",
         "renamed",
     ] {
         assert!(o.reason.contains(quoted), "{quoted:?} not in {}", o.reason);
     }
+}
+
+#[test]
+fn an_emergency_without_a_dump_fails_once_its_window_has_passed_and_not_before() {
+    let mut m = machine();
+    feed(&mut m, rootfs_404_console(None));
+    let window = super::emergency::EMERGENCY_DUMP_WINDOW.as_millis() as u64;
+    m.tick(4001 + window - 1);
+    assert!(m.outcome().is_none());
+    m.tick(4001 + window);
+    let o = m.outcome().expect("failed after the window");
+    assert_eq!(o.failed_phase, Some(Phase::LiveBoot));
+    assert!(o.reason.contains("emergency shell"), "{}", o.reason);
+    assert!(
+        o.reason.contains("the console showed nothing more within 25 s"),
+        "{}",
+        o.reason
+    );
+}
+
+#[test]
+fn a_dump_without_a_prompt_is_quoted_when_the_window_ends() {
+    let mut m = machine();
+    feed(&mut m, rootfs_404_console(Some(19_000)));
+    let window = super::emergency::EMERGENCY_DUMP_WINDOW.as_millis() as u64;
+    m.tick(4001 + window);
+    let o = m.outcome().expect("failed after the window");
+    assert!(o.reason.contains("404 Not Found"), "{}", o.reason);
 }
 
 fn assisted(step: AssistedStep) -> Signal {
