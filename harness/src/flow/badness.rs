@@ -505,10 +505,7 @@ mod tests {
         assert_eq!(fixture.warning(Kind::OomKill, Some("crio.service")), None);
         // The kernel's own badness fails everywhere; a soft lockup only without TCG.
         assert_eq!(openshift.warning(Kind::KernelPanic, None), None);
-        assert_eq!(
-            openshift.warning(Kind::GeneralProtectionFault, None),
-            None
-        );
+        assert_eq!(openshift.warning(Kind::GeneralProtectionFault, None), None);
         assert!(openshift.warning(Kind::SoftLockup, None).is_some());
         let kvm = Policy {
             process_crashes_fatal: false,
@@ -520,7 +517,8 @@ mod tests {
 
     #[test]
     fn a_kernel_warning_is_a_warning_unless_the_scenario_makes_it_fatal() {
-        let line = "[   40.1] WARNING: CPU: 1 PID: 120 at mm/page_alloc.c:4386 __alloc_pages+0x2b5/0x330";
+        let line =
+            "[   40.1] WARNING: CPU: 1 PID: 120 at mm/page_alloc.c:4386 __alloc_pages+0x2b5/0x330";
         let allow = AllowList::default();
         for (fatal, expect_fatal) in [(false, false), (true, true)] {
             let policy = Policy {
@@ -533,7 +531,11 @@ mod tests {
                 .observe((&allow, policy), ("serial", None), line, 40_100)
                 .unwrap();
             assert_eq!(hit.kind, Kind::KernelWarning);
-            assert_eq!(hit.is_fatal(), expect_fatal, "kernel_warnings_fatal={fatal}");
+            assert_eq!(
+                hit.is_fatal(),
+                expect_fatal,
+                "kernel_warnings_fatal={fatal}"
+            );
             if !fatal {
                 let why = hit.warning.as_deref().unwrap();
                 assert!(why.contains("kernel_warnings = \"fatal\""), "{why}");
@@ -555,13 +557,18 @@ mod tests {
             .observe((&allow, openshift), ("serial", None), line, 1)
             .unwrap();
         assert_eq!(hit.kind, Kind::Segfault);
-        assert!(!hit.is_fatal(), "on the openshift profile a crash outside the bootstrap units warns");
+        assert!(
+            !hit.is_fatal(),
+            "on the openshift profile a crash outside the bootstrap units warns"
+        );
         let fixture = Policy {
             process_crashes_fatal: true,
             ..openshift
         };
         let mut f = Findings::default();
-        let hit = f.observe((&allow, fixture), ("serial", None), line, 1).unwrap();
+        let hit = f
+            .observe((&allow, fixture), ("serial", None), line, 1)
+            .unwrap();
         assert!(hit.is_fatal(), "the fixture has no crashing processes");
         // The kernel's own fault stays fatal on every profile.
         let mut f = Findings::default();

@@ -46,7 +46,9 @@ fn shell_prompt(l: &str) -> bool {
             || body
                 .strip_prefix("sh-")
                 .or_else(|| body.strip_prefix("bash-"))
-                .is_some_and(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.')))
+                .is_some_and(|v| {
+                    !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.')
+                }))
 }
 
 impl Machine {
@@ -64,7 +66,9 @@ impl Machine {
     /// A console line while an emergency is held: kept for the reason; the shell's prompt ends
     /// the window.
     pub(super) fn emergency_console(&mut self, line: &str, now_ms: u64, out: &mut Vec<Action>) {
-        let Some(p) = self.emergency.as_mut() else { return };
+        let Some(p) = self.emergency.as_mut() else {
+            return;
+        };
         if ends_dump(line) {
             self.end_emergency(now_ms, out);
             return;
@@ -93,7 +97,9 @@ impl Machine {
     }
 
     fn end_emergency(&mut self, now_ms: u64, out: &mut Vec<Action>) {
-        let Some(p) = self.emergency.take() else { return };
+        let Some(p) = self.emergency.take() else {
+            return;
+        };
         let reason = if p.dump.is_empty() {
             format!(
                 "{}; the console showed nothing more within {} s of it",

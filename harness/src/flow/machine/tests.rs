@@ -1497,7 +1497,10 @@ fn rootfs_404_console(dump_at: Option<u64>) -> Vec<(u64, Signal)> {
 fn an_emergency_shell_in_the_live_boot_fails_quoting_the_failed_units_lines_dumped_after_it() {
     let mut m = machine();
     feed(&mut m, rootfs_404_console(Some(15_000)));
-    assert!(m.outcome().is_none(), "held while the shell may still dump its cause");
+    assert!(
+        m.outcome().is_none(),
+        "held while the shell may still dump its cause"
+    );
     m.on_event(&ev(
         15_010,
         Signal::Console {
@@ -1530,7 +1533,8 @@ fn an_emergency_without_a_dump_fails_once_its_window_has_passed_and_not_before()
     assert_eq!(o.failed_phase, Some(Phase::LiveBoot));
     assert!(o.reason.contains("emergency shell"), "{}", o.reason);
     assert!(
-        o.reason.contains("the console showed nothing more within 25 s"),
+        o.reason
+            .contains("the console showed nothing more within 25 s"),
         "{}",
         o.reason
     );
