@@ -83,6 +83,24 @@ impl Phase {
         }
     }
 
+    /// The phase whose timeout bounds this one. node-ready has no deadline of its own: the
+    /// installer's `wait-for bootstrap-complete` (cmd/openshift-install/create.go) waits for
+    /// the API and then for the bootstrap configmap, never for the node, so the node's
+    /// readiness is judged inside bootstrap-complete's budget, which runs from node-ready's
+    /// start (docs/bip-contract.md §13). node-ready stays a milestone of the timeline.
+    pub fn budget_phase(self) -> Phase {
+        match self {
+            Phase::NodeReady => Phase::BootstrapComplete,
+            p => p,
+        }
+    }
+
+    /// Whether a scenario may set this phase's timeout (`[timeouts]`): every phase with a
+    /// deadline of its own.
+    pub fn has_own_timeout(self) -> bool {
+        self.budget_phase() == self
+    }
+
     pub fn next(self) -> Option<Phase> {
         let i = Phase::ALL.iter().position(|p| *p == self)?;
         Phase::ALL.get(i + 1).copied()
@@ -107,9 +125,12 @@ pub fn openshift_default_timeout(p: Phase) -> Duration {
         Phase::InstallToDisk => m(30),
         Phase::Reboot => m(5),
         Phase::DiskBoot => m(20),
-        Phase::ApiReady => m(20),
-        Phase::BootstrapComplete => m(45),
-        Phase::NodeReady => m(20),
+        // wait-for gives /version 20 minutes, but on a single node the installed system's
+        // first boot comes before its API: an OS update with its reboot, then the image pulls.
+        Phase::ApiReady => m(40),
+        // wait-for bootstrap-complete's 45 minutes for the bootstrap configmap, shared with
+        // node-ready (Phase::budget_phase).
+        Phase::NodeReady | Phase::BootstrapComplete => m(45),
         Phase::ClusterReady => m(70),
         Phase::BootstrapCleanup => m(10),
     }
@@ -127,8 +148,8 @@ pub fn fixture_default_timeout(p: Phase) -> Duration {
         Phase::Reboot => s(120),
         Phase::DiskBoot => s(240),
         Phase::ApiReady => s(180),
-        Phase::BootstrapComplete => s(180),
-        Phase::NodeReady => s(180),
+        // Shared with node-ready (Phase::budget_phase), as the two had 180 s each.
+        Phase::NodeReady | Phase::BootstrapComplete => s(300),
         Phase::ClusterReady => s(240),
         Phase::BootstrapCleanup => s(180),
     }
@@ -161,5 +182,23 @@ mod tests {
         }
         assert_eq!(Phase::Reboot.next(), Some(Phase::DiskBoot));
         assert_eq!(Phase::BootstrapCleanup.next(), None);
+    }
+
+    #[test]
+    fn node_ready_is_bounded_by_bootstrap_completes_budget_and_every_other_phase_by_its_own() {
+        for p in Phase::ALL {
+            let shared = p == Phase::NodeReady;
+            assert_eq!(p.has_own_timeout(), !shared, "{p}");
+            let budget = p.budget_phase();
+            assert_eq!(budget == Phase::BootstrapComplete && shared, shared, "{p}");
+            assert_eq!(
+                openshift_default_timeout(p),
+                openshift_default_timeout(budget)
+            );
+        }
+        assert_eq!(
+            openshift_default_timeout(Phase::BootstrapComplete).as_secs(),
+            45 * 60
+        );
     }
 }

@@ -337,9 +337,11 @@ impl Run<'_> {
 
     /// When the current phase `p` runs out of time, as an instant for blocking work.
     fn phase_deadline(&self, p: Phase) -> Instant {
-        let st = self.machine.phase(p);
-        let start = Duration::from_millis(st.start_ms.unwrap_or_else(|| self.now()));
-        self.started + start + st.timeout
+        let (start, timeout) = self
+            .machine
+            .deadline_window(p)
+            .unwrap_or_else(|| (self.now(), self.machine.phase(p).timeout));
+        self.started + Duration::from_millis(start) + timeout
     }
 
     /// A helper of blocking work outlived the phase's deadline (and was stopped): the phase

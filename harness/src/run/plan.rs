@@ -26,13 +26,15 @@ pub fn phase_timeouts(s: &Scenario, accel: Accel, scale: f64) -> BTreeMap<Phase,
     Phase::ALL
         .iter()
         .map(|p| {
+            // node-ready's value is its budget's: bootstrap-complete's (Phase::budget_phase).
+            let b = p.budget_phase();
             let base = s
                 .timeouts
-                .get(p)
+                .get(&b)
                 .copied()
                 .unwrap_or_else(|| match s.profile {
-                    Profile::Fixture => fixture_default_timeout(*p),
-                    Profile::Openshift => openshift_default_timeout(*p),
+                    Profile::Fixture => fixture_default_timeout(b),
+                    Profile::Openshift => openshift_default_timeout(b),
                 });
             (*p, scaled(base, tcg * scale))
         })

@@ -283,6 +283,10 @@ impl Session {
                         && run.s.boot_source.fetches_rootfs();
                     let extra = if moves {
                         ", plus the time the boot server spends sending files"
+                    } else if p.budget_phase() != p {
+                        ", shared with bootstrap-complete from now, as wait-for bootstrap-complete's"
+                    } else if p == Phase::BootstrapComplete {
+                        ", counted from node-ready's start"
                     } else {
                         ""
                     };

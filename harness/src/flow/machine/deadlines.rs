@@ -43,6 +43,20 @@ impl Machine {
         sent.min(self.phases[&phase].timeout.as_millis() as u64)
     }
 
+    /// When phase `p`'s deadline clock started and how long it runs: its own start and timeout,
+    /// except for the phases that share a budget (Phase::budget_phase): node-ready and
+    /// bootstrap-complete together get bootstrap-complete's timeout from node-ready's start, as
+    /// `wait-for bootstrap-complete` gives its 45 minutes without looking at the node.
+    pub fn deadline_window(&self, p: Phase) -> Option<(u64, Duration)> {
+        let budget = p.budget_phase();
+        let start = Phase::ALL
+            .into_iter()
+            .filter(|q| q.budget_phase() == budget)
+            .filter_map(|q| self.phases[&q].start_ms)
+            .min()?;
+        Some((start, self.phases[&budget].timeout))
+    }
+
     /// Checks deadlines and the write-stall detector.
     pub fn tick(&mut self, now_ms: u64) -> Vec<Action> {
         let mut out = Vec::new();
@@ -70,12 +84,13 @@ impl Machine {
                 return out;
             }
         }
-        let st = &self.phases[&cur];
-        let Some(start) = st.start_ms else { return out };
+        let Some((start, timeout)) = self.deadline_window(cur) else {
+            return out;
+        };
         let projection = (cur == Phase::InstallToDisk)
             .then(|| self.install_projection())
             .flatten();
-        let plain = start + st.timeout.as_millis() as u64 + self.fetch_credit_ms(cur, start);
+        let plain = start + timeout.as_millis() as u64 + self.fetch_credit_ms(cur, start);
         let deadline = projection.map_or(plain, |p| p.deadline_ms);
         if now_ms > deadline {
             self.time_out(cur, (start, deadline, now_ms), projection, None, &mut out);
@@ -90,9 +105,10 @@ impl Machine {
         let Some(cur) = self.current.filter(|_| self.outcome.is_none()) else {
             return out;
         };
-        let st = &self.phases[&cur];
-        let start = st.start_ms.unwrap_or(now_ms);
-        let deadline = start + st.timeout.as_millis() as u64 + self.fetch_credit_ms(cur, start);
+        let (start, timeout) = self
+            .deadline_window(cur)
+            .unwrap_or((now_ms, self.phases[&cur].timeout));
+        let deadline = start + timeout.as_millis() as u64 + self.fetch_credit_ms(cur, start);
         self.time_out(cur, (start, deadline, now_ms), None, Some(cause), &mut out);
         out
     }
@@ -107,7 +123,7 @@ impl Machine {
         cause: Option<&str>,
         out: &mut Vec<Action>,
     ) {
-        let timeout = self.phases[&cur].timeout;
+        let timeout = self.phases[&cur.budget_phase()].timeout;
         let last = match cause {
             Some(c) => format!(": {c}"),
             None => self
@@ -142,8 +158,16 @@ impl Machine {
         } else {
             adapted
         };
+        let shared = match cur {
+            Phase::NodeReady | Phase::BootstrapComplete => format!(
+                " (the budget node-ready and bootstrap-complete share from node-ready's start, as wait-for bootstrap-complete's; {}'s timeout is {})",
+                Phase::BootstrapComplete,
+                humantime::format_duration(timeout)
+            ),
+            _ => String::new(),
+        };
         let reason = format!(
-            "{cur} did not finish within {}{adapted}{evidence}{last}",
+            "{cur} did not finish within {}{shared}{adapted}{evidence}{last}",
             humantime::format_duration(within)
         );
         let st = self.phases.get_mut(&cur).expect("state");

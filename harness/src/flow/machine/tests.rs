@@ -1871,3 +1871,64 @@ fn a_static_node_registered_at_another_address_fails_node_ready_naming_both() {
         o.reason
     );
 }
+
+/// A machine whose bootstrap-complete budget is 300 s and every other timeout 100 s.
+fn machine_with_a_longer_bootstrap_budget() -> Machine {
+    let mut m = machine();
+    m.phases.get_mut(&Phase::BootstrapComplete).unwrap().timeout = Duration::from_secs(300);
+    m
+}
+
+#[test]
+fn node_ready_has_no_deadline_of_its_own_only_bootstrap_completes_budget_from_its_start() {
+    let mut m = machine_with_a_longer_bootstrap_budget();
+    up_to_node_ready(&mut m);
+    assert_eq!(m.current(), Some(Phase::NodeReady));
+    let start = m.phase(Phase::NodeReady).start_ms.unwrap();
+    // Past node-ready's own 100 s, well within the shared 300 s: still waiting.
+    assert!(m.tick(start + 200_000).is_empty());
+    assert!(m.tick(start + 300_000).is_empty());
+    let a = m.tick(start + 300_001);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::NodeReady));
+    for quoted in [
+        "node-ready did not finish within 5m",
+        "the budget node-ready and bootstrap-complete share from node-ready's start",
+        "bootstrap-complete's timeout is 5m",
+    ] {
+        assert!(o.reason.contains(quoted), "{quoted:?} in {}", o.reason);
+    }
+}
+
+#[test]
+fn bootstrap_complete_gets_what_node_ready_left_of_the_shared_budget() {
+    let mut m = machine_with_a_longer_bootstrap_budget();
+    through_bootkube(&mut m);
+    feed(&mut m, vec![
+        (32_000, journal("install-to-disk.service", "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vda")),
+        (37_000, journal("install-to-disk.service", "Install complete.")),
+        (38_000, Signal::Qmp { name: "RESET".into(), data: serde_json::json!({"guest": true}) }),
+        (55_000, Signal::GuestStatus(guest("disk", false))),
+        (57_000, api(ApiCheck::Readyz, true, "ok")),
+    ]);
+    let start = m.phase(Phase::NodeReady).start_ms.unwrap();
+    // The node takes 250 s: bootstrap-complete has 50 s left, not its whole 300 s.
+    feed(
+        &mut m,
+        vec![(start + 250_000, api(ApiCheck::NodeReady, true, "Ready"))],
+    );
+    assert_eq!(m.current(), Some(Phase::BootstrapComplete));
+    assert!(m.tick(start + 300_000).is_empty());
+    let a = m.tick(start + 300_001);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::BootstrapComplete));
+    assert!(o.reason.contains("within 5m"), "{}", o.reason);
+    assert_eq!(
+        m.deadline_window(Phase::BootstrapComplete),
+        Some((start, Duration::from_secs(300)))
+    );
+}

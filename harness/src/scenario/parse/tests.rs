@@ -138,6 +138,25 @@ fn the_disk_write_stall_is_set_under_timeouts() {
     assert!(e.message.contains("disk-write-stall"), "{e}");
 }
 
+#[test]
+fn node_ready_takes_no_timeout_and_the_error_names_the_budget_it_shares() {
+    let e = err(&SMOKE.replace("bootkube = \"5m\"", "node-ready = \"5m\""));
+    assert_eq!(e.line, Some(17), "{e}");
+    for said in [
+        "node-ready has no deadline of its own",
+        "timeouts.bootstrap-complete",
+    ] {
+        assert!(e.message.contains(said), "{said:?} in {e}");
+    }
+    let e = err(&SMOKE.replace("bootkube = \"5m\"", "bootcamp = \"5m\""));
+    assert!(!e.message.contains("node-ready"), "not offered: {e}");
+    let s = parse(&SMOKE.replace("bootkube = \"5m\"", "bootstrap-complete = \"5m\"")).unwrap();
+    assert_eq!(
+        s.timeouts[&Phase::BootstrapComplete],
+        Duration::from_secs(300)
+    );
+}
+
 fn err(text: &str) -> ScenarioError {
     parse(text).unwrap_err()
 }

@@ -38,12 +38,26 @@ pub(super) fn timeouts(
             continue;
         }
         let phase = Phase::from_name(key);
-        if phase.is_none() && key != DISK_WRITE_STALL_KEY {
+        if let Some(p) = phase.filter(|p| !p.has_own_timeout()) {
             return Err(cx.at(
                 k,
                 format!(
-                    "timeouts.{key}: unknown key; the keys are the phases ({}), {DISK_WRITE_STALL_KEY} and {BOOTKUBE_RESTARTS_KEY}",
-                    Phase::names().join(", ")
+                    "timeouts.{key}: {p} has no deadline of its own: as `openshift-install wait-for bootstrap-complete` does, the node's readiness is judged within {b}'s budget, which runs from {p}'s start; set timeouts.{b} instead",
+                    b = p.budget_phase()
+                ),
+            ));
+        }
+        if phase.is_none() && key != DISK_WRITE_STALL_KEY {
+            let phases: Vec<&str> = Phase::ALL
+                .into_iter()
+                .filter(|p| p.has_own_timeout())
+                .map(Phase::name)
+                .collect();
+            return Err(cx.at(
+                k,
+                format!(
+                    "timeouts.{key}: unknown key; the keys are the phases with a deadline of their own ({}), {DISK_WRITE_STALL_KEY} and {BOOTKUBE_RESTARTS_KEY}",
+                    phases.join(", ")
                 ),
             ));
         }
