@@ -194,6 +194,13 @@ pub enum AssistedStep {
     Exited { code: i32 },
     /// It could not be run or followed to its end (no master.ign, SSH lost): what happened.
     Broken { detail: String },
+    /// After an exit 0: the harness collects the live system's logs, as the agent uploads
+    /// them before it reboots.
+    CollectingLogs,
+    /// The collection ended: what was collected, or why not.
+    LogsCollected { detail: String },
+    /// The harness asks the live system to reboot (the agent's `shutdown -r now`).
+    Rebooting,
 }
 
 /// What one SSH status poll of the guest found.
@@ -288,6 +295,13 @@ impl Signal {
                     format!("assisted install: coreos-installer exited {code}")
                 }
                 AssistedStep::Broken { detail } => format!("assisted install: {detail}"),
+                AssistedStep::CollectingLogs => {
+                    "assisted install: collecting the live system's logs".to_string()
+                }
+                AssistedStep::LogsCollected { detail } => format!("assisted install: {detail}"),
+                AssistedStep::Rebooting => {
+                    "assisted install: the harness asks the live system to reboot".to_string()
+                }
             },
             Signal::NodeSeen(n) => {
                 let at = match n.addresses.as_slice() {

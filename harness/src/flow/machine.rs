@@ -150,6 +150,9 @@ pub struct Machine {
     network_profiles: Vec<String>,
     /// An emergency line's failure, held while the emergency shell may still dump its cause.
     emergency: Option<emergency::Pending>,
+    /// The install's end and the reboot's start: the reboot command, its scheduled delay, the
+    /// assisted install's log collection.
+    reboot: reboot::Evidence,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -221,6 +224,7 @@ impl Machine {
             boot_server_strain: None,
             network_profiles: Vec::new(),
             emergency: None,
+            reboot: reboot::Evidence::default(),
         }
     }
 
@@ -458,6 +462,7 @@ impl Machine {
                 unit,
                 message,
                 boot_id,
+                guest_usec,
                 ..
             } => {
                 let source = if unit.is_empty() {
@@ -467,7 +472,7 @@ impl Machine {
                 };
                 let unit_name = (!unit.is_empty()).then_some(unit.as_str());
                 self.scan_for_badness((&source, unit_name), message, now, &mut out);
-                self.on_journal(unit, message, now, &mut out);
+                self.on_journal(unit, message, *guest_usec, now, &mut out);
                 self.on_network_manager((unit, message, boot_id), now, &mut out);
                 if self.live_boot_id.is_none()
                     && self.phases[&Phase::LiveBoot].status == Status::Pass
@@ -557,6 +562,7 @@ mod emergency;
 mod guest;
 mod install;
 pub mod network;
+mod reboot;
 #[cfg(test)]
 mod tests;
 mod vm_events;

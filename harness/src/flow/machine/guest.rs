@@ -9,6 +9,7 @@ impl Machine {
         &mut self,
         unit: &str,
         message: &str,
+        guest_usec: u64,
         now: u64,
         out: &mut Vec<Action>,
     ) {
@@ -37,7 +38,7 @@ impl Machine {
             self.end(Phase::Bootkube, Status::Pass, now, message.into(), out);
             return;
         }
-        if unit != "install-to-disk" {
+        if unit != "install-to-disk" || self.reboot_line(message, guest_usec, now, out) {
             return;
         }
         if message.starts_with("Executing coreos-installer")
@@ -71,7 +72,7 @@ impl Machine {
                 self.fail(now, reason, out);
             }
         } else if message.contains("Install complete.") && cur == Some(Phase::InstallToDisk) {
-            self.install_done(now, message.into(), out);
+            self.install_written(now, message);
         }
     }
 
@@ -111,15 +112,13 @@ impl Machine {
             Some(Phase::LiveBoot) => {
                 self.fail(now, "the system that answered SSH is not the live ISO (/run/ostree-live is absent): the disk booted before the install".into(), out);
             }
-            Some(Phase::InstallToDisk)
-                if s.live && (s.coreos_installer_done || s.install_to_disk_done) =>
-            {
-                let marker = if s.coreos_installer_done {
-                    "/opt/openshift/coreos-installer.done"
-                } else {
-                    "/opt/openshift/.install-to-disk.done"
-                };
-                self.install_done(now, marker.into(), out);
+            // install-to-disk.sh touches .install-to-disk.done after its `shutdown -r`, and
+            // coreos-installer.done once the disk is written, before it.
+            Some(Phase::InstallToDisk) if s.live && s.install_to_disk_done => {
+                self.install_done(now, "/opt/openshift/.install-to-disk.done".into(), out);
+            }
+            Some(Phase::InstallToDisk) if s.live && s.coreos_installer_done => {
+                self.install_written(now, "/opt/openshift/coreos-installer.done");
             }
             Some(Phase::Bootkube) => {
                 if s.live {
