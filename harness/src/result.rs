@@ -239,6 +239,11 @@ pub struct RunResult {
     /// get that far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etcd_rule: Option<EtcdRuleApplied>,
+    /// Each release-gated rule (docs/bip-contract.md §7, "Release history") and whether the
+    /// cluster's release was held to it; absent when the run never read the release (the newest
+    /// rules then applied).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub release_rules: Vec<crate::flow::release_rules::RuleApplied>,
     /// The live system's bootkube.service restarts, when it restarted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootkube_restarts: Option<Restarts>,
@@ -442,6 +447,7 @@ impl RunResult {
             host: HostContext::default(),
             badness: vec![],
             etcd_rule: None,
+            release_rules: Vec::new(),
             bootkube_restarts: None,
             assets: None,
             vm_left_running: None,
@@ -603,6 +609,7 @@ pub(crate) mod tests {
             },
             badness: vec![],
             etcd_rule: None,
+            release_rules: Vec::new(),
             bootkube_restarts: None,
             assets: None,
             vm_left_running: None,

@@ -139,6 +139,11 @@ pub enum Signal {
         required: bool,
         why: String,
     },
+    /// The release ClusterVersion names (sent when it changes): the release-gated rules
+    /// (`flow::release_rules`) follow it.
+    Release {
+        version: String,
+    },
     /// The one node the API lists, by the name its kubelet registered, and what is wrong with
     /// that name, if anything (sent when either changes).
     NodeSeen(NodeSeen),
@@ -302,6 +307,32 @@ impl Signal {
                 match problems.as_slice() {
                     [] => format!("the node registered as {}{at}", n.name),
                     ps => format!("the node registered as {}{at}: {}", n.name, ps.join("; ")),
+                }
+            }
+            Signal::Release { version } => {
+                let (held, not): (Vec<_>, Vec<_>) =
+                    crate::flow::release_rules::applied(Some(version))
+                        .into_iter()
+                        .partition(|r| r.applied);
+                let names = |rs: Vec<crate::flow::release_rules::RuleApplied>| {
+                    rs.iter()
+                        .map(|r| format!("{} (from {})", r.rule, r.from))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                match not.is_empty() {
+                    true => {
+                        format!("the cluster's release is {version}: every release rule applies")
+                    }
+                    false => format!(
+                        "the cluster's release is {version}: not held to {}{}",
+                        names(not),
+                        if held.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; held to {}", names(held))
+                        }
+                    ),
                 }
             }
             Signal::EtcdRule { required, why } => format!(
