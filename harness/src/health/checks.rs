@@ -147,7 +147,7 @@ pub async fn evaluate(api: &ClusterApi, inputs: &Inputs) -> Pass {
         judge::cluster_operators(v, SystemTime::now(), OPERATORS_SETTLE)
     });
     results.push((ApiCheck::ClusterOperators, co));
-    if let Some(j) = applied_check(api, inputs).await {
+    if let Some(j) = applied_check(api, inputs, version.as_deref()).await {
         results.push((ApiCheck::InstallConfigApplied, j));
     }
     Pass {
@@ -275,10 +275,18 @@ async fn etcd_check(api: &ClusterApi, rule: Option<&EtcdRule>) -> judge::Judgeme
 
 /// Only an answer is evidence here: a dropped connection says nothing about the config, while
 /// a refusal such as 403 is kept.
-async fn applied_check(api: &ClusterApi, inputs: &Inputs) -> Option<judge::Judgement> {
+async fn applied_check(
+    api: &ClusterApi,
+    inputs: &Inputs,
+    release: Option<&str>,
+) -> Option<judge::Judgement> {
     let install_config = inputs.install_config.as_ref()?;
     match api.applied_config().await {
-        Ok(seen) => Some(applied::install_config_applied(install_config, &seen)),
+        Ok(seen) => Some(applied::install_config_applied(
+            install_config,
+            release,
+            &seen,
+        )),
         Err(e @ HealthError::Api { .. }) => Some(judge::Judgement {
             ok: false,
             detail: e.to_string(),
