@@ -29,7 +29,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     kubeconfig: PathBuf,
     /// The install-config the cluster was installed with: the cluster's reported state is
-    /// compared with it.
+    /// compared with it, the installer's defaults filled in for the fields it leaves out.
     #[arg(long, value_name = "FILE")]
     install_config: Option<PathBuf>,
     /// Check again every 5 s until healthy, within this deadline for the whole command (e.g.
