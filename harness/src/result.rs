@@ -680,6 +680,26 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_release_rules_are_recorded_beside_the_etcd_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = sample_pass("release");
+        r.release_rules = crate::flow::release_rules::applied(Some("4.12.1"));
+        r.write(dir.path()).unwrap();
+        let v: Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(RESULT_FILE)).unwrap()).unwrap();
+        assert_eq!(
+            v["release_rules"][0],
+            serde_json::json!({"rule": "bootstrap-configmap", "from": "4.12", "applied": true})
+        );
+        assert_eq!(v["release_rules"][2]["rule"], "opt-openshift-removed");
+        assert_eq!(v["release_rules"][2]["applied"], false);
+        assert_eq!(RunResult::read(dir.path().join(RESULT_FILE)).unwrap(), r);
+        // A run that never read the release records none.
+        let text = serde_json::to_string(&sample_pass("early")).unwrap();
+        assert!(!text.contains("release_rules"), "{text}");
+    }
+
+    #[test]
     fn fail_round_trip_not_reached_is_null() {
         let dir = tempfile::tempdir().unwrap();
         let r = sample_fail("smoke", "bootkube timed out");

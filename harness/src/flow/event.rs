@@ -309,32 +309,7 @@ impl Signal {
                     ps => format!("the node registered as {}{at}: {}", n.name, ps.join("; ")),
                 }
             }
-            Signal::Release { version } => {
-                let (held, not): (Vec<_>, Vec<_>) =
-                    crate::flow::release_rules::applied(Some(version))
-                        .into_iter()
-                        .partition(|r| r.applied);
-                let names = |rs: Vec<crate::flow::release_rules::RuleApplied>| {
-                    rs.iter()
-                        .map(|r| format!("{} (from {})", r.rule, r.from))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                match not.is_empty() {
-                    true => {
-                        format!("the cluster's release is {version}: every release rule applies")
-                    }
-                    false => format!(
-                        "the cluster's release is {version}: not held to {}{}",
-                        names(not),
-                        if held.is_empty() {
-                            String::new()
-                        } else {
-                            format!("; held to {}", names(held))
-                        }
-                    ),
-                }
-            }
+            Signal::Release { version } => super::release_rules::describe(version),
             Signal::EtcdRule { required, why } => format!(
                 "EtcdBootstrapMemberRemoved {}: {why}",
                 if *required {
@@ -407,6 +382,25 @@ mod tests {
         assert_eq!(lines[1]["kind"], "disk-write");
         assert_eq!(lines[1]["bytes"], 42);
         assert!(lines[1]["time"].as_str().unwrap().ends_with('Z'));
+    }
+
+    #[test]
+    fn the_release_says_which_rules_it_is_not_held_to() {
+        let says = |v: &str| Signal::Release { version: v.into() }.summary();
+        assert_eq!(
+            says("4.12.3"),
+            "the cluster's release is 4.12.3: not held to opt-openshift-removed (from 4.13), etcd-bootstrap-member-removed (from 4.16); held to bootstrap-configmap (from 4.12), default-network-type-ovn (from 4.12)"
+        );
+        assert_eq!(
+            says("4.16.0"),
+            "the cluster's release is 4.16.0: every release rule applies"
+        );
+        let v = serde_json::to_value(Signal::Release {
+            version: "4.11.0".into(),
+        })
+        .unwrap();
+        assert_eq!(v["kind"], "release");
+        assert_eq!(v["version"], "4.11.0");
     }
 
     #[test]

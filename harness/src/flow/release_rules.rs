@@ -111,6 +111,28 @@ pub fn applied(version: Option<&str>) -> Vec<RuleApplied> {
         .collect()
 }
 
+/// One line for the event log: the release, and the rules it is and is not held to.
+pub fn describe(version: &str) -> String {
+    let (held, not): (Vec<_>, Vec<_>) = applied(Some(version)).into_iter().partition(|r| r.applied);
+    let names = |rs: &[RuleApplied]| {
+        rs.iter()
+            .map(|r| format!("{} (from {})", r.rule, r.from))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if not.is_empty() {
+        return format!("the cluster's release is {version}: every release rule applies");
+    }
+    let also = match held.is_empty() {
+        true => String::new(),
+        false => format!("; held to {}", names(&held)),
+    };
+    format!(
+        "the cluster's release is {version}: not held to {}{also}",
+        names(&not)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
