@@ -186,7 +186,8 @@ impl Machine {
         if let Some(reason) = self.post_reboot_failure.clone() {
             self.fail(now, reason, out);
         } else if s.bootkube_enabled == "disabled" && self.files_left(s).is_empty() {
-            let kept = if self.files_left(s).len() < s.bootstrap_files.len() {
+            // Nothing left that must go, so whatever is listed is the directory kept.
+            let kept = if !s.bootstrap_files.is_empty() {
                 format!(
                     " (/opt/openshift stays, as the post-reboot script of release {} leaves it)",
                     self.release.as_deref().unwrap_or_default()
