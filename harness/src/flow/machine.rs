@@ -131,6 +131,8 @@ pub struct Machine {
     csr_approvals: u32,
     /// Whether bootstrap-complete waits for etcd's condition, and why.
     pub etcd_rule: Option<(bool, String)>,
+    /// The cluster's release, once ClusterVersion named it: the release-gated rules follow it.
+    pub release: Option<String>,
     /// The node as it registered, once the API listed it.
     pub node: Option<NodeSeen>,
     badness: Findings,
@@ -214,6 +216,7 @@ impl Machine {
             orderly_reboot_ms: None,
             csr_approvals: 0,
             etcd_rule: None,
+            release: None,
             node: None,
             badness: Findings::default(),
             badness_allow: AllowList::default(),
@@ -493,6 +496,7 @@ impl Machine {
             Signal::EtcdRule { required, why } => {
                 self.etcd_rule = Some((*required, why.clone()));
             }
+            Signal::Release { version } => self.release = Some(version.clone()),
             Signal::NodeSeen(n) => {
                 self.node = Some(n.clone());
                 self.advance_api(now, &mut out);

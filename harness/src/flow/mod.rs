@@ -6,3 +6,4 @@ pub mod disk_write;
 pub mod event;
 pub mod machine;
 pub mod phase;
+pub mod release_rules;

@@ -3,6 +3,7 @@
 //! bootstrap cleanup.
 
 use super::*;
+use crate::flow::release_rules::{self, Rule};
 
 impl Machine {
     pub(super) fn on_journal(
@@ -183,14 +184,36 @@ impl Machine {
         }
         if let Some(reason) = self.post_reboot_failure.clone() {
             self.fail(now, reason, out);
-        } else if s.bootkube_enabled == "disabled" && s.bootstrap_files.is_empty() {
+        } else if s.bootkube_enabled == "disabled" && self.files_left(s).is_empty() {
+            // Nothing left that must go, so whatever is listed is the directory kept.
+            let kept = if !s.bootstrap_files.is_empty() {
+                format!(
+                    " (/opt/openshift stays, as the post-reboot script of release {} leaves it)",
+                    self.release.as_deref().unwrap_or_default()
+                )
+            } else {
+                String::new()
+            };
             self.end(
                 Phase::BootstrapCleanup,
                 Status::Pass,
                 now,
-                "bootkube.service finished and disabled; bootstrap files gone".into(),
+                format!("bootkube.service finished and disabled; bootstrap files gone{kept}"),
                 out,
             );
         }
+    }
+
+    /// The bootstrap files the cleanup must have removed that are still there. The post-reboot
+    /// script removes /opt/openshift only from 4.13 (`release_rules`): an older release keeps
+    /// it, and is not held to its removal.
+    fn files_left<'a>(&self, s: &'a GuestStatus) -> Vec<&'a str> {
+        let opt_removed =
+            release_rules::applies(Rule::OptOpenshiftRemoved, self.release.as_deref());
+        s.bootstrap_files
+            .iter()
+            .map(String::as_str)
+            .filter(|f| opt_removed || *f != "/opt/openshift")
+            .collect()
     }
 }

@@ -2086,3 +2086,46 @@ fn the_assisted_log_collection_is_timed_apart_from_the_write_and_named_when_it_h
         o.reason
     );
 }
+
+/// Bootstrap-cleanup of a cluster of `release` (None: never named) whose post-reboot unit
+/// finished, disabled itself and left only /opt/openshift.
+fn cleanup_leaving_opt_openshift(release: Option<&str>) -> Machine {
+    let mut m = machine();
+    to_a_settled_cluster(&mut m);
+    let mut signals = vec![];
+    if let Some(v) = release {
+        signals.push((59_500, Signal::Release { version: v.into() }));
+    }
+    signals.extend([
+        (60_000, api(ApiCheck::ClusterVersion, true, "Available")),
+        (60_500, api(ApiCheck::InstallConfigApplied, true, "applied")),
+        (61_000, api(ApiCheck::ClusterOperators, true, "settled")),
+    ]);
+    feed(&mut m, signals);
+    assert_eq!(m.current(), Some(Phase::BootstrapCleanup));
+    let mut left = guest("disk", false);
+    left.bootkube_enabled = "disabled".into();
+    feed(&mut m, vec![(62_000, Signal::GuestStatus(left))]);
+    m
+}
+
+#[test]
+fn opt_openshift_must_be_gone_from_4_13_on_but_not_before() {
+    for v in ["4.11.0", "4.12.0", "4.12.80"] {
+        let m = cleanup_leaving_opt_openshift(Some(v));
+        let cleanup = m.phase(Phase::BootstrapCleanup);
+        assert_eq!(cleanup.status, Status::Pass, "{v}");
+        assert!(
+            cleanup.detail.contains(&format!(
+                "/opt/openshift stays, as the post-reboot script of release {v} leaves it"
+            )),
+            "{v}: {}",
+            cleanup.detail
+        );
+        assert_eq!(m.release.as_deref(), Some(v));
+    }
+    for v in [Some("4.13.0"), Some("4.16.1"), None] {
+        let m = cleanup_leaving_opt_openshift(v);
+        assert_eq!(m.current(), Some(Phase::BootstrapCleanup), "{v:?}");
+    }
+}

@@ -6,6 +6,10 @@ set -euoE pipefail
 
 SECRETS=/etc/kubernetes/bootstrap-secrets
 POLL={{POLL_SECONDS}}
+# What this release's script does (docs/bip-contract.md §7, release history): the bootstrap
+# configmap from 4.12, the removal of /opt/openshift from 4.13.
+CREATE_BOOTSTRAP_CONFIGMAP={{CREATE_BOOTSTRAP_CONFIGMAP}}
+REMOVE_OPT_OPENSHIFT={{REMOVE_OPT_OPENSHIFT}}
 API=https://localhost:6443
 
 api() { # METHOD PATH [JSON-BODY]
@@ -29,7 +33,8 @@ until [ "$(api GET /readyz 2>/dev/null)" = "ok" ] &&
     sleep "$POLL"
 done
 
-until api GET /api/v1/namespaces/kube-system/configmaps/bootstrap >/dev/null 2>&1; do
+until [ "$CREATE_BOOTSTRAP_CONFIGMAP" = 0 ] ||
+    api GET /api/v1/namespaces/kube-system/configmaps/bootstrap >/dev/null 2>&1; do
     echo "Creating bootstrap configmap ..."
     api POST /api/v1/namespaces/kube-system/configmaps \
         '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bootstrap","namespace":"kube-system"},"data":{"status":"complete"}}' \
@@ -93,6 +98,8 @@ echo "Cleaning up bootstrap files"
 rm -rf /etc/kubernetes/bootstrap-* \
     /usr/local/bin/installer-gather.sh \
     /usr/local/bin/installer-masters-gather.sh \
-    /var/log/log-bundle-bootstrap.tar.gz \
-    /opt/openshift
+    /var/log/log-bundle-bootstrap.tar.gz
+if [ "$REMOVE_OPT_OPENSHIFT" = 1 ]; then
+    rm -rf /opt/openshift
+fi
 systemctl disable bootkube.service
