@@ -142,6 +142,11 @@ pub enum Signal {
     /// The one node the API lists, by the name its kubelet registered, and what is wrong with
     /// that name, if anything (sent when either changes).
     NodeSeen(NodeSeen),
+    /// The ClusterOperators unavailable or degraded that the `installer` rule reports rather
+    /// than judges, each with its condition's message (sent when the list changes).
+    OperatorWarnings {
+        warnings: Vec<String>,
+    },
 }
 
 /// The node as registered: its name, and why that name means the install went wrong.
@@ -304,6 +309,13 @@ impl Signal {
                     ps => format!("the node registered as {}{at}: {}", n.name, ps.join("; ")),
                 }
             }
+            Signal::OperatorWarnings { warnings } => match warnings.as_slice() {
+                [] => "no operator is unavailable or degraded".to_string(),
+                ws => format!(
+                    "operators unavailable or degraded (a warning: wait-for install-complete does not judge them): {}",
+                    ws.join("; ")
+                ),
+            },
             Signal::EtcdRule { required, why } => format!(
                 "EtcdBootstrapMemberRemoved {}: {why}",
                 if *required {

@@ -133,6 +133,10 @@ pub struct Machine {
     pub etcd_rule: Option<(bool, String)>,
     /// The node as it registered, once the API listed it.
     pub node: Option<NodeSeen>,
+    /// The operators unavailable or degraded that the `installer` rule reports, as the API
+    /// last listed them before cluster-ready ended (then they are what the install completed,
+    /// or failed, with).
+    pub operator_warnings: Vec<String>,
     badness: Findings,
     badness_allow: AllowList,
     badness_policy: BadnessPolicy,
@@ -212,6 +216,7 @@ impl Machine {
             csr_approvals: 0,
             etcd_rule: None,
             node: None,
+            operator_warnings: Vec::new(),
             badness: Findings::default(),
             badness_allow: AllowList::default(),
             badness_policy: BadnessPolicy::default(),
@@ -487,6 +492,11 @@ impl Machine {
             }
             Signal::EtcdRule { required, why } => {
                 self.etcd_rule = Some((*required, why.clone()));
+            }
+            Signal::OperatorWarnings { warnings } => {
+                if self.phases[&Phase::ClusterReady].end_ms.is_none() {
+                    self.operator_warnings = warnings.clone();
+                }
             }
             Signal::NodeSeen(n) => {
                 self.node = Some(n.clone());

@@ -23,10 +23,13 @@ pub fn check_expectation(s: &Scenario, r: &RunResult) -> Result<String, String> 
         .reason_contains
         .as_ref()
         .is_none_or(|x| r.reason.contains(x.as_str()));
+    // A warning is a badness line that did not fail the run, or an operator the `installer`
+    // rule reported.
     let warning_ok = e.warning_contains.as_ref().is_none_or(|x| {
         r.badness
             .iter()
             .any(|b| (b.allowed_by.is_some() || b.warning.is_some()) && b.line.contains(x.as_str()))
+            || r.operator_warnings.iter().any(|w| w.contains(x.as_str()))
     });
     let mut expected = format!(
         "{} at {} with a reason containing {:?}",
@@ -35,7 +38,9 @@ pub fn check_expectation(s: &Scenario, r: &RunResult) -> Result<String, String> 
         e.reason_contains.as_deref().unwrap_or("")
     );
     if let Some(w) = &e.warning_contains {
-        expected.push_str(&format!(" and an allowed badness line containing {w:?}"));
+        expected.push_str(&format!(
+            " and a warning (an allowed badness line or a reported operator) containing {w:?}"
+        ));
     }
     if verdict_ok && phase_ok && reason_ok && warning_ok {
         Ok(format!("as expected: {expected}"))

@@ -123,6 +123,9 @@ pub fn render_html(runs: &[LocatedRun], summary: &Summary) -> String {
     let mut body = el("body")
         .child(header(&results, &title))
         .child(failures_section(runs));
+    if results.iter().any(|r| !r.operator_warnings.is_empty()) {
+        body = body.child(operator_warnings_section(&results));
+    }
     // One run: what happened when comes right under why it failed; a matrix's timelines are
     // many, and come last.
     let single = runs.len() == 1;
@@ -372,6 +375,38 @@ fn failure(run: &LocatedRun) -> Element {
     }
     a.child(el("h4").text("Artifacts"))
         .child(tables::artifact_links(run))
+}
+
+/// The operators each run's `installer` rule reported unavailable or degraded: the runs passed
+/// or failed without them, and they are shown so that they are not missed.
+fn operator_warnings_section(results: &[&RunResult]) -> Element {
+    let mut s = section("operator-warnings", "Operator warnings").child(
+        el("p").attr("class", "meta").text(
+            "Unavailable or degraded operators that wait-for install-complete does not judge (rule installer): the install completes with them.",
+        ),
+    );
+    for r in results.iter().filter(|r| !r.operator_warnings.is_empty()) {
+        let rule = r.operators_rule.as_deref().unwrap_or("installer");
+        s = s
+            .child(
+                el("h3")
+                    .child(tables::verdict_badge(r.verdict))
+                    .child(el("span").attr("class", "mono").text(&r.id))
+                    .child(
+                        el("span")
+                            .attr("class", "meta")
+                            .text(format!("  rule {rule}")),
+                    ),
+            )
+            .child(
+                el("ul").attr("class", "warnings").children(
+                    r.operator_warnings
+                        .iter()
+                        .map(|w| el("li").text(format!("warning: {w}"))),
+                ),
+            );
+    }
+    s
 }
 
 fn timelines_section(runs: &[LocatedRun]) -> Element {
