@@ -774,8 +774,9 @@ mod tests {
         let j = cluster_version(&cv("True", "True", "False", "Could not update deployment"));
         assert!(
             !j.ok
-                && j.detail
-                    .contains("Failing=True; Failing: Could not update deployment"),
+                && j.detail.contains(
+                    "Failing=True Progressing=False; Failing: Could not update deployment"
+                ),
             "{}",
             j.detail
         );
