@@ -662,6 +662,32 @@ mod tests {
     }
 
     #[test]
+    fn the_operators_rule_and_each_reported_operator_are_properties() {
+        let mut r = sample_pass("p");
+        r.operators_rule = Some("installer".into());
+        r.operator_warnings = vec![
+            "ingress: Degraded=True".into(),
+            "console: Available=False".into(),
+        ];
+        let xml = junit_for_runs(
+            &located(vec![r]),
+            Path::new("/runs/out"),
+            "x",
+            JunitFlavour::Harness,
+        );
+        let els = elements(&xml);
+        let prop = |name: &str| {
+            els.iter()
+                .find(|e| e.0 == "property" && attr(&e.1, "name") == Some(name))
+                .and_then(|e| attr(&e.1, "value"))
+        };
+        assert_eq!(prop("operators_rule"), Some("installer"));
+        assert_eq!(prop("operator_warning.1"), Some("ingress: Degraded=True"));
+        assert_eq!(prop("operator_warning.2"), Some("console: Available=False"));
+        assert_eq!(prop("operator_warning.3"), None);
+    }
+
+    #[test]
     fn pass_and_fail_runs() {
         let runs = located(vec![
             sample_pass("virtio.512.bios.by-id"),

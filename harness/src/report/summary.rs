@@ -313,6 +313,26 @@ mod tests {
     use crate::result::tests::{sample_fail, sample_pass};
 
     #[test]
+    fn a_pass_with_reported_operators_lists_them_under_the_rule() {
+        let mut r = sample_pass("p");
+        assert!(!summary_markdown(std::slice::from_ref(&r)).contains("Operator warnings"));
+        r.operators_rule = Some("installer".into());
+        r.operator_warnings = vec![
+            "ingress: Available=True Degraded=True Progressing=False (canary <failing> | 3 times)"
+                .into(),
+        ];
+        let md = summary_markdown(&[r]);
+        assert!(
+            md.contains("**Operator warnings** (rule `installer`"),
+            "{md}"
+        );
+        assert!(
+            md.contains("\n- ingress: Available=True Degraded=True"),
+            "{md}"
+        );
+    }
+
+    #[test]
     fn verdict_table_and_sections() {
         let runs = [
             sample_pass("virtio.512.bios.by-id"),

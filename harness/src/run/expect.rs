@@ -53,3 +53,26 @@ pub fn check_expectation(s: &Scenario, r: &RunResult) -> Result<String, String> 
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::tests::sample_pass;
+
+    fn scenario(expect: &str) -> Scenario {
+        let text = format!(
+            "name = \"x\"\nprofile = \"fixture\"\n[[disks]]\nid = \"install\"\nsize = \"8GiB\"\n[install]\ninstallation_disk = {{ by = \"id\", disk = \"install\" }}\n[expect]\n{expect}\n"
+        );
+        crate::scenario::parse_str(std::path::Path::new("x.toml"), &text).unwrap()
+    }
+
+    #[test]
+    fn a_warning_expected_is_met_by_an_operator_the_installer_rule_reported() {
+        let s = scenario("verdict = \"pass\"\nwarning_contains = \"ingress\"");
+        let mut r = sample_pass("p");
+        let missing = check_expectation(&s, &r).unwrap_err();
+        assert!(missing.contains("a reported operator"), "{missing}");
+        r.operator_warnings = vec!["ingress: Available=True Degraded=True".into()];
+        assert!(check_expectation(&s, &r).is_ok());
+    }
+}

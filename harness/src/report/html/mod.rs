@@ -651,6 +651,21 @@ mod tests {
     }
 
     #[test]
+    fn reported_operators_have_a_section_of_their_own_only_when_there_are_some() {
+        assert!(!page(vec![sample_pass("p")]).contains("operator-warnings"));
+        let mut r = sample_pass("p");
+        r.operators_rule = Some("installer".into());
+        r.operator_warnings = vec!["ingress: Degraded=True (<b>canary</b>)".into()];
+        let html = page(vec![r]);
+        assert!(html.contains("id=\"operator-warnings\""), "{html}");
+        assert!(html.contains("rule installer"), "{html}");
+        assert!(
+            html.contains("warning: ingress: Degraded=True (&lt;b&gt;canary&lt;/b&gt;)"),
+            "{html}"
+        );
+    }
+
+    #[test]
     fn all_passed_says_so() {
         let html = page(vec![sample_pass("a")]);
         assert!(html.contains("None: every permutation passed."));
