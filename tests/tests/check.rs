@@ -16,7 +16,7 @@ use sno_harness::health::check::{check_cluster, Deadline, Report};
 use sno_harness::health::checks::Inputs;
 use sno_harness::health::watch::Watch;
 use sno_harness::health::ApiEndpoint;
-use sno_harness::scenario::model::EtcdCheck;
+use sno_harness::scenario::model::{EtcdCheck, OperatorsRule};
 
 const INSTALL_CONFIG: &str = "apiVersion: v1\nbaseDomain: example.test\nmetadata:\n  name: sno\nnetworking:\n  networkType: OVNKubernetes\n  clusterNetwork:\n  - cidr: 10.128.0.0/14\n    hostPrefix: 23\n  machineNetwork:\n  - cidr: 10.0.2.0/24\n  serviceNetwork:\n  - 172.30.0.0/16\ncontrolPlane:\n  name: master\n  replicas: 1\ncompute:\n- name: worker\n  replicas: 0\nplatform:\n  none: {}\nbootstrapInPlace:\n  installationDisk: /dev/vda\n";
 
@@ -170,11 +170,23 @@ impl Cluster {
     /// The checks, again until healthy or `wait` is over (once when it is zero, as without
     /// `--wait`); with the install-config when asked.
     async fn check(&self, wait: Duration, with_install_config: bool) -> Report {
+        self.check_by(wait, with_install_config, OperatorsRule::Installer)
+            .await
+    }
+
+    /// [`Cluster::check`] with the operators judged by `rule`.
+    async fn check_by(
+        &self,
+        wait: Duration,
+        with_install_config: bool,
+        rule: OperatorsRule,
+    ) -> Report {
         let install_config = with_install_config
             .then(|| serde_saphyr::from_str::<serde_json::Value>(INSTALL_CONFIG).unwrap());
         let inputs = Inputs {
             install_config,
             etcd: EtcdCheck::Auto,
+            operators: rule,
             api_int: Some("api-int.sno.example.test".into()),
             node_name: None,
             static_addresses: Vec::new(),
@@ -231,7 +243,11 @@ async fn each_fault_fails_its_check_naming_the_object() {
             "EtcdBootstrapMemberRemoved is still absent",
         ),
         (&["api-never-ready"], "api-ready", "/readyz not ready (503)"),
-        (&["operator-degraded:ingress"], "cluster-ready", "ingress"),
+        (
+            &["operator-unavailable:console"],
+            "cluster-ready",
+            "Cluster operator console is not available",
+        ),
         (
             &["network-type-drift"],
             "cluster-ready",
@@ -247,6 +263,60 @@ async fn each_fault_fails_its_check_naming_the_object() {
             f.iter().any(|(p, d)| *p == phase && d.contains(says)),
             "{faults:?}: {f:?}"
         );
+    }
+}
+
+/// A degraded operator does not keep the install from completing (the CVO only reports it):
+/// the installer's rule passes, naming it as a warning; the healthy rule fails on it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_degraded_operator_is_a_warning_by_the_installer_rule_and_fails_the_healthy_one() {
+    let c = Cluster::start(&["operator-degraded:ingress"], "4.17.0-minisno", true).await;
+    let r = c.check(CONVERGE, true).await;
+    assert!(r.healthy(), "{:?}", failing(&r));
+    assert_eq!(r.operator_warnings.len(), 1, "{:?}", r.operator_warnings);
+    assert!(
+        r.operator_warnings[0].starts_with("ingress: Available=True Degraded=True"),
+        "{:?}",
+        r.operator_warnings
+    );
+    let j = r.to_json();
+    assert_eq!(j["operators_rule"], "installer");
+    assert_eq!(j["operator_warnings"][0], r.operator_warnings[0].as_str());
+
+    c.settled().await;
+    let r = c
+        .check_by(Duration::ZERO, true, OperatorsRule::Healthy)
+        .await;
+    let f = failing(&r);
+    assert!(
+        f.iter()
+            .any(|(p, d)| *p == "cluster-ready"
+                && d.contains("ingress: Available=True Degraded=True")),
+        "{f:?}"
+    );
+    assert!(r.operator_warnings.is_empty());
+    assert_eq!(r.to_json()["operators_rule"], "healthy");
+
+    // The command: exit 0 with the warning by default, 1 with --operators healthy.
+    for (flag, code) in [(None, 0), (Some("healthy"), 1)] {
+        let mut cmd = tokio::process::Command::new(harness_binary());
+        cmd.args(["check", "--kubeconfig"]).arg(c.kubeconfig());
+        if let Some(rule) = flag {
+            cmd.args(["--operators", rule]);
+        }
+        let out = cmd.output().await.unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{flag:?}: {stdout}");
+        let says = |s: &str| stdout.contains(s);
+        match flag {
+            None => assert!(
+                says("warning: operator ingress: Available=True Degraded=True")
+                    && says("operators rule: installer")
+                    && says("healthy by the installer's rule, with 1 operator warning(s)"),
+                "{stdout}"
+            ),
+            Some(_) => assert!(says("FAIL  cluster-ready"), "{stdout}"),
+        }
     }
 }
 
