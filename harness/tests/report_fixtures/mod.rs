@@ -73,6 +73,8 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         host: Default::default(),
         badness: vec![],
         etcd_rule: None,
+        operators_rule: None,
+        operator_warnings: Vec::new(),
         bootkube_restarts: None,
         assets: None,
         vm_left_running: None,
