@@ -244,6 +244,15 @@ pub struct RunResult {
     /// rules then applied).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub release_rules: Vec<crate::flow::release_rules::RuleApplied>,
+    /// The rule cluster-ready judged the ClusterOperators by (`installer`, exactly `wait-for
+    /// install-complete`'s, or `healthy`); absent when the run did not get that far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operators_rule: Option<String>,
+    /// Under `installer`: the operators unavailable or degraded when cluster-ready ended, each
+    /// with its condition's message. The install completes with them, as the real one does;
+    /// they are warnings, never left unsaid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operator_warnings: Vec<String>,
     /// The live system's bootkube.service restarts, when it restarted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootkube_restarts: Option<Restarts>,
@@ -448,6 +457,8 @@ impl RunResult {
             badness: vec![],
             etcd_rule: None,
             release_rules: Vec::new(),
+            operators_rule: None,
+            operator_warnings: Vec::new(),
             bootkube_restarts: None,
             assets: None,
             vm_left_running: None,
@@ -610,6 +621,8 @@ pub(crate) mod tests {
             badness: vec![],
             etcd_rule: None,
             release_rules: Vec::new(),
+            operators_rule: None,
+            operator_warnings: Vec::new(),
             bootkube_restarts: None,
             assets: None,
             vm_left_running: None,

@@ -33,6 +33,8 @@ fn failed_run(verdict: &str) -> RunResult {
     let doc = serde_json::json!({
         "schema": "sno-harness/result/v1", "id": "nvme.4k.uefi", "scenario": "scenarios/disks.toml",
         "params": {"disks.install.bus": "nvme"}, "profile": "fixture", "backend": "qemu",
+        "operators_rule": "installer",
+        "operator_warnings": ["ingress: Available=True Degraded=True Progressing=False (canary <failing> & \"slow\")"],
         "accel": "tcg", "verdict": verdict, "failed_phase": "bootkube", "reason": REASON,
         "started_at": "2026-11-29T23:00:00Z", "duration_ms": 602500, "phases": phases,
         "disk_write": null,

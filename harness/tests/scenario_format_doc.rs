@@ -29,9 +29,11 @@ fn plan(text: &str) -> (i32, String) {
 }
 
 /// The keys an "unknown field `zzz`, expected ..." error lists (or `[timeouts]`'s own "the
-/// keys are the phases (...), ... and ...").
+/// keys are the phases with a deadline of their own (...), ... and ...").
 fn keys_listed(err: &str) -> Vec<String> {
-    if let Some((_, rest)) = err.split_once("the keys are the phases (") {
+    if let Some((_, rest)) =
+        err.split_once("the keys are the phases with a deadline of their own (")
+    {
         return rest
             .split(|c: char| !(c.is_ascii_lowercase() || c == '-'))
             .filter(|w| !w.is_empty() && *w != "and")

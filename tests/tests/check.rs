@@ -16,7 +16,7 @@ use sno_harness::health::check::{check_cluster, Deadline, Report};
 use sno_harness::health::checks::Inputs;
 use sno_harness::health::watch::Watch;
 use sno_harness::health::ApiEndpoint;
-use sno_harness::scenario::model::EtcdCheck;
+use sno_harness::scenario::model::{EtcdCheck, OperatorsRule};
 
 /// The user's install-config: the networks but the machine network left to the installer.
 const INSTALL_CONFIG: &str = "apiVersion: v1\nbaseDomain: example.test\nmetadata:\n  name: sno\nnetworking:\n  machineNetwork:\n  - cidr: 10.0.2.0/24\ncontrolPlane:\n  name: master\n  replicas: 1\ncompute:\n- name: worker\n  replicas: 0\nplatform:\n  none: {}\nbootstrapInPlace:\n  installationDisk: /dev/vda\n";
@@ -183,16 +183,33 @@ impl Cluster {
     /// The checks, again until healthy or `wait` is over (once when it is zero, as without
     /// `--wait`); with the install-config when asked.
     async fn check(&self, wait: Duration, with_install_config: bool) -> Report {
-        self.check_with(wait, with_install_config.then_some(INSTALL_CONFIG))
+        self.check_with(
+            wait,
+            with_install_config.then_some(INSTALL_CONFIG),
+            OperatorsRule::Installer,
+        )
+        .await
+    }
+
+    /// [`Cluster::check`] with the operators judged by `rule`.
+    async fn check_by(
+        &self,
+        wait: Duration,
+        with_install_config: bool,
+        rule: OperatorsRule,
+    ) -> Report {
+        self.check_with(wait, with_install_config.then_some(INSTALL_CONFIG), rule)
             .await
     }
 
-    /// The checks with the user's install-config `text`, if any.
-    async fn check_with(&self, wait: Duration, text: Option<&str>) -> Report {
+    /// The checks with the user's install-config `text`, if any, and the operators judged by
+    /// `rule`.
+    async fn check_with(&self, wait: Duration, text: Option<&str>, rule: OperatorsRule) -> Report {
         let install_config = text.map(|t| serde_saphyr::from_str::<serde_json::Value>(t).unwrap());
         let inputs = Inputs {
             install_config,
             etcd: EtcdCheck::Auto,
+            operators: rule,
             api_int: Some("api-int.sno.example.test".into()),
             node_name: None,
             static_addresses: Vec::new(),
@@ -249,7 +266,11 @@ async fn each_fault_fails_its_check_naming_the_object() {
             "EtcdBootstrapMemberRemoved is still absent",
         ),
         (&["api-never-ready"], "api-ready", "/readyz not ready (503)"),
-        (&["operator-degraded:ingress"], "cluster-ready", "ingress"),
+        (
+            &["operator-unavailable:console"],
+            "cluster-ready",
+            "Cluster operator console is not available",
+        ),
         (
             &["network-type-drift"],
             "cluster-ready",
@@ -265,6 +286,60 @@ async fn each_fault_fails_its_check_naming_the_object() {
             f.iter().any(|(p, d)| *p == phase && d.contains(says)),
             "{faults:?}: {f:?}"
         );
+    }
+}
+
+/// A degraded operator does not keep the install from completing (the CVO only reports it):
+/// the installer's rule passes, naming it as a warning; the healthy rule fails on it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_degraded_operator_is_a_warning_by_the_installer_rule_and_fails_the_healthy_one() {
+    let c = Cluster::start(&["operator-degraded:ingress"], "4.17.0-minisno", true).await;
+    let r = c.check(CONVERGE, true).await;
+    assert!(r.healthy(), "{:?}", failing(&r));
+    assert_eq!(r.operator_warnings.len(), 1, "{:?}", r.operator_warnings);
+    assert!(
+        r.operator_warnings[0].starts_with("ingress: Available=True Degraded=True"),
+        "{:?}",
+        r.operator_warnings
+    );
+    let j = r.to_json();
+    assert_eq!(j["operators_rule"], "installer");
+    assert_eq!(j["operator_warnings"][0], r.operator_warnings[0].as_str());
+
+    c.settled().await;
+    let r = c
+        .check_by(Duration::ZERO, true, OperatorsRule::Healthy)
+        .await;
+    let f = failing(&r);
+    assert!(
+        f.iter()
+            .any(|(p, d)| *p == "cluster-ready"
+                && d.contains("ingress: Available=True Degraded=True")),
+        "{f:?}"
+    );
+    assert!(r.operator_warnings.is_empty());
+    assert_eq!(r.to_json()["operators_rule"], "healthy");
+
+    // The command: exit 0 with the warning by default, 1 with --operators healthy.
+    for (flag, code) in [(None, 0), (Some("healthy"), 1)] {
+        let mut cmd = tokio::process::Command::new(harness_binary());
+        cmd.args(["check", "--kubeconfig"]).arg(c.kubeconfig());
+        if let Some(rule) = flag {
+            cmd.args(["--operators", rule]);
+        }
+        let out = cmd.output().await.unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{flag:?}: {stdout}");
+        let says = |s: &str| stdout.contains(s);
+        match flag {
+            None => assert!(
+                says("warning: operator ingress: Available=True Degraded=True")
+                    && says("operators rule: installer")
+                    && says("healthy by the installer's rule, with 1 operator warning(s)"),
+                "{stdout}"
+            ),
+            Some(_) => assert!(says("FAIL  cluster-ready"), "{stdout}"),
+        }
     }
 }
 
@@ -307,7 +382,9 @@ async fn a_4_11_cluster_completes_bootstrap_without_the_bootstrap_configmap() {
         "networking:\n",
         "networking:\n  networkType: OVNKubernetes\n",
     );
-    let r = c.check_with(CONVERGE, Some(&ovn)).await;
+    let r = c
+        .check_with(CONVERGE, Some(&ovn), OperatorsRule::Installer)
+        .await;
     assert!(r.healthy(), "{:?}", failing(&r));
     let bootstrap = r
         .phases

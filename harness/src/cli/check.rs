@@ -9,15 +9,19 @@ use sno_harness::health::check::{check_cluster, cut_short, Deadline, Report};
 use sno_harness::health::checks::Inputs;
 use sno_harness::health::watch::Watch;
 use sno_harness::health::{ApiEndpoint, HealthError};
-use sno_harness::scenario::model::EtcdCheck;
+use sno_harness::scenario::model::{EtcdCheck, OperatorsRule};
 use sno_harness::util::input_file;
 
 use super::error::{bad, harness, CliError, Outcome};
 use super::flags::write_atomically;
 
 /// Check an existing cluster (one installed by other means, or a kept run's) the way a run
-/// checks its own after the pivot: api-ready, node-ready, bootstrap-complete, cluster-ready
-/// (operators settled for 30 s), and the install-config applied when one is given. Each API
+/// checks its own after the pivot: api-ready, node-ready (the control-plane node; workers are
+/// accepted, and more than one control-plane node is not single-node), bootstrap-complete,
+/// cluster-ready (by default exactly as `openshift-install wait-for install-complete`:
+/// ClusterVersion Available, not Failing, not Progressing, and every operator Progressing=False
+/// for more than 30 s; unavailable or degraded operators are warnings), and the install-config
+/// applied when one is given. Each API
 /// request is bounded: 10 s to connect (TCP and TLS handshake), 20 s of silence, 30 s in all,
 /// 32 MiB of response body. Exit 0 healthy, 1 not healthy (each failing check named with the
 /// object that fails it), 2 bad input, 4 the API could not be reached or the deadline passed
@@ -44,6 +48,11 @@ pub struct CheckArgs {
     /// cluster's release, 4.16 on), required, or skipped.
     #[arg(long, value_name = "RULE", default_value = "auto", value_parser = ["auto", "required", "skipped"])]
     etcd_rule: String,
+    /// What cluster-ready asks of the ClusterOperators: installer (exactly `wait-for
+    /// install-complete`: settled, their Available and Degraded reported as warnings) or
+    /// healthy (also fails while one is unavailable or degraded).
+    #[arg(long, value_name = "RULE", default_value = "installer", value_parser = ["installer", "healthy"])]
+    operators: String,
 }
 
 /// The largest install-config read (a real one is a few KiB).
@@ -84,6 +93,10 @@ pub fn check(a: CheckArgs) -> Outcome {
             "required" => EtcdCheck::Required,
             "skipped" => EtcdCheck::Skipped,
             _ => EtcdCheck::Auto,
+        },
+        operators: match a.operators.as_str() {
+            "healthy" => OperatorsRule::Healthy,
+            _ => OperatorsRule::Installer,
         },
     };
     let endpoint = ApiEndpoint {
@@ -187,9 +200,17 @@ fn print_report(r: &Report) {
     if !not_held.is_empty() {
         outln!("  release rules not applied: {}", not_held.join(", "));
     }
+    outln!("  operators rule: {}", r.operators_rule.as_str());
+    for w in &r.operator_warnings {
+        outln!("  warning: operator {w}");
+    }
     match (&r.unreachable, r.healthy()) {
         (Some(why), _) => outln!("the API cannot be reached: {why}"),
-        (None, true) => outln!("healthy"),
+        (None, true) if r.operator_warnings.is_empty() => outln!("healthy"),
+        (None, true) => outln!(
+            "healthy by the installer's rule, with {} operator warning(s)",
+            r.operator_warnings.len()
+        ),
         (None, false) => {
             let failing: Vec<&str> = r
                 .phases

@@ -147,6 +147,11 @@ pub enum Signal {
     /// The one node the API lists, by the name its kubelet registered, and what is wrong with
     /// that name, if anything (sent when either changes).
     NodeSeen(NodeSeen),
+    /// The ClusterOperators unavailable or degraded that the `installer` rule reports rather
+    /// than judges, each with its condition's message (sent when the list changes).
+    OperatorWarnings {
+        warnings: Vec<String>,
+    },
 }
 
 /// The node as registered: its name, and why that name means the install went wrong.
@@ -324,6 +329,13 @@ impl Signal {
                 }
             }
             Signal::Release { version } => super::release_rules::describe(version),
+            Signal::OperatorWarnings { warnings } => match warnings.as_slice() {
+                [] => "no operator is unavailable or degraded".to_string(),
+                ws => format!(
+                    "operators unavailable or degraded (a warning: wait-for install-complete does not judge them): {}",
+                    ws.join("; ")
+                ),
+            },
             Signal::EtcdRule { required, why } => format!(
                 "EtcdBootstrapMemberRemoved {}: {why}",
                 if *required {

@@ -135,6 +135,10 @@ pub struct Machine {
     pub release: Option<String>,
     /// The node as it registered, once the API listed it.
     pub node: Option<NodeSeen>,
+    /// The operators unavailable or degraded that the `installer` rule reports, as the API
+    /// last listed them before cluster-ready ended (then they are what the install completed,
+    /// or failed, with).
+    pub operator_warnings: Vec<String>,
     badness: Findings,
     badness_allow: AllowList,
     badness_policy: BadnessPolicy,
@@ -218,6 +222,7 @@ impl Machine {
             etcd_rule: None,
             release: None,
             node: None,
+            operator_warnings: Vec::new(),
             badness: Findings::default(),
             badness_allow: AllowList::default(),
             badness_policy: BadnessPolicy::default(),
@@ -497,6 +502,11 @@ impl Machine {
                 self.etcd_rule = Some((*required, why.clone()));
             }
             Signal::Release { version } => self.release = Some(version.clone()),
+            Signal::OperatorWarnings { warnings } => {
+                if self.phases[&Phase::ClusterReady].end_ms.is_none() {
+                    self.operator_warnings = warnings.clone();
+                }
+            }
             Signal::NodeSeen(n) => {
                 self.node = Some(n.clone());
                 self.advance_api(now, &mut out);

@@ -66,6 +66,9 @@ impl Phase {
     }
 
     /// The API checks a phase after the pivot waits for (`health::checks` makes them).
+    /// cluster-ready's ClusterVersion and ClusterOperators checks are `wait-for
+    /// install-complete`'s (the installer's cmd/openshift-install/create.go) under the default
+    /// `[checks] operators = "installer"`; node-ready's is the control-plane node's.
     pub fn api_checks(self) -> &'static [ApiCheck] {
         match self {
             Phase::ApiReady => &[ApiCheck::Readyz],

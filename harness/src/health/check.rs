@@ -1,5 +1,6 @@
 //! `sno-harness check`: the post-pivot checks of a run (api-ready, node-ready,
-//! bootstrap-complete, cluster-ready with the operators' settled window, and the
+//! bootstrap-complete, cluster-ready with the operators judged by the rule asked for (by default
+//! exactly `wait-for install-complete`'s, reporting unhealthy operators as warnings), and the
 //! install-config applied when one is given) against any existing cluster, with the same
 //! judgements and words as `run` (`checks::evaluate`).
 
@@ -16,6 +17,7 @@ use super::{ApiEndpoint, ClusterApi, HealthError};
 use crate::flow::event::ApiCheck;
 use crate::flow::phase::Phase;
 use crate::flow::release_rules;
+use crate::scenario::model::OperatorsRule;
 
 /// The schema tag of `check --json`'s document.
 pub const SCHEMA: &str = "sno-harness/check/v1";
@@ -70,6 +72,10 @@ pub struct Report {
     /// The API did not answer at all.
     pub unreachable: Option<String>,
     pub attempts: u32,
+    /// The rule cluster-ready judged the operators by.
+    pub operators_rule: OperatorsRule,
+    /// Under `installer`: the operators unavailable or degraded, with their messages.
+    pub operator_warnings: Vec<String>,
 }
 
 impl Report {
@@ -97,6 +103,8 @@ impl Report {
             etcd_rule: pass.etcd_rule,
             unreachable: pass.unreachable,
             attempts,
+            operators_rule: pass.operators_rule,
+            operator_warnings: pass.operator_warnings,
         }
     }
 
@@ -127,6 +135,8 @@ impl Report {
             // The release-gated rules the checks followed: by the release, the newest while it
             // is not known.
             "release_rules": release_rules::applied(self.version.as_deref()),
+            "operators_rule": self.operators_rule.as_str(),
+            "operator_warnings": self.operator_warnings,
             "attempts": self.attempts,
             "checks": checks,
         })

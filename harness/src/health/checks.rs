@@ -1,7 +1,9 @@
 //! The post-pivot checks in one pass over the API, made the same way by `run` (its API poller
 //! feeds them to the state machine) and by `sno-harness check` (against any cluster): /readyz,
 //! the bootstrap configmap, the node, etcd's bootstrap member by the rule the cluster's release
-//! calls for, ClusterVersion, the ClusterOperators settled, and the install-config applied.
+//! calls for, ClusterVersion, the ClusterOperators by the rule asked for (by default
+//! `openshift-install wait-for install-complete`'s: settled, their health only reported), and
+//! the install-config applied.
 
 use std::time::{Duration, SystemTime};
 
@@ -10,18 +12,21 @@ use serde_json::Value;
 use super::{applied, judge, ClusterApi, HealthError};
 use crate::flow::event::{ApiCheck, NodeSeen};
 use crate::flow::release_rules::{self, Rule};
-use crate::scenario::model::EtcdCheck;
+use crate::scenario::model::{EtcdCheck, OperatorsRule};
 
-/// How long ClusterOperators must stay settled (`wait-for install-complete` uses 30 s).
+/// How long ClusterOperators must stay settled: `wait-for install-complete` waits until each
+/// has had Progressing=False for more than 30 s (cmd/openshift-install/create.go).
 pub const OPERATORS_SETTLE: Duration = Duration::from_secs(30);
 
 /// What a pass compares with.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Inputs {
     /// The install-config the cluster was installed with (pull secret redacted), as JSON;
     /// without one, the applied check is not made.
     pub install_config: Option<Value>,
     pub etcd: EtcdCheck,
+    /// What cluster-ready asks of the ClusterOperators (`installer` unless asked otherwise).
+    pub operators: OperatorsRule,
     /// `api-int.<cluster>.<baseDomain>`, named when no node has registered.
     pub api_int: Option<String>,
     /// The hostname the harness's DHCP gave the node (`<cluster>-master-0`), named when the
@@ -51,6 +56,11 @@ pub struct Pass {
     pub unreachable: Option<String>,
     /// The one node, once it registered, and what is wrong with its name.
     pub node: Option<NodeSeen>,
+    /// The operators unavailable or degraded, with their messages, that the rule reports
+    /// rather than judges (always empty under `healthy`, which fails them).
+    pub operator_warnings: Vec<String>,
+    /// The rule the operators were judged by.
+    pub operators_rule: OperatorsRule,
 }
 
 /// The rule for the etcd condition: the scenario's, or (automatic) by the cluster's release.
@@ -143,9 +153,20 @@ pub async fn evaluate(api: &ClusterApi, inputs: &Inputs) -> Pass {
         etcd_check(api, etcd_rule.as_ref()).await,
     ));
     results.push((ApiCheck::ClusterVersion, judged(cv, judge::cluster_version)));
-    let co = judged(api.cluster_operators().await, |v| {
-        judge::cluster_operators(v, SystemTime::now(), OPERATORS_SETTLE)
-    });
+    let (co, operator_warnings) = match api.cluster_operators().await {
+        Ok(v) => {
+            let verdict =
+                judge::operators(&v, SystemTime::now(), OPERATORS_SETTLE, inputs.operators);
+            (verdict.judgement, verdict.warnings)
+        }
+        Err(e) => (
+            judge::Judgement {
+                ok: false,
+                detail: e.to_string(),
+            },
+            Vec::new(),
+        ),
+    };
     results.push((ApiCheck::ClusterOperators, co));
     if let Some(j) = applied_check(api, inputs, version.as_deref()).await {
         results.push((ApiCheck::InstallConfigApplied, j));
@@ -156,6 +177,8 @@ pub async fn evaluate(api: &ClusterApi, inputs: &Inputs) -> Pass {
         version,
         unreachable: None,
         node,
+        operator_warnings,
+        operators_rule: inputs.operators,
     }
 }
 
@@ -179,10 +202,13 @@ pub fn unreachable(inputs: &Inputs, why: &str) -> Pass {
         version: None,
         unreachable: Some(why.into()),
         node: None,
+        operator_warnings: Vec::new(),
+        operators_rule: inputs.operators,
     }
 }
 
-/// Whether the one node is Ready, and the node as it registered (its name judged).
+/// Whether the control-plane node is Ready (workers are accepted, not judged), and the node as
+/// it registered (its name judged).
 async fn node_check(api: &ClusterApi, inputs: &Inputs) -> (judge::Judgement, Option<NodeSeen>) {
     let nodes = api.nodes().await;
     let seen = nodes

@@ -1,6 +1,8 @@
 //! Control-plane health through the Kubernetes API after the pivot: the checks that
 //! `openshift-install wait-for bootstrap-complete` and `install-complete` make
-//! (docs/bip-contract.md §7), on the admin kubeconfig pointed at a forwarded port.
+//! (docs/bip-contract.md §7), on the admin kubeconfig pointed at a forwarded port. The
+//! operators are judged by install-complete's own rule unless a scenario or `check
+//! --operators healthy` asks for more; the node check judges the one control-plane node.
 
 pub mod applied;
 pub mod check;

@@ -262,6 +262,19 @@ fn suite_for_run(view: &RunView<'_>, flavour: JunitFlavour, host: &str) -> TestS
             .iter()
             .map(|(k, v)| Property::new(format!("param.{k}"), v.as_str())),
     );
+    // The rule cluster-ready applied, and each operator it reported rather than judged: a
+    // pass with unhealthy operators says so in the suite CI reads.
+    suite.add_properties(
+        run.operators_rule
+            .iter()
+            .map(|r| Property::new("operators_rule", r.as_str())),
+    );
+    suite.add_properties(
+        run.operator_warnings
+            .iter()
+            .enumerate()
+            .map(|(i, w)| Property::new(format!("operator_warning.{}", i + 1), w.as_str())),
+    );
     let cases = match flavour {
         JunitFlavour::Harness => phase_cases(view),
         JunitFlavour::Openshift => openshift_cases(view),
@@ -646,6 +659,32 @@ mod tests {
 
     fn child<'a>(els: &'a [Element], case_name: &str, child: &str) -> Option<&'a Element> {
         inside(els, case_name).iter().find(|e| e.0 == child)
+    }
+
+    #[test]
+    fn the_operators_rule_and_each_reported_operator_are_properties() {
+        let mut r = sample_pass("p");
+        r.operators_rule = Some("installer".into());
+        r.operator_warnings = vec![
+            "ingress: Degraded=True".into(),
+            "console: Available=False".into(),
+        ];
+        let xml = junit_for_runs(
+            &located(vec![r]),
+            Path::new("/runs/out"),
+            "x",
+            JunitFlavour::Harness,
+        );
+        let els = elements(&xml);
+        let prop = |name: &str| {
+            els.iter()
+                .find(|e| e.0 == "property" && attr(&e.1, "name") == Some(name))
+                .and_then(|e| attr(&e.1, "value"))
+        };
+        assert_eq!(prop("operators_rule"), Some("installer"));
+        assert_eq!(prop("operator_warning.1"), Some("ingress: Degraded=True"));
+        assert_eq!(prop("operator_warning.2"), Some("console: Available=False"));
+        assert_eq!(prop("operator_warning.3"), None);
     }
 
     #[test]

@@ -165,6 +165,7 @@ fn run_section(r: &RunResult, dir: &str, heading: &str) -> String {
     if r.verdict != Verdict::Pass {
         let _ = writeln!(md, "\n**Reason:** {}", one_line(&r.reason));
     }
+    md.push_str(&operator_warnings(r));
     md.push('\n');
 
     let rows = r
@@ -217,6 +218,22 @@ fn run_section(r: &RunResult, dir: &str, heading: &str) -> String {
                 let _ = writeln!(md, "- {name}: `{dir}/{path}`");
             }
         }
+    }
+    md
+}
+
+/// The operators the `installer` rule reported unavailable or degraded, as a list under the
+/// rule's name; nothing when there are none.
+fn operator_warnings(r: &RunResult) -> String {
+    if r.operator_warnings.is_empty() {
+        return String::new();
+    }
+    let rule = r.operators_rule.as_deref().unwrap_or("installer");
+    let mut md = format!(
+        "\n**Operator warnings** (rule `{rule}`: `wait-for install-complete` does not judge an operator's Available or Degraded, so the install completes with them):\n\n"
+    );
+    for w in &r.operator_warnings {
+        let _ = writeln!(md, "- {}", one_line(w));
     }
     md
 }
@@ -294,6 +311,26 @@ fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 mod tests {
     use super::*;
     use crate::result::tests::{sample_fail, sample_pass};
+
+    #[test]
+    fn a_pass_with_reported_operators_lists_them_under_the_rule() {
+        let mut r = sample_pass("p");
+        assert!(!summary_markdown(std::slice::from_ref(&r)).contains("Operator warnings"));
+        r.operators_rule = Some("installer".into());
+        r.operator_warnings = vec![
+            "ingress: Available=True Degraded=True Progressing=False (canary <failing> | 3 times)"
+                .into(),
+        ];
+        let md = summary_markdown(&[r]);
+        assert!(
+            md.contains("**Operator warnings** (rule `installer`"),
+            "{md}"
+        );
+        assert!(
+            md.contains("\n- ingress: Available=True Degraded=True"),
+            "{md}"
+        );
+    }
 
     #[test]
     fn verdict_table_and_sections() {

@@ -1,6 +1,7 @@
 //! Polls the cluster's API after the pivot (`health::checks`, the same pass `sno-harness
 //! check` makes) and sends each check's outcome when it changes, and the etcd rule once the
-//! cluster's release decides it.
+//! cluster's release decides it, and the operators the `installer` rule reports when they
+//! change.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -21,6 +22,7 @@ pub async fn poll(endpoint: ApiEndpoint, inputs: Inputs, tx: SignalTx, every: Du
     let mut rule: Option<EtcdRule> = None;
     let mut release: Option<String> = None;
     let mut node: Option<NodeSeen> = None;
+    let mut warnings: Vec<String> = Vec::new();
     let mut api: Option<ClusterApi> = None;
     loop {
         if api.is_none() {
@@ -54,6 +56,16 @@ pub async fn poll(endpoint: ApiEndpoint, inputs: Inputs, tx: SignalTx, every: Du
                 node = pass.node.clone();
                 let seen = pass.node.clone().expect("checked above");
                 let _ = tx.send((Source::Api, Signal::NodeSeen(seen)));
+            }
+            // The operators reported before the check whose pass they accompany.
+            if pass.operator_warnings != warnings {
+                warnings = pass.operator_warnings.clone();
+                let _ = tx.send((
+                    Source::Api,
+                    Signal::OperatorWarnings {
+                        warnings: pass.operator_warnings.clone(),
+                    },
+                ));
             }
             for (check, j) in pass.results {
                 send(check, j.ok, j.detail);

@@ -194,6 +194,12 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
             .as_deref()
             .map(|v| crate::flow::release_rules::applied(Some(v)))
             .unwrap_or_default(),
+        operators_rule: m
+            .phase(Phase::ClusterReady)
+            .start_ms
+            .is_some()
+            .then(|| s.operators_rule.as_str().to_string()),
+        operator_warnings: m.operator_warnings.clone(),
         bootkube_restarts: (m.bootkube_restarts > 0).then(|| result::Restarts {
             count: m.bootkube_restarts,
             last_error: m.last_bootkube_error().map(str::to_string),

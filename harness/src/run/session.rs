@@ -168,6 +168,7 @@ impl Session {
             Inputs {
                 install_config: Some(assets.install_config.clone()),
                 etcd: run.s.etcd_check,
+                operators: run.s.operators_rule,
                 api_int: Some(format!(
                     "api-int.{}.{}",
                     run.s.install.cluster, run.s.install.base_domain

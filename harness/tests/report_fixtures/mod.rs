@@ -74,6 +74,8 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         badness: vec![],
         etcd_rule: None,
         release_rules: Vec::new(),
+        operators_rule: None,
+        operator_warnings: Vec::new(),
         bootkube_restarts: None,
         assets: None,
         vm_left_running: None,

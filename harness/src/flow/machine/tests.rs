@@ -864,6 +864,35 @@ fn cluster_ready_waits_for_the_install_config_check() {
 }
 
 #[test]
+fn operator_warnings_are_kept_as_they_were_when_cluster_ready_ended() {
+    let mut m = machine();
+    to_a_settled_cluster(&mut m);
+    let degraded = "ingress: Available=True Degraded=True Progressing=False (canary failing)";
+    let warn = |ws: &[&str]| Signal::OperatorWarnings {
+        warnings: ws.iter().map(|w| w.to_string()).collect(),
+    };
+    feed(
+        &mut m,
+        vec![
+            (60_000, warn(&["console: Available=False", degraded])),
+            (60_500, warn(&[degraded])),
+            (61_000, api(ApiCheck::ClusterVersion, true, "Available")),
+            (61_500, api(ApiCheck::ClusterOperators, true, "settled")),
+            (62_000, api(ApiCheck::InstallConfigApplied, true, "applied")),
+        ],
+    );
+    assert_eq!(
+        m.current(),
+        Some(Phase::BootstrapCleanup),
+        "the warning does not hold it"
+    );
+    assert_eq!(m.operator_warnings, [degraded]);
+    // The operator recovering later does not unsay what the install completed with.
+    feed(&mut m, vec![(63_000, warn(&[]))]);
+    assert_eq!(m.operator_warnings, [degraded]);
+}
+
+#[test]
 fn a_config_difference_waits_while_operators_progress_and_fails_once_they_settle() {
     let mut m = machine();
     to_a_settled_cluster(&mut m);

@@ -123,6 +123,9 @@ pub fn render_html(runs: &[LocatedRun], summary: &Summary) -> String {
     let mut body = el("body")
         .child(header(&results, &title))
         .child(failures_section(runs));
+    if results.iter().any(|r| !r.operator_warnings.is_empty()) {
+        body = body.child(operator_warnings_section(&results));
+    }
     // One run: what happened when comes right under why it failed; a matrix's timelines are
     // many, and come last.
     let single = runs.len() == 1;
@@ -374,6 +377,38 @@ fn failure(run: &LocatedRun) -> Element {
         .child(tables::artifact_links(run))
 }
 
+/// The operators each run's `installer` rule reported unavailable or degraded: the runs passed
+/// or failed without them, and they are shown so that they are not missed.
+fn operator_warnings_section(results: &[&RunResult]) -> Element {
+    let mut s = section("operator-warnings", "Operator warnings").child(
+        el("p").attr("class", "meta").text(
+            "Unavailable or degraded operators that wait-for install-complete does not judge (rule installer): the install completes with them.",
+        ),
+    );
+    for r in results.iter().filter(|r| !r.operator_warnings.is_empty()) {
+        let rule = r.operators_rule.as_deref().unwrap_or("installer");
+        s = s
+            .child(
+                el("h3")
+                    .child(tables::verdict_badge(r.verdict))
+                    .child(el("span").attr("class", "mono").text(&r.id))
+                    .child(
+                        el("span")
+                            .attr("class", "meta")
+                            .text(format!("  rule {rule}")),
+                    ),
+            )
+            .child(
+                el("ul").attr("class", "warnings").children(
+                    r.operator_warnings
+                        .iter()
+                        .map(|w| el("li").text(format!("warning: {w}"))),
+                ),
+            );
+    }
+    s
+}
+
 fn timelines_section(runs: &[LocatedRun]) -> Element {
     let results: Vec<&RunResult> = runs.iter().map(|r| &r.result).collect();
     let scale = gantt::time_scale(&results);
@@ -611,6 +646,21 @@ mod tests {
         let html = page(vec![r]);
         assert!(
             html.contains("<p class=\"meta assets\">Installer openshift-install 4.17.0 &lt;b&gt;; ISO file:///isos/rhcos.iso.</p>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn reported_operators_have_a_section_of_their_own_only_when_there_are_some() {
+        assert!(!page(vec![sample_pass("p")]).contains("operator-warnings"));
+        let mut r = sample_pass("p");
+        r.operators_rule = Some("installer".into());
+        r.operator_warnings = vec!["ingress: Degraded=True (<b>canary</b>)".into()];
+        let html = page(vec![r]);
+        assert!(html.contains("id=\"operator-warnings\""), "{html}");
+        assert!(html.contains("rule installer"), "{html}");
+        assert!(
+            html.contains("warning: ingress: Degraded=True (&lt;b&gt;canary&lt;/b&gt;)"),
             "{html}"
         );
     }

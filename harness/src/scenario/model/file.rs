@@ -146,6 +146,32 @@ pub enum CrashSeverity {
 pub struct ChecksSection {
     #[serde(default, deserialize_with = "choice")]
     pub etcd_bootstrap_member_removed: EtcdCheck,
+    #[serde(default, deserialize_with = "choice")]
+    pub operators: OperatorsRule,
+}
+
+/// `[checks] operators`: what cluster-ready asks of the ClusterOperators. `installer` (the
+/// default) is exactly `openshift-install wait-for install-complete`'s rule
+/// (cmd/openshift-install/create.go, waitForInstallComplete: ClusterVersion Available, not
+/// Failing, not Progressing, then every operator Progressing=False for more than 30 s); it
+/// does not look at the operators' Available or Degraded, so those are reported as warnings.
+/// `healthy` also fails the phase while an operator is unavailable or degraded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OperatorsRule {
+    #[default]
+    Installer,
+    Healthy,
+}
+
+impl OperatorsRule {
+    /// As the scenario, `check --operators`, result.json and the reports spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperatorsRule::Installer => "installer",
+            OperatorsRule::Healthy => "healthy",
+        }
+    }
 }
 
 /// `[checks] etcd_bootstrap_member_removed`: whether bootstrap-complete waits for etcd's
@@ -196,7 +222,9 @@ pub struct ExpectSection {
     pub verdict: String,
     pub failed_phase: Option<String>,
     pub reason_contains: Option<String>,
-    /// A badness line the scenario's `[badness] allow` turned into a warning must contain this.
+    /// A warning must contain this: a badness line that did not fail the run (`[badness]
+    /// allow`, or a warning by its kind), or an operator the `installer` rule reported as
+    /// unavailable or degraded (result.json's `operator_warnings`).
     #[serde(default)]
     pub warning_contains: Option<String>,
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::file::{BootSource, EtcdCheck, ExpectSection, Profile};
+use super::file::{BootSource, EtcdCheck, ExpectSection, OperatorsRule, Profile};
 use super::install::InstallSpec;
 use super::network::NetworkSpec;
 use super::vm::VmConfig;
@@ -69,6 +69,8 @@ pub struct Scenario {
     pub expect: Option<ExpectSection>,
     /// `[checks] etcd_bootstrap_member_removed`.
     pub etcd_check: EtcdCheck,
+    /// `[checks] operators`: the rule cluster-ready judges the ClusterOperators by.
+    pub operators_rule: OperatorsRule,
     /// `[badness] process_crashes`, when the scenario sets it.
     pub process_crashes_fatal: Option<bool>,
     /// `[badness] kernel_warnings = "fatal"`: a kernel `WARNING: CPU:` fails the run.

@@ -210,33 +210,26 @@ pub struct ClusterVersionView {
     pub completed_at: Option<f64>,
 }
 
-/// `(name, what)` for the operators whose faults or failing route checks block the install at
-/// `elapsed`, in the operators' order.
-fn blocking_operators(faults: &Faults, t: &Timeline, elapsed: f64) -> Vec<(String, &'static str)> {
-    let mut out: Vec<(String, &'static str)> = faults
+/// The operators that block the install at `elapsed`, in the operators' order: those not
+/// Available, by a fault or a failing route check. As the cluster-version operator judges an
+/// operator while it installs (pkg/cvo/internal/operatorstatus.go, its operator health check):
+/// one not Available fails the payload, so ClusterVersion never becomes Available; one that is
+/// Available but Degraded is only reported then, and the install completes.
+fn blocking_operators(faults: &Faults, t: &Timeline, elapsed: f64) -> Vec<String> {
+    let mut out: Vec<String> = faults
         .operators()
         .into_iter()
-        .map(|op| {
-            let what = if faults.operator_unavailable(&op) {
-                "not available"
-            } else {
-                "degraded"
-            };
-            (op, what)
-        })
+        .filter(|op| faults.operator_unavailable(op))
         .collect();
     for (i, c) in ROUTE_CHECKS.iter().enumerate() {
-        let blocked = t.routes.failing(i, elapsed).is_some();
-        if blocked && !out.iter().any(|(o, _)| o == c.operator) {
-            let what = match c.effect {
-                routes::Effect::Unavailable => "not available",
-                routes::Effect::Degraded => "degraded",
-            };
-            out.push((c.operator.to_string(), what));
+        let blocked =
+            c.effect == routes::Effect::Unavailable && t.routes.failing(i, elapsed).is_some();
+        if blocked && !out.iter().any(|o| o == c.operator) {
+            out.push(c.operator.to_string());
         }
     }
     let order = super::operator_names(faults);
-    out.sort_by_key(|(o, _)| order.iter().position(|n| n == o));
+    out.sort_by_key(|o| order.iter().position(|n| n == o));
     out
 }
 
@@ -286,26 +279,17 @@ fn progressing_view(elapsed: f64, t: &Timeline, version: &str) -> ClusterVersion
     }
 }
 
-fn failing_view(
-    due: f64,
-    blocking: &[(String, &'static str)],
-    version: &str,
-) -> ClusterVersionView {
+fn failing_view(due: f64, blocking: &[String], version: &str) -> ClusterVersionView {
     let (reason, message, progressing) = match blocking {
-        [(op, what)] => (
-            if *what == "degraded" {
-                "ClusterOperatorDegraded"
-            } else {
-                "ClusterOperatorNotAvailable"
-            }
-            .to_string(),
-            format!("Cluster operator {op} is {what}"),
-            format!("Unable to apply {version}: the cluster operator {op} is {what}"),
+        [op] => (
+            "ClusterOperatorNotAvailable".to_string(),
+            format!("Cluster operator {op} is not available"),
+            format!("Unable to apply {version}: the cluster operator {op} is not available"),
         ),
         many => {
             let lines: Vec<String> = many
                 .iter()
-                .map(|(op, what)| format!("* Cluster operator {op} is {what}"))
+                .map(|op| format!("* Cluster operator {op} is not available"))
                 .collect();
             (
                 "MultipleErrors".to_string(),
@@ -341,8 +325,11 @@ pub fn cluster_version(
     if !blocking.is_empty() {
         return failing_view(due, &blocking, version);
     }
-    // Route checks that failed and cleared since: the version completes then.
-    let cleared = (0..ROUTE_CHECKS.len()).filter_map(|i| t.routes.cleared_at(i));
+    // Route checks that held an operator unavailable and cleared since: the version completes
+    // then (a Degraded one never held it).
+    let cleared = (0..ROUTE_CHECKS.len())
+        .filter(|i| ROUTE_CHECKS[*i].effect == routes::Effect::Unavailable)
+        .filter_map(|i| t.routes.cleared_at(i));
     let due = cleared.fold(due, f64::max);
     ClusterVersionView {
         conditions: vec![

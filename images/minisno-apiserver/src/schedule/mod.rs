@@ -163,17 +163,14 @@ impl Timeline {
     /// The milestones reached by `elapsed`, with their times, in order.
     pub fn milestones(&self, elapsed: f64, faults: &Faults) -> Vec<(&'static str, f64)> {
         let last = self.operators.saturating_sub(1) as f64 * self.step;
-        let unblocked = faults.operators().is_empty();
+        // Only an operator that is not Available holds the install back: a Degraded one is
+        // reported by the CVO and the install completes (conditions::blocking_operators).
         let all_available = faults
             .operators()
             .iter()
             .all(|o| !faults.operator_unavailable(o));
         // A route check that fails holds its operator back until it clears.
         let routes_available = self.routes.clear(elapsed, routes::Effect::Unavailable);
-        let routes_all = later(
-            routes_available,
-            self.routes.clear(elapsed, routes::Effect::Degraded),
-        );
         let mut all: Vec<(&'static str, Option<f64>)> = vec![
             ("readyz ok", self.readyz),
             ("node registered", self.node_registered),
@@ -190,15 +187,18 @@ impl Timeline {
             ),
             (
                 "cluster version completed",
-                later(self.cluster_version_due.filter(|_| unblocked), routes_all),
+                later(
+                    self.cluster_version_due.filter(|_| all_available),
+                    routes_available,
+                ),
             ),
             (
                 "operators settled",
                 later(
                     self.operators_settled
-                        .filter(|_| unblocked)
+                        .filter(|_| all_available)
                         .map(|t| t + last),
-                    routes_all,
+                    routes_available,
                 ),
             ),
         ];

@@ -251,21 +251,48 @@ fn cluster_version_timeline() {
     assert_eq!(status(&v.conditions, "Failing"), "False");
 }
 
+/// As the CVO judges an operator while it installs (pkg/cvo/internal/operatorstatus.go): one
+/// Available but Degraded is only reported, and ClusterVersion completes; one not Available
+/// fails the payload, and ClusterVersion never becomes Available.
 #[test]
 fn cluster_version_fault() {
     let s = Schedule::fast();
     let f = faults(&["operator-degraded:ingress"]);
     let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(0.0)));
     let v = cluster_version(100.0, &t, &f, "4.17.0-minisno");
+    assert_eq!(v.completed_at, t.cluster_version_due);
+    assert_eq!(status(&v.conditions, "Available"), "True");
+    assert_eq!(status(&v.conditions, "Progressing"), "False");
+    assert_eq!(status(&v.conditions, "Failing"), "False");
+    let milestones: Vec<_> = t.milestones(1e6, &f).iter().map(|m| m.0).collect();
+    assert!(
+        milestones.contains(&"cluster version completed")
+            && milestones.contains(&"operators settled"),
+        "{milestones:?}"
+    );
+
+    let f = faults(&["operator-unavailable:console"]);
+    let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(0.0)));
+    let v = cluster_version(100.0, &t, &f, "x");
     assert_eq!(v.completed_at, None);
     assert_eq!(status(&v.conditions, "Available"), "False");
     assert_eq!(status(&v.conditions, "Progressing"), "True");
     let failing = v.conditions.iter().find(|c| c.type_ == "Failing").unwrap();
     assert_eq!(
-        (failing.status, failing.message.as_str()),
-        ("True", "Cluster operator ingress is degraded")
+        (
+            failing.status,
+            failing.message.as_str(),
+            failing.reason.as_str()
+        ),
+        (
+            "True",
+            "Cluster operator console is not available",
+            "ClusterOperatorNotAvailable"
+        )
     );
-    let f = faults(&["operator-unavailable:console"]);
+
+    // Both: only the unavailable one is named, and it still blocks.
+    let f = faults(&["operator-degraded:ingress", "operator-unavailable:console"]);
     let t = Timeline::new(&s, &f, &facts(Some(0.0), Some(0.0)));
     let v = cluster_version(100.0, &t, &f, "x");
     let failing = v.conditions.iter().find(|c| c.type_ == "Failing").unwrap();
@@ -442,10 +469,11 @@ fn operators_whose_routes_do_not_resolve_say_so_as_the_real_ones_do() {
     assert_eq!(status(&at("dns"), "Available"), "True");
     let early = operator_conditions("authentication", 0, 0.5, &t, &f, "4.17.0");
     assert_eq!(cond(&early, "Available").reason, "Initializing");
-    // The cluster version cannot complete: it names the three.
+    // The cluster version cannot complete: it names the two not Available (ingress, only
+    // Degraded, does not block it, as with the real CVO).
     let v = cluster_version(1e6, &t, &f, "4.17.0");
     assert_eq!(v.completed_at, None);
-    assert_eq!(cond(&v.conditions, "Failing").message, "Multiple errors are preventing progress:\n* Cluster operator authentication is not available\n* Cluster operator console is not available\n* Cluster operator ingress is degraded");
+    assert_eq!(cond(&v.conditions, "Failing").message, "Multiple errors are preventing progress:\n* Cluster operator authentication is not available\n* Cluster operator console is not available");
     let milestones: Vec<_> = t.milestones(1e6, &f).iter().map(|m| m.0).collect();
     assert!(
         !milestones.contains(&"operators available"),
