@@ -5,7 +5,7 @@
 //! data/data/bootstrap/bootstrap-in-place/files/usr/local/bin/bootstrap-in-place-post-reboot.sh.template
 //! runs under `set -euoE pipefail`, yet almost every step is an until/while loop that retries
 //! without end: when something it needs never comes, the unit does not fail, the script just
-//! prints the same line again (docs/bip-contract.md §6). So a hang is seen as one line
+//! prints the same line again (docs/bip-contract.md §6.1). So a hang is seen as one line
 //! repeating, and the table below says which line belongs to which loop and what that loop is
 //! waiting for. The lines come with the identifier `bootstrap-in-place-post-reboot.sh` (the
 //! script's name) from `bootkube.service` of the installed system.
