@@ -239,6 +239,11 @@ pub struct RunResult {
     /// get that far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etcd_rule: Option<EtcdRuleApplied>,
+    /// Each release-gated rule (docs/bip-contract.md §7, "Release history") and whether the
+    /// cluster's release was held to it; absent when the run never read the release (the newest
+    /// rules then applied).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub release_rules: Vec<crate::flow::release_rules::RuleApplied>,
     /// The live system's bootkube.service restarts, when it restarted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootkube_restarts: Option<Restarts>,
@@ -442,6 +447,7 @@ impl RunResult {
             host: HostContext::default(),
             badness: vec![],
             etcd_rule: None,
+            release_rules: Vec::new(),
             bootkube_restarts: None,
             assets: None,
             vm_left_running: None,
@@ -603,6 +609,7 @@ pub(crate) mod tests {
             },
             badness: vec![],
             etcd_rule: None,
+            release_rules: Vec::new(),
             bootkube_restarts: None,
             assets: None,
             vm_left_running: None,
@@ -670,6 +677,26 @@ pub(crate) mod tests {
         // No temporary file left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         assert_eq!(RunResult::read(dir.path().join(RESULT_FILE)).unwrap(), r);
+    }
+
+    #[test]
+    fn the_release_rules_are_recorded_beside_the_etcd_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = sample_pass("release");
+        r.release_rules = crate::flow::release_rules::applied(Some("4.12.1"));
+        r.write(dir.path()).unwrap();
+        let v: Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(RESULT_FILE)).unwrap()).unwrap();
+        assert_eq!(
+            v["release_rules"][0],
+            serde_json::json!({"rule": "bootstrap-configmap", "from": "4.12", "applied": true})
+        );
+        assert_eq!(v["release_rules"][2]["rule"], "opt-openshift-removed");
+        assert_eq!(v["release_rules"][2]["applied"], false);
+        assert_eq!(RunResult::read(dir.path().join(RESULT_FILE)).unwrap(), r);
+        // A run that never read the release records none.
+        let text = serde_json::to_string(&sample_pass("early")).unwrap();
+        assert!(!text.contains("release_rules"), "{text}");
     }
 
     #[test]

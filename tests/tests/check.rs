@@ -18,7 +18,13 @@ use sno_harness::health::watch::Watch;
 use sno_harness::health::ApiEndpoint;
 use sno_harness::scenario::model::EtcdCheck;
 
-const INSTALL_CONFIG: &str = "apiVersion: v1\nbaseDomain: example.test\nmetadata:\n  name: sno\nnetworking:\n  networkType: OVNKubernetes\n  clusterNetwork:\n  - cidr: 10.128.0.0/14\n    hostPrefix: 23\n  machineNetwork:\n  - cidr: 10.0.2.0/24\n  serviceNetwork:\n  - 172.30.0.0/16\ncontrolPlane:\n  name: master\n  replicas: 1\ncompute:\n- name: worker\n  replicas: 0\nplatform:\n  none: {}\nbootstrapInPlace:\n  installationDisk: /dev/vda\n";
+/// The user's install-config: the networks but the machine network left to the installer.
+const INSTALL_CONFIG: &str = "apiVersion: v1\nbaseDomain: example.test\nmetadata:\n  name: sno\nnetworking:\n  machineNetwork:\n  - cidr: 10.0.2.0/24\ncontrolPlane:\n  name: master\n  replicas: 1\ncompute:\n- name: worker\n  replicas: 0\nplatform:\n  none: {}\nbootstrapInPlace:\n  installationDisk: /dev/vda\n";
+
+/// The copy the cluster stores (configmap kube-system/cluster-config-v1): the user's with the
+/// installer's defaults filled in, as openshift/installer's SetInstallConfigDefaults and
+/// minisno-install do.
+const STORED_INSTALL_CONFIG: &str = "apiVersion: v1\nbaseDomain: example.test\nmetadata:\n  name: sno\nnetworking:\n  networkType: OVNKubernetes\n  clusterNetwork:\n  - cidr: 10.128.0.0/14\n    hostPrefix: 23\n  machineNetwork:\n  - cidr: 10.0.2.0/24\n  serviceNetwork:\n  - 172.30.0.0/16\ncontrolPlane:\n  name: master\n  replicas: 1\n  hyperthreading: Enabled\ncompute:\n- name: worker\n  replicas: 0\n  hyperthreading: Enabled\nplatform:\n  none: {}\npublish: External\nadditionalTrustBundlePolicy: Proxyonly\nbootstrapInPlace:\n  installationDisk: /dev/vda\n";
 
 /// A CA, an admin client certificate, and a kubeconfig that names the server as the real
 /// one does (`tls-server-name`), in `dir`.
@@ -118,7 +124,7 @@ impl Cluster {
             },
             schedule: Schedule::fast().scaled(0.1),
             faults: faults.iter().map(|f| f.to_string()).collect(),
-            install_config_yaml: INSTALL_CONFIG.into(),
+            install_config_yaml: STORED_INSTALL_CONFIG.into(),
             resolver: Resolver::HostsFile(dir.path().join("hosts")),
             cluster_dns: cluster_dns(),
         };
@@ -127,7 +133,14 @@ impl Cluster {
         // that the timeline below is final.
         running.app.look_up_api_int();
         running.app.check_routes();
-        if !faults.contains(&"api-never-ready") {
+        // The post-reboot script creates the configmap only from 4.12 (docs/bip-contract.md
+        // §7, "Release history").
+        let creates = Release {
+            version: version.into(),
+            image: String::new(),
+        }
+        .creates_bootstrap_configmap();
+        if creates && !faults.contains(&"api-never-ready") {
             let r = minisno_apiserver::router::route(
                 &running.app,
                 "POST",
@@ -170,8 +183,13 @@ impl Cluster {
     /// The checks, again until healthy or `wait` is over (once when it is zero, as without
     /// `--wait`); with the install-config when asked.
     async fn check(&self, wait: Duration, with_install_config: bool) -> Report {
-        let install_config = with_install_config
-            .then(|| serde_saphyr::from_str::<serde_json::Value>(INSTALL_CONFIG).unwrap());
+        self.check_with(wait, with_install_config.then_some(INSTALL_CONFIG))
+            .await
+    }
+
+    /// The checks with the user's install-config `text`, if any.
+    async fn check_with(&self, wait: Duration, text: Option<&str>) -> Report {
+        let install_config = text.map(|t| serde_saphyr::from_str::<serde_json::Value>(t).unwrap());
         let inputs = Inputs {
             install_config,
             etcd: EtcdCheck::Auto,
@@ -278,6 +296,59 @@ async fn an_older_release_is_not_held_to_the_etcd_condition() {
             .unwrap();
         assert!(bootstrap.ok(), "{version}: {}", bootstrap.detail());
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_4_11_cluster_completes_bootstrap_without_the_bootstrap_configmap() {
+    let c = Cluster::start(&[], "4.11.0", true).await;
+    // A 4.11 installer would fill in OpenShiftSDN, which single-node refuses: a 4.11 user
+    // writes OVNKubernetes.
+    let ovn = INSTALL_CONFIG.replace(
+        "networking:\n",
+        "networking:\n  networkType: OVNKubernetes\n",
+    );
+    let r = c.check_with(CONVERGE, Some(&ovn)).await;
+    assert!(r.healthy(), "{:?}", failing(&r));
+    let bootstrap = r
+        .phases
+        .iter()
+        .find(|p| p.phase.name() == "bootstrap-complete")
+        .unwrap();
+    assert!(
+        bootstrap.detail().contains(
+            "configmap kube-system/bootstrap status absent, not required of release 4.11.0"
+        ),
+        "{}",
+        bootstrap.detail()
+    );
+    let rules = r.to_json()["release_rules"].clone();
+    let applied = |name: &str| {
+        rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["rule"] == name)
+            .unwrap()["applied"]
+            .clone()
+    };
+    for rule in [
+        "bootstrap-configmap",
+        "opt-openshift-removed",
+        "etcd-bootstrap-member-removed",
+        "default-network-type-ovn",
+    ] {
+        assert_eq!(applied(rule), false, "{rule}: {rules}");
+    }
+    // The same file without a network type asks for the 4.11 installer's default.
+    let r = c.check(Duration::ZERO, true).await;
+    let f = failing(&r);
+    assert!(
+        f.iter().any(|(p, d)| *p == "cluster-ready"
+            && d.contains(
+                "networkType: asked \"OpenShiftSDN\", cluster reports \"OVNKubernetes\""
+            )),
+        "{f:?}"
+    );
 }
 
 /// The binary, beside this test's (nextest builds the workspace's binaries first).

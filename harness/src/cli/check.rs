@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sno_harness::exit;
+use sno_harness::flow::release_rules;
 use sno_harness::health::check::{check_cluster, cut_short, Deadline, Report};
 use sno_harness::health::checks::Inputs;
 use sno_harness::health::watch::Watch;
@@ -28,7 +29,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     kubeconfig: PathBuf,
     /// The install-config the cluster was installed with: the cluster's reported state is
-    /// compared with it.
+    /// compared with it, the installer's defaults filled in for the fields it leaves out.
     #[arg(long, value_name = "FILE")]
     install_config: Option<PathBuf>,
     /// Check again every 5 s until healthy, within this deadline for the whole command (e.g.
@@ -177,6 +178,14 @@ fn print_report(r: &Report) {
             },
             rule.why
         );
+    }
+    let not_held: Vec<String> = release_rules::applied(r.version.as_deref())
+        .into_iter()
+        .filter(|a| !a.applied)
+        .map(|a| format!("{} (from {})", a.rule, a.from))
+        .collect();
+    if !not_held.is_empty() {
+        outln!("  release rules not applied: {}", not_held.join(", "));
     }
     match (&r.unreachable, r.healthy()) {
         (Some(why), _) => outln!("the API cannot be reached: {why}"),

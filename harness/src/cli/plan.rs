@@ -307,7 +307,14 @@ impl ScenarioPlan {
         }
         outln!("\n# phase timeouts (after TCG scaling)");
         for (p, d) in &self.timeouts {
-            outln!("  {:<20} {}", p.name(), humantime::format_duration(*d));
+            let d = humantime::format_duration(*d);
+            match p.budget_phase() {
+                b if b == *p => outln!("  {:<20} {d}", p.name()),
+                b => outln!(
+                    "  {:<20} none of its own: within {b}'s {d}, from its start",
+                    p.name()
+                ),
+            }
         }
     }
 }

@@ -139,6 +139,11 @@ pub enum Signal {
         required: bool,
         why: String,
     },
+    /// The release ClusterVersion names (sent when it changes): the release-gated rules
+    /// (`flow::release_rules`) follow it.
+    Release {
+        version: String,
+    },
     /// The one node the API lists, by the name its kubelet registered, and what is wrong with
     /// that name, if anything (sent when either changes).
     NodeSeen(NodeSeen),
@@ -194,6 +199,13 @@ pub enum AssistedStep {
     Exited { code: i32 },
     /// It could not be run or followed to its end (no master.ign, SSH lost): what happened.
     Broken { detail: String },
+    /// After an exit 0: the harness collects the live system's logs, as the agent uploads
+    /// them before it reboots.
+    CollectingLogs,
+    /// The collection ended: what was collected, or why not.
+    LogsCollected { detail: String },
+    /// The harness asks the live system to reboot (the agent's `shutdown -r now`).
+    Rebooting,
 }
 
 /// What one SSH status poll of the guest found.
@@ -288,6 +300,13 @@ impl Signal {
                     format!("assisted install: coreos-installer exited {code}")
                 }
                 AssistedStep::Broken { detail } => format!("assisted install: {detail}"),
+                AssistedStep::CollectingLogs => {
+                    "assisted install: collecting the live system's logs".to_string()
+                }
+                AssistedStep::LogsCollected { detail } => format!("assisted install: {detail}"),
+                AssistedStep::Rebooting => {
+                    "assisted install: the harness asks the live system to reboot".to_string()
+                }
             },
             Signal::NodeSeen(n) => {
                 let at = match n.addresses.as_slice() {
@@ -304,6 +323,7 @@ impl Signal {
                     ps => format!("the node registered as {}{at}: {}", n.name, ps.join("; ")),
                 }
             }
+            Signal::Release { version } => super::release_rules::describe(version),
             Signal::EtcdRule { required, why } => format!(
                 "EtcdBootstrapMemberRemoved {}: {why}",
                 if *required {
@@ -376,6 +396,25 @@ mod tests {
         assert_eq!(lines[1]["kind"], "disk-write");
         assert_eq!(lines[1]["bytes"], 42);
         assert!(lines[1]["time"].as_str().unwrap().ends_with('Z'));
+    }
+
+    #[test]
+    fn the_release_says_which_rules_it_is_not_held_to() {
+        let says = |v: &str| Signal::Release { version: v.into() }.summary();
+        assert_eq!(
+            says("4.12.3"),
+            "the cluster's release is 4.12.3: not held to opt-openshift-removed (from 4.13), etcd-bootstrap-member-removed (from 4.16); held to bootstrap-configmap (from 4.12), default-network-type-ovn (from 4.12)"
+        );
+        assert_eq!(
+            says("4.16.0"),
+            "the cluster's release is 4.16.0: every release rule applies"
+        );
+        let v = serde_json::to_value(Signal::Release {
+            version: "4.11.0".into(),
+        })
+        .unwrap();
+        assert_eq!(v["kind"], "release");
+        assert_eq!(v["version"], "4.11.0");
     }
 
     #[test]

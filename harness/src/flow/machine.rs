@@ -135,6 +135,8 @@ pub struct Machine {
     installed: Option<GuestStatus>,
     /// Whether bootstrap-complete waits for etcd's condition, and why.
     pub etcd_rule: Option<(bool, String)>,
+    /// The cluster's release, once ClusterVersion named it: the release-gated rules follow it.
+    pub release: Option<String>,
     /// The node as it registered, once the API listed it.
     pub node: Option<NodeSeen>,
     badness: Findings,
@@ -154,6 +156,9 @@ pub struct Machine {
     network_profiles: Vec<String>,
     /// An emergency line's failure, held while the emergency shell may still dump its cause.
     emergency: Option<emergency::Pending>,
+    /// The install's end and the reboot's start: the reboot command, its scheduled delay, the
+    /// assisted install's log collection.
+    reboot: reboot::Evidence,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -216,6 +221,7 @@ impl Machine {
             post_reboot: PostRebootTracker::default(),
             installed: None,
             etcd_rule: None,
+            release: None,
             node: None,
             badness: Findings::default(),
             badness_allow: AllowList::default(),
@@ -226,6 +232,7 @@ impl Machine {
             boot_server_strain: None,
             network_profiles: Vec::new(),
             emergency: None,
+            reboot: reboot::Evidence::default(),
         }
     }
 
@@ -464,6 +471,7 @@ impl Machine {
                 identifier,
                 message,
                 boot_id,
+                guest_usec,
                 ..
             } => {
                 let source = if unit.is_empty() {
@@ -473,7 +481,7 @@ impl Machine {
                 };
                 let unit_name = (!unit.is_empty()).then_some(unit.as_str());
                 self.scan_for_badness((&source, unit_name), message, now, &mut out);
-                self.on_journal(unit, message, now, &mut out);
+                self.on_journal(unit, message, *guest_usec, now, &mut out);
                 self.on_script_line((unit, identifier, boot_id), message, now);
                 self.on_network_manager((unit, message, boot_id), now, &mut out);
                 if self.live_boot_id.is_none()
@@ -495,6 +503,7 @@ impl Machine {
             Signal::EtcdRule { required, why } => {
                 self.etcd_rule = Some((*required, why.clone()));
             }
+            Signal::Release { version } => self.release = Some(version.clone()),
             Signal::NodeSeen(n) => {
                 self.node = Some(n.clone());
                 self.advance_api(now, &mut out);
@@ -564,6 +573,7 @@ mod emergency;
 mod guest;
 mod install;
 pub mod network;
+mod reboot;
 mod script;
 #[cfg(test)]
 mod tests;

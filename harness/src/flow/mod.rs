@@ -8,3 +8,4 @@ pub mod event;
 pub mod machine;
 pub mod phase;
 pub mod post_reboot;
+pub mod release_rules;

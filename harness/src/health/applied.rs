@@ -6,16 +6,23 @@
 //! objects a real cluster keeps it in (docs/bip-contract.md §7):
 //!
 //! - configmap `kube-system/cluster-config-v1`, key `install-config`: the installer's stored copy
-//!   (pull secret redacted; the installer also fills in defaults, so only the fields asked for are
-//!   compared);
+//!   (pull secret redacted, the installer's defaults filled in);
 //! - `networks.config.openshift.io/cluster`: `status` is what the network operator deployed;
 //! - `proxies.config.openshift.io/cluster` and configmap `openshift-config/user-ca-bundle`;
 //! - `clusterversions/version`: the capability set and the enabled capabilities.
 //!
-//! A pure function of the JSON, like [`super::judge`], so it is tested on recorded objects.
+//! What is asked is the install-config with the installer's defaults applied to the fields it
+//! leaves out ([`super::install_config_defaults`]): a field left out asks for its default, and
+//! the cluster is held to it. Only what that asks for is compared: whatever the cluster adds
+//! beyond it (fields the file does not mention and the installer does not default) is no
+//! difference.
+//!
+//! A pure function of the JSON, like [`super::judge`], so it is tested on objects written from
+//! the openshift/api types.
 
 use serde_json::Value;
 
+use super::install_config_defaults::with_defaults;
 use super::judge::Judgement;
 
 /// What the cluster answered; `None` where the object does not exist (404).
@@ -28,9 +35,11 @@ pub struct Observed {
     pub cluster_version: Option<Value>,
 }
 
-/// Compares the install-config (as JSON, the installer's field names) with the cluster's
-/// reported state. Not ok lists every difference, each naming the object and field.
-pub fn install_config_applied(asked: &Value, seen: &Observed) -> Judgement {
+/// Compares the install-config (as JSON, the installer's field names), with the installer's
+/// defaults of the cluster's `release` applied, with the cluster's reported state. Not ok lists
+/// every difference, each naming the object and field.
+pub fn install_config_applied(user: &Value, release: Option<&str>, seen: &Observed) -> Judgement {
+    let asked = &with_defaults(user, release);
     let mut diffs = Vec::new();
     stored_copy(asked, seen, &mut diffs);
     network(asked, seen, &mut diffs);
@@ -117,8 +126,15 @@ fn stored_copy(asked: &Value, seen: &Observed, diffs: &mut Vec<String>) {
             return;
         }
     };
-    let fields: [StoredField; 9] = [
+    let fields: [StoredField; 13] = [
         ("metadata.name", |v| v["metadata"]["name"].clone()),
+        ("publish", |v| v["publish"].clone()),
+        ("controlPlane.replicas", |v| {
+            v["controlPlane"]["replicas"].clone()
+        }),
+        ("controlPlane.hyperthreading", |v| {
+            v["controlPlane"]["hyperthreading"].clone()
+        }),
         ("baseDomain", |v| v["baseDomain"].clone()),
         ("networking.networkType", |v| {
             v["networking"]["networkType"].clone()
@@ -139,8 +155,15 @@ fn stored_copy(asked: &Value, seen: &Observed, diffs: &mut Vec<String>) {
         ("bootstrapInPlace.installationDisk", |v| {
             v["bootstrapInPlace"]["installationDisk"].clone()
         }),
+        ("platform", |v| match v["platform"].as_object() {
+            Some(p) => Value::from(p.keys().cloned().collect::<Vec<_>>()),
+            None => Value::Null,
+        }),
         ("proxy", |v| {
             let p = &v["proxy"];
+            if !p.is_object() {
+                return Value::Null;
+            }
             Value::from(
                 ["httpProxy", "httpsProxy", "noProxy"]
                     .iter()
@@ -151,8 +174,33 @@ fn stored_copy(asked: &Value, seen: &Observed, diffs: &mut Vec<String>) {
     ];
     for (name, get) in fields {
         let (a, s) = (get(asked), get(&stored));
-        if a != s {
+        // A field that neither the file nor the installer's defaults give is not asked for.
+        if !a.is_null() && a != s {
             differ(diffs, &format!("{WHERE} {name}"), a, s);
+        }
+    }
+    compute_pools(asked, &stored, diffs);
+}
+
+/// Each compute pool asked for (with the defaults, at least `worker`), by name: its replicas
+/// and hyperthreading as stored. Pools the cluster has beyond them are not compared.
+fn compute_pools(asked: &Value, stored: &Value, diffs: &mut Vec<String>) {
+    const WHERE: &str = "configmap kube-system/cluster-config-v1 compute";
+    let pools = |v: &Value| v["compute"].as_array().cloned().unwrap_or_default();
+    let stored_pools = pools(stored);
+    for pool in pools(asked) {
+        let name = pool["name"].as_str().unwrap_or_default();
+        let found = stored_pools.iter().find(|p| p["name"] == pool["name"]);
+        for key in ["replicas", "hyperthreading"] {
+            let have = found.map_or(Value::Null, |p| p[key].clone());
+            if !pool[key].is_null() && pool[key] != have {
+                differ(
+                    diffs,
+                    &format!("{WHERE}[{name}].{key}"),
+                    pool[key].clone(),
+                    have,
+                );
+            }
         }
     }
 }
@@ -182,11 +230,32 @@ fn network(asked: &Value, seen: &Observed, diffs: &mut Vec<String>) {
 
 fn proxy(asked: &Value, seen: &Observed, diffs: &mut Vec<String>) {
     const WHERE: &str = "proxies.config.openshift.io/cluster";
+    // Neither a proxy nor a bundle asked for: the Proxy object is the cluster's own business.
+    if !asked["proxy"].is_object() && !asked["additionalTrustBundle"].is_string() {
+        return;
+    }
     let Some(p) = &seen.proxy else {
         diffs.push(format!("{WHERE} does not exist"));
         return;
     };
     let want = &asked["proxy"];
+    if want.is_object() {
+        proxy_settings(want, p, diffs);
+    }
+    let want_ca = if trusts_bundle(asked) {
+        "user-ca-bundle"
+    } else {
+        ""
+    };
+    let ca = str_at(&p["spec"]["trustedCA"], "name");
+    if want_ca != ca {
+        differ(diffs, &format!("{WHERE} spec.trustedCA.name"), want_ca, ca);
+    }
+}
+
+/// The proxies asked for, in the Proxy's spec and in effect (status).
+fn proxy_settings(want: &Value, p: &Value, diffs: &mut Vec<String>) {
+    const WHERE: &str = "proxies.config.openshift.io/cluster";
     for key in ["httpProxy", "httpsProxy", "noProxy"] {
         let (a, s) = (str_at(want, key), str_at(&p["spec"], key));
         if a != s {
@@ -200,15 +269,6 @@ fn proxy(asked: &Value, seen: &Observed, diffs: &mut Vec<String>) {
         if a != s {
             differ(diffs, &format!("{WHERE} status.{key}"), a, s);
         }
-    }
-    let want_ca = if trusts_bundle(asked) {
-        "user-ca-bundle"
-    } else {
-        ""
-    };
-    let ca = str_at(&p["spec"]["trustedCA"], "name");
-    if want_ca != ca {
-        differ(diffs, &format!("{WHERE} spec.trustedCA.name"), want_ca, ca);
     }
 }
 
@@ -309,6 +369,9 @@ mod tests {
 
     use super::*;
 
+    /// The release the clusters below run.
+    const RELEASE: Option<&str> = Some("4.17.0");
+
     const CA: &str = "-----BEGIN CERTIFICATE-----\nMIIBcert\nAAAA\n-----END CERTIFICATE-----\n";
 
     fn asked() -> Value {
@@ -340,15 +403,11 @@ mod tests {
     /// The objects a cluster installed with `asked` reports, shaped like a real cluster's:
     /// the stored install-config has the installer's defaults filled in and no pull secret.
     fn cluster_for(a: &Value) -> Observed {
-        let mut stored = a.clone();
+        let mut stored = with_defaults(a, RELEASE);
         stored["pullSecret"] = json!("");
-        stored["publish"] = json!("External");
-        stored["compute"] = json!([{"name": "worker", "replicas": 0, "hyperthreading": "Enabled"}]);
-        let n = &a["networking"];
+        let n = &stored["networking"];
         Observed {
-            cluster_config: Some(json!({
-                "data": {"install-config": serde_saphyr::to_string(&stored).unwrap()}
-            })),
+            cluster_config: Some(stored_copy_of(&stored)),
             network: Some(json!({
                 "spec": {"networkType": n["networkType"], "clusterNetwork": n["clusterNetwork"],
                          "serviceNetwork": n["serviceNetwork"]},
@@ -375,9 +434,128 @@ mod tests {
         }
     }
 
+    fn stored_copy_of(stored: &Value) -> Value {
+        json!({"data": {"install-config": serde_saphyr::to_string(stored).unwrap()}})
+    }
+
+    /// The smallest install-config bootstrap-in-place takes: everything else is defaulted.
+    fn minimal() -> Value {
+        json!({
+            "apiVersion": "v1",
+            "baseDomain": "example.test",
+            "metadata": {"name": "sno"},
+            "controlPlane": {"replicas": 1},
+            "compute": [{"name": "worker", "replicas": 0}],
+            "platform": {"none": {}},
+            "bootstrapInPlace": {"installationDisk": "/dev/vda"},
+            "pullSecret": "<redacted>",
+        })
+    }
+
+    /// The cluster `minimal()` makes, but with `change` applied to the stored copy.
+    fn minimal_cluster_storing(change: impl FnOnce(&mut Value)) -> Observed {
+        let mut seen = cluster_for(&minimal());
+        let mut stored = with_defaults(&minimal(), RELEASE);
+        change(&mut stored);
+        seen.cluster_config = Some(stored_copy_of(&stored));
+        seen
+    }
+
+    #[test]
+    fn a_minimal_install_config_matches_the_stored_copy_with_defaults_filled_in() {
+        let seen = minimal_cluster_storing(|stored| {
+            // What the cluster adds that the file does not mention is no difference.
+            stored["credentialsMode"] = json!("Passthrough");
+            stored["featureSet"] = json!("");
+            stored["compute"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"name": "edge", "replicas": 2}));
+        });
+        let stored: Value = serde_saphyr::from_str(
+            seen.cluster_config.as_ref().unwrap()["data"]["install-config"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            stored["networking"]["serviceNetwork"],
+            json!(["172.30.0.0/16"])
+        );
+        assert_eq!(stored["publish"], "External");
+        let j = install_config_applied(&minimal(), RELEASE, &seen);
+        assert!(j.ok, "{}", j.detail);
+        assert_eq!(
+            j.detail,
+            "install-config applied: networkType OVNKubernetes, clusterNetwork 10.128.0.0/14"
+        );
+    }
+
+    #[test]
+    fn a_network_type_the_file_gives_is_compared_with_the_stored_one_naming_both() {
+        let mut user = minimal();
+        user["networking"] = json!({"networkType": "OVNKubernetes"});
+        let seen = minimal_cluster_storing(|stored| {
+            stored["networking"]["networkType"] = json!("OpenShiftSDN");
+        });
+        let j = install_config_applied(&user, RELEASE, &seen);
+        assert!(!j.ok);
+        assert_eq!(
+            j.detail,
+            "the cluster does not report the install-config: configmap kube-system/cluster-config-v1 networking.networkType: asked \"OVNKubernetes\", cluster reports \"OpenShiftSDN\""
+        );
+    }
+
+    #[test]
+    fn a_default_the_file_left_out_is_asked_for() {
+        let seen = minimal_cluster_storing(|stored| {
+            stored["networking"]["serviceNetwork"] = json!(["172.31.0.0/16"]);
+        });
+        let j = install_config_applied(&minimal(), RELEASE, &seen);
+        assert!(!j.ok);
+        assert_eq!(
+            j.detail,
+            "the cluster does not report the install-config: configmap kube-system/cluster-config-v1 networking.serviceNetwork: asked [\"172.30.0.0/16\"], cluster reports [\"172.31.0.0/16\"]"
+        );
+        let seen = minimal_cluster_storing(|stored| {
+            stored["publish"] = json!("Internal");
+            stored["compute"][0]["hyperthreading"] = json!("Disabled");
+        });
+        let j = install_config_applied(&minimal(), RELEASE, &seen);
+        assert!(
+            j.detail
+                .contains("publish: asked \"External\", cluster reports \"Internal\""),
+            "{}",
+            j.detail
+        );
+        assert!(
+            j.detail.contains(
+                "compute[worker].hyperthreading: asked \"Enabled\", cluster reports \"Disabled\""
+            ),
+            "{}",
+            j.detail
+        );
+    }
+
+    #[test]
+    fn the_network_type_left_out_asks_for_the_default_of_the_clusters_release() {
+        // A 4.11 installer filled in OpenShiftSDN; the cluster deployed OVNKubernetes.
+        let seen = cluster_for(&minimal());
+        let j = install_config_applied(&minimal(), Some("4.11.0"), &seen);
+        assert!(!j.ok);
+        assert!(
+            j.detail
+                .contains("networkType: asked \"OpenShiftSDN\", cluster reports \"OVNKubernetes\""),
+            "{}",
+            j.detail
+        );
+        let j = install_config_applied(&minimal(), Some("4.12.0"), &seen);
+        assert!(j.ok, "{}", j.detail);
+    }
+
     #[test]
     fn a_cluster_that_applied_everything_passes() {
-        let j = install_config_applied(&asked(), &cluster_for(&asked()));
+        let j = install_config_applied(&asked(), RELEASE, &cluster_for(&asked()));
         assert!(j.ok, "{}", j.detail);
         assert_eq!(
             j.detail,
@@ -395,7 +573,7 @@ mod tests {
         let mut seen = cluster_for(&a);
         seen.proxy = Some(json!({"spec": {"trustedCA": {"name": ""}}, "status": {}}));
         seen.user_ca_bundle = None;
-        let j = install_config_applied(&a, &seen);
+        let j = install_config_applied(&a, RELEASE, &seen);
         assert!(j.ok, "{}", j.detail);
     }
 
@@ -403,7 +581,7 @@ mod tests {
     fn a_different_network_type_is_named_with_both_values() {
         let mut seen = cluster_for(&asked());
         seen.network.as_mut().unwrap()["status"]["networkType"] = json!("OpenShiftSDN");
-        let j = install_config_applied(&asked(), &seen);
+        let j = install_config_applied(&asked(), RELEASE, &seen);
         assert!(!j.ok);
         assert_eq!(
             j.detail,
@@ -416,7 +594,7 @@ mod tests {
         let mut seen = cluster_for(&asked());
         let st = &mut seen.network.as_mut().unwrap()["status"];
         st["serviceNetwork"] = json!(["172.30.0.0/16", "fd02::/112"]);
-        let j = install_config_applied(&asked(), &seen);
+        let j = install_config_applied(&asked(), RELEASE, &seen);
         assert!(!j.ok);
         assert!(j.detail.contains("status.serviceNetwork: asked [\"fd02::/112\",\"172.30.0.0/16\"], cluster reports [\"172.30.0.0/16\",\"fd02::/112\"]"), "{}", j.detail);
     }
@@ -425,7 +603,7 @@ mod tests {
     fn a_proxy_that_did_not_reach_the_proxy_object_fails() {
         let mut seen = cluster_for(&asked());
         seen.proxy = Some(json!({"spec": {"trustedCA": {"name": "user-ca-bundle"}}, "status": {}}));
-        let j = install_config_applied(&asked(), &seen);
+        let j = install_config_applied(&asked(), RELEASE, &seen);
         assert!(!j.ok);
         assert!(
             j.detail.contains(
@@ -442,7 +620,7 @@ mod tests {
     fn a_missing_or_incomplete_trust_bundle_fails() {
         let mut seen = cluster_for(&asked());
         seen.user_ca_bundle = None;
-        let j = install_config_applied(&asked(), &seen);
+        let j = install_config_applied(&asked(), RELEASE, &seen);
         assert!(
             j.detail.contains("user-ca-bundle does not exist"),
             "{}",
@@ -451,7 +629,7 @@ mod tests {
         seen.user_ca_bundle = Some(
             json!({"data": {"ca-bundle.crt": "-----BEGIN CERTIFICATE-----\nother\n-----END CERTIFICATE-----\n"}}),
         );
-        let j = install_config_applied(&asked(), &seen);
+        let j = install_config_applied(&asked(), RELEASE, &seen);
         assert!(!j.ok);
         assert!(
             j.detail
@@ -470,7 +648,7 @@ mod tests {
         seen.cluster_config = Some(json!({
             "data": {"install-config": serde_saphyr::to_string(&stored).unwrap()}
         }));
-        let j = install_config_applied(&asked(), &seen);
+        let j = install_config_applied(&asked(), RELEASE, &seen);
         assert!(!j.ok);
         assert!(
             j.detail
@@ -486,7 +664,7 @@ mod tests {
         let mut seen = cluster_for(&asked());
         seen.cluster_version.as_mut().unwrap()["status"]["capabilities"]["enabledCapabilities"] =
             json!([]);
-        let j = install_config_applied(&asked(), &seen);
+        let j = install_config_applied(&asked(), RELEASE, &seen);
         assert!(!j.ok);
         assert!(
             j.detail
@@ -498,7 +676,7 @@ mod tests {
 
     #[test]
     fn absent_objects_and_a_broken_stored_copy_are_reported_not_panicked_on() {
-        let j = install_config_applied(&asked(), &Observed::default());
+        let j = install_config_applied(&asked(), RELEASE, &Observed::default());
         assert!(!j.ok);
         for what in [
             "cluster-config-v1 does not exist",
@@ -510,7 +688,7 @@ mod tests {
         }
         let mut seen = cluster_for(&asked());
         seen.cluster_config = Some(json!({"data": {"install-config": "a: [unclosed"}}));
-        let j = install_config_applied(&asked(), &seen);
+        let j = install_config_applied(&asked(), RELEASE, &seen);
         assert!(
             j.detail.contains("install-config is not YAML"),
             "{}",
@@ -526,11 +704,11 @@ mod tests {
         // The default policy (Proxyonly), no proxy: trustedCA stays empty, as the real
         // installer leaves it; the bundle is still in user-ca-bundle.
         seen.proxy = Some(json!({"spec": {"trustedCA": {"name": ""}}, "status": {}}));
-        let j = install_config_applied(&a, &seen);
+        let j = install_config_applied(&a, RELEASE, &seen);
         assert!(j.ok, "{}", j.detail);
         // A cluster that trusts it anyway reports something else than was asked.
         seen.proxy = Some(json!({"spec": {"trustedCA": {"name": "user-ca-bundle"}}, "status": {}}));
-        let j = install_config_applied(&a, &seen);
+        let j = install_config_applied(&a, RELEASE, &seen);
         assert!(!j.ok);
         assert!(
             j.detail
@@ -540,7 +718,7 @@ mod tests {
         );
         // Always: trusted without a proxy.
         a["additionalTrustBundlePolicy"] = json!("Always");
-        let j = install_config_applied(&a, &seen);
+        let j = install_config_applied(&a, RELEASE, &seen);
         assert!(j.ok, "{}", j.detail);
     }
 }

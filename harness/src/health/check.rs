@@ -15,6 +15,7 @@ use super::watch::{Stuck, Watch};
 use super::{ApiEndpoint, ClusterApi, HealthError};
 use crate::flow::event::ApiCheck;
 use crate::flow::phase::Phase;
+use crate::flow::release_rules;
 
 /// The schema tag of `check --json`'s document.
 pub const SCHEMA: &str = "sno-harness/check/v1";
@@ -123,6 +124,9 @@ impl Report {
             "reachable": self.unreachable.is_none(),
             "unreachable": self.unreachable,
             "etcd_rule": self.etcd_rule.as_ref().map(|r| json!({"required": r.required, "why": r.why})),
+            // The release-gated rules the checks followed: by the release, the newest while it
+            // is not known.
+            "release_rules": release_rules::applied(self.version.as_deref()),
             "attempts": self.attempts,
             "checks": checks,
         })

@@ -9,14 +9,11 @@ use serde_json::Value;
 
 use super::{applied, judge, ClusterApi, HealthError};
 use crate::flow::event::{ApiCheck, NodeSeen};
+use crate::flow::release_rules::{self, Rule};
 use crate::scenario::model::EtcdCheck;
 
 /// How long ClusterOperators must stay settled (`wait-for install-complete` uses 30 s).
 pub const OPERATORS_SETTLE: Duration = Duration::from_secs(30);
-
-/// The first release whose `openshift-install wait-for bootstrap-complete` waits for
-/// `EtcdBootstrapMemberRemoved` (docs/bip-contract.md §7).
-pub const ETCD_RULE_SINCE: (u64, u64) = (4, 16);
 
 /// What a pass compares with.
 #[derive(Debug, Clone)]
@@ -71,9 +68,10 @@ pub fn etcd_rule(setting: EtcdCheck, version: Option<&str>) -> Option<EtcdRule> 
         ),
         EtcdCheck::Auto => {
             let v = version?;
-            let (major, minor) = ETCD_RULE_SINCE;
-            match release(v) {
-                Some(r) if r >= ETCD_RULE_SINCE => rule(
+            let since = release_rules::row(Rule::EtcdBootstrapMemberRemoved).from;
+            let (major, minor) = since;
+            match release_rules::major_minor(v) {
+                Some(r) if r >= since => rule(
                     true,
                     format!("the cluster's release {v} is {major}.{minor} or later, whose wait-for bootstrap-complete checks it"),
                 ),
@@ -88,14 +86,6 @@ pub fn etcd_rule(setting: EtcdCheck, version: Option<&str>) -> Option<EtcdRule> 
             }
         }
     }
-}
-
-/// `4.16.0-0.nightly-...` as (4, 16).
-fn release(v: &str) -> Option<(u64, u64)> {
-    let mut parts = v.split(['.', '-']);
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next()?.parse().ok()?;
-    Some((major, minor))
 }
 
 /// The release ClusterVersion names: the desired one, else the newest in its history.
@@ -137,10 +127,16 @@ pub async fn evaluate(api: &ClusterApi, inputs: &Inputs) -> Pass {
     };
     let mut results = vec![(ApiCheck::Readyz, readyz)];
     let (node_ready, node) = node_check(api, inputs).await;
-    results.push((ApiCheck::NodeReady, node_ready));
-    results.push((ApiCheck::BootstrapConfigmap, configmap_check(api).await));
+    // The release first: whether the bootstrap configmap is waited for depends on it.
     let cv = api.cluster_version().await;
     let version = cv.as_ref().ok().and_then(cluster_release);
+    let configmap = bootstrap_configmap(
+        api.bootstrap_status().await,
+        version.as_deref(),
+        &node_ready,
+    );
+    results.push((ApiCheck::NodeReady, node_ready));
+    results.push((ApiCheck::BootstrapConfigmap, configmap));
     let etcd_rule = etcd_rule(inputs.etcd, version.as_deref());
     results.push((
         ApiCheck::EtcdBootstrapMemberRemoved,
@@ -151,7 +147,7 @@ pub async fn evaluate(api: &ClusterApi, inputs: &Inputs) -> Pass {
         judge::cluster_operators(v, SystemTime::now(), OPERATORS_SETTLE)
     });
     results.push((ApiCheck::ClusterOperators, co));
-    if let Some(j) = applied_check(api, inputs).await {
+    if let Some(j) = applied_check(api, inputs, version.as_deref()).await {
         results.push((ApiCheck::InstallConfigApplied, j));
     }
     Pass {
@@ -218,18 +214,47 @@ async fn node_check(api: &ClusterApi, inputs: &Inputs) -> (judge::Judgement, Opt
     (j, seen)
 }
 
-async fn configmap_check(api: &ClusterApi) -> judge::Judgement {
-    match api.bootstrap_status().await {
-        Ok(s) => judge::Judgement {
-            ok: s.as_deref() == Some("complete"),
-            detail: format!(
-                "configmap kube-system/bootstrap status {}",
-                s.as_deref().unwrap_or("absent")
-            ),
-        },
-        Err(e) => judge::Judgement {
-            ok: false,
-            detail: e.to_string(),
+/// Configmap `kube-system/bootstrap` with `status: complete`, as `wait-for bootstrap-complete`
+/// waits for it. A release whose post-reboot script does not create it (before 4.12, see
+/// [`release_rules`]) is not held to it: its bootstrap-in-place users ran only `wait-for
+/// install-complete`, so bootstrap-complete ends once the node is Ready (`node_ready`).
+pub fn bootstrap_configmap(
+    status: Result<Option<String>, HealthError>,
+    version: Option<&str>,
+    node_ready: &judge::Judgement,
+) -> judge::Judgement {
+    let status = match status {
+        Ok(s) => s,
+        Err(e) => {
+            return judge::Judgement {
+                ok: false,
+                detail: e.to_string(),
+            }
+        }
+    };
+    let seen = format!(
+        "configmap kube-system/bootstrap status {}",
+        status.as_deref().unwrap_or("absent")
+    );
+    if status.as_deref() == Some("complete")
+        || release_rules::applies(Rule::BootstrapConfigmap, version)
+    {
+        return judge::Judgement {
+            ok: status.as_deref() == Some("complete"),
+            detail: seen,
+        };
+    }
+    let (major, minor) = release_rules::row(Rule::BootstrapConfigmap).from;
+    let why = format!(
+        "{seen}, not required of release {}: bootstrap-in-place creates it only from {major}.{minor} (openshift/installer PR #6521), so bootstrap-complete ends when the node is Ready",
+        version.unwrap_or_default()
+    );
+    judge::Judgement {
+        ok: node_ready.ok,
+        detail: if node_ready.ok {
+            why
+        } else {
+            format!("{why}; {}", node_ready.detail)
         },
     }
 }
@@ -250,10 +275,18 @@ async fn etcd_check(api: &ClusterApi, rule: Option<&EtcdRule>) -> judge::Judgeme
 
 /// Only an answer is evidence here: a dropped connection says nothing about the config, while
 /// a refusal such as 403 is kept.
-async fn applied_check(api: &ClusterApi, inputs: &Inputs) -> Option<judge::Judgement> {
+async fn applied_check(
+    api: &ClusterApi,
+    inputs: &Inputs,
+    release: Option<&str>,
+) -> Option<judge::Judgement> {
     let install_config = inputs.install_config.as_ref()?;
     match api.applied_config().await {
-        Ok(seen) => Some(applied::install_config_applied(install_config, &seen)),
+        Ok(seen) => Some(applied::install_config_applied(
+            install_config,
+            release,
+            &seen,
+        )),
         Err(e @ HealthError::Api { .. }) => Some(judge::Judgement {
             ok: false,
             detail: e.to_string(),
@@ -287,6 +320,59 @@ mod tests {
                 .required
         );
         assert!(!etcd_rule(EtcdCheck::Skipped, None).unwrap().required);
+    }
+
+    fn node(ok: bool) -> judge::Judgement {
+        judge::Judgement {
+            ok,
+            detail: format!("node minisno Ready={}", if ok { "True" } else { "False" }),
+        }
+    }
+
+    #[test]
+    fn the_bootstrap_configmap_is_required_from_4_12_on() {
+        let absent = || Ok(None);
+        for v in ["4.12.0", "4.13.0", "4.15.2", "4.16.0"] {
+            let j = bootstrap_configmap(absent(), Some(v), &node(true));
+            assert!(!j.ok, "{v}: {}", j.detail);
+            assert_eq!(j.detail, "configmap kube-system/bootstrap status absent");
+        }
+        let j = bootstrap_configmap(Ok(Some("complete".into())), Some("4.12.0"), &node(false));
+        assert!(j.ok, "{}", j.detail);
+    }
+
+    #[test]
+    fn before_4_12_bootstrap_complete_ends_with_the_node_ready() {
+        let j = bootstrap_configmap(Ok(None), Some("4.11.59"), &node(true));
+        assert!(j.ok, "{}", j.detail);
+        assert_eq!(
+            j.detail,
+            "configmap kube-system/bootstrap status absent, not required of release 4.11.59: bootstrap-in-place creates it only from 4.12 (openshift/installer PR #6521), so bootstrap-complete ends when the node is Ready"
+        );
+        let j = bootstrap_configmap(Ok(None), Some("4.11.0"), &node(false));
+        assert!(!j.ok);
+        assert!(
+            j.detail.ends_with("; node minisno Ready=False"),
+            "{}",
+            j.detail
+        );
+        // An answer that is an error stays one, whatever the release.
+        let refused = Err(HealthError::Api {
+            what: "GET configmap kube-system/bootstrap".into(),
+            message: "forbidden".into(),
+            code: 403,
+        });
+        let j = bootstrap_configmap(refused, Some("4.11.0"), &node(true));
+        assert!(!j.ok);
+        assert!(j.detail.contains("forbidden (403)"), "{}", j.detail);
+    }
+
+    #[test]
+    fn an_unknown_release_waits_for_the_bootstrap_configmap() {
+        for v in [None, Some("nightly")] {
+            let j = bootstrap_configmap(Ok(None), v, &node(true));
+            assert!(!j.ok, "{v:?}: {}", j.detail);
+        }
     }
 
     #[test]

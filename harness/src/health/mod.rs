@@ -7,6 +7,7 @@ pub mod check;
 pub mod checks;
 pub mod client;
 pub mod failure;
+pub mod install_config_defaults;
 pub mod judge;
 pub mod watch;
 

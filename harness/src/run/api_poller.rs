@@ -19,6 +19,7 @@ pub async fn poll(endpoint: ApiEndpoint, inputs: Inputs, tx: SignalTx, every: Du
         }
     };
     let mut rule: Option<EtcdRule> = None;
+    let mut release: Option<String> = None;
     let mut node: Option<NodeSeen> = None;
     let mut api: Option<ClusterApi> = None;
     loop {
@@ -30,6 +31,12 @@ pub async fn poll(endpoint: ApiEndpoint, inputs: Inputs, tx: SignalTx, every: Du
         }
         if let Some(a) = &api {
             let pass = evaluate(a, &inputs).await;
+            // The release before the checks it decides (the release rules).
+            if pass.version.is_some() && pass.version != release {
+                release = pass.version.clone();
+                let version = pass.version.clone().expect("checked above");
+                let _ = tx.send((Source::Api, Signal::Release { version }));
+            }
             // The rule first: the machine records it before the check it explains.
             if pass.etcd_rule.is_some() && pass.etcd_rule != rule {
                 rule = pass.etcd_rule.clone();

@@ -93,7 +93,11 @@ impl AssistedInstall {
                 Ok(_) if signals.is_closed() => {}
                 Ok(0) => {
                     say(AssistedStep::Exited { code: 0 });
-                    note(self.collect_logs());
+                    say(AssistedStep::CollectingLogs);
+                    say(AssistedStep::LogsCollected {
+                        detail: self.collect_logs(),
+                    });
+                    say(AssistedStep::Rebooting);
                     match self.reboot() {
                         Ok(()) => {
                             note("assisted install: the harness rebooted the live system".into())

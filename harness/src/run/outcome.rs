@@ -189,6 +189,11 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
                 required: *required,
                 why: why.clone(),
             }),
+        release_rules: m
+            .release
+            .as_deref()
+            .map(|v| crate::flow::release_rules::applied(Some(v)))
+            .unwrap_or_default(),
         bootkube_restarts: (m.bootkube_restarts > 0).then(|| result::Restarts {
             count: m.bootkube_restarts,
             last_error: m.last_bootkube_error().map(str::to_string),

@@ -73,6 +73,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         host: Default::default(),
         badness: vec![],
         etcd_rule: None,
+        release_rules: Vec::new(),
         bootkube_restarts: None,
         assets: None,
         vm_left_running: None,

@@ -171,6 +171,7 @@ impl App {
     pub fn facts(&self) -> Facts {
         let mut facts = self.facts.lock().unwrap_or_else(|e| e.into_inner()).clone();
         facts.routes.failure = self.route_failures();
+        facts.no_bootstrap_configmap = !self.config.release.creates_bootstrap_configmap();
         facts
     }
 

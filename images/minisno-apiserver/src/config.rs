@@ -103,6 +103,13 @@ impl Release {
         }
     }
 
+    /// Whether bootstrap-in-place creates configmap kube-system/bootstrap on this release: its
+    /// post-reboot script does from 4.12 (openshift/installer PR #6521); before, nothing does.
+    /// A version that cannot be read is taken as a current one.
+    pub fn creates_bootstrap_configmap(&self) -> bool {
+        self.major_minor().is_none_or(|r| r >= (4, 12))
+    }
+
     /// `stable-<major>.<minor>`, the channel a new cluster of this release follows.
     pub fn channel(&self) -> String {
         match self.major_minor() {
@@ -355,6 +362,19 @@ mod tests {
             c.cluster_dns,
             ClusterDns::Servers(vec!["127.0.0.1:5353".parse().unwrap()])
         );
+    }
+
+    #[test]
+    fn the_bootstrap_configmap_exists_from_4_12() {
+        let r = |v: &str| Release {
+            version: v.into(),
+            image: String::new(),
+        };
+        assert!(!r("4.11.59").creates_bootstrap_configmap());
+        assert!(!r("4.8.0").creates_bootstrap_configmap());
+        assert!(r("4.12.0").creates_bootstrap_configmap());
+        assert!(r("4.17.0-minisno").creates_bootstrap_configmap());
+        assert!(r("nightly").creates_bootstrap_configmap());
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub struct InstallConfig {
     pub fips: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<Capabilities>,
+    /// `External` (the default) or `Internal`: kept so that the stored copy says what was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish: Option<String>,
 }
 
 /// An explicit `null` (e.g. `metadata:` with nothing under it) reads as the default, as Go's
@@ -109,6 +112,10 @@ impl MachinePool {
 pub const DEFAULT_REPLICAS: u32 = 3;
 /// The real tool's default `additionalTrustBundlePolicy`.
 pub const DEFAULT_TRUST_BUNDLE_POLICY: &str = "Proxyonly";
+/// The real tool's default `publish`.
+pub const DEFAULT_PUBLISH: &str = "External";
+/// The real tool's default `hyperthreading` of a machine pool.
+pub const DEFAULT_HYPERTHREADING: &str = "Enabled";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -252,15 +259,20 @@ pub fn unknown_top_level_keys(text: &str) -> Vec<String> {
 
 impl InstallConfig {
     /// The config with the real tool's defaults filled in, as it validates it and as the
-    /// cluster reports it: controlPlane `master`/3, compute `worker`/3, networking
-    /// OVNKubernetes with the default networks, trust-bundle policy `Proxyonly`.
+    /// cluster reports it in configmap kube-system/cluster-config-v1 (openshift/installer
+    /// pkg/types/defaults/installconfig.go and machinepools.go): controlPlane `master`/3,
+    /// compute `worker`/3, each pool's hyperthreading `Enabled`, networking OVNKubernetes with
+    /// the default networks, publish `External`, trust-bundle policy `Proxyonly`.
     pub fn with_defaults(&self) -> InstallConfig {
         let mut c = self.clone();
         c.additional_trust_bundle_policy
             .get_or_insert_with(|| DEFAULT_TRUST_BUNDLE_POLICY.into());
+        c.publish.get_or_insert_with(|| DEFAULT_PUBLISH.into());
         let cp = c.control_plane.get_or_insert_with(MachinePool::default);
         cp.name = "master".into();
         cp.replicas.get_or_insert(DEFAULT_REPLICAS);
+        cp.hyperthreading
+            .get_or_insert_with(|| DEFAULT_HYPERTHREADING.into());
         let compute = c.compute.get_or_insert_with(|| {
             vec![MachinePool {
                 name: "worker".into(),
@@ -272,6 +284,8 @@ impl InstallConfig {
                 pool.name = "worker".into();
             }
             pool.replicas.get_or_insert(DEFAULT_REPLICAS);
+            pool.hyperthreading
+                .get_or_insert_with(|| DEFAULT_HYPERTHREADING.into());
         }
         let n = c.networking.get_or_insert_with(Networking::default);
         n.network_type.get_or_insert_with(|| "OVNKubernetes".into());
@@ -491,6 +505,40 @@ sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests test@host
         assert!(y.contains("sshKey: ssh-ed25519 AAAA"), "{y}");
         let back = parse(&y).unwrap();
         assert_eq!(back, c.with_defaults().redacted());
+    }
+
+    #[test]
+    fn the_stored_copy_of_a_minimal_file_has_the_installers_defaults() {
+        let minimal = "apiVersion: v1\nbaseDomain: example.test\nmetadata:\n  name: sno\nplatform:\n  none: {}\n";
+        let y = parse(minimal)
+            .unwrap()
+            .with_defaults()
+            .redacted_yaml()
+            .unwrap();
+        let stored: Value = serde_saphyr::from_str(&y).unwrap();
+        assert_eq!(stored["publish"], "External");
+        assert_eq!(
+            stored["controlPlane"],
+            serde_json::json!({"name": "master", "replicas": 3, "hyperthreading": "Enabled"})
+        );
+        assert_eq!(
+            stored["compute"],
+            serde_json::json!([{"name": "worker", "replicas": 3, "hyperthreading": "Enabled"}])
+        );
+        assert_eq!(
+            stored["networking"],
+            serde_json::json!({"networkType": "OVNKubernetes",
+                "machineNetwork": [{"cidr": "10.0.0.0/16"}],
+                "clusterNetwork": [{"cidr": "10.128.0.0/14", "hostPrefix": 23}],
+                "serviceNetwork": ["172.30.0.0/16"]})
+        );
+        assert_eq!(stored["additionalTrustBundlePolicy"], "Proxyonly");
+        // What the file says stays.
+        let internal = parse(&format!("{minimal}publish: Internal\n")).unwrap();
+        assert_eq!(
+            internal.with_defaults().publish.as_deref(),
+            Some("Internal")
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The release the simulated cluster reports: minisno's own by default, or the one
 //! `MINISNO_VERSION` names (so that a harness can be shown clusters of older releases, whose
-//! etcd operator words its conditions differently).
+//! etcd operator words its conditions differently and whose post-reboot script does less).
 
 /// The release minisno reports unless told otherwise.
 pub const DEFAULT_VERSION: &str = "4.17.0-minisno";
@@ -42,9 +42,38 @@ pub fn version_from_env() -> String {
         .unwrap_or_else(|| DEFAULT_VERSION.to_string())
 }
 
+/// `(major, minor)` of a version; None when it does not start `<major>.<minor>`.
+fn major_minor(v: &str) -> Option<(u32, u32)> {
+    let mut parts = v.split(['.', '-']);
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// Whether the post-reboot script of `version` creates configmap kube-system/bootstrap: from
+/// the 4.12 installer (openshift/installer PR #6521, Nov 2022); before, nothing in
+/// bootstrap-in-place does.
+pub fn creates_bootstrap_configmap(version: &str) -> bool {
+    major_minor(version).is_none_or(|r| r >= (4, 12))
+}
+
+/// Whether the post-reboot script's cleanup of `version` removes /opt/openshift: from the 4.13
+/// installer (Jan 2023); before, the directory stays on the installed system.
+pub fn removes_opt_openshift(version: &str) -> bool {
+    major_minor(version).is_none_or(|r| r >= (4, 13))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_post_reboot_script_follows_the_release() {
+        let at = |v| (creates_bootstrap_configmap(v), removes_opt_openshift(v));
+        assert_eq!(at("4.11.0"), (false, false));
+        assert_eq!(at("4.12.0"), (true, false));
+        assert_eq!(at("4.12.80"), (true, false));
+        assert_eq!(at("4.13.0"), (true, true));
+        assert_eq!(at("4.17.0-minisno"), (true, true));
+    }
 
     #[test]
     fn versions() {

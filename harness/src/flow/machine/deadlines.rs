@@ -32,7 +32,7 @@ impl Machine {
     /// transfer still times out, as only finished answers count. At most the timeout itself.
     fn fetch_credit_ms(&self, phase: Phase, start: u64) -> u64 {
         if phase != Phase::LiveBoot {
-            return 0;
+            return self.scheduled_reboot_credit_ms(phase);
         }
         let sent: u64 = self
             .served
@@ -69,7 +69,9 @@ impl Machine {
             self.emergency_due(now_ms, &mut out);
             return out;
         }
-        if cur == Phase::InstallToDisk && self.disk.start_ms.is_some() {
+        // Once the disk is written (`Install complete.`) only the reboot command is awaited.
+        if cur == Phase::InstallToDisk && self.disk.start_ms.is_some() && self.disk.end_ms.is_none()
+        {
             let idle = now_ms.saturating_sub(self.disk.last_growth_ms);
             if idle > self.cfg.write_stall.as_millis() as u64 {
                 self.fail(
@@ -91,9 +93,16 @@ impl Machine {
             .then(|| self.install_projection())
             .flatten();
         let plain = start + timeout.as_millis() as u64 + self.fetch_credit_ms(cur, start);
-        let deadline = projection.map_or(plain, |p| p.deadline_ms);
+        let deadline = self.log_collection_deadline(projection.map_or(plain, |p| p.deadline_ms));
         if now_ms > deadline {
-            self.time_out(cur, (start, deadline, now_ms), projection, None, &mut out);
+            let cause = self.log_collection_running(now_ms);
+            self.time_out(
+                cur,
+                (start, deadline, now_ms),
+                projection,
+                cause.as_deref(),
+                &mut out,
+            );
         }
         out
     }
@@ -149,7 +158,13 @@ impl Machine {
             })
             .unwrap_or_default();
         let credit = self.fetch_credit_ms(cur, start);
-        let adapted = if credit > 0 {
+        let adapted = if credit > 0 && cur == Phase::Reboot {
+            format!(
+                "{adapted} (the deadline added the {:.0} s `shutdown` scheduled the reboot for; the scenario's timeout is {})",
+                credit as f64 / 1000.0,
+                humantime::format_duration(timeout)
+            )
+        } else if credit > 0 {
             format!(
                 "{adapted} (the deadline left out the {:.1} s the harness's boot server spent sending files; the scenario's timeout is {})",
                 credit as f64 / 1000.0,

@@ -3,12 +3,14 @@
 //! bootstrap cleanup.
 
 use super::*;
+use crate::flow::release_rules::{self, Rule};
 
 impl Machine {
     pub(super) fn on_journal(
         &mut self,
         unit: &str,
         message: &str,
+        guest_usec: u64,
         now: u64,
         out: &mut Vec<Action>,
     ) {
@@ -34,7 +36,7 @@ impl Machine {
             self.end(Phase::Bootkube, Status::Pass, now, message.into(), out);
             return;
         }
-        if unit != "install-to-disk" {
+        if unit != "install-to-disk" || self.reboot_line(message, guest_usec, now, out) {
             return;
         }
         if message.starts_with("Executing coreos-installer")
@@ -68,7 +70,7 @@ impl Machine {
                 self.fail(now, reason, out);
             }
         } else if message.contains("Install complete.") && cur == Some(Phase::InstallToDisk) {
-            self.install_done(now, message.into(), out);
+            self.install_written(now, message);
         }
     }
 
@@ -109,15 +111,13 @@ impl Machine {
             Some(Phase::LiveBoot) => {
                 self.fail(now, "the system that answered SSH is not the live ISO (/run/ostree-live is absent): the disk booted before the install".into(), out);
             }
-            Some(Phase::InstallToDisk)
-                if s.live && (s.coreos_installer_done || s.install_to_disk_done) =>
-            {
-                let marker = if s.coreos_installer_done {
-                    "/opt/openshift/coreos-installer.done"
-                } else {
-                    "/opt/openshift/.install-to-disk.done"
-                };
-                self.install_done(now, marker.into(), out);
+            // install-to-disk.sh touches .install-to-disk.done after its `shutdown -r`, and
+            // coreos-installer.done once the disk is written, before it.
+            Some(Phase::InstallToDisk) if s.live && s.install_to_disk_done => {
+                self.install_done(now, "/opt/openshift/.install-to-disk.done".into(), out);
+            }
+            Some(Phase::InstallToDisk) if s.live && s.coreos_installer_done => {
+                self.install_written(now, "/opt/openshift/coreos-installer.done");
             }
             Some(Phase::Bootkube) => {
                 if s.live {
@@ -182,14 +182,36 @@ impl Machine {
         }
         if let Some(reason) = self.post_reboot_failure.clone() {
             self.fail(now, reason, out);
-        } else if s.bootkube_enabled == "disabled" && s.bootstrap_files.is_empty() {
+        } else if s.bootkube_enabled == "disabled" && self.files_left(s).is_empty() {
+            // Nothing left that must go, so whatever is listed is the directory kept.
+            let kept = if !s.bootstrap_files.is_empty() {
+                format!(
+                    " (/opt/openshift stays, as the post-reboot script of release {} leaves it)",
+                    self.release.as_deref().unwrap_or_default()
+                )
+            } else {
+                String::new()
+            };
             self.end(
                 Phase::BootstrapCleanup,
                 Status::Pass,
                 now,
-                "bootkube.service finished and disabled; bootstrap files gone".into(),
+                format!("bootkube.service finished and disabled; bootstrap files gone{kept}"),
                 out,
             );
         }
+    }
+
+    /// The bootstrap files the cleanup must have removed that are still there. The post-reboot
+    /// script removes /opt/openshift only from 4.13 (`release_rules`): an older release keeps
+    /// it, and is not held to its removal.
+    fn files_left<'a>(&self, s: &'a GuestStatus) -> Vec<&'a str> {
+        let opt_removed =
+            release_rules::applies(Rule::OptOpenshiftRemoved, self.release.as_deref());
+        s.bootstrap_files
+            .iter()
+            .map(String::as_str)
+            .filter(|f| opt_removed || *f != "/opt/openshift")
+            .collect()
     }
 }

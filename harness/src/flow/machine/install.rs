@@ -8,8 +8,9 @@ use super::*;
 const WRITE_SETTLED_MS: u64 = 10_000;
 
 impl Machine {
-    /// install-to-disk ends on any of its evidence: `Install complete.`, one of its markers, or
-    /// a reset once the write reached the image's end. The first one seen counts.
+    /// install-to-disk ends at the reboot command (`Going to reboot`, .install-to-disk.done, the
+    /// assisted install's reboot), or at a reset once the disk was seen written or the write
+    /// reached the image's end (reboot.rs). The first one seen counts.
     pub(super) fn install_done(&mut self, now: u64, evidence: String, out: &mut Vec<Action>) {
         self.disk.end_ms.get_or_insert(now);
         self.end(Phase::InstallToDisk, Status::Pass, now, evidence, out);
@@ -22,6 +23,11 @@ impl Machine {
     /// install (`shutdown -r +1`), with nothing written in between. Else the install did not
     /// finish.
     pub(super) fn reset_during_install(&mut self, now: u64, out: &mut Vec<Action>) {
+        if let Some(w) = self.written_evidence() {
+            let evidence =
+                format!("{w}, then the VM reset before the reboot command's line was read");
+            return self.install_done(now, evidence, out);
+        }
         let quiet_ms = now.saturating_sub(self.disk.last_growth_ms);
         let read_all = self.disk.image_percent.is_some_and(|p| p >= 100.0);
         if read_all && self.orderly_reboot_ms.is_some() {
@@ -151,8 +157,9 @@ impl Machine {
             AssistedStep::Output { line } => {
                 self.installer_output(line, now);
             }
+            // The disk is written; the logs and the reboot command end the phase.
             AssistedStep::Exited { code: 0 } => {
-                self.install_done(now, format!("{WHO}, exited 0"), out);
+                self.install_written(now, &format!("{WHO}, exited 0"))
             }
             AssistedStep::Exited { code } => {
                 let said = match &self.last_install_error {
@@ -168,6 +175,9 @@ impl Machine {
                     out,
                 );
             }
+            AssistedStep::CollectingLogs
+            | AssistedStep::LogsCollected { .. }
+            | AssistedStep::Rebooting => self.assisted_after_install(step, now, out),
         }
     }
 

@@ -155,6 +155,7 @@ fn a_resumed_run_starts_at_install_to_disk_and_ends_after_it() {
             ),
             (20_000, Signal::DiskWrite { bytes: 300 << 20 }),
             (35_000, journal("install-to-disk.service", "Install complete.")),
+            (35_100, journal("install-to-disk.service", "Going to reboot")),
         ],
     );
     assert!(actions.contains(&Action::Finished(Outcome {
@@ -362,10 +363,16 @@ fn the_reported_deadline_of_a_write_that_outlived_its_projection_is_the_one_in_f
     let mut m = page_cache_write();
     feed(
         &mut m,
-        vec![(
-            400_500,
-            journal("install-to-disk.service", "Install complete."),
-        )],
+        vec![
+            (
+                400_500,
+                journal("install-to-disk.service", "Install complete."),
+            ),
+            (
+                400_600,
+                journal("install-to-disk.service", "Going to reboot"),
+            ),
+        ],
     );
     assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pass);
     let p = m.install_projection().unwrap();
@@ -1142,7 +1149,8 @@ fn evidence_of_a_later_phase_ends_the_earlier_ones_when_the_followers_lag() {
         .contains("install disk is being written"));
     assert_eq!(m.current(), Some(Phase::InstallToDisk));
     assert_eq!(m.disk.start_ms, Some(61_000));
-    // "Install complete." while bootkube still waits ends both.
+    // "Install complete." while bootkube still waits ends both; install-to-disk goes on to
+    // its reboot command.
     let mut m = machine();
     feed(
         &mut m,
@@ -1157,6 +1165,14 @@ fn evidence_of_a_later_phase_ends_the_earlier_ones_when_the_followers_lag() {
         ],
     );
     assert_eq!(m.phase(Phase::Bootkube).status, Status::Pass);
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    feed(
+        &mut m,
+        vec![(
+            50_100,
+            journal("install-to-disk.service", "Going to reboot"),
+        )],
+    );
     assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pass);
     assert_eq!(m.current(), Some(Phase::Reboot));
     // The live system's bootkube lines end the live boot when the status poll is late.
@@ -1178,17 +1194,32 @@ fn evidence_of_a_later_phase_ends_the_earlier_ones_when_the_followers_lag() {
 
 #[test]
 fn install_to_disk_ends_on_its_marker_or_a_reset_after_a_whole_write_and_fails_on_an_early_reset() {
-    // The marker.
+    // The marker install-to-disk.sh leaves after its reboot command.
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let mut s = guest("live", true);
+    s.install_to_disk_done = true;
+    feed(&mut m, vec![(40_000, Signal::GuestStatus(s))]);
+    assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pass);
+    assert_eq!(
+        m.phase(Phase::InstallToDisk).detail,
+        "/opt/openshift/.install-to-disk.done"
+    );
+    // coreos-installer's marker says the disk is written: the reset that follows is the
+    // reboot, though its command's line was lost with the live system.
     let mut m = machine();
     through_bootkube(&mut m);
     let mut s = guest("live", true);
     s.coreos_installer_done = true;
     feed(&mut m, vec![(40_000, Signal::GuestStatus(s))]);
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    feed(&mut m, vec![(41_000, qmp("RESET"))]);
     assert_eq!(m.phase(Phase::InstallToDisk).status, Status::Pass);
     assert_eq!(
         m.phase(Phase::InstallToDisk).detail,
-        "/opt/openshift/coreos-installer.done"
+        "/opt/openshift/coreos-installer.done, then the VM reset before the reboot command's line was read"
     );
+    assert_eq!(m.current(), Some(Phase::DiskBoot));
     // A reset once coreos-installer said 100 % and the disk went quiet: the reboot.
     let mut m = machine();
     through_bootkube(&mut m);
@@ -1573,22 +1604,43 @@ fn an_assisted_install_is_timed_and_ended_by_the_harnesss_own_coreos_installer()
     // Its lines give the progress; its exit, not a line, ends the phase.
     assert_eq!(m.disk.image_percent, Some(100.0));
     assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    // The exit says the disk is written; the agent's log upload and reboot follow, and the
+    // reboot command ends the phase.
     feed(
         &mut m,
-        vec![(37_000, assisted(AssistedStep::Exited { code: 0 }))],
+        vec![
+            (37_000, assisted(AssistedStep::Exited { code: 0 })),
+            (37_000, assisted(AssistedStep::CollectingLogs)),
+        ],
+    );
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    assert_eq!(m.disk.end_ms, Some(37_000));
+    feed(
+        &mut m,
+        vec![
+            (
+                49_500,
+                assisted(AssistedStep::LogsCollected {
+                    detail: "logs collected".into(),
+                }),
+            ),
+            (49_600, assisted(AssistedStep::Rebooting)),
+        ],
     );
     assert_eq!(m.current(), Some(Phase::Reboot));
     let st = m.phase(Phase::InstallToDisk);
     assert_eq!(
         (st.status, st.start_ms, st.end_ms),
-        (Status::Pass, Some(33_000), Some(37_000))
+        (Status::Pass, Some(33_000), Some(49_600))
     );
-    assert!(
-        st.detail
-            .contains("run by the harness over SSH (assisted install), exited 0"),
-        "{}",
-        st.detail
-    );
+    for said in [
+        "run by the harness over SSH (assisted install), exited 0",
+        "the live system's logs collected in 12.5 s",
+        "the harness asked the live system to reboot",
+    ] {
+        assert!(st.detail.contains(said), "{said:?} in {}", st.detail);
+    }
+    assert_eq!(m.phase(Phase::Reboot).start_ms, Some(49_600));
     assert_eq!(m.disk.start_ms, Some(33_000));
     // The reboot it asks for ends the next phase as any reboot does.
     feed(
@@ -1639,7 +1691,10 @@ fn an_assisted_install_that_cannot_run_or_reboot_fails_where_it_stands() {
     through_bootkube(&mut m);
     feed(
         &mut m,
-        vec![(37_000, assisted(AssistedStep::Exited { code: 0 }))],
+        vec![
+            (37_000, assisted(AssistedStep::Exited { code: 0 })),
+            (37_500, assisted(AssistedStep::Rebooting)),
+        ],
     );
     let a = feed(
         &mut m,
@@ -2194,4 +2249,146 @@ fn the_live_systems_bootkube_lines_are_not_the_post_reboot_scripts() {
         "{}",
         o.reason
     );
+}
+
+/// The journal entry `message` of install-to-disk.service, at guest time `guest_s` seconds
+/// past 2026-12-06T18:19:00Z.
+fn install_to_disk_at(message: &str, guest_s: u64) -> Signal {
+    let base = humantime::parse_rfc3339("2026-12-06T18:19:00Z").unwrap();
+    let usec = base
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    Signal::Journal {
+        unit: "install-to-disk.service".into(),
+        identifier: "install-to-disk.sh".into(),
+        message: message.into(),
+        guest_usec: usec + guest_s * 1_000_000,
+        boot_id: "live-boot".into(),
+    }
+}
+
+#[test]
+fn the_reboot_starts_at_the_reboot_command_and_its_budget_covers_the_scheduled_delay() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    feed(&mut m, vec![
+        (32_000, journal("install-to-disk.service", "Executing coreos-installer with the following options: install -i /opt/openshift/master.ign /dev/vda")),
+        (37_000, journal("install-to-disk.service", "Install complete.")),
+    ]);
+    // coreos-installer is done, the script is not: no reboot yet.
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    feed(
+        &mut m,
+        vec![
+            (38_000, install_to_disk_at("Going to reboot", 0)),
+            (
+                38_100,
+                install_to_disk_at(
+                    "Reboot scheduled for Sun 2026-12-06 18:20:00 UTC, use 'shutdown -c' to cancel.",
+                    0,
+                ),
+            ),
+        ],
+    );
+    assert_eq!(m.current(), Some(Phase::Reboot));
+    assert_eq!(m.phase(Phase::Reboot).start_ms, Some(38_000));
+    assert!(m
+        .phase(Phase::InstallToDisk)
+        .detail
+        .contains("Going to reboot"));
+    // 100 s of timeout and the 60 s shutdown waits: no timeout until 198 s.
+    assert!(m.tick(38_000 + 160_000).is_empty());
+    let a = m.tick(38_000 + 160_001);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::Reboot));
+    assert!(
+        o.reason
+            .contains("the deadline added the 60 s `shutdown` scheduled the reboot for"),
+        "{}",
+        o.reason
+    );
+}
+
+#[test]
+fn the_assisted_log_collection_is_timed_apart_from_the_write_and_named_when_it_hangs() {
+    let mut m = adaptive_machine();
+    through_bootkube(&mut m);
+    feed(
+        &mut m,
+        vec![
+            (
+                32_000,
+                assisted(AssistedStep::Started {
+                    command: "coreos-installer install".into(),
+                }),
+            ),
+            (33_000, Signal::DiskWrite { bytes: 1 << 20 }),
+            (40_000, output("Read disk 100.0 MiB/100.0 MiB (100%)")),
+            (41_000, assisted(AssistedStep::Exited { code: 0 })),
+            (41_000, assisted(AssistedStep::CollectingLogs)),
+        ],
+    );
+    let limit = reboot::ASSISTED_LOG_COLLECTION_LIMIT.as_millis() as u64;
+    assert!(
+        m.tick(41_000 + limit).is_empty(),
+        "the collection has its own limit"
+    );
+    let a = m.tick(41_000 + limit + 1);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+    assert!(
+        o.reason.contains(
+            "the harness was still collecting the live system's logs (assisted install), for 300 s"
+        ),
+        "{}",
+        o.reason
+    );
+}
+
+/// Bootstrap-cleanup of a cluster of `release` (None: never named) whose post-reboot unit
+/// finished, disabled itself and left only /opt/openshift.
+fn cleanup_leaving_opt_openshift(release: Option<&str>) -> Machine {
+    let mut m = machine();
+    to_a_settled_cluster(&mut m);
+    let mut signals = vec![];
+    if let Some(v) = release {
+        signals.push((59_500, Signal::Release { version: v.into() }));
+    }
+    signals.extend([
+        (60_000, api(ApiCheck::ClusterVersion, true, "Available")),
+        (60_500, api(ApiCheck::InstallConfigApplied, true, "applied")),
+        (61_000, api(ApiCheck::ClusterOperators, true, "settled")),
+    ]);
+    feed(&mut m, signals);
+    assert_eq!(m.current(), Some(Phase::BootstrapCleanup));
+    let mut left = guest("disk", false);
+    left.bootkube_enabled = "disabled".into();
+    feed(&mut m, vec![(62_000, Signal::GuestStatus(left))]);
+    m
+}
+
+#[test]
+fn opt_openshift_must_be_gone_from_4_13_on_but_not_before() {
+    for v in ["4.11.0", "4.12.0", "4.12.80"] {
+        let m = cleanup_leaving_opt_openshift(Some(v));
+        let cleanup = m.phase(Phase::BootstrapCleanup);
+        assert_eq!(cleanup.status, Status::Pass, "{v}");
+        assert!(
+            cleanup.detail.contains(&format!(
+                "/opt/openshift stays, as the post-reboot script of release {v} leaves it"
+            )),
+            "{v}: {}",
+            cleanup.detail
+        );
+        assert_eq!(m.release.as_deref(), Some(v));
+    }
+    for v in [Some("4.13.0"), Some("4.16.1"), None] {
+        let m = cleanup_leaving_opt_openshift(v);
+        assert_eq!(m.current(), Some(Phase::BootstrapCleanup), "{v:?}");
+    }
 }

@@ -71,6 +71,10 @@ pub struct Facts {
     pub api_int_resolved_at: Option<f64>,
     /// When configmap kube-system/bootstrap first said `status: complete`.
     pub bootstrap_complete_at: Option<f64>,
+    /// The release's bootstrap-in-place never creates that configmap (before 4.12): the etcd
+    /// operator then removes the bootstrap member on the node's readiness alone (inferred:
+    /// those installs completed, and their users ran only `wait-for install-complete`).
+    pub no_bootstrap_configmap: bool,
     /// What the operators' route checks found through the pods' DNS.
     pub routes: RouteFacts,
 }
@@ -123,7 +127,11 @@ impl Timeline {
         let node_ready = node_registered
             .filter(|_| !faults.has(&Fault::NodeNotReady))
             .map(|t| t + s.node_ready_delay_s);
-        let etcd_removed = later(node_ready, facts.bootstrap_complete_at)
+        let configmap = match facts.no_bootstrap_configmap {
+            true => node_ready,
+            false => facts.bootstrap_complete_at,
+        };
+        let etcd_removed = later(node_ready, configmap)
             .filter(|_| !faults.has(&Fault::EtcdMemberNotRemoved))
             .map(|t| t + s.etcd_bootstrap_removed_delay_s);
         let operators_available = node_ready.map(|t| t + s.operators_available_delay_s);

@@ -104,6 +104,23 @@ fn the_bootstrap_member_is_removed_only_after_the_node_is_ready_and_the_configma
 }
 
 #[test]
+fn before_4_12_the_bootstrap_member_is_removed_without_the_configmap() {
+    let s = Schedule::fast();
+    let f = faults(&[]);
+    let old = Facts {
+        no_bootstrap_configmap: true,
+        ..facts(Some(0.0), None)
+    };
+    let t = Timeline::new(&s, &f, &old);
+    assert_eq!(t.node_ready, Some(5.0));
+    assert_eq!(t.etcd_removed, Some(6.0));
+    assert!(t.cluster_version_due.is_some());
+    // The fault still holds it.
+    let t = Timeline::new(&s, &faults(&["etcd-member-not-removed"]), &old);
+    assert_eq!(t.etcd_removed, None);
+}
+
+#[test]
 fn the_removal_condition_is_absent_until_true() {
     let s = Schedule::fast();
     let t = Timeline::new(&s, &faults(&[]), &facts(Some(0.0), Some(0.0)));

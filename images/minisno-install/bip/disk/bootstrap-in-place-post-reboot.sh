@@ -8,6 +8,10 @@ set -euoE pipefail
 
 SECRETS=/etc/kubernetes/bootstrap-secrets
 POLL={{POLL_SECONDS}}
+# What this release's script does (docs/bip-contract.md §7, release history): the bootstrap
+# configmap from 4.12, the removal of /opt/openshift from 4.13.
+CREATE_BOOTSTRAP_CONFIGMAP={{CREATE_BOOTSTRAP_CONFIGMAP}}
+REMOVE_OPT_OPENSHIFT={{REMOVE_OPT_OPENSHIFT}}
 API=https://localhost:6443
 
 api() { # METHOD PATH [JSON-BODY]
@@ -35,8 +39,10 @@ until ! held api && api GET /apis/certificates.k8s.io/v1/certificatesigningreque
     sleep "$POLL"
 done
 
-# signal_bootstrap_complete: wait-for bootstrap-complete and the etcd operator wait for it.
-until ! held bootstrap-configmap && api GET /api/v1/namespaces/kube-system/configmaps/bootstrap >/dev/null 2>&1; do
+# signal_bootstrap_complete (from 4.12): wait-for bootstrap-complete and the etcd operator wait
+# for it.
+until [ "$CREATE_BOOTSTRAP_CONFIGMAP" = 0 ] ||
+    { ! held bootstrap-configmap && api GET /api/v1/namespaces/kube-system/configmaps/bootstrap >/dev/null 2>&1; }; do
     echo "Creating bootstrap configmap ..."
     api POST /api/v1/namespaces/kube-system/configmaps \
         '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bootstrap","namespace":"kube-system"},"data":{"status":"complete"}}' \
@@ -129,6 +135,8 @@ done
 rm -rf /etc/kubernetes/bootstrap-* \
     /usr/local/bin/installer-gather.sh \
     /usr/local/bin/installer-masters-gather.sh \
-    /var/log/log-bundle-bootstrap.tar.gz \
-    /opt/openshift
+    /var/log/log-bundle-bootstrap.tar.gz
+if [ "$REMOVE_OPT_OPENSHIFT" = 1 ]; then
+    rm -rf /opt/openshift
+fi
 systemctl disable bootkube.service

@@ -12,6 +12,7 @@ pub mod units;
 
 use serde_json::{json, Value};
 
+use crate::release;
 use faults::{apiserver_faults, FaultSnippets};
 pub use options::{BipError, Fault, FixtureOptions, Schedule};
 use units::{
@@ -87,6 +88,15 @@ fn render(template: &str, vars: &[(&str, &str)]) -> String {
         out.lines().find(|l| l.contains("{{")).unwrap_or("")
     );
     out
+}
+
+/// A shell flag of a rendered script: what its release does.
+fn flag(on: bool) -> &'static str {
+    if on {
+        "1"
+    } else {
+        "0"
+    }
 }
 
 fn data_url(bytes: &[u8]) -> String {
@@ -165,6 +175,8 @@ pub fn master_ignition(inputs: &BipInputs) -> Value {
                 file("/usr/local/bin/bootstrap-in-place-post-reboot.sh", 0o755,
                      &render(script!("disk/bootstrap-in-place-post-reboot.sh"),
                              &[("POLL_SECONDS", poll), ("FAULT_POST_REBOOT", faults.post_reboot),
+                               ("CREATE_BOOTSTRAP_CONFIGMAP", flag(release::creates_bootstrap_configmap(&o.version))),
+                               ("REMOVE_OPT_OPENSHIFT", flag(release::removes_opt_openshift(&o.version))),
                                ("HANG_LOOP", o.held_loop())])),
                 file("/usr/local/bin/kubelet.sh", 0o755, script!("disk/kubelet.sh")),
                 file("/usr/local/bin/mco-hostname", 0o755, script!("disk/mco-hostname.sh")),

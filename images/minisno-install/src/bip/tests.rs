@@ -765,3 +765,91 @@ fn the_cvo_loop_lists_the_operators_that_are_not_available_each_round() {
         "{text}"
     );
 }
+
+/// The installed system's post-reboot script of `version`, run under bash with its paths moved
+/// under a scratch directory and the API, systemctl and sleep stubbed: an API whose every
+/// object is ready, and which has configmap kube-system/bootstrap only once it is created and no
+/// lease (nor a lease's configmap) to release.
+/// Returns the script's output, the API calls it made, and whether /opt/openshift is left.
+fn run_post_reboot_of(version: &str) -> (String, String, bool) {
+    require_jq();
+    let o = FixtureOptions::parse(None, Some("fast"), None)
+        .unwrap()
+        .with_version(Some(version))
+        .unwrap();
+    let master = master_ignition(&inputs(&o, "/dev/vda"));
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let mut script = file_contents(&master, "/usr/local/bin/bootstrap-in-place-post-reboot.sh");
+    for (from, to) in [
+        ("/etc/kubernetes", "etc/kubernetes"),
+        ("/usr/local/bin", "bin"),
+        ("/var/log", "log"),
+        ("/opt/openshift", "opt/openshift"),
+    ] {
+        script = script.replace(from, &format!("{root}/{to}"));
+        std::fs::create_dir_all(format!("{root}/{to}")).unwrap();
+    }
+    std::fs::create_dir_all(format!("{root}/etc/kubernetes/bootstrap-secrets")).unwrap();
+    let stubs = format!(
+        r#"ROOT={root}
+READY='{{"items":[{{"metadata":{{"name":"m","labels":{{"node-role.kubernetes.io/master":"","app":"kube-apiserver-operator"}}}},"status":{{"conditions":[{{"type":"Ready","status":"True"}}]}}}}],"status":{{"conditions":[{{"type":"Available","status":"True"}}]}}}}'
+curl() {{
+    local method=GET url="${{@: -1}}"
+    while [ $# -gt 0 ]; do [ "$1" = -X ] && method=$2; shift; done
+    local call="$method ${{url#https://localhost:6443}}"
+    echo "$call" >> "$ROOT/calls"
+    case "$call" in
+        "GET /readyz") echo ok ;;
+        "GET /api/v1/namespaces/kube-system/configmaps/bootstrap") [ -e "$ROOT/configmap" ] || return 22 ;;
+        "POST /api/v1/namespaces/kube-system/configmaps") touch "$ROOT/configmap"; echo '{{}}' ;;
+        "GET "*/leases/*|"GET "*/configmaps/version|"GET "*/configmaps/cluster-policy-controller-lock) return 22 ;;
+        *) echo "$READY" ;;
+    esac
+}}
+systemctl() {{ echo "systemctl $*" >> "$ROOT/calls"; }}
+sleep() {{ :; }}
+"#
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &format!("{stubs}{script}")])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{version}: {text}");
+    assert!(
+        !dir.path().join("etc/kubernetes/bootstrap-secrets").exists(),
+        "{version}: the bootstrap secrets stay: {text}"
+    );
+    let calls = std::fs::read_to_string(dir.path().join("calls")).unwrap_or_default();
+    (text, calls, dir.path().join("opt/openshift").exists())
+}
+
+#[test]
+fn the_post_reboot_script_does_what_its_release_does() {
+    let creates = |calls: &str| calls.contains("POST /api/v1/namespaces/kube-system/configmaps");
+    // 4.11: no bootstrap configmap, /opt/openshift stays.
+    let (out, calls, opt_left) = run_post_reboot_of("4.11.0");
+    assert!(!creates(&calls), "{calls}");
+    assert!(!out.contains("Creating bootstrap configmap"), "{out}");
+    assert!(opt_left, "{out}");
+    assert!(
+        calls.contains("systemctl disable bootkube.service"),
+        "{calls}"
+    );
+    // 4.12: the configmap, but /opt/openshift still stays.
+    let (out, calls, opt_left) = run_post_reboot_of("4.12.0");
+    assert!(creates(&calls), "{calls}");
+    assert!(out.contains("Creating bootstrap configmap ..."), "{out}");
+    assert!(opt_left, "{out}");
+    // 4.13 on: both.
+    for v in ["4.13.0", "4.17.0-minisno"] {
+        let (_, calls, opt_left) = run_post_reboot_of(v);
+        assert!(creates(&calls), "{v}: {calls}");
+        assert!(!opt_left, "{v}");
+    }
+}
