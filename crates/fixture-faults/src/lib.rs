@@ -10,6 +10,8 @@ pub struct FaultName {
     pub name: &'static str,
     /// What the part after the colon names, when the fault takes one.
     pub parameter: Option<&'static str>,
+    /// The values the parameter may take; empty: any name.
+    pub values: &'static [&'static str],
     /// What goes wrong, in a line.
     pub summary: &'static str,
 }
@@ -28,9 +30,36 @@ const fn plain(name: &'static str, summary: &'static str) -> FaultName {
     FaultName {
         name,
         parameter: None,
+        values: &[],
         summary,
     }
 }
+
+/// A fault whose parameter is any name (an operator's).
+const fn named(name: &'static str, summary: &'static str) -> FaultName {
+    FaultName {
+        name,
+        parameter: Some("name"),
+        values: &[],
+        summary,
+    }
+}
+
+/// The wait loops of the real post-reboot script (openshift/installer's
+/// bootstrap-in-place-post-reboot.sh.template), in the order it runs them, as
+/// `post-reboot-hang:<loop>` names them. The harness's table of the loops
+/// (harness/src/flow/post_reboot.rs) uses the same names; a test there keeps the two in step.
+pub const POST_REBOOT_LOOPS: &[&str] = &[
+    "api",
+    "bootstrap-configmap",
+    "cvo-lease",
+    "cpc-lease",
+    "cvo-overrides",
+    "csr",
+    "kube-apiserver-operator",
+    "static-pod",
+    "cvo",
+];
 
 /// Every fault minisno knows, in the order its README lists them.
 pub const FAULTS: &[FaultName] = &[
@@ -69,20 +98,24 @@ pub const FAULTS: &[FaultName] = &[
         "no-dns",
         "the harness withholds its DNS records for api, api-int and the routes; the node never registers",
     ),
-    FaultName {
-        name: "operator-degraded",
-        parameter: Some("name"),
-        summary: "that ClusterOperator turns Degraded; ClusterVersion reports Failing",
-    },
-    FaultName {
-        name: "operator-unavailable",
-        parameter: Some("name"),
-        summary: "that ClusterOperator never becomes Available",
-    },
+    named(
+        "operator-degraded",
+        "that ClusterOperator turns Degraded; ClusterVersion reports Failing",
+    ),
+    named(
+        "operator-unavailable",
+        "that ClusterOperator never becomes Available",
+    ),
     plain(
         "post-reboot-fail",
         "the post-reboot script exits 1; bootstrap files remain",
     ),
+    FaultName {
+        name: "post-reboot-hang",
+        parameter: Some("loop"),
+        values: POST_REBOOT_LOOPS,
+        summary: "the post-reboot script's wait loop of that name never sees its condition and goes round forever, printing the real script's lines (loops: api, bootstrap-configmap, cvo-lease, cpc-lease, cvo-overrides, csr, kube-apiserver-operator, static-pod, cvo)",
+    },
     plain(
         "etcd-member-not-removed",
         "the etcd operator never removes the bootstrap member",
@@ -140,14 +173,25 @@ impl std::fmt::Display for UnknownFault {
             "unknown fixture fault {:?}; valid faults: {}",
             self.0,
             valid.join(", ")
-        )
+        )?;
+        for fault in FAULTS.iter().filter(|x| !x.values.is_empty()) {
+            write!(
+                f,
+                "; {}'s <{}> is one of: {}",
+                fault.name,
+                fault.parameter.unwrap_or_default(),
+                fault.values.join(", ")
+            )?;
+        }
+        Ok(())
     }
 }
 
 impl std::error::Error for UnknownFault {}
 
 /// `text` (surrounding spaces ignored) as a fault of the list: its name, and its parameter when
-/// it takes one (which must then be given, non-empty).
+/// it takes one (which must then be given, non-empty, and one of its values when it lists
+/// them).
 pub fn parse(text: &str) -> Result<Named<'_>, UnknownFault> {
     let text = text.trim();
     let (name, parameter) = match text.split_once(':') {
@@ -158,6 +202,7 @@ pub fn parse(text: &str) -> Result<Named<'_>, UnknownFault> {
         .iter()
         .find(|f| f.name == name && f.parameter.is_some() == parameter.is_some())
         .filter(|_| parameter.is_none_or(|p| !p.is_empty()))
+        .filter(|f| f.values.is_empty() || parameter.is_some_and(|p| f.values.contains(&p)))
         .map(|fault| Named { fault, parameter })
         .ok_or_else(|| UnknownFault(text.to_string()))
 }
@@ -166,14 +211,46 @@ pub fn parse(text: &str) -> Result<Named<'_>, UnknownFault> {
 mod tests {
     use super::*;
 
+    /// The fault's form with a parameter it takes: its first value, or an operator's name.
+    fn example(f: &FaultName) -> (String, Option<&'static str>) {
+        let value = f
+            .parameter
+            .map(|_| f.values.first().copied().unwrap_or("ingress"));
+        let text = match value {
+            Some(v) => format!("{}:{v}", f.name),
+            None => f.name.to_string(),
+        };
+        (text, value)
+    }
+
     #[test]
     fn every_listed_fault_parses_in_its_own_form() {
         for f in FAULTS {
-            let text = f.form().replace("<name>", "ingress");
+            let (text, value) = example(f);
             let named = parse(&text).unwrap();
             assert_eq!(named.fault, f);
-            assert_eq!(named.parameter, f.parameter.map(|_| "ingress"));
+            assert_eq!(named.parameter, value);
         }
+    }
+
+    #[test]
+    fn a_fault_that_lists_its_values_takes_only_those_and_says_which() {
+        for l in POST_REBOOT_LOOPS {
+            let text = format!("post-reboot-hang:{l}");
+            assert_eq!(parse(&text).unwrap().parameter, Some(*l));
+        }
+        let e = parse("post-reboot-hang:kubelet").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown fixture fault \"post-reboot-hang:kubelet\""),
+            "{e}"
+        );
+        assert!(e.contains("post-reboot-hang:<loop>"), "{e}");
+        assert!(
+            e.contains("post-reboot-hang's <loop> is one of: api, bootstrap-configmap, cvo-lease, cpc-lease, cvo-overrides, csr, kube-apiserver-operator, static-pod, cvo"),
+            "{e}"
+        );
+        // An operator's name stays free.
+        assert!(parse("operator-degraded:anything-at-all").is_ok());
     }
 
     #[test]
@@ -189,6 +266,8 @@ mod tests {
         for bad in [
             "operator-degraded",
             "operator-degraded:",
+            "post-reboot-hang",
+            "post-reboot-hang:",
             "bootkube-fail:x",
             "nope",
             "",

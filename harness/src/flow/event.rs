@@ -226,7 +226,7 @@ pub struct GuestStatus {
     pub install_to_disk_done: bool,
     /// `systemctl is-enabled bootkube.service` (empty when the unit does not exist).
     pub bootkube_enabled: String,
-    /// `ActiveState/Result` of bootkube.service, e.g. "failed/exit-code".
+    /// `ActiveState/SubState/Result` of bootkube.service, e.g. "failed/failed/exit-code".
     pub bootkube_state: String,
     /// bootkube.service's restart count.
     pub bootkube_restarts: u32,

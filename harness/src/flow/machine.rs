@@ -3,8 +3,9 @@
 //!
 //! Here: the machine's state, the phases' bookkeeping and the dispatch of each event. The
 //! handlers are in `machine/`: the VM's own events (`vm_events`), the guest's journal and
-//! status (`guest`), install-to-disk (`install`), the API checks after the pivot (`api`), and
-//! deadlines and timeouts (`deadlines`).
+//! status (`guest`), install-to-disk (`install`), the API checks after the pivot (`api`), the
+//! post-reboot script's wait loops and the installed system's bootstrap leftovers (`script`),
+//! and deadlines and timeouts (`deadlines`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -15,6 +16,7 @@ pub use super::disk_write::{
 };
 use super::event::{ApiCheck, AssistedStep, Event, GuestStatus, NodeSeen, Served, Signal, Source};
 use super::phase::Phase;
+use super::post_reboot::Tracker as PostRebootTracker;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -126,9 +128,11 @@ pub struct Machine {
     /// When the console showed systemd (or the kernel) rebooting in order during
     /// install-to-disk: the reboot install-to-disk.sh asks for, with the disks synced.
     orderly_reboot_ms: Option<u64>,
-    /// How often the post-reboot script said `Approving csrs ...`: it loops on it while the
-    /// node has not registered.
-    csr_approvals: u32,
+    /// Which of its wait loops the post-reboot script is in, from its journal lines.
+    post_reboot: PostRebootTracker,
+    /// The installed system's latest status: bootkube.service's state and the bootstrap files
+    /// left, which a timeout after the pivot quotes.
+    installed: Option<GuestStatus>,
     /// Whether bootstrap-complete waits for etcd's condition, and why.
     pub etcd_rule: Option<(bool, String)>,
     /// The cluster's release, once ClusterVersion named it: the release-gated rules follow it.
@@ -218,7 +222,8 @@ impl Machine {
             bootkube_restarts: 0,
             last_install_error: None,
             orderly_reboot_ms: None,
-            csr_approvals: 0,
+            post_reboot: PostRebootTracker::default(),
+            installed: None,
             etcd_rule: None,
             release: None,
             node: None,
@@ -468,6 +473,7 @@ impl Machine {
             }
             Signal::Journal {
                 unit,
+                identifier,
                 message,
                 boot_id,
                 guest_usec,
@@ -481,6 +487,7 @@ impl Machine {
                 let unit_name = (!unit.is_empty()).then_some(unit.as_str());
                 self.scan_for_badness((&source, unit_name), message, now, &mut out);
                 self.on_journal(unit, message, *guest_usec, now, &mut out);
+                self.on_script_line((unit, identifier, boot_id), message, now);
                 self.on_network_manager((unit, message, boot_id), now, &mut out);
                 if self.live_boot_id.is_none()
                     && self.phases[&Phase::LiveBoot].status == Status::Pass
@@ -577,6 +584,7 @@ mod guest;
 mod install;
 pub mod network;
 mod reboot;
+mod script;
 #[cfg(test)]
 mod tests;
 mod vm_events;

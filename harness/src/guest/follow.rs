@@ -13,14 +13,18 @@ use super::ssh::{SshSession, SshTarget};
 use crate::flow::event::{GuestStatus, Signal, SignalTx, Source};
 use crate::util::wait::sleep_unless_stopped;
 
-/// One shell command that reports everything the state machine needs, `|`-separated.
+/// One shell command that reports everything the state machine needs, `|`-separated, in one
+/// line of bounded length: bootkube.service's ActiveState/SubState/Result and whether it is
+/// enabled, and the bootstrap files the post-reboot script's `clean` removes (its
+/// `/etc/kubernetes/bootstrap-*` as a glob, at most 16 paths of at most 200 characters, a
+/// `|` in a name turned into `_`), which a bootstrap-cleanup timeout quotes.
 const STATUS_SCRIPT: &str = r#"b=$(cat /proc/sys/kernel/random/boot_id); l=0; [ -e /run/ostree-live ] && l=1
 bd=0; [ -e /opt/openshift/.bootkube.done ] && bd=1; id=0; [ -e /opt/openshift/.install-to-disk.done ] && id=1
 cd=0; [ -e /opt/openshift/coreos-installer.done ] && cd=1
 en=$(systemctl is-enabled bootkube.service 2>/dev/null)
-st=$(systemctl show -p ActiveState --value bootkube.service)/$(systemctl show -p Result --value bootkube.service)
-nr=$(systemctl show -p NRestarts --value bootkube.service); ir=$(systemctl show -p NRestarts --value install-to-disk.service)
-files=$(ls -d /etc/kubernetes/bootstrap-secrets /etc/kubernetes/bootstrap-configs /usr/local/bin/installer-gather.sh /usr/local/bin/installer-masters-gather.sh /var/log/log-bundle-bootstrap.tar.gz /opt/openshift 2>/dev/null | tr '\n' ' ')
+u() { systemctl show -p "$1" --value bootkube.service; }; st=$(u ActiveState)/$(u SubState)/$(u Result)
+nr=$(u NRestarts); ir=$(systemctl show -p NRestarts --value install-to-disk.service)
+files=$(ls -d /etc/kubernetes/bootstrap-* /usr/local/bin/installer-gather.sh /usr/local/bin/installer-masters-gather.sh /var/log/log-bundle-bootstrap.tar.gz /opt/openshift 2>/dev/null | head -n 16 | cut -c1-200 | tr '\n|' ' _')
 echo "$b|$l|$bd|$id|$en|$st|$nr|$ir|$files|$cd|$(date +%s%N)""#;
 
 /// Parses the status line (and the session's host key) into a `GuestStatus`.
@@ -197,7 +201,8 @@ mod tests {
 
     #[test]
     fn status_lines_parse() {
-        let s = parse_status("abc|1|1|0|enabled|active/success|0|2|/opt/openshift /etc/kubernetes/bootstrap-secrets |1|1700000000123456789\n", "hk").unwrap();
+        let s = parse_status("abc|1|1|0|enabled|activating/start/success|0|2|/opt/openshift /etc/kubernetes/bootstrap-secrets |1|1700000000123456789\n", "hk").unwrap();
+        assert_eq!(s.bootkube_state, "activating/start/success");
         assert!(s.live && s.bootkube_done && !s.install_to_disk_done);
         assert!(s.coreos_installer_done);
         assert_eq!(s.install_restarts, 2);
@@ -207,5 +212,32 @@ mod tests {
             ["/opt/openshift", "/etc/kubernetes/bootstrap-secrets"]
         );
         assert!(parse_status("garbage", "hk").is_none());
+    }
+
+    /// The status script itself, run by the host's sh with a stand-in systemctl that answers
+    /// each property with its own name: one line that parses, with the unit's three states.
+    #[test]
+    fn the_status_script_gives_one_line_with_the_units_active_sub_state_and_result() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let stub = d.path().join("systemctl");
+        std::fs::write(
+            &stub,
+            "#!/bin/sh\ncase \"$1\" in show) echo \"$3\" ;; is-enabled) echo disabled ;; esac\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", d.path().display(), std::env::var("PATH").unwrap());
+        let out = std::process::Command::new("sh")
+            .args(["-c", STATUS_SCRIPT])
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        let s = parse_status(&text, "hk").expect("parses");
+        assert_eq!(s.bootkube_state, "ActiveState/SubState/Result");
+        assert_eq!(s.bootkube_enabled, "disabled");
+        assert!(s.guest_time_ns > 0);
     }
 }

@@ -487,8 +487,25 @@ fn the_trust_bundle_policy_is_reported_as_given_or_defaulted() {
 }
 
 #[test]
+fn a_post_reboot_loop_that_is_not_the_scripts_is_refused_naming_the_loops() {
+    let dir = with_config(&valid());
+    let out = create_with(
+        dir.path(),
+        "single-node-ignition-config",
+        &[("MINISNO_FAULTS", "post-reboot-hang:kubelet")],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("post-reboot-hang:kubelet"), "{err}");
+    assert!(
+        err.contains("<loop> is one of: api, bootstrap-configmap"),
+        "{err}"
+    );
+}
+
+#[test]
 fn new_faults_are_accepted() {
-    for fault in ["no-dns", "bootkube-flaky"] {
+    for fault in ["no-dns", "bootkube-flaky", "post-reboot-hang:csr"] {
         let dir = with_config(&valid());
         let out = create_with(
             dir.path(),

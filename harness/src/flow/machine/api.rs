@@ -87,10 +87,6 @@ impl Machine {
                 self.bootkube_restarts,
                 self.restart_evidence()
             ),
-            Phase::NodeReady if self.csr_approvals > 0 => format!(
-                "; the post-reboot script is still approving CSRs (`Approving csrs ...` {} times), as it does while the node cannot register",
-                self.csr_approvals
-            ),
             Phase::BootstrapComplete if !self.api_ok(ApiCheck::EtcdBootstrapMemberRemoved) => {
                 match self.phases[&Phase::NodeReady].end_ms {
                     Some(ready) => format!(
@@ -102,7 +98,7 @@ impl Machine {
             }
             _ => String::new(),
         };
-        api + &extra
+        api + &extra + &self.script_evidence(p, now_ms)
     }
 
     /// The failing API checks of a phase, quoted.

@@ -19,9 +19,6 @@ impl Machine {
         if unit == "bootkube" && (message.starts_with("Error") || message.contains("error")) {
             self.last_bootkube_error = Some(message.to_string());
         }
-        if message.starts_with("Approving csrs") {
-            self.csr_approvals += 1;
-        }
         if unit == "bootkube" && cur == Some(Phase::LiveBoot) && self.live_boot_id.is_none() {
             // Only the live system runs bootkube before the install: it is up and answering.
             self.catch_up(
@@ -99,6 +96,7 @@ impl Machine {
     }
 
     pub(super) fn on_guest(&mut self, s: &GuestStatus, now: u64, out: &mut Vec<Action>) {
+        self.note_installed(s);
         match self.current {
             Some(Phase::LiveBoot) if s.live => {
                 self.live_boot_id = Some(boot_key(&s.boot_id));

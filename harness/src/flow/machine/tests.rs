@@ -2017,6 +2017,269 @@ fn bootstrap_complete_gets_what_node_ready_left_of_the_shared_budget() {
     );
 }
 
+/// A line of the installed system's post-reboot script, as the journal follower sends it.
+fn script(msg: &str) -> Signal {
+    Signal::Journal {
+        unit: "bootkube.service".into(),
+        identifier: crate::flow::post_reboot::IDENTIFIER.into(),
+        message: msg.into(),
+        guest_usec: 0,
+        boot_id: "disk".into(),
+    }
+}
+
+/// Through the pivot to `phase`, the API checks before it passing.
+fn to_phase_after_the_pivot(m: &mut Machine, phase: Phase) {
+    through_bootkube(m);
+    let checks = [
+        (Phase::NodeReady, api(ApiCheck::Readyz, true, "ok")),
+        (
+            Phase::BootstrapComplete,
+            api(ApiCheck::NodeReady, true, "Ready"),
+        ),
+        (
+            Phase::ClusterReady,
+            api(ApiCheck::BootstrapConfigmap, true, "complete"),
+        ),
+        (
+            Phase::ClusterReady,
+            api(ApiCheck::EtcdBootstrapMemberRemoved, true, "True"),
+        ),
+        (
+            Phase::BootstrapCleanup,
+            api(ApiCheck::ClusterVersion, true, "Available"),
+        ),
+        (
+            Phase::BootstrapCleanup,
+            api(ApiCheck::InstallConfigApplied, true, "applied"),
+        ),
+        (
+            Phase::BootstrapCleanup,
+            api(ApiCheck::ClusterOperators, true, "settled"),
+        ),
+    ];
+    let passing = checks
+        .into_iter()
+        .filter(|(reached, _)| *reached <= phase)
+        .map(|(_, s)| (57_000, s));
+    feed(
+        m,
+        through_reboot_signals()
+            .into_iter()
+            .chain(passing)
+            .collect(),
+    );
+    assert_eq!(m.current(), Some(phase));
+}
+
+/// The script's lines up to the loop `id` and three rounds of it at 100, 110 and 120 s: each
+/// earlier loop goes round once and ends with the line the real script prints next.
+fn script_into(id: &str) -> Vec<(u64, Signal)> {
+    use crate::flow::post_reboot::LOOPS;
+    let mut lines = vec!["Running bootkube bootstrap-in-place post reboot"];
+    for l in LOOPS.iter().take_while(|l| l.id != id) {
+        lines.extend(l.opens.iter().chain(l.rounds.first()));
+        match l.id {
+            "csr" => lines.push("node is ready"),
+            "kube-apiserver-operator" | "static-pod" => lines.push("Restarting kubelet"),
+            _ => {}
+        }
+    }
+    let target = crate::flow::post_reboot::by_id(id).unwrap();
+    let mut out: Vec<(u64, Signal)> = lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| (60_000 + i as u64 * 1000, script(l)))
+        .collect();
+    out.extend(target.opens.iter().map(|l| (95_000, script(l))));
+    for t in [100_000, 110_000, 120_000] {
+        out.push((t, script(target.rounds[0])));
+    }
+    out
+}
+
+/// A timeout of `phase` while the script spins in loop `id` names the loop, since when, how
+/// often it went round and what it waits for.
+fn a_timeout_names_the_loop(id: &str, phase: Phase) -> String {
+    let target = crate::flow::post_reboot::by_id(id).unwrap();
+    let mut m = machine();
+    to_phase_after_the_pivot(&mut m, phase);
+    feed(&mut m, script_into(id));
+    let a = m.tick(170_000);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(phase));
+    let since = if target.opens.is_empty() { 100 } else { 95 };
+    let expected = format!(
+        "the post-reboot script (bootstrap-in-place-post-reboot.sh) is {} (loop `{id}`) for {} s, since {since} s into the run (3 rounds of `{}`, the last 50 s ago): it waits for {}",
+        target.name,
+        170 - since,
+        target.rounds[0],
+        target.waits_for
+    );
+    assert!(o.reason.contains(&expected), "{}", o.reason);
+    // Named before the last signal, which on a real node is a kubelet or crio line.
+    let at = o.reason.find(&expected).unwrap();
+    assert!(o.reason[at..].contains("; last signal"), "{}", o.reason);
+    o.reason.clone()
+}
+
+#[test]
+fn an_api_ready_timeout_names_the_wait_for_the_api() {
+    a_timeout_names_the_loop("api", Phase::ApiReady);
+}
+
+#[test]
+fn a_node_ready_timeout_names_the_bootstrap_configmap_loop() {
+    let r = a_timeout_names_the_loop("bootstrap-configmap", Phase::NodeReady);
+    assert!(
+        r.contains("configmap kube-system/bootstrap to exist"),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_node_ready_timeout_names_the_cvo_lease_loop() {
+    a_timeout_names_the_loop("cvo-lease", Phase::NodeReady);
+}
+
+#[test]
+fn a_node_ready_timeout_names_the_cluster_policy_controller_lease_loop() {
+    a_timeout_names_the_loop("cpc-lease", Phase::NodeReady);
+}
+
+#[test]
+fn a_node_ready_timeout_names_the_cvo_overrides_loop() {
+    a_timeout_names_the_loop("cvo-overrides", Phase::NodeReady);
+}
+
+#[test]
+fn a_node_ready_timeout_names_the_csr_approval_loop() {
+    let r = a_timeout_names_the_loop("csr", Phase::NodeReady);
+    assert!(r.contains("approving CSRs (loop `csr`)"), "{r}");
+}
+
+#[test]
+fn a_cluster_ready_timeout_names_the_kube_apiserver_operator_loop() {
+    a_timeout_names_the_loop("kube-apiserver-operator", Phase::ClusterReady);
+}
+
+#[test]
+fn a_cluster_ready_timeout_names_the_static_pod_loop() {
+    a_timeout_names_the_loop("static-pod", Phase::ClusterReady);
+}
+
+#[test]
+fn a_bootstrap_complete_timeout_names_the_loop_too() {
+    a_timeout_names_the_loop("cvo-lease", Phase::BootstrapComplete);
+}
+
+#[test]
+fn a_bootstrap_cleanup_timeout_names_the_cvo_loop_the_units_state_and_the_files_left() {
+    let mut m = machine();
+    to_phase_after_the_pivot(&mut m, Phase::BootstrapCleanup);
+    let mut status = guest("disk", false);
+    status.bootkube_state = "activating/start/success".into();
+    status.bootstrap_files = vec![
+        "/etc/kubernetes/bootstrap-secrets".into(),
+        "/opt/openshift".into(),
+    ];
+    feed(&mut m, vec![(125_000, Signal::GuestStatus(status))]);
+    let r = a_timeout_names_the_loop_in(&mut m, "cvo");
+    assert!(r.contains("; on the installed system bootkube.service is activating/start/success (ActiveState/SubState/Result) and enabled; bootstrap files still there: /etc/kubernetes/bootstrap-secrets, /opt/openshift"), "{r}");
+}
+
+/// As `a_timeout_names_the_loop`, on a machine already in bootstrap-cleanup.
+fn a_timeout_names_the_loop_in(m: &mut Machine, id: &str) -> String {
+    feed(m, script_into(id));
+    feed(
+        m,
+        vec![(
+            121_000,
+            script("console: Available=False RouteHealthDegraded"),
+        )],
+    );
+    let a = m.tick(170_000);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::BootstrapCleanup));
+    assert!(
+        o.reason.contains("is waiting for the CVO (loop `cvo`) for 75 s, since 95 s into the run (3 rounds of `Still waiting for cvo ...`, the last 50 s ago)"),
+        "{}",
+        o.reason
+    );
+    assert!(
+        o.reason
+            .contains("it last said \"console: Available=False RouteHealthDegraded\""),
+        "{}",
+        o.reason
+    );
+    o.reason.clone()
+}
+
+#[test]
+fn a_script_that_ended_is_not_said_to_be_in_its_last_loop() {
+    let mut m = machine();
+    to_phase_after_the_pivot(&mut m, Phase::BootstrapCleanup);
+    feed(&mut m, script_into("cvo"));
+    let mut ended = guest("disk", false);
+    ended.bootkube_state = "inactive/dead/success".into();
+    ended.bootkube_enabled = "enabled".into();
+    ended.bootstrap_files = vec!["/opt/openshift".into()];
+    feed(&mut m, vec![(130_000, Signal::GuestStatus(ended))]);
+    let a = m.tick(170_000);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert!(!o.reason.contains("loop `cvo`"), "{}", o.reason);
+    assert!(
+        o.reason.contains("bootkube.service is inactive/dead/success (ActiveState/SubState/Result) and enabled; bootstrap files still there: /opt/openshift"),
+        "{}",
+        o.reason
+    );
+}
+
+#[test]
+fn the_live_systems_bootkube_lines_are_not_the_post_reboot_scripts() {
+    let mut m = machine();
+    to_phase_after_the_pivot(&mut m, Phase::ApiReady);
+    let live_line = Signal::Journal {
+        unit: "bootkube.service".into(),
+        identifier: "bootkube.sh".into(),
+        message: "Waiting for api ...".into(),
+        guest_usec: 0,
+        boot_id: "live".into(),
+    };
+    feed(&mut m, vec![(100_000, live_line)]);
+    let a = m.tick(170_000);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert!(!o.reason.contains("post-reboot script"), "{}", o.reason);
+    // The installed system's bootkube.service counts even where the identifier is another.
+    let mut m = machine();
+    to_phase_after_the_pivot(&mut m, Phase::ApiReady);
+    let installed_line = Signal::Journal {
+        unit: "bootkube.service".into(),
+        identifier: "bash".into(),
+        message: "Waiting for api ...".into(),
+        guest_usec: 0,
+        boot_id: "disk".into(),
+    };
+    feed(&mut m, vec![(100_000, installed_line)]);
+    let a = m.tick(170_000);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert!(
+        o.reason.contains("waiting for the API (loop `api`)"),
+        "{}",
+        o.reason
+    );
+}
+
 /// The journal entry `message` of install-to-disk.service, at guest time `guest_s` seconds
 /// past 2026-12-06T18:19:00Z.
 fn install_to_disk_at(message: &str, guest_s: u64) -> Signal {

@@ -260,6 +260,24 @@ fn faults_are_checked_against_the_fixture() {
 }
 
 #[test]
+fn a_post_reboot_hang_names_one_of_the_scripts_loops() {
+    let e = err(&format!(
+        "{SMOKE}\n[fixture]\nfaults = [\"post-reboot-hang:kubelet\"]\n"
+    ));
+    assert_eq!(e.line, Some(20), "{e}");
+    assert!(
+        e.message
+            .contains("post-reboot-hang's <loop> is one of: api, bootstrap-configmap, "),
+        "{e}"
+    );
+    let s = parse(&format!(
+        "{SMOKE}\n[fixture]\nfaults = [\"post-reboot-hang:static-pod\"]\n"
+    ))
+    .unwrap();
+    assert_eq!(s.fixture.unwrap().faults, ["post-reboot-hang:static-pod"]);
+}
+
+#[test]
 fn literal_installation_disks_are_kept_as_written() {
     let s = parse(&SMOKE.replace("{ by = \"id\", disk = \"install\" }", "\"/dev/vdz\"")).unwrap();
     assert_eq!(s.install.installation_disk, "/dev/vdz");

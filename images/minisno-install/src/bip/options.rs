@@ -48,6 +48,10 @@ pub enum Fault {
     OperatorDegraded(String),
     OperatorUnavailable(String),
     PostRebootFail,
+    /// The post-reboot script's wait loop of that name (the shared list's
+    /// `POST_REBOOT_LOOPS`) takes its condition as unmet and goes round forever, printing the
+    /// real script's lines: each loop's hang, as the harness must name it.
+    PostRebootHang(String),
     EtcdMemberNotRemoved,
     NetworkTypeDrift,
     OomKill,
@@ -118,6 +122,7 @@ impl Fault {
         match named.fault.name {
             "operator-degraded" => return Ok(Fault::OperatorDegraded(param())),
             "operator-unavailable" => return Ok(Fault::OperatorUnavailable(param())),
+            "post-reboot-hang" => return Ok(Fault::PostRebootHang(param())),
             _ => {}
         }
         PLAIN_FAULTS
@@ -135,6 +140,7 @@ impl Fault {
         match self {
             Fault::OperatorDegraded(o) => format!("operator-degraded:{o}"),
             Fault::OperatorUnavailable(o) => format!("operator-unavailable:{o}"),
+            Fault::PostRebootHang(l) => format!("post-reboot-hang:{l}"),
             plain => PLAIN_FAULTS
                 .iter()
                 .find(|(_, f)| f == plain)
@@ -200,6 +206,17 @@ impl FixtureOptions {
 
     pub fn has(&self, fault: &Fault) -> bool {
         self.faults.contains(fault)
+    }
+
+    /// The post-reboot loop the options hold (`post-reboot-hang:<loop>`), or "" for none.
+    pub fn held_loop(&self) -> &str {
+        self.faults
+            .iter()
+            .find_map(|f| match f {
+                Fault::PostRebootHang(l) => Some(l.as_str()),
+                _ => None,
+            })
+            .unwrap_or("")
     }
 
     /// The release image the cluster reports.

@@ -55,7 +55,10 @@ fn unit_names(cfg: &Value) -> Vec<String> {
 #[test]
 fn every_fault_of_the_shared_list_is_implemented_under_its_own_name() {
     for f in sno_fixture_faults::FAULTS {
-        let text = f.form().replace("<name>", "ingress");
+        let value = f.values.first().copied().unwrap_or("ingress");
+        let text = f
+            .form()
+            .replace(&format!("<{}>", f.parameter.unwrap_or("-")), value);
         let fault = Fault::parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
         assert_eq!(fault.name(), text);
     }
@@ -69,8 +72,8 @@ fn the_fixture_knows_no_fault_the_shared_list_lacks() {
     for (name, _) in options::PLAIN_FAULTS {
         assert!(listed.contains(name), "{name} is not in the shared list");
     }
-    // the plain ones and the two that take an operator's name: the whole list
-    assert_eq!(options::PLAIN_FAULTS.len() + 2, listed.len());
+    // the plain ones, the two that take an operator's name and post-reboot-hang: the whole list
+    assert_eq!(options::PLAIN_FAULTS.len() + 3, listed.len());
 }
 
 #[test]
@@ -235,6 +238,7 @@ fn every_script_is_valid_bash() {
         "gather-hang,bootkube-fail",
         "journal-cut",
         "copy-network-missing,install-fail",
+        "post-reboot-hang:static-pod,oom-kill",
     ] {
         let o = FixtureOptions::parse(Some(faults), Some("fast"), None).unwrap();
         let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
@@ -544,11 +548,230 @@ fn gather_hang_survives_restarts_and_bip_gather_archives_the_fifo() {
     );
 }
 
+/// A stand-in for curl that answers the post-reboot script as a settled minisno API server
+/// would: the API up, the bootstrap configmap there, no lease left, ClusterVersion Available,
+/// the master node and the kube-apiserver-operator pod Ready, console not Available.
+const FAKE_CURL: &str = r#"#!/bin/bash
+m=GET; prev=; for a in "$@"; do [ "$prev" = -X ] && m=$a; prev=$a; done
+path=${!#}; path=${path#https://localhost:6443}
+ready='"status":{"conditions":[{"type":"Ready","status":"True"}]}'
+case "$m $path" in
+  "GET /readyz") echo ok ;;
+  "GET /apis/certificates.k8s.io/v1/certificatesigningrequests") echo '{"items":[]}' ;;
+  "GET /api/v1/namespaces/kube-system/configmaps/bootstrap") echo '{}' ;;
+  "GET /apis/config.openshift.io/v1/clusterversions/version") echo '{"status":{"conditions":[{"type":"Available","status":"True"}]}}' ;;
+  "GET /api/v1/nodes") echo "{\"items\":[{\"metadata\":{\"labels\":{\"node-role.kubernetes.io/master\":\"\"}},$ready}]}" ;;
+  "GET /api/v1/namespaces/openshift-kube-apiserver-operator/pods") echo "{\"items\":[{\"metadata\":{\"labels\":{\"app\":\"kube-apiserver-operator\"}},$ready}]}" ;;
+  "GET /apis/config.openshift.io/v1/clusteroperators") echo '{"items":[{"metadata":{"name":"console"},"status":{"conditions":[{"type":"Available","status":"False","message":"route not reachable"}]}}]}' ;;
+  *) echo '{"kind":"Status","code":404}'; exit 22 ;;
+esac
+"#;
+
+/// Runs the rendered post-reboot script with `faults` under a scratch root, with the fake curl
+/// and a systemctl that only logs, to its end or, with `stop_at`, until it printed that line
+/// three times (at most a minute either way): `(finished, output, systemctl calls)`.
+fn run_post_reboot(faults: &str, stop_at: Option<&str>) -> (bool, String, String) {
+    use std::io::BufRead;
+    require_jq();
+    let o = FixtureOptions::parse(Some(faults), Some("fast"), None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let script = post_reboot_under(root, &o);
+    let path = format!("{}:{}", root.display(), std::env::var("PATH").unwrap());
+    let mut child = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .env("PATH", path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let watchdog = kill_after_a_minute(child.id());
+    let mut text = String::new();
+    let mut seen = 0;
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        seen += usize::from(Some(line.as_str()) == stop_at);
+        text.push_str(&line);
+        text.push('\n');
+        if seen == 3 {
+            child.kill().unwrap();
+            break;
+        }
+    }
+    let status = child.wait().unwrap();
+    watchdog.store(true, std::sync::atomic::Ordering::SeqCst);
+    let calls = std::fs::read_to_string(root.join("systemctl.log")).unwrap_or_default();
+    assert!(
+        seen == 3 || stop_at.is_none(),
+        "{faults}: {status:?} {text}"
+    );
+    (status.success(), text, calls)
+}
+
+/// Kills process `pid` unless the flag it gives is set within a minute: a script that never
+/// prints what a test waits for must not hold the test forever.
+fn kill_after_a_minute(pid: u32) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = done.clone();
+    std::thread::spawn(move || {
+        for _ in 0..600 {
+            if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    });
+    done
+}
+
+/// The rendered post-reboot script with every absolute path it removes or writes moved under
+/// `root` (a test run must not touch the host's), a fast poll, and the fake curl and a logging
+/// systemctl in `root`.
+fn post_reboot_under(root: &std::path::Path, o: &FixtureOptions) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let cfg = live_ignition(&inputs(o, "/dev/vda")).unwrap();
+    let master: Value =
+        serde_json::from_str(&file_contents(&cfg, "/opt/openshift/minisno/master.ign.in")).unwrap();
+    let mut script = file_contents(&master, "/usr/local/bin/bootstrap-in-place-post-reboot.sh")
+        .replace("POLL=1", "POLL=0.01");
+    for dir in [
+        "/etc/kubernetes",
+        "/opt/openshift",
+        "/usr/local/bin",
+        "/var/log",
+    ] {
+        let moved = root.join(dir.trim_start_matches('/'));
+        std::fs::create_dir_all(&moved).unwrap();
+        script = script.replace(dir, &moved.display().to_string());
+    }
+    let systemctl = format!(
+        "#!/bin/sh\necho \"$*\" >> {}/systemctl.log\n",
+        root.display()
+    );
+    for (name, body) in [("curl", FAKE_CURL), ("systemctl", &systemctl)] {
+        let path = root.join(name);
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    script
+}
+
+/// The script's own lines (not the operators the CVO loop lists), each run of equal lines
+/// once.
+fn steps(text: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains(": Available="))
+        .collect();
+    lines.dedup();
+    lines
+}
+
+#[test]
+fn the_post_reboot_script_goes_through_the_real_steps_in_the_real_order_and_cleans_up() {
+    let (finished, text, calls) = run_post_reboot("", None);
+    assert!(finished, "{text}");
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "Running bootkube bootstrap-in-place post reboot",
+            "Restoring CVO overrides",
+            "Waiting for node to report ready status",
+            "node is ready",
+            "Waiting for kube-apiserver-operator",
+            "Restarting kubelet",
+            "Restarting kubelet",
+            "Waiting for cvo",
+        ]
+    );
+    assert_eq!(
+        calls,
+        "daemon-reload\nrestart kubelet.service\nrestart kubelet.service\ndisable bootkube.service\n"
+    );
+}
+
+/// Each loop of the real script, the line it prints every round, and the lines it printed
+/// before it.
+const LOOPS: &[(&str, &str, &str)] = &[
+    (
+        "api",
+        "Waiting for api ...",
+        "Running bootkube bootstrap-in-place post reboot",
+    ),
+    (
+        "bootstrap-configmap",
+        "Creating bootstrap configmap ...",
+        "Running bootkube bootstrap-in-place post reboot",
+    ),
+    (
+        "cvo-lease",
+        "Deleting openshift-cluster-version version lease",
+        "Running bootkube bootstrap-in-place post reboot",
+    ),
+    (
+        "cpc-lease",
+        "Deleting kube-system cluster-policy-controller-lock lease",
+        "Running bootkube bootstrap-in-place post reboot",
+    ),
+    (
+        "cvo-overrides",
+        "Trying again to restore CVO overrides ...",
+        "Restoring CVO overrides",
+    ),
+    (
+        "csr",
+        "Approving csrs ...",
+        "Waiting for node to report ready status",
+    ),
+    (
+        "kube-apiserver-operator",
+        "Waiting for kube-apiserver-operator ready condition to be True",
+        "Waiting for kube-apiserver-operator",
+    ),
+    (
+        "static-pod",
+        "Waiting for kube-apiserver to apply the new static pod configuration",
+        "Restarting kubelet",
+    ),
+    ("cvo", "Still waiting for cvo ...", "Waiting for cvo"),
+];
+
+#[test]
+fn post_reboot_hang_holds_each_loop_printing_its_real_line_and_nothing_after_it() {
+    let ids: Vec<&str> = LOOPS.iter().map(|(id, _, _)| *id).collect();
+    assert_eq!(ids, sno_fixture_faults::POST_REBOOT_LOOPS);
+    for (id, round, before) in LOOPS {
+        let fault = format!("post-reboot-hang:{id}");
+        let (finished, text, calls) = run_post_reboot(&fault, Some(round));
+        assert!(!finished, "{id}: {text}");
+        assert!(!calls.contains("disable"), "{id}: {calls}");
+        let rounds = text.lines().filter(|l| l == round).count();
+        assert!(rounds >= 3, "{id}: {rounds} rounds: {text}");
+        let steps = steps(&text);
+        let at = steps.iter().position(|l| l == round).unwrap();
+        assert_eq!(steps[at - 1], *before, "{id}: {text}");
+        assert!(steps[at + 1..].is_empty(), "{id}: {text}");
+    }
+}
+
+#[test]
+fn the_cvo_loop_lists_the_operators_that_are_not_available_each_round() {
+    let (_, text, _) = run_post_reboot("post-reboot-hang:cvo", Some("Still waiting for cvo ..."));
+    assert!(
+        text.contains("Still waiting for cvo ...\nconsole: Available=False route not reachable\n"),
+        "{text}"
+    );
+}
+
 /// The installed system's post-reboot script of `version`, run under bash with its paths moved
 /// under a scratch directory and the API, systemctl and sleep stubbed: an API whose every
-/// object is ready, and which has configmap kube-system/bootstrap only once it is created.
+/// object is ready, and which has configmap kube-system/bootstrap only once it is created and no
+/// lease (nor a lease's configmap) to release.
 /// Returns the script's output, the API calls it made, and whether /opt/openshift is left.
-fn run_post_reboot(version: &str) -> (String, String, bool) {
+fn run_post_reboot_of(version: &str) -> (String, String, bool) {
     require_jq();
     let o = FixtureOptions::parse(None, Some("fast"), None)
         .unwrap()
@@ -570,7 +793,7 @@ fn run_post_reboot(version: &str) -> (String, String, bool) {
     std::fs::create_dir_all(format!("{root}/etc/kubernetes/bootstrap-secrets")).unwrap();
     let stubs = format!(
         r#"ROOT={root}
-READY='{{"items":[{{"metadata":{{"name":"m","labels":{{"node-role.kubernetes.io/master":""}}}},"status":{{"conditions":[{{"type":"Ready","status":"True"}}]}}}}],"status":{{"conditions":[{{"type":"Available","status":"True"}}]}}}}'
+READY='{{"items":[{{"metadata":{{"name":"m","labels":{{"node-role.kubernetes.io/master":"","app":"kube-apiserver-operator"}}}},"status":{{"conditions":[{{"type":"Ready","status":"True"}}]}}}}],"status":{{"conditions":[{{"type":"Available","status":"True"}}]}}}}'
 curl() {{
     local method=GET url="${{@: -1}}"
     while [ $# -gt 0 ]; do [ "$1" = -X ] && method=$2; shift; done
@@ -580,6 +803,7 @@ curl() {{
         "GET /readyz") echo ok ;;
         "GET /api/v1/namespaces/kube-system/configmaps/bootstrap") [ -e "$ROOT/configmap" ] || return 22 ;;
         "POST /api/v1/namespaces/kube-system/configmaps") touch "$ROOT/configmap"; echo '{{}}' ;;
+        "GET "*/leases/*|"GET "*/configmaps/version|"GET "*/configmaps/cluster-policy-controller-lock) return 22 ;;
         *) echo "$READY" ;;
     esac
 }}
@@ -609,7 +833,7 @@ sleep() {{ :; }}
 fn the_post_reboot_script_does_what_its_release_does() {
     let creates = |calls: &str| calls.contains("POST /api/v1/namespaces/kube-system/configmaps");
     // 4.11: no bootstrap configmap, /opt/openshift stays.
-    let (out, calls, opt_left) = run_post_reboot("4.11.0");
+    let (out, calls, opt_left) = run_post_reboot_of("4.11.0");
     assert!(!creates(&calls), "{calls}");
     assert!(!out.contains("Creating bootstrap configmap"), "{out}");
     assert!(opt_left, "{out}");
@@ -618,13 +842,13 @@ fn the_post_reboot_script_does_what_its_release_does() {
         "{calls}"
     );
     // 4.12: the configmap, but /opt/openshift still stays.
-    let (out, calls, opt_left) = run_post_reboot("4.12.0");
+    let (out, calls, opt_left) = run_post_reboot_of("4.12.0");
     assert!(creates(&calls), "{calls}");
     assert!(out.contains("Creating bootstrap configmap ..."), "{out}");
     assert!(opt_left, "{out}");
     // 4.13 on: both.
     for v in ["4.13.0", "4.17.0-minisno"] {
-        let (_, calls, opt_left) = run_post_reboot(v);
+        let (_, calls, opt_left) = run_post_reboot_of(v);
         assert!(creates(&calls), "{v}: {calls}");
         assert!(!opt_left, "{v}");
     }
