@@ -217,17 +217,22 @@ impl Machine {
             AssistedStep::CollectingLogs
             | AssistedStep::LogsCollected { .. }
             | AssistedStep::Rebooting => self.assisted_after_install(step, now, out),
-            // The agent's steps around coreos-installer: in the timeline, and none of them
-            // ends the phase (a failed cleanup or boot entry lets the install go on, as the
-            // agent's does).
+            // The agent's steps before coreos-installer: none ends the phase (a failed cleanup
+            // lets the install go on, as the agent's does), and they say the install's write
+            // has not begun. A write seen before them (the cleanup's own, an old disk's
+            // metadata written by a fixture fault) is not coreos-installer's: its write is
+            // timed, and watched for stalls, from its start.
             AssistedStep::DeviceResolved { .. }
             | AssistedStep::LvmCleaned { .. }
             | AssistedStep::RaidCleaned { .. }
             | AssistedStep::SignaturesWiped { .. }
             | AssistedStep::CleanupFailed { .. }
-            | AssistedStep::IgnitionMerged { .. }
-            | AssistedStep::BootEntrySet { .. }
-            | AssistedStep::BootEntryNotSet { .. } => {}
+            | AssistedStep::IgnitionMerged { .. } => {
+                self.disk.start_ms = None;
+                self.disk.base_bytes = None;
+            }
+            // After the write, as the logs: in the timeline only.
+            AssistedStep::BootEntrySet { .. } | AssistedStep::BootEntryNotSet { .. } => {}
         }
     }
 

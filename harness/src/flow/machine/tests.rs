@@ -1703,6 +1703,14 @@ fn retrying(at: u64, attempt: u32, error: &str) -> (u64, Signal) {
 fn the_assisted_steps_around_coreos_installer_leave_the_phase_running() {
     let mut m = machine();
     through_bootkube(&mut m);
+    // A write before the harness's steps (a fault's old metadata) is not the install's.
+    feed(
+        &mut m,
+        vec![
+            (30_500, Signal::DiskWrite { bytes: 0 }),
+            (30_600, Signal::DiskWrite { bytes: 8 << 20 }),
+        ],
+    );
     let steps = [
         AssistedStep::DeviceResolved {
             link: "/dev/disk/by-id/virtio-sno-install".into(),
@@ -1729,13 +1737,24 @@ fn the_assisted_steps_around_coreos_installer_leave_the_phase_running() {
         assert!(a.is_empty(), "{a:?}");
     }
     assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    assert_eq!(m.disk.start_ms, None);
+    // No stall while the harness prepares: the write has not begun.
+    assert!(m.tick(31_000 + 60_000).is_empty());
     feed(
         &mut m,
         vec![
-            started(33_000),
-            (36_000, assisted(AssistedStep::Exited { code: 0 })),
+            started(93_000),
+            (93_500, Signal::DiskWrite { bytes: 40 << 20 }),
+        ],
+    );
+    assert_eq!(m.disk.start_ms, Some(93_000));
+    assert_eq!(m.disk.written(), 32 << 20);
+    feed(
+        &mut m,
+        vec![
+            (96_000, assisted(AssistedStep::Exited { code: 0 })),
             (
-                36_500,
+                96_500,
                 assisted(AssistedStep::BootEntryNotSet {
                     detail: "efibootmgr is not on the live system".into(),
                 }),

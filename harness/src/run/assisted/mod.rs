@@ -33,6 +33,8 @@ pub use guest::quote;
 
 /// What bootkube writes for the installed system, and the agent installs with.
 pub const MASTER_IGNITION: &str = "/opt/openshift/master.ign";
+/// bootkube.sh's last act.
+const BOOTKUBE_DONE: &str = "/opt/openshift/.bootkube.done";
 /// The live system's logs, in the run directory.
 pub const LOGS_DIR: &str = "assisted-logs";
 pub const JOURNAL_FILE: &str = "live-journal.txt";
@@ -190,9 +192,11 @@ impl AssistedInstall {
         Ok(device)
     }
 
-    /// Waits until bootkube's master.ign is on the live system.
+    /// Waits until bootkube is done and its master.ign is on the live system: the agent waits
+    /// for `.bootkube.done`, then for master.ign (installer.go's waitForBootkube and its
+    /// `stat`), since bootkube rewrites master.ign up to its end (it adds the log bundle).
     fn wait_for_master_ignition(&self, ended: &dyn Fn() -> bool) -> Result<(), String> {
-        let wait = format!("test -s {MASTER_IGNITION}");
+        let wait = format!("test -e {BOOTKUBE_DONE} && test -s {MASTER_IGNITION}");
         let found = crate::util::wait::wait_until_succeeds(
             format!("`{wait}` on the live system"),
             MASTER_IGNITION_WAIT,
@@ -208,7 +212,7 @@ impl AssistedInstall {
             },
         )
         .map_err(|e| {
-            format!("{MASTER_IGNITION}, which bootkube writes for the install, is not on the live system: {e}")
+            format!("{BOOTKUBE_DONE} and {MASTER_IGNITION}, which bootkube writes for the install, are not on the live system: {e}")
         })?;
         if !found {
             return Err("the run ended before the install began".into());
