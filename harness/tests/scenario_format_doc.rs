@@ -31,9 +31,12 @@ fn plan(text: &str) -> (i32, String) {
 /// The keys an "unknown field `zzz`, expected ..." error lists (or `[timeouts]`'s own "the
 /// keys are the phases with a deadline of their own (...), ... and ...").
 fn keys_listed(err: &str) -> Vec<String> {
-    if let Some((_, rest)) =
-        err.split_once("the keys are the phases with a deadline of their own (")
-    {
+    // "the keys are the phases with a deadline of their own (...)": the words before the list
+    // are not keys.
+    let phases = err
+        .split_once("the keys are the phases")
+        .and_then(|(_, r)| r.split_once('('));
+    if let Some((_, rest)) = phases {
         return rest
             .split(|c: char| !(c.is_ascii_lowercase() || c == '-'))
             .filter(|w| !w.is_empty() && *w != "and")
@@ -93,6 +96,12 @@ fn probes() -> Vec<(&'static str, String)> {
             "cluster_network",
             s(&format!(
                 "{DISK}[install]\ncluster_network = [{{ zzz = 1 }}]\n"
+            )),
+        ),
+        (
+            "[install.assisted]",
+            s(&format!(
+                "{DISK}[install]\nmode = \"assisted\"\n[install.assisted]\nzzz = 1\n"
             )),
         ),
         ("[network]", s(&format!("{DISK}[network]\nzzz = 1\n"))),

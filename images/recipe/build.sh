@@ -52,7 +52,7 @@ trap cleanup EXIT
 step "rootfs: mmdebstrap $MINISNO_SUITE with $MINISNO_KERNEL_PACKAGE"
 root=$work/rootfs
 mmdebstrap --variant=minbase --mode=root --quiet \
-    --include="systemd,systemd-sysv,dbus,udev,openssh-server,$MINISNO_KERNEL_PACKAGE,tiny-initramfs,kmod,iproute2,util-linux,e2fsprogs,sudo,procps,fdisk,busybox-static,less,curl,jq,network-manager,dnsmasq-base,libnss-myhostname" \
+    --include="systemd,systemd-sysv,dbus,udev,openssh-server,$MINISNO_KERNEL_PACKAGE,tiny-initramfs,kmod,iproute2,util-linux,e2fsprogs,sudo,procps,fdisk,busybox-static,less,curl,jq,network-manager,dnsmasq-base,libnss-myhostname,lvm2,mdadm,efibootmgr" \
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' \
@@ -99,8 +99,12 @@ chroot "$root" systemctl enable NetworkManager.service NetworkManager-wait-onlin
     ssh.service ssh-host-keygen.service minisno-boot-report.service >/dev/null
 chroot "$root" systemctl disable apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer \
     fstrim.timer >/dev/null 2>&1 || true
+# lvm2, mdadm and efibootmgr as on RHCOS's live system: the assisted agent removes an old
+# disk's volume groups and arrays with them and sets the EFI boot entry (the harness's assisted
+# install does the same over SSH); their udev rules activate old metadata as RHCOS's do.
 # Masked: systemd-networkd (NetworkManager manages the network, as on RHCOS), e2scrub_reap
-# (a 5 s LVM snapshot scan on every boot under TCG; there is no LVM), the VGA getty (the VM has no display), and boot-time
+# (a 5 s LVM snapshot scan on every boot under TCG; no volume of minisno's is LVM), LVM's
+# and mdadm's monitors and scrub timers (nothing to monitor on a test VM), the VGA getty (the VM has no display), and boot-time
 # units this appliance has no use for (DRM, pstore, FUSE, device-mapper, debugfs, tracefs,
 # huge pages, kernel-command-line networks, audit, daily timers). Under TCG every unit costs a
 # fork and an exec on a CPU that is also starting sshd and the API server.
@@ -111,7 +115,8 @@ chroot "$root" systemctl mask systemd-networkd.service systemd-networkd.socket \
     sys-kernel-debug.mount sys-kernel-tracing.mount dev-hugepages.mount \
     sys-fs-fuse-connections.mount sys-kernel-config.mount systemd-network-generator.service \
     systemd-pstore.service systemd-journald-audit.socket dpkg-db-backup.timer \
-    systemd-tmpfiles-clean.timer >/dev/null
+    systemd-tmpfiles-clean.timer lvm2-monitor.service mdmonitor.service \
+    mdmonitor-oneshot.timer mdcheck_start.timer mdcheck_continue.timer >/dev/null
 # The live system's /var is whatever the overlay gives; keep the journal in memory there.
 if chroot "$root" ldd /usr/bin/coreos-installer | grep 'not found'; then
     die "coreos-installer misses libraries in the rootfs"
@@ -129,7 +134,8 @@ done
 find "$kmods/drivers/net" -name '*.ko' ! -name virtio_net.ko ! -name net_failover.ko \
     ! -name tun.ko ! -name veth.ko ! -name dummy.ko ! -name bonding.ko -delete
 for d in "$kmods"/fs/*/; do
-    case " ext4 jbd2 mbcache fat isofs squashfs overlayfs nls fuse " in
+    # efivarfs: efibootmgr reads and writes the EFI variables through it.
+    case " ext4 jbd2 mbcache fat isofs squashfs overlayfs nls fuse efivarfs " in
         *" $(basename "$d") "*) ;;
         *) rm -rf "$d" ;;
     esac

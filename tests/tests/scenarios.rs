@@ -2,7 +2,9 @@
 //! `scenarios/smoke.toml` must pass, and each `scenarios/faults/*.toml` must end as its
 //! `[expect]` section says, by running the real flow on minisno under QEMU.
 //!
-//! `scenarios/assisted.toml` (the harness runs coreos-installer itself) must pass too.
+//! `scenarios/assisted.toml` (the harness runs coreos-installer itself) must pass too, and
+//! `scenarios/assisted-stale-metadata.toml` (the same onto a disk with old LVM and MD metadata,
+//! which the harness wipes first).
 //!
 //! The smoke and assisted scenarios and two fault scenarios run on the libvirt backend too, as
 //! `libvirt::smoke`, `libvirt::assisted`, `libvirt::fault::install-fail` and
@@ -39,7 +41,11 @@ const PERMUTATIONS_ON_LIBVIRT: &[&str] = &[
 ];
 
 fn scenario_files(root: &Path) -> Vec<PathBuf> {
-    let mut files = vec![root.join("smoke.toml"), root.join("assisted.toml")];
+    let mut files = vec![
+        root.join("smoke.toml"),
+        root.join("assisted.toml"),
+        root.join("assisted-stale-metadata.toml"),
+    ];
     let mut faults: Vec<PathBuf> = std::fs::read_dir(root.join("faults"))
         .map(|d| {
             d.flatten()

@@ -84,6 +84,10 @@ pub const FAULTS: &[FaultName] = &[
         "copy-network-missing",
         "install-to-disk runs coreos-installer without -n: the installed system has none of the live system's network configuration (with DHCP on the network, a DHCP address instead of the static one)",
     ),
+    plain(
+        "stale-metadata",
+        "late in bootkube the installation disk gets an old LVM volume group and an MD RAID array, active as udev would have made them on a disk that came with them; install-to-disk's coreos-installer refuses the busy disk, the assisted install wipes it first",
+    ),
     plain("no-reboot", "the reboot is scheduled and cancelled"),
     plain(
         "disk-boot-panic",

@@ -4,6 +4,7 @@
 
 pub mod assisted;
 pub mod dns;
+pub mod host_ignition;
 pub mod ignition_edit;
 pub mod install_config;
 mod installer;

@@ -368,17 +368,26 @@ fn commands(s: &Scenario) -> Vec<String> {
     }
     commands.extend(boot_lines(s.boot_source, live_ign));
     if assisted {
-        let args = sno_harness::run::assisted::installer_args(
-            &s.install.installation_disk,
-            &s.install.assisted,
-        );
+        let args = sno_harness::run::assisted::installer_args("DEVICE", &s.install.assisted);
+        let mut before = vec![format!(
+            "# once bootkube is done, over SSH on the live system: readlink -f {}, then the device's old LVM volume groups and physical volumes removed, its MD RAID arrays stopped and zeroed, wipefs -a on its partitions and the device",
+            s.install.installation_disk
+        )];
+        if let Some(p) = &s.install.assisted.host_ignition {
+            before.push(format!(
+                "# {} merged into {}",
+                p.display(),
+                sno_harness::run::assisted::MASTER_IGNITION
+            ));
+        }
+        commands.extend(before);
         commands.extend([
             format!(
-                "# once bootkube is done, over SSH on the live system: {}",
+                "# then, up to 3 times (DEVICE the resolved device): {}",
                 sno_harness::run::assisted::command_line(&args)
             ),
             format!(
-                "# then the live system's journal and /var/log into RUN/{}/, and `sudo systemctl reboot`",
+                "# then on UEFI the EFI boot entry (efibootmgr -c), the live system's journal and /var/log into RUN/{}/, and `sudo systemctl reboot`",
                 sno_harness::run::assisted::LOGS_DIR
             ),
         ]);

@@ -192,10 +192,37 @@ pub struct Served {
     pub ms: u64,
 }
 
-/// A step of the assisted install's coreos-installer, as the harness ran it.
+/// A step of the assisted install, as the harness ran it on the live system: the
+/// preparation of the install device and of master.ign, coreos-installer's attempts, the EFI
+/// boot entry, the logs and the reboot (assisted-installer's `src/installer/installer.go`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "step", rename_all = "kebab-case")]
 pub enum AssistedStep {
+    /// The installation disk as named (a by-id or by-path link) and the kernel device it
+    /// resolved to, which every later step and coreos-installer are given.
+    DeviceResolved { link: String, device: String },
+    /// Old LVM metadata on the device: what was found and removed, or why nothing was.
+    LvmCleaned { detail: String },
+    /// Old MD RAID membership of the device: what was stopped and zeroed, or why nothing was.
+    RaidCleaned { detail: String },
+    /// The signatures wipefs erased from the device's partitions and the device.
+    SignaturesWiped { detail: String },
+    /// A cleanup step that failed; as the agent does, the install goes on.
+    CleanupFailed { what: String, detail: String },
+    /// The scenario's host Ignition was merged into master.ign.
+    IgnitionMerged { detail: String },
+    /// coreos-installer attempt `attempt` exited `code`; another attempt follows.
+    Retrying {
+        attempt: u32,
+        code: i32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The EFI boot entry for the installed disk was created, with this command.
+    BootEntrySet { command: String },
+    /// No EFI boot entry was created, and why (no efibootmgr, no ESP, a failure); as the agent
+    /// does, the install goes on.
+    BootEntryNotSet { detail: String },
     /// coreos-installer started, with this command line.
     Started { command: String },
     /// A line it printed (stdout and stderr, in order).
@@ -212,6 +239,57 @@ pub enum AssistedStep {
     /// The harness asks the live system to reboot (the agent's `shutdown -r now`).
     Rebooting,
 }
+
+impl AssistedStep {
+    /// One line for the steps around coreos-installer (the preparation, the retries, the boot
+    /// entry).
+    pub fn describe(&self) -> String {
+        let text = match self {
+            AssistedStep::DeviceResolved { link, device } if link == device => {
+                format!("the install device is {device}")
+            }
+            AssistedStep::DeviceResolved { link, device } => {
+                format!("the install device {link} resolves to {device}")
+            }
+            AssistedStep::LvmCleaned { detail }
+            | AssistedStep::RaidCleaned { detail }
+            | AssistedStep::SignaturesWiped { detail }
+            | AssistedStep::IgnitionMerged { detail } => detail.clone(),
+            AssistedStep::CleanupFailed { what, detail } => {
+                format!(
+                    "cleaning the install device ({what}) failed, the install goes on: {detail}"
+                )
+            }
+            AssistedStep::Retrying {
+                attempt,
+                code,
+                error,
+            } => {
+                let said = error
+                    .as_deref()
+                    .map_or(String::new(), |e| format!(": {e:?}"));
+                format!("coreos-installer attempt {attempt} of {INSTALL_ATTEMPTS} exited {code}{said}; trying again")
+            }
+            AssistedStep::BootEntrySet { command } => format!("EFI boot entry set: {command}"),
+            AssistedStep::BootEntryNotSet { detail } => {
+                format!("no EFI boot entry set, the install goes on: {detail}")
+            }
+            AssistedStep::Started { command } => format!("the harness runs {command}"),
+            AssistedStep::Output { line } => line.clone(),
+            AssistedStep::Exited { code } => format!("coreos-installer exited {code}"),
+            AssistedStep::Broken { detail } | AssistedStep::LogsCollected { detail } => {
+                detail.clone()
+            }
+            AssistedStep::CollectingLogs => "collecting the live system's logs".to_string(),
+            AssistedStep::Rebooting => "the harness asks the live system to reboot".to_string(),
+        };
+        format!("assisted install: {text}")
+    }
+}
+
+/// How many times the assisted agent runs coreos-installer before the install fails
+/// (assisted-installer's writeImageToDisk: `utils.Retry(3, ...)`).
+pub const INSTALL_ATTEMPTS: u32 = 3;
 
 /// What one SSH status poll of the guest found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
@@ -296,23 +374,7 @@ impl Signal {
                 r.bytes as f64 / 1048576.0,
                 r.ms as f64 / 1000.0
             ),
-            Signal::Assisted(step) => match step {
-                AssistedStep::Started { command } => {
-                    format!("assisted install: the harness runs {command}")
-                }
-                AssistedStep::Output { line } => format!("assisted install: {line}"),
-                AssistedStep::Exited { code } => {
-                    format!("assisted install: coreos-installer exited {code}")
-                }
-                AssistedStep::Broken { detail } => format!("assisted install: {detail}"),
-                AssistedStep::CollectingLogs => {
-                    "assisted install: collecting the live system's logs".to_string()
-                }
-                AssistedStep::LogsCollected { detail } => format!("assisted install: {detail}"),
-                AssistedStep::Rebooting => {
-                    "assisted install: the harness asks the live system to reboot".to_string()
-                }
-            },
+            Signal::Assisted(step) => step.describe(),
             Signal::NodeSeen(n) => {
                 let at = match n.addresses.as_slice() {
                     [] => String::new(),

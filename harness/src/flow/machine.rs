@@ -125,6 +125,9 @@ pub struct Machine {
     /// The most restarts of the live system's bootkube.service seen.
     pub bootkube_restarts: u32,
     last_install_error: Option<String>,
+    /// The assisted install's failed coreos-installer attempts before the current one, each
+    /// as its exit code and last error line, quoted when the last attempt fails too.
+    install_attempts: Vec<String>,
     /// When the console showed systemd (or the kernel) rebooting in order during
     /// install-to-disk: the reboot install-to-disk.sh asks for, with the disks synced.
     orderly_reboot_ms: Option<u64>,
@@ -221,6 +224,7 @@ impl Machine {
             last_bootkube_error: None,
             bootkube_restarts: 0,
             last_install_error: None,
+            install_attempts: Vec::new(),
             orderly_reboot_ms: None,
             post_reboot: PostRebootTracker::default(),
             installed: None,

@@ -328,8 +328,6 @@ impl Session {
 
     /// The harness runs coreos-installer itself, as the assisted installer's agent does.
     fn start_assisted_install(&self, run: &mut Run<'_>) {
-        let args =
-            assisted::installer_args(&run.s.install.installation_disk, &run.s.install.assisted);
         for (name, file) in [
             ("assisted-journal", assisted::JOURNAL_FILE),
             ("assisted-var-log", assisted::VAR_LOG_FILE),
@@ -339,7 +337,9 @@ impl Session {
         }
         AssistedInstall {
             target: self.target.clone(),
-            args,
+            disk: run.s.install.installation_disk.clone(),
+            section: run.s.install.assisted.clone(),
+            uefi: run.s.vm.firmware == crate::hw::Firmware::Uefi,
             run_dir: run.opts.dir.clone(),
         }
         .spawn(self.signal_tx.clone());

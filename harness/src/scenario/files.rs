@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 
+pub mod host_ignition;
+
 /// A bundle of every public CA (some 150) is about 220 KiB, a pull secret a few KiB: a file
 /// larger than this is neither.
 pub const MAX_NAMED_FILE: u64 = 1 << 20;

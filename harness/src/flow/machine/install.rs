@@ -109,9 +109,11 @@ impl Machine {
     }
 
     /// coreos-installer starts (install-to-disk's `Executing coreos-installer`, or the harness's
-    /// own of an assisted install): the phase and the write are timed from here.
+    /// own of an assisted install): the phase and the write are timed from here. A later
+    /// attempt of the assisted install restarts the write's timing but not the phase's: the
+    /// agent's retries share the stage's time.
     pub(super) fn installer_started(&mut self, now: u64) {
-        if self.current == Some(Phase::InstallToDisk) {
+        if self.current == Some(Phase::InstallToDisk) && self.install_attempts.is_empty() {
             self.phases
                 .get_mut(&Phase::InstallToDisk)
                 .expect("state")
@@ -120,8 +122,42 @@ impl Machine {
         if self.disk.start_ms.is_none() {
             self.disk.start_ms = Some(now);
             self.disk.last_growth_ms = now;
-            self.disk.base_bytes = Some(self.disk.last_bytes);
+            self.disk.base_bytes.get_or_insert(self.disk.last_bytes);
         }
+    }
+
+    /// A failed attempt of the assisted install's coreos-installer, which the harness runs
+    /// again as the agent does (assisted-installer's writeImageToDisk retries it up to 3
+    /// times): its error is kept for the verdict, and the next attempt's write starts afresh.
+    fn installer_retrying(&mut self, attempt: u32, code: i32, error: Option<&str>) {
+        let said = match error.or(self.last_install_error.as_deref()) {
+            Some(e) => format!("{e:?}"),
+            None => "without an Error: line".to_string(),
+        };
+        self.install_attempts
+            .push(format!("attempt {attempt} exited {code}: {said}"));
+        self.last_install_error = None;
+        self.disk.start_ms = None;
+        self.disk.image_percent = None;
+        self.disk.image_percent_ms = None;
+    }
+
+    /// Why the assisted install's coreos-installer failed for good: the last attempt's exit and
+    /// error, then each earlier attempt's.
+    fn installer_failed(&self, code: i32) -> String {
+        const WHO: &str = "coreos-installer, run by the harness over SSH (assisted install)";
+        let said = match &self.last_install_error {
+            Some(e) => format!(": {e:?}"),
+            None => " without an Error: line".to_string(),
+        };
+        if self.install_attempts.is_empty() {
+            return format!("{WHO} exited {code}{said}");
+        }
+        let n = self.install_attempts.len() + 1;
+        format!(
+            "{WHO} failed {n} times; attempt {n} exited {code}{said}; earlier: {}",
+            self.install_attempts.join("; ")
+        )
     }
 
     /// A line coreos-installer printed: its progress is noted; an error line is kept as the
@@ -141,9 +177,10 @@ impl Machine {
         false
     }
 
-    /// The assisted install's coreos-installer, which the harness runs itself over SSH once
-    /// install-to-disk has begun (bootkube done): its start, output and exit are the phase's
-    /// evidence, where install-to-disk.service's journal is otherwise.
+    /// The assisted install, which the harness runs itself over SSH once install-to-disk has
+    /// begun (bootkube done): the device's preparation, coreos-installer's attempts (their
+    /// start, output and exit are the phase's evidence, where install-to-disk.service's journal
+    /// is otherwise), the boot entry, the logs and the reboot.
     pub(super) fn on_assisted(&mut self, step: &AssistedStep, now: u64, out: &mut Vec<Action>) {
         const WHO: &str = "coreos-installer, run by the harness over SSH (assisted install)";
         // After the install only the reboot the harness asks for can still go wrong.
@@ -157,16 +194,18 @@ impl Machine {
             AssistedStep::Output { line } => {
                 self.installer_output(line, now);
             }
+            AssistedStep::Retrying {
+                attempt,
+                code,
+                error,
+            } => self.installer_retrying(*attempt, *code, error.as_deref()),
             // The disk is written; the logs and the reboot command end the phase.
             AssistedStep::Exited { code: 0 } => {
                 self.install_written(now, &format!("{WHO}, exited 0"))
             }
             AssistedStep::Exited { code } => {
-                let said = match &self.last_install_error {
-                    Some(e) => format!(": {e:?}"),
-                    None => " without an Error: line".to_string(),
-                };
-                self.fail(now, format!("{WHO} exited {code}{said}"), out);
+                let reason = self.installer_failed(*code);
+                self.fail(now, reason, out);
             }
             AssistedStep::Broken { detail } => {
                 self.fail(
@@ -178,6 +217,22 @@ impl Machine {
             AssistedStep::CollectingLogs
             | AssistedStep::LogsCollected { .. }
             | AssistedStep::Rebooting => self.assisted_after_install(step, now, out),
+            // The agent's steps before coreos-installer: none ends the phase (a failed cleanup
+            // lets the install go on, as the agent's does), and they say the install's write
+            // has not begun. A write seen before them (the cleanup's own, an old disk's
+            // metadata written by a fixture fault) is not coreos-installer's: its write is
+            // timed, and watched for stalls, from its start.
+            AssistedStep::DeviceResolved { .. }
+            | AssistedStep::LvmCleaned { .. }
+            | AssistedStep::RaidCleaned { .. }
+            | AssistedStep::SignaturesWiped { .. }
+            | AssistedStep::CleanupFailed { .. }
+            | AssistedStep::IgnitionMerged { .. } => {
+                self.disk.start_ms = None;
+                self.disk.base_bytes = None;
+            }
+            // After the write, as the logs: in the timeline only.
+            AssistedStep::BootEntrySet { .. } | AssistedStep::BootEntryNotSet { .. } => {}
         }
     }
 

@@ -1705,6 +1705,187 @@ fn an_assisted_coreos_installer_that_fails_fails_install_to_disk_quoting_it() {
     );
 }
 
+fn started(at: u64) -> (u64, Signal) {
+    let command =
+        "sudo -n coreos-installer install --insecure -i /opt/openshift/master.ign /dev/vda 2>&1";
+    (
+        at,
+        assisted(AssistedStep::Started {
+            command: command.into(),
+        }),
+    )
+}
+
+fn retrying(at: u64, attempt: u32, error: &str) -> (u64, Signal) {
+    let step = AssistedStep::Retrying {
+        attempt,
+        code: 1,
+        error: Some(error.into()),
+    };
+    (at, assisted(step))
+}
+
+/// The agent's steps before coreos-installer (the device resolved, its old metadata cleaned,
+/// a failed cleanup, the host Ignition merged) and the boot entry after it are in the
+/// timeline; none ends or fails the phase.
+#[test]
+fn the_assisted_steps_around_coreos_installer_leave_the_phase_running() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    // A write before the harness's steps (a fault's old metadata) is not the install's.
+    feed(
+        &mut m,
+        vec![
+            (30_500, Signal::DiskWrite { bytes: 0 }),
+            (30_600, Signal::DiskWrite { bytes: 8 << 20 }),
+        ],
+    );
+    let steps = [
+        AssistedStep::DeviceResolved {
+            link: "/dev/disk/by-id/virtio-sno-install".into(),
+            device: "/dev/vda".into(),
+        },
+        AssistedStep::LvmCleaned {
+            detail: "LVM on /dev/vda: volume groups [stale] deactivated and removed".into(),
+        },
+        AssistedStep::CleanupFailed {
+            what: "MD RAID".into(),
+            detail: "`mdadm --stop /dev/md127` exited 1: busy".into(),
+        },
+        AssistedStep::SignaturesWiped {
+            detail: "wipefs erased 3 signature(s)".into(),
+        },
+        AssistedStep::IgnitionMerged {
+            detail: "host.ign merged".into(),
+        },
+    ];
+    let mut t = 31_000;
+    for step in steps {
+        t += 100;
+        let a = feed(&mut m, vec![(t, assisted(step))]);
+        assert!(a.is_empty(), "{a:?}");
+    }
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    assert_eq!(m.disk.start_ms, None);
+    // No stall while the harness prepares: the write has not begun.
+    assert!(m.tick(31_000 + 60_000).is_empty());
+    feed(
+        &mut m,
+        vec![
+            started(93_000),
+            (93_500, Signal::DiskWrite { bytes: 40 << 20 }),
+        ],
+    );
+    assert_eq!(m.disk.start_ms, Some(93_000));
+    assert_eq!(m.disk.written(), 32 << 20);
+    feed(
+        &mut m,
+        vec![
+            (96_000, assisted(AssistedStep::Exited { code: 0 })),
+            (
+                96_500,
+                assisted(AssistedStep::BootEntryNotSet {
+                    detail: "efibootmgr is not on the live system".into(),
+                }),
+            ),
+        ],
+    );
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    assert_eq!(m.outcome(), None);
+    let said = AssistedStep::CleanupFailed {
+        what: "MD RAID".into(),
+        detail: "busy".into(),
+    }
+    .describe();
+    assert_eq!(
+        said,
+        "assisted install: cleaning the install device (MD RAID) failed, the install goes on: busy"
+    );
+}
+
+/// A failed attempt is retried: the phase keeps its start, the write restarts, and the phase
+/// passes when a later attempt succeeds.
+#[test]
+fn an_assisted_coreos_installer_that_fails_once_is_retried_and_passes() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let a = feed(
+        &mut m,
+        vec![
+            started(33_000),
+            (33_500, output("Read disk 20.0 MiB/80.0 MiB (25%)")),
+            (
+                34_000,
+                output("Error: checking for exclusive access to /dev/vda"),
+            ),
+            retrying(
+                34_100,
+                1,
+                "Error: checking for exclusive access to /dev/vda",
+            ),
+        ],
+    );
+    assert!(a.is_empty(), "{a:?}");
+    assert_eq!(m.current(), Some(Phase::InstallToDisk));
+    assert_eq!(m.disk.image_percent, None);
+    feed(
+        &mut m,
+        vec![
+            started(35_100),
+            (36_000, output("Read disk 80.0 MiB/80.0 MiB (100%)")),
+            (37_000, assisted(AssistedStep::Exited { code: 0 })),
+            (37_500, assisted(AssistedStep::Rebooting)),
+        ],
+    );
+    let st = m.phase(Phase::InstallToDisk);
+    assert_eq!((st.status, st.start_ms), (Status::Pass, Some(33_000)));
+    assert_eq!(m.disk.start_ms, Some(35_100));
+    assert_eq!(
+        AssistedStep::Retrying {
+            attempt: 1,
+            code: 1,
+            error: Some("Error: x".into())
+        }
+        .describe(),
+        "assisted install: coreos-installer attempt 1 of 3 exited 1: \"Error: x\"; trying again"
+    );
+}
+
+/// Only the third failure fails install-to-disk, and its reason quotes every attempt.
+#[test]
+fn the_third_failed_attempt_fails_install_to_disk_quoting_each() {
+    let mut m = machine();
+    through_bootkube(&mut m);
+    let a = feed(
+        &mut m,
+        vec![
+            started(33_000),
+            (33_100, output("Error: found busy partitions")),
+            retrying(33_200, 1, "Error: found busy partitions"),
+            started(34_200),
+            (34_300, output("Error: found busy partitions")),
+            retrying(34_400, 2, "Error: found busy partitions"),
+            started(35_400),
+        ],
+    );
+    assert!(a.is_empty(), "{a:?}");
+    let a = feed(
+        &mut m,
+        vec![
+            (35_500, output("Error: writing the image: I/O error")),
+            (35_600, assisted(AssistedStep::Exited { code: 1 })),
+        ],
+    );
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+    assert_eq!(
+        o.reason,
+        "install-to-disk: coreos-installer, run by the harness over SSH (assisted install) failed 3 times; attempt 3 exited 1: \"Error: writing the image: I/O error\"; earlier: attempt 1 exited 1: \"Error: found busy partitions\"; attempt 2 exited 1: \"Error: found busy partitions\""
+    );
+}
+
 #[test]
 fn an_assisted_install_that_cannot_run_or_reboot_fails_where_it_stands() {
     let mut m = machine();

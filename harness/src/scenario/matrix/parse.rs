@@ -199,6 +199,14 @@ fn pin_named_files(table: &mut Table, base: &Scenario) {
         if let Some(p) = &base.install.additional_trust_bundle {
             install.insert("additional_trust_bundle".into(), absolute(p));
         }
+        if let Some(p) = &base.install.assisted.host_ignition {
+            if let Some(assisted) = install
+                .get_mut("assisted")
+                .and_then(toml::Value::as_table_mut)
+            {
+                assisted.insert("host_ignition".into(), absolute(p));
+            }
+        }
         if let Some(scenario::model::SecretSource::File(p)) = &base.install.pull_secret {
             if let Some(source) = install
                 .get_mut("pull_secret")
@@ -321,6 +329,11 @@ fn parse_axis(
     })
 }
 
+/// A host Ignition read and checked as a named file is (its content is not needed here).
+fn read_host_ignition(path: &Path) -> Result<String, files::FileError> {
+    files::host_ignition::read_host_ignition(path).map(|_| String::new())
+}
+
 /// How a named file is read and checked (`files::read_trust_bundle`, `read_pull_secret`).
 type ReadNamed = fn(&Path) -> Result<String, files::FileError>;
 
@@ -337,6 +350,9 @@ fn bad_named_file(cx: &Ctx, target: &Target, value: &toml::Value) -> Option<Stri
         }
         [i, k] if i == "install" && k == "pull_secret" => {
             (value.get("file")?.as_str()?, files::read_pull_secret)
+        }
+        [i, a, k] if i == "install" && a == "assisted" && k == "host_ignition" => {
+            (value.as_str()?, read_host_ignition)
         }
         _ => return None,
     };

@@ -915,3 +915,52 @@ fn files_a_base_in_another_directory_names_stay_next_to_the_base() {
         "{e}"
     );
 }
+
+#[test]
+fn a_host_ignition_a_base_in_another_directory_names_stays_next_to_the_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let base_dir = dir.path().join("bases");
+    std::fs::create_dir(&base_dir).unwrap();
+    std::fs::write(
+        base_dir.join("host.ign"),
+        r#"{"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/etc/x"}]}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        base_dir.join("b.toml"),
+        "name = \"b\"\nprofile = \"fixture\"\n[[disks]]\nid = \"install\"\nsize = \"8GiB\"\n[install]\nmode = \"assisted\"\n[install.assisted]\nhost_ignition = \"host.ign\"\n",
+    )
+    .unwrap();
+    let m = parse_str(
+        &dir.path().join("m.toml"),
+        "name = \"m\"\nbase = \"bases/b.toml\"\n[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\", \"uefi\"]\n",
+    )
+    .unwrap();
+    let absolute = std::path::absolute(&base_dir).unwrap();
+    for p in &m.permutations {
+        assert_eq!(
+            p.scenario.install.assisted.host_ignition,
+            Some(absolute.join("host.ign")),
+            "{}",
+            p.id
+        );
+    }
+
+    // An axis value names a host Ignition relative to the matrix, checked at its line.
+    std::fs::write(
+        dir.path().join("v2.ign"),
+        "{\"ignition\": {\"version\": \"2.2.0\"}}",
+    )
+    .unwrap();
+    let e = parse_str(
+        &dir.path().join("m.toml"),
+        "name = \"m\"\nbase = \"bases/b.toml\"\n[[axis]]\nkey = \"install.assisted.host_ignition\"\nvalues = [\"v2.ign\"]\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.line(), Some(5), "{e}");
+    assert!(
+        e.to_string()
+            .contains("v2.ign:1: ignition.version is \"2.2.0\""),
+        "{e}"
+    );
+}

@@ -141,6 +141,11 @@ pub struct AssistedSection {
     /// `--copy-network`: the live system's NetworkManager profiles go to the installed one.
     #[serde(default)]
     pub copy_network: bool,
+    /// An Ignition config (spec 3.x) the harness merges into master.ign before the install,
+    /// as the agent merges the host's config from the assisted service. Relative to the
+    /// scenario file as written; resolved once validated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_ignition: Option<PathBuf>,
 }
 
 /// How the scenario names the installation disk.

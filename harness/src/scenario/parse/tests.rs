@@ -654,3 +654,47 @@ fn an_unknown_key_suggests_the_closest_known_one_with_its_table_and_line() {
     assert!(e.message.contains("unknown field `zzz`"), "{e}");
     assert!(!e.message.contains("did you mean"), "{e}");
 }
+
+/// `[install.assisted] host_ignition`: resolved against the scenario file and read now, a bad
+/// one refused with the scenario's line and the Ignition file's own line.
+#[test]
+fn a_host_ignition_is_resolved_next_to_the_scenario_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("host.ign"),
+        "{\"ignition\": {\"version\": \"3.2.0\"},\n \"systemd\": {\"units\": [{\"name\": \"x.service\"}]}}",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("bad.ign"),
+        "{\"ignition\": {\"version\": \"3.2.0\"},\n \"storage\": {\"filesystems\": []}}",
+    )
+    .unwrap();
+    let with = |file: &str| {
+        SMOKE.replace(
+            "[timeouts]",
+            &format!(
+                "mode = \"assisted\"\n[install.assisted]\nhost_ignition = \"{file}\"\n[timeouts]"
+            ),
+        )
+    };
+    let scenario = dir.path().join("s.toml");
+    let s = parse_str(&scenario, &with("host.ign")).unwrap();
+    assert_eq!(
+        s.install.assisted.host_ignition,
+        Some(dir.path().join("host.ign"))
+    );
+    let e = parse_str(&scenario, &with("bad.ign")).unwrap_err();
+    assert!(e.line.is_some(), "{e}");
+    assert!(
+        e.message
+            .contains("bad.ign:2: storage.filesystems is not merged by the harness"),
+        "{e}"
+    );
+    let e = parse_str(&scenario, &with("missing.ign")).unwrap_err();
+    assert!(e.message.contains("install.assisted.host_ignition:"), "{e}");
+    assert!(e.message.contains("cannot read it"), "{e}");
+    // "" means none, as a matrix value says "without".
+    let none = parse_str(&scenario, &with("")).unwrap();
+    assert_eq!(none.install.assisted.host_ignition, None);
+}

@@ -127,3 +127,39 @@ pub(super) fn check_install_mode(cx: &Ctx, f: &ScenarioFile) -> Result<(), Scena
     }
     Ok(())
 }
+
+/// `[install.assisted]`, with `--copy-network` whenever the node has static addresses: the
+/// assisted installer adds it for a host with a static network configuration
+/// (assisted-service's installer arguments), so that the keyfiles the live system came up with
+/// reach the installed system. Its host Ignition is resolved against the scenario file and
+/// checked now, so that `plan` refuses a bad one and no run is begun with it.
+pub(super) fn assisted_section(
+    cx: &Ctx,
+    inst: &InstallSection,
+    network: Option<&NetworkSpec>,
+) -> Result<AssistedSection, ScenarioError> {
+    let mut a = inst
+        .assisted
+        .as_ref()
+        .map(|a| a.get_ref().clone())
+        .unwrap_or_default();
+    if network.is_some_and(|n| n.mode == NetworkMode::Static) {
+        a.copy_network = true;
+    }
+    a.host_ignition = match a.host_ignition.take() {
+        // An empty path means none: how a matrix value says "without".
+        Some(p) if p.as_os_str().is_empty() => None,
+        Some(p) => {
+            let path = files::resolve(cx.file, &p);
+            files::host_ignition::read_host_ignition(&path).map_err(|e| {
+                cx.at(
+                    inst.assisted.as_ref().expect("the section holds the key"),
+                    format!("install.assisted.host_ignition: {e} (the path is relative to the scenario file, or absolute)"),
+                )
+            })?;
+            Some(path)
+        }
+        None => None,
+    };
+    Ok(a)
+}

@@ -35,7 +35,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
     judging::check_expect(cx, &f.expect)?;
     vm::check_nat(cx, &f)?;
     let network = network::network(cx, &f)?;
-    let assisted = assisted_section(&f.install, network.as_ref());
+    let assisted = install::assisted_section(cx, &f.install, network.as_ref())?;
     fixture::check_boot(cx, &f)?;
     fixture::check_network(cx, &f)?;
     fixture::check_static_network(cx, &f)?;
@@ -95,20 +95,4 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
         kernel_warnings_fatal: f.badness.kernel_warnings == Some(CrashSeverity::Fatal),
         badness_allow,
     })
-}
-
-/// `[install.assisted]`, with `--copy-network` whenever the node has static addresses: the
-/// assisted installer adds it for a host with a static network configuration
-/// (assisted-service's installer arguments), so that the keyfiles the live system came up with
-/// reach the installed system.
-fn assisted_section(inst: &InstallSection, network: Option<&NetworkSpec>) -> AssistedSection {
-    let mut a = inst
-        .assisted
-        .as_ref()
-        .map(|a| a.get_ref().clone())
-        .unwrap_or_default();
-    if network.is_some_and(|n| n.mode == NetworkMode::Static) {
-        a.copy_network = true;
-    }
-    a
 }

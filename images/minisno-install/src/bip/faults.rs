@@ -78,6 +78,32 @@ const CUT_JOURNAL_READERS: &str = r#"for minisno_p in /proc/[0-9]*; do
                 fi
             done"#;
 
+/// stale-metadata: the installation disk as it would arrive with an old system's storage on
+/// it, made late in bootkube (the fixture cannot prepare the disk image on the host without
+/// LVM and MD tools there), once: a GPT, an LVM volume group with an active logical volume on
+/// partition 1, a running MD RAID1 array on partition 2. udev activates such metadata on the
+/// live system (LVM's autoactivation, mdadm's incremental assembly), which is what makes the
+/// disk busy for coreos-installer. `$1` is the installation disk.
+const STALE_METADATA: &str = r#"if [ ! -e /opt/openshift/.minisno-stale-metadata ]; then
+                minisno_disk=$(readlink -f "$1")
+                case "$minisno_disk" in
+                    *[0-9]) minisno_part=${minisno_disk}p ;;
+                    *) minisno_part=$minisno_disk ;;
+                esac
+                echo "minisno fault stale-metadata: an old LVM volume group and MD RAID array on $minisno_disk"
+                printf 'label: gpt
+size=64MiB
+size=64MiB
+' | sfdisk --quiet --wipe always "$minisno_disk"
+                udevadm settle
+                pvcreate -ff -y "${minisno_part}1"
+                vgcreate minisno-stale "${minisno_part}1"
+                lvcreate -y -n old -L 16M minisno-stale
+                mdadm --create /dev/md/minisno-stale --run --force --level=1 --raid-devices=1 --metadata=1.2 "${minisno_part}2"
+                udevadm settle
+                touch /opt/openshift/.minisno-stale-metadata
+            fi"#;
+
 /// The snippets pasted into the scripts; `:` where no fault applies.
 pub struct FaultSnippets {
     /// At the start of bootkube.sh; independent of `bootkube`, so it combines with its faults.
@@ -85,6 +111,9 @@ pub struct FaultSnippets {
     pub bootkube: &'static str,
     /// In the middle of bootkube's stages (kube-scheduler-bootstrap).
     pub bootkube_mid: &'static str,
+    /// Late in bootkube (the etcd-down stage, before master.ign is written), given the
+    /// installation disk as `$1`.
+    pub bootkube_late: &'static str,
     pub install: &'static str,
     /// install-to-disk's `-n ` (`--copy-network`, as the real template has it), or nothing
     /// with copy-network-missing.
@@ -108,6 +137,7 @@ impl FaultSnippets {
                 (Fault::BootkubeHang, CLUSTER_BOOTSTRAP_HANGS),
             ]),
             bootkube_mid: pick(&[(Fault::JournalCut, CUT_JOURNAL_READERS)]),
+            bootkube_late: pick(&[(Fault::StaleMetadata, STALE_METADATA)]),
             install: pick(&[
                 (Fault::InstallFail, TRUNCATED_IMAGE),
                 (Fault::InstallReset, RESET_MID_WRITE),

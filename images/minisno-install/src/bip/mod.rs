@@ -271,6 +271,8 @@ pub fn live_ignition(inputs: &BipInputs) -> Result<Value, BipError> {
                     ("FAULT_BOOTKUBE_START", faults.bootkube_start),
                     ("FAULT_BOOTKUBE", faults.bootkube),
                     ("FAULT_BOOTKUBE_MID", faults.bootkube_mid),
+                    ("FAULT_BOOTKUBE_LATE", faults.bootkube_late),
+                    ("INSTALLATION_DISK", inputs.installation_disk),
                 ],
             ),
         ),

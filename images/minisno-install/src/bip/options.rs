@@ -38,6 +38,10 @@ pub enum Fault {
     /// the live system was given stay behind, and the installed system comes up with
     /// NetworkManager's defaults (DHCP where there is a server) instead of its static address.
     CopyNetworkMissing,
+    /// Late in bootkube (before master.ign), the installation disk gets a GPT with an LVM
+    /// volume group (an active volume) on partition 1 and an MD RAID1 array (running) on
+    /// partition 2: a disk that came with old metadata, as udev activates it on a live system.
+    StaleMetadata,
     NoReboot,
     DiskBootPanic,
     ApiNeverReady,
@@ -96,6 +100,7 @@ pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
     ("install-fail", Fault::InstallFail),
     ("install-reset", Fault::InstallReset),
     ("copy-network-missing", Fault::CopyNetworkMissing),
+    ("stale-metadata", Fault::StaleMetadata),
     ("no-reboot", Fault::NoReboot),
     ("disk-boot-panic", Fault::DiskBootPanic),
     ("api-never-ready", Fault::ApiNeverReady),

@@ -1,23 +1,40 @@
 //! The assisted-style install (`[install] mode = "assisted"`): the harness plays the assisted
-//! installer's agent. The live Ignition has install-to-disk.service masked (assets/assisted.rs);
+//! installer's agent (assisted-installer's `src/installer/installer.go` InstallNode and
+//! `src/ops/ops.go`). The live Ignition has install-to-disk.service masked (assets/assisted.rs);
 //! once install-to-disk begins (bootkube done), the harness waits for the one file bootkube
-//! promises the assisted flow, `/opt/openshift/master.ign`, runs `coreos-installer install`
-//! over SSH with the scenario's arguments, collects the live system's logs into the run (the
-//! agent uploads them), and reboots the machine itself.
+//! promises the assisted flow, `/opt/openshift/master.ign`, then over SSH: resolves the
+//! installation disk's link to its device and cleans the device's old LVM, MD RAID and
+//! partition metadata (disk.rs), merges the scenario's host Ignition into master.ign
+//! (ignition.rs), runs `coreos-installer install --insecure` up to 3 times, sets the EFI boot
+//! entry on UEFI (boot_entry.rs), collects the live system's logs into the run (the agent
+//! uploads them), and reboots the machine itself.
 //!
 //! Every step goes to the state machine as `Signal::Assisted`: coreos-installer's lines are
-//! install-to-disk's evidence as its journal is otherwise, and its exit code ends the phase.
+//! install-to-disk's evidence as its journal is otherwise, and its last attempt's exit code
+//! ends the phase.
+
+mod boot_entry;
+mod disk;
+mod guest;
+mod ignition;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::flow::event::{AssistedStep, Signal, SignalTx, Source};
+use serde_json::Value;
+
+use crate::flow::event::{AssistedStep, Signal, SignalTx, Source, INSTALL_ATTEMPTS};
 use crate::guest::ssh::{SshSession, SshTarget};
+use crate::scenario::files::host_ignition::read_host_ignition;
 use crate::scenario::AssistedSection;
+
+pub use guest::quote;
 
 /// What bootkube writes for the installed system, and the agent installs with.
 pub const MASTER_IGNITION: &str = "/opt/openshift/master.ign";
+/// bootkube.sh's last act.
+const BOOTKUBE_DONE: &str = "/opt/openshift/.bootkube.done";
 /// The live system's logs, in the run directory.
 pub const LOGS_DIR: &str = "assisted-logs";
 pub const JOURNAL_FILE: &str = "live-journal.txt";
@@ -35,10 +52,17 @@ const STEP_IO_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_JOURNAL: u64 = 64 << 20;
 const MAX_VAR_LOG: u64 = 256 << 20;
 
-/// coreos-installer's arguments: the installation disk, the installed system's Ignition, then
-/// the scenario's own.
-pub fn installer_args(disk: &str, a: &AssistedSection) -> Vec<String> {
-    let mut args = vec!["install".to_string(), "-i".into(), MASTER_IGNITION.into()];
+/// coreos-installer's arguments: `--insecure`, the installed system's Ignition, the scenario's
+/// own, then the install device. The agent passes `--insecure` on every install to a disk
+/// (ops.go's installerArgs, used by WriteImageToDisk): the image comes from the live system
+/// itself (osmet), which carries no signature to check.
+pub fn installer_args(device: &str, a: &AssistedSection) -> Vec<String> {
+    let mut args = vec![
+        "install".to_string(),
+        "--insecure".into(),
+        "-i".into(),
+        MASTER_IGNITION.into(),
+    ];
     for k in &a.append_kargs {
         args.push("--append-karg".into());
         args.push(k.clone());
@@ -46,21 +70,8 @@ pub fn installer_args(disk: &str, a: &AssistedSection) -> Vec<String> {
     if a.copy_network {
         args.push("--copy-network".into());
     }
-    args.push(disk.to_string());
+    args.push(device.to_string());
     args
-}
-
-/// One word for `sh -c`, whatever it holds.
-fn quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/-_.=:,+@".contains(&b));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
 }
 
 /// The guest command line: coreos-installer as root, stderr with stdout so its lines keep
@@ -73,7 +84,11 @@ pub fn command_line(args: &[String]) -> String {
 /// The assisted install of one run.
 pub struct AssistedInstall {
     pub target: SshTarget,
-    pub args: Vec<String>,
+    /// The installation disk as install-config names it.
+    pub disk: String,
+    pub section: AssistedSection,
+    /// The scenario's firmware is UEFI: the agent then sets a boot entry.
+    pub uefi: bool,
     /// The run directory (the logs go under LOGS_DIR).
     pub run_dir: PathBuf,
 }
@@ -91,8 +106,9 @@ impl AssistedInstall {
             match self.install(&say, &|| signals.is_closed()) {
                 // A run that has ended meanwhile (Ctrl-C) wants neither logs nor a reboot.
                 Ok(_) if signals.is_closed() => {}
-                Ok(0) => {
+                Ok((0, device)) => {
                     say(AssistedStep::Exited { code: 0 });
+                    say(self.boot_entry(&device));
                     say(AssistedStep::CollectingLogs);
                     say(AssistedStep::LogsCollected {
                         detail: self.collect_logs(),
@@ -105,7 +121,7 @@ impl AssistedInstall {
                         Err(detail) => say(AssistedStep::Broken { detail }),
                     }
                 }
-                Ok(code) => {
+                Ok((code, _)) => {
                     // The agent uploads its logs before it reports the failure.
                     note(self.collect_logs());
                     say(AssistedStep::Exited { code });
@@ -115,11 +131,72 @@ impl AssistedInstall {
         });
     }
 
-    /// Waits for master.ign, then runs coreos-installer to its end: its exit code. The wait
-    /// stops as soon as the run has `ended` (nobody listens any more), so that a run ended by
-    /// a failure or Ctrl-C does not wait on this thread.
-    fn install(&self, say: &dyn Fn(AssistedStep), ended: &dyn Fn() -> bool) -> Result<i32, String> {
-        let wait = format!("test -s {MASTER_IGNITION}");
+    /// Waits for master.ign, prepares the device and master.ign, then runs coreos-installer
+    /// until an attempt succeeds or the last one fails: that attempt's exit code, and the
+    /// device. The wait stops as soon as the run has `ended` (nobody listens any more), so
+    /// that a run ended by a failure or Ctrl-C does not wait on this thread.
+    fn install(
+        &self,
+        say: &dyn Fn(AssistedStep),
+        ended: &dyn Fn() -> bool,
+    ) -> Result<(i32, String), String> {
+        // Read first: a file that went bad since validation stops the install before it
+        // touches the disk.
+        let host = match &self.section.host_ignition {
+            Some(p) => Some(
+                read_host_ignition(p).map_err(|e| format!("the scenario's host Ignition: {e}"))?,
+            ),
+            None => None,
+        };
+        self.wait_for_master_ignition(ended)?;
+        let device = self.prepare(host.as_ref(), say)?;
+        let args = installer_args(&device, &self.section);
+        for attempt in 1..=INSTALL_ATTEMPTS {
+            let (code, error) = self.run_installer(&args, say)?;
+            if code == 0 || attempt == INSTALL_ATTEMPTS || ended() {
+                return Ok((code, device));
+            }
+            say(AssistedStep::Retrying {
+                attempt,
+                code,
+                error,
+            });
+            // The agent's pause between attempts (installer.go: utils.Retry's interval).
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        unreachable!("the last attempt returns")
+    }
+
+    /// The agent's steps before it writes the disk, in its order: the device's link resolved
+    /// and its old metadata cleaned (InstallNode's start), the host Ignition merged
+    /// (updateSingleNodeIgnition). The kernel's device name, for coreos-installer.
+    fn prepare(&self, host: Option<&Value>, say: &dyn Fn(AssistedStep)) -> Result<String, String> {
+        let s = self.login()?;
+        let device = disk::resolve(&s, &self.disk)
+            .map_err(|e| format!("resolving the installation disk {}: {e}", self.disk))?;
+        say(AssistedStep::DeviceResolved {
+            link: self.disk.clone(),
+            device: device.clone(),
+        });
+        disk::clean(&s, &device, say);
+        if let (Some(host), Some(path)) = (host, &self.section.host_ignition) {
+            let said = ignition::merge_into_master(&s, MASTER_IGNITION, host)
+                .map_err(|e| format!("merging the host Ignition into {MASTER_IGNITION}: {e}"))?;
+            say(AssistedStep::IgnitionMerged {
+                detail: format!(
+                    "host Ignition {} merged into {MASTER_IGNITION} ({said})",
+                    path.display()
+                ),
+            });
+        }
+        Ok(device)
+    }
+
+    /// Waits until bootkube is done and its master.ign is on the live system: the agent waits
+    /// for `.bootkube.done`, then for master.ign (installer.go's waitForBootkube and its
+    /// `stat`), since bootkube rewrites master.ign up to its end (it adds the log bundle).
+    fn wait_for_master_ignition(&self, ended: &dyn Fn() -> bool) -> Result<(), String> {
+        let wait = format!("test -e {BOOTKUBE_DONE} && test -s {MASTER_IGNITION}");
         let found = crate::util::wait::wait_until_succeeds(
             format!("`{wait}` on the live system"),
             MASTER_IGNITION_WAIT,
@@ -135,20 +212,39 @@ impl AssistedInstall {
             },
         )
         .map_err(|e| {
-            format!("{MASTER_IGNITION}, which bootkube writes for the install, is not on the live system: {e}")
+            format!("{BOOTKUBE_DONE} and {MASTER_IGNITION}, which bootkube writes for the install, are not on the live system: {e}")
         })?;
         if !found {
             return Err("the run ended before the install began".into());
         }
+        Ok(())
+    }
+
+    /// One coreos-installer attempt to its end: its exit code and its last error line (or
+    /// last line).
+    fn run_installer(
+        &self,
+        args: &[String],
+        say: &dyn Fn(AssistedStep),
+    ) -> Result<(i32, Option<String>), String> {
         let session = self.login()?;
         session.set_io_timeout(OUTPUT_SILENCE);
-        let command = command_line(&self.args);
+        let command = command_line(args);
         say(AssistedStep::Started {
             command: command.clone(),
         });
         let mut ch = session.stream(&command).map_err(|e| e.to_string())?;
         let mut lines = LineSplitter::default();
+        // The last `Error:` line, else the last line: what the attempt's failure quotes.
+        let (mut last_error, mut last) = (None, None);
         let mut buf = [0u8; 8192];
+        let mut each = |line: String| {
+            if line.starts_with("Error:") {
+                last_error = Some(line.clone());
+            }
+            last = Some(line.clone());
+            say(AssistedStep::Output { line });
+        };
         loop {
             let n = ch
                 .read(&mut buf)
@@ -156,16 +252,32 @@ impl AssistedInstall {
             if n == 0 {
                 break;
             }
-            for line in lines.push(&buf[..n]) {
-                say(AssistedStep::Output { line });
-            }
+            lines.push(&buf[..n]).into_iter().for_each(&mut each);
         }
         if let Some(line) = lines.take() {
-            say(AssistedStep::Output { line });
+            each(line);
         }
-        ch.wait_close()
+        let code = ch
+            .wait_close()
             .and_then(|()| ch.exit_status())
-            .map_err(|e| format!("coreos-installer's exit status over SSH: {e}"))
+            .map_err(|e| format!("coreos-installer's exit status over SSH: {e}"))?;
+        Ok((code, last_error.or(last)))
+    }
+
+    /// The EFI boot entry after the install, on UEFI only (the agent skips BIOS machines).
+    fn boot_entry(&self, device: &str) -> AssistedStep {
+        if !self.uefi {
+            return AssistedStep::BootEntryNotSet {
+                detail: "the scenario's firmware is BIOS; the agent sets a boot entry on UEFI only"
+                    .into(),
+            };
+        }
+        match self.login().map(|s| boot_entry::set(&s, device)) {
+            Ok(boot_entry::Outcome::Set(command)) => AssistedStep::BootEntrySet { command },
+            Ok(boot_entry::Outcome::NotSet(detail)) | Err(detail) => {
+                AssistedStep::BootEntryNotSet { detail }
+            }
+        }
     }
 
     /// A session on the live system, which is known to be up: logins are tried again until
@@ -279,30 +391,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_arguments_are_the_disk_the_ignition_and_the_scenarios_own() {
+    fn the_arguments_are_insecure_the_ignition_the_scenarios_own_and_the_device() {
         let a = AssistedSection {
             append_kargs: vec!["console=ttyS0,115200".into(), "rd.neednet=1".into()],
             copy_network: true,
+            host_ignition: None,
         };
-        let args = installer_args("/dev/disk/by-id/virtio-sno-install", &a);
+        let args = installer_args("/dev/vda", &a);
         assert_eq!(
             command_line(&args),
-            "sudo -n coreos-installer install -i /opt/openshift/master.ign --append-karg console=ttyS0,115200 --append-karg rd.neednet=1 --copy-network /dev/disk/by-id/virtio-sno-install 2>&1"
+            "sudo -n coreos-installer install --insecure -i /opt/openshift/master.ign --append-karg console=ttyS0,115200 --append-karg rd.neednet=1 --copy-network /dev/vda 2>&1"
         );
-        let bare = installer_args("/dev/vda", &AssistedSection::default());
+        let bare = installer_args("/dev/nvme0n1", &AssistedSection::default());
         assert_eq!(
             bare,
-            ["install", "-i", MASTER_IGNITION, "/dev/vda"].map(String::from)
+            [
+                "install",
+                "--insecure",
+                "-i",
+                MASTER_IGNITION,
+                "/dev/nvme0n1"
+            ]
+            .map(String::from)
         );
-    }
-
-    #[test]
-    fn a_hostile_word_stays_one_word() {
-        assert_eq!(quote("/dev/vda"), "/dev/vda");
-        assert_eq!(quote("a b"), "'a b'");
-        assert_eq!(quote("x'; rm -rf /; '"), r"'x'\''; rm -rf /; '\'''");
-        assert_eq!(quote("$(reboot)"), "'$(reboot)'");
-        assert_eq!(quote(""), "''");
     }
 
     #[test]
