@@ -110,8 +110,8 @@ cat target/fresh-host-check.log
 #   the rootfs as PXE's does (the rootfs from the same boot server, on OVMF, in the attacked PXE
 #   run) and its ISO's kernel arguments are those fault::rootfs-404 and fault::rootfs-corrupt
 #   boot with; its assisted
-#   installs are scenarios/assisted.toml on SeaBIOS, which runs, and on OVMF the same SSH path
-#   after an OVMF live boot (the attacked PXE run's). libvirt::assisted is left
+#   installs are scenarios/assisted-stale-metadata.toml on OVMF, which runs, and on SeaBIOS the
+#   same SSH path after a SeaBIOS live boot (smoke's, in secrets.rs). libvirt::assisted is left
 #   out too: its coreos-installer runs over the SSH target libvirt::fault::install-fail's
 #   followers use, and
 #   so is PXE on libvirt (libvirt::boot::pxe.*: the same user network and iPXE as on QEMU,
@@ -128,11 +128,11 @@ cat target/fresh-host-check.log
 #   tests).
 #   The release matrix (scenarios/releases.toml) is left out: the etcd rule of 4.14, 4.15 and
 #   4.17 is tested on the API server's and the judgements' own objects.
-# - assisted-stale-metadata (an assisted install onto a disk with old LVM and MD RAID metadata,
-#   on OVMF): the cleanup's parsing and commands, the retries and the boot entry are unit
-#   tests of harness/src/run/assisted/ and flow/machine/tests.rs, and the assisted SSH path
-#   runs in scenarios/assisted.toml; the real lvm2, mdadm and efibootmgr on the live system are
-#   only in this scenario.
+# - scenarios/assisted.toml (the assisted install on SeaBIOS onto a clean disk):
+#   assisted-stale-metadata runs every one of its steps and more (the agent's device, LVM, MD
+#   and wipefs steps on real old metadata, the host Ignition merge, coreos-installer --insecure,
+#   the EFI boot entry, the log collection and reboot) on OVMF; an installed system booting on
+#   SeaBIOS is smoke's.
 # - the matrix over several libvirt hosts with one lost mid-matrix (harness/tests/libvirt_hosts.rs,
 #   some 8 minutes with its two VMs): fleet::places' unit tests cover the choice of host, its
 #   limits and a lost host's stop signal, libvirt_remote.rs a run on a qemu+ssh host, and
@@ -154,7 +154,7 @@ cat target/fresh-host-check.log
 not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo)$/)
   and not test(=libvirt::fault::disk-boot-panic)
   and not test(=libvirt::assisted)
-  and not test(=assisted-stale-metadata)
+  and not (binary(scenarios) and test(=assisted))
   and not test(/^libvirt::boot::/)
   and not test(=the_minimal_iso_and_the_assisted_install_work_on_a_nat_network)
   and not test(=pxe_boots_from_the_networks_own_tftp_on_a_nat_network)

@@ -207,11 +207,7 @@ fn check_boot_served(
         .as_deref()
         .is_some_and(|u| u.starts_with("http://10.0.2.2:") && u.ends_with("/rootfs.img"));
     let gets: Vec<_> = b.served.iter().filter(|x| x.method == "GET").collect();
-    let faults = s
-        .fixture
-        .as_ref()
-        .map(|f| f.faults.clone())
-        .unwrap_or_default();
+    let faults = faults_of(s);
     let ok = if faults.iter().any(|f| f == "rootfs-404") {
         !b.served.is_empty() && b.served.iter().all(|x| x.status == 404 && x.bytes == 0)
     } else {
@@ -285,6 +281,49 @@ fn read_events(dir: &Path) -> Result<Vec<serde_json::Value>, String> {
         .collect())
 }
 
+/// The assisted steps `step` among the run's records.
+fn steps<'a>(
+    records: &'a [serde_json::Value],
+    step: &'a str,
+) -> impl Iterator<Item = &'a serde_json::Value> + 'a {
+    records
+        .iter()
+        .filter(move |e| e["kind"] == "assisted" && e["step"] == step)
+}
+
+fn faults_of(s: &scenario::Scenario) -> Vec<String> {
+    s.fixture
+        .as_ref()
+        .map(|f| f.faults.clone())
+        .unwrap_or_default()
+}
+
+/// On a disk the stale-metadata fault left LVM and MD RAID metadata on, the agent's steps
+/// removed both for real (lvm2 and mdadm on the live system) before the install, and on UEFI
+/// set the boot entry with efibootmgr.
+fn check_old_metadata_removed(
+    s: &scenario::Scenario,
+    records: &[serde_json::Value],
+) -> Result<(), String> {
+    let said = |step: &str| -> String {
+        steps(records, step)
+            .filter_map(|e| e["detail"].as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let (lvm, raid) = (said("lvm-cleaned"), said("raid-cleaned"));
+    if !lvm.contains("deactivated and removed") || !raid.contains("stopped") {
+        return Err(format!(
+            "the old metadata was not removed: LVM {lvm:?}, MD RAID {raid:?}"
+        ));
+    }
+    let uefi = s.vm.firmware == sno_harness::hw::Firmware::Uefi;
+    if uefi && steps(records, "boot-entry-set").next().is_none() {
+        return Err("no EFI boot entry was set on UEFI firmware".into());
+    }
+    Ok(())
+}
+
 /// What an assisted install must show: install-to-disk.service never ran (it is masked), the
 /// harness's own coreos-installer did, with the scenario's arguments, and ended the phase; a
 /// passing run collected the live system's logs. A run of the other mode shows none of it.
@@ -311,19 +350,31 @@ fn check_assisted(
             )),
         };
     }
-    let [command] = started[..] else {
+    // The agent tries coreos-installer up to 3 times, each the same command, with a retry
+    // between two attempts; and installs to the kernel's name of the device the link names.
+    let retries = steps(&records, "retrying").count();
+    let Some(&command) = started.first() else {
+        return Err("an assisted run starts coreos-installer at least once, not 0".into());
+    };
+    if started.len() > 3 || started.iter().any(|c| *c != command) || retries + 1 != started.len() {
         return Err(format!(
-            "an assisted run starts coreos-installer once, not {}",
+            "an assisted run starts the same coreos-installer 1 to 3 times, with a retry between two: {} starts, {retries} retries: {started:?}",
             started.len()
         ));
-    };
-    let wanted =
-        sno_harness::run::assisted::command_line(&sno_harness::run::assisted::installer_args(
-            &s.install.installation_disk,
-            &s.install.assisted,
-        ));
+    }
+    let device = steps(&records, "device-resolved")
+        .filter_map(|e| e["device"].as_str())
+        .last()
+        .unwrap_or(&s.install.installation_disk)
+        .to_string();
+    let wanted = sno_harness::run::assisted::command_line(
+        &sno_harness::run::assisted::installer_args(&device, &s.install.assisted),
+    );
     if command != wanted || unit_ran {
         return Err(format!("the assisted install ran {command:?} (wanted {wanted:?}); install-to-disk.service's journal has entries: {unit_ran}"));
+    }
+    if faults_of(s).iter().any(|f| f == "stale-metadata") {
+        check_old_metadata_removed(s, &records)?;
     }
     let install = r.phases.iter().find(|p| p.name == "install-to-disk");
     let by_harness = install.is_some_and(|p| {
