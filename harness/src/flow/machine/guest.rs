@@ -205,7 +205,7 @@ impl Machine {
     /// The bootstrap files the cleanup must have removed that are still there. The post-reboot
     /// script removes /opt/openshift only from 4.13 (`release_rules`): an older release keeps
     /// it, and is not held to its removal.
-    fn files_left<'a>(&self, s: &'a GuestStatus) -> Vec<&'a str> {
+    pub(super) fn files_left<'a>(&self, s: &'a GuestStatus) -> Vec<&'a str> {
         let opt_removed =
             release_rules::applies(Rule::OptOpenshiftRemoved, self.release.as_deref());
         s.bootstrap_files

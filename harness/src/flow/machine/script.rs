@@ -87,13 +87,12 @@ impl Machine {
             "" => "not installed".to_string(),
             e => e.to_string(),
         };
-        let files = if s.bootstrap_files.is_empty() {
-            "none of the bootstrap files is left".to_string()
+        // Only the files the cluster's release removes (files_left: /opt/openshift from 4.13).
+        let left = self.files_left(s);
+        let files = if left.is_empty() {
+            "none of the bootstrap files its release removes is left".to_string()
         } else {
-            format!(
-                "bootstrap files still there: {}",
-                s.bootstrap_files.join(", ")
-            )
+            format!("bootstrap files still there: {}", left.join(", "))
         };
         format!(
             "; on the installed system bootkube.service is {state} (ActiveState/SubState/Result) and {enabled}; {files}"

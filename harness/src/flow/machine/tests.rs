@@ -2602,3 +2602,33 @@ fn opt_openshift_must_be_gone_from_4_13_on_but_not_before() {
         assert_eq!(m.current(), Some(Phase::BootstrapCleanup), "{v:?}");
     }
 }
+
+#[test]
+fn a_cleanup_timeout_before_4_13_does_not_count_opt_openshift_among_the_files_left() {
+    let mut m = machine();
+    feed(
+        &mut m,
+        vec![(
+            1,
+            Signal::Release {
+                version: "4.12.9".into(),
+            },
+        )],
+    );
+    to_phase_after_the_pivot(&mut m, Phase::BootstrapCleanup);
+    let mut left = guest("disk", false);
+    left.bootkube_state = "inactive/dead/success".into();
+    left.bootkube_enabled = "enabled".into();
+    left.bootstrap_files = vec!["/opt/openshift".into()];
+    feed(&mut m, vec![(130_000, Signal::GuestStatus(left))]);
+    let a = m.tick(170_000);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert!(
+        o.reason
+            .contains("and enabled; none of the bootstrap files its release removes is left"),
+        "{}",
+        o.reason
+    );
+}
