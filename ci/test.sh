@@ -128,6 +128,10 @@ cat target/fresh-host-check.log
 #   tests).
 #   The release matrix (scenarios/releases.toml) is left out: the etcd rule of 4.14, 4.15 and
 #   4.17 is tested on the API server's and the judgements' own objects.
+# - stale-metadata-install-to-disk (the same old metadata in install-to-disk.service's mode,
+#   refused by coreos-installer's exclusive-access check): the fault's disk is
+#   assisted-stale-metadata's, which runs, and a coreos-installer error failing install-to-disk
+#   at once is fault::wrong-disk's.
 # - scenarios/assisted.toml (the assisted install on SeaBIOS onto a clean disk):
 #   assisted-stale-metadata runs every one of its steps and more (the agent's device, LVM, MD
 #   and wipefs steps on real old metadata, the host Ignition merge, coreos-installer --insecure,
@@ -151,7 +155,7 @@ cat target/fresh-host-check.log
 #   the default build's, which smoke runs; what the feature removes is proved by the same
 #   file's tests of that binary without a VM (it links no libvirt; plan, run and matrix up to
 #   the VM, report, merge, check, doctor and gc work; --backend libvirt is exit 2).
-not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo)$/)
+not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk)$/)
   and not test(=libvirt::fault::disk-boot-panic)
   and not test(=libvirt::assisted)
   and not (binary(scenarios) and test(=assisted))
