@@ -244,6 +244,9 @@ pub struct RunResult {
     /// rules then applied).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub release_rules: Vec<crate::flow::release_rules::RuleApplied>,
+    /// The scenario keys changed on the command line (`--set KEY=VALUE`), as given, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
     /// The rule cluster-ready judged the ClusterOperators by (`installer`, exactly `wait-for
     /// install-complete`'s, or `healthy`); absent when the run did not get that far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -457,6 +460,7 @@ impl RunResult {
             badness: vec![],
             etcd_rule: None,
             release_rules: Vec::new(),
+            overrides: Vec::new(),
             operators_rule: None,
             operator_warnings: Vec::new(),
             bootkube_restarts: None,
@@ -621,6 +625,7 @@ pub(crate) mod tests {
             badness: vec![],
             etcd_rule: None,
             release_rules: Vec::new(),
+            overrides: Vec::new(),
             operators_rule: None,
             operator_warnings: Vec::new(),
             bootkube_restarts: None,

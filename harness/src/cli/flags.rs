@@ -86,6 +86,12 @@ pub struct RunFlags {
     /// Each gather collector's time limit (the whole journal gets twice this), e.g. `60s`.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = gather_limit)]
     pub gather_limit: std::time::Duration,
+    /// Change a scenario key without editing the file, e.g. `--set vm.memory=24GiB` or
+    /// `--set openshift.release_image=quay.io/...` (a matrix axis's dotted key; again for
+    /// more); checked as the file is, and recorded in result.json. `run` and `perf` of a
+    /// scenario file.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<sno_harness::scenario::overrides::Override>,
 }
 
 /// A `--timeout-scale` that cannot be one.
@@ -188,7 +194,25 @@ impl RunFlags {
 
     /// The flags a replay command must repeat to run the same way.
     pub fn replay_suffix(&self) -> String {
-        self.backend().replay_flags()
+        let sets: String = self
+            .set
+            .iter()
+            .map(|o| format!(" --set '{}'", o.given.replace('\'', r"'\''")))
+            .collect();
+        self.backend().replay_flags() + &sets
+    }
+
+    /// `--set` changes one scenario file; a matrix's permutations are its axes' (add the key
+    /// as an axis of one value).
+    pub fn refuse_set_on_a_matrix(&self, file: &std::path::Path) -> Result<(), CliError> {
+        match self.set.first() {
+            None => Ok(()),
+            Some(o) => Err(bad(format!(
+                "--set {} changes a scenario file; {} is a matrix: give the key as an axis with one value in the matrix, or --set on `run` of its base",
+                o.given,
+                file.display()
+            ))),
+        }
     }
 
     /// Refuses flag values that cannot be used, before anything is made, for a command that

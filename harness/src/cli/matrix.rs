@@ -98,6 +98,7 @@ pub fn filtered<'m>(
 }
 
 pub fn matrix(a: MatrixArgs) -> Outcome {
+    a.flags.refuse_set_on_a_matrix(&a.matrix)?;
     let m = load_with_strategy(&a.matrix, a.strategy.as_deref())?;
     a.flags.check_hosts()?;
     let places = places_of(&a)?;

@@ -181,6 +181,7 @@ pub fn perf(a: PerfArgs) -> Outcome {
 /// strategy.
 fn jobs_of(a: &PerfArgs) -> Result<(Vec<Job>, Option<String>), CliError> {
     if is_matrix_file(&a.file) {
+        a.flags.refuse_set_on_a_matrix(&a.file)?;
         let m = load_with_strategy(&a.file, a.strategy.as_deref())?;
         let jobs = sliced(&m, &a.file, a.filter.as_deref(), a.shard.get())?
             .into_iter()
@@ -199,7 +200,7 @@ fn jobs_of(a: &PerfArgs) -> Result<(Vec<Job>, Option<String>), CliError> {
             a.file.display()
         )));
     }
-    let s = scenario::load(&a.file).map_err(bad)?;
+    let s = scenario::overrides::load_with(&a.file, &a.flags.set).map_err(bad)?;
     let job = Job {
         id: s.name.clone(),
         params: Default::default(),

@@ -41,6 +41,10 @@ pub struct PlanArgs {
     /// A matrix: plan it with this strategy instead of the file's, as `matrix --strategy`.
     #[arg(long, value_parser = ["full", "pairwise"])]
     strategy: Option<String>,
+    /// A scenario: change a key as `run --set` would, e.g. `--set vm.memory=24GiB` (a matrix
+    /// axis's dotted key; again for more).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<sno_harness::scenario::overrides::Override>,
 }
 
 /// The schema `plan --json SCENARIO.toml` names, as result.json and summary.json name theirs
@@ -54,6 +58,13 @@ pub fn plan(a: PlanArgs) -> Outcome {
     // A backend this build cannot run is refused for a matrix's plan too.
     sno_harness::vm::Backend::named(&a.backend).map_err(bad)?;
     if matrix::is_matrix_file(&a.scenario) {
+        if let Some(o) = a.set.first() {
+            return Err(bad(format!(
+                "--set {} changes a scenario file; {} is a matrix: give the key as an axis with one value in the matrix",
+                o.given,
+                a.scenario.display()
+            )));
+        }
         return plan_matrix(&a);
     }
     for (flag, given) in [
@@ -68,7 +79,7 @@ pub fn plan(a: PlanArgs) -> Outcome {
             )));
         }
     }
-    let s = scenario::load(&a.scenario).map_err(bad)?;
+    let s = scenario::overrides::load_with(&a.scenario, &a.set).map_err(bad)?;
     let backend = sno_harness::vm::Backend::named(&a.backend).map_err(bad)?;
     let p = ScenarioPlan::of(&s, &backend)?;
     if a.json {
@@ -278,6 +289,12 @@ impl ScenarioPlan {
             path.display(),
             s.profile.name()
         );
+        if !s.overrides.is_empty() {
+            outln!(
+                "overridden on the command line: --set {}",
+                s.overrides.join(" --set ")
+            );
+        }
         outln!(
             "\n# install-config.yaml (pull secret redacted)\n{}",
             self.install_config

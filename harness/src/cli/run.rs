@@ -42,7 +42,7 @@ pub struct RunArgs {
 }
 
 pub fn run(a: RunArgs) -> Outcome {
-    let s = scenario::load(&a.scenario).map_err(bad)?;
+    let s = scenario::overrides::load_with(&a.scenario, &a.flags.set).map_err(bad)?;
     a.flags.check()?;
     let backend = a.flags.backend();
     let dir = out_dir(a.flags.out.clone()).join(&s.name);

@@ -194,6 +194,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
             .as_deref()
             .map(|v| crate::flow::release_rules::applied(Some(v)))
             .unwrap_or_default(),
+        overrides: s.overrides.clone(),
         operators_rule: m
             .phase(Phase::ClusterReady)
             .start_ms

@@ -7,6 +7,7 @@ pub mod files;
 pub mod matrix;
 pub mod model;
 mod names;
+pub mod overrides;
 mod parse;
 pub mod units;
 mod validate;

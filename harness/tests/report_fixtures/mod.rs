@@ -74,6 +74,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         badness: vec![],
         etcd_rule: None,
         release_rules: Vec::new(),
+        overrides: Vec::new(),
         operators_rule: None,
         operator_warnings: Vec::new(),
         bootkube_restarts: None,

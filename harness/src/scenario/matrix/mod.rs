@@ -48,7 +48,7 @@ mod expand;
 mod file;
 mod filter;
 mod ids;
-mod keys;
+pub(crate) mod keys;
 mod negative;
 pub mod pairwise;
 mod parse;

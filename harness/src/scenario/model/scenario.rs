@@ -73,6 +73,9 @@ pub struct Scenario {
     pub operators_rule: OperatorsRule,
     /// `[badness] process_crashes`, when the scenario sets it.
     pub process_crashes_fatal: Option<bool>,
+    /// The `--set KEY=VALUE` overrides applied to the file, as given, in order
+    /// (scenario/overrides.rs); empty for the file as it is.
+    pub overrides: Vec<String>,
     /// `[badness] kernel_warnings = "fatal"`: a kernel `WARNING: CPU:` fails the run.
     pub kernel_warnings_fatal: bool,
     /// `[badness] allow`: patterns of log lines that are warnings, not failures.

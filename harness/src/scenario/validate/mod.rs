@@ -92,6 +92,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
         etcd_check: f.checks.etcd_bootstrap_member_removed,
         operators_rule: f.checks.operators,
         process_crashes_fatal: f.badness.process_crashes.map(|c| c == CrashSeverity::Fatal),
+        overrides: Vec::new(),
         kernel_warnings_fatal: f.badness.kernel_warnings == Some(CrashSeverity::Fatal),
         badness_allow,
     })
