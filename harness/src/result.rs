@@ -360,9 +360,14 @@ pub struct AssetsUsed {
     /// `built from commit ...`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub installer_commit: Option<String>,
-    /// The release image installed: the scenario's override, else what `version` names.
+    /// The release image installed: the override the installer got (the scenario's, else one
+    /// inherited from the environment), else what `version` names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_image: Option<String>,
+    /// The installer's own variables (`OPENSHIFT_INSTALL_*`) the run inherited from its
+    /// environment and passed on: `NAME=VALUE` for images and switches, the name alone else.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inherited_env: Vec<String>,
     /// Where the live ISO came from (a URL; or the saved state of a resumed run).
     pub iso: String,
     #[serde(default)]
@@ -379,6 +384,12 @@ impl AssetsUsed {
         }
         if let Some(r) = &self.release_image {
             about.push(format!("release image {r}"));
+        }
+        if !self.inherited_env.is_empty() {
+            about.push(format!(
+                "from the environment: {}",
+                self.inherited_env.join(", ")
+            ));
         }
         let version = match self.installer_version.as_str() {
             "" => self.installer.clone(),

@@ -347,9 +347,15 @@ fn commands(s: &Scenario) -> Vec<String> {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "openshift-install".into()),
     };
+    // What this shell's environment adds is said as result.json records it (no value of a
+    // variable that may hold a credential).
+    let inherited = sno_harness::run::installer::inherited_installer_env(s, std::env::vars());
     let env: Vec<String> = sno_harness::run::installer_env(s)
         .into_iter()
-        .map(|(k, v)| format!("{k}={v}"))
+        .map(|(k, v)| match inherited.iter().any(|(i, _)| *i == k) {
+            true => format!("[{}]", sno_harness::run::installer::recorded(&k, &v)),
+            false => format!("{k}={v}"),
+        })
         .collect();
     let env = env.join(" ");
     let mut commands = Vec::new();

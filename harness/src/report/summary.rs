@@ -429,6 +429,7 @@ mod tests {
             installer_version: "openshift-install 4.17.0".into(),
             installer_commit: Some("1a2b3c".into()),
             release_image: Some("quay.io/ocp-release:4.17.0-x86_64".into()),
+            inherited_env: Vec::new(),
             iso: "https://m.example/rhcos.iso".into(),
             iso_sha256: "ab".repeat(32),
         });

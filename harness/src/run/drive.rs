@@ -146,9 +146,13 @@ impl Driven {
 }
 
 /// result.json's record of what the assets phase used.
-fn assets_used(a: &Assets) -> AssetsUsed {
+fn assets_used(a: &Assets, inherited: &[(String, String)]) -> AssetsUsed {
     let v = &a.installer_version;
     AssetsUsed {
+        inherited_env: inherited
+            .iter()
+            .map(|(k, v)| super::installer::recorded(k, v))
+            .collect(),
         installer: a.installer.display().to_string(),
         installer_version: v.first_line.clone(),
         installer_commit: v.commit.clone(),
@@ -187,7 +191,8 @@ impl Run<'_> {
                 }
             }
         }
-        self.assets_used = Some(assets_used(&assets));
+        let inherited = super::installer::inherited_installer_env(self.s, std::env::vars());
+        self.assets_used = Some(assets_used(&assets, &inherited));
         let mut session = Session::start(self, &life, (&key, &assets), files).await?;
         session.watch(self).await;
         // Only a registered VM is left running: gc must be able to find it.

@@ -13,7 +13,7 @@ mod error;
 mod expect;
 mod gather_step;
 pub mod hand_on;
-mod installer;
+pub mod installer;
 mod lifecycle;
 mod observers;
 mod outcome;
