@@ -191,16 +191,19 @@ pub fn keep_instructions(private: &Path, spec: &VmSpec, ssh_port: u16) -> String
         "sno-harness: --keep: the VM's disks are in {}.\nTo boot them again (serial console on this terminal; Ctrl-a x quits QEMU):\n{}\n{}\nThey are the run's private files (its secrets among them), outside --out; remove {} when done.",
         private.join("disks").display(),
         crate::vm::qemu::argv::shell_command_line(&crate::vm::qemu::argv::interactive_argv(spec)),
-        login_line(private, ssh_port, "log in, once it is up:"),
+        login_line(private, ([127, 0, 0, 1], ssh_port).into(), "log in, once it is up:"),
         private.display(),
     )
 }
 
-/// How to log in with the run's key (in the private directory), under `heading`.
-fn login_line(private: &Path, ssh_port: u16, heading: &str) -> String {
+/// How to log in with the run's key (in the private directory) at `at` (the run's forward,
+/// or the node's address on a NAT network), under `heading`.
+pub fn login_line(private: &Path, at: std::net::SocketAddr, heading: &str) -> String {
     format!(
-        "{heading}\n  ssh -i {} -p {ssh_port} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null core@127.0.0.1",
-        private.join(SSH_KEY_FILE).display()
+        "{heading}\n  ssh -i {} -p {} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null core@{}",
+        crate::util::lexical_absolute(private).join(SSH_KEY_FILE).display(),
+        at.port(),
+        at.ip()
     )
 }
 
@@ -233,7 +236,7 @@ pub fn kept_cluster_instructions(k: &KeptCluster<'_>) -> String {
             "  the kubeadmin password is in {}",
             dir.join("assets/auth/kubeadmin-password").display()
         ),
-        login_line(&dir, k.ssh_port, "  log in:"),
+        login_line(&dir, ([127, 0, 0, 1], k.ssh_port).into(), "  log in:"),
         format!(
             "When done, stop the VM with `sno-harness gc` (its disks and secrets stay in {}, outside --out; remove it to free them).",
             dir.display()
@@ -343,5 +346,23 @@ mod tests {
         for f in ["result.json", "junit.xml", "summary.md", "report.html"] {
             assert!(d.path().join(f).is_file(), "{f}");
         }
+    }
+}
+
+#[cfg(test)]
+mod login_tests {
+    use super::*;
+
+    #[test]
+    fn the_login_line_names_the_private_key_and_where_ssh_answers() {
+        let line = login_line(
+            Path::new("/var/tmp/sno-harness-0/run-x"),
+            ([192, 168, 126, 10], 22).into(),
+            "log in:",
+        );
+        assert_eq!(
+            line,
+            "log in:\n  ssh -i /var/tmp/sno-harness-0/run-x/ssh-key -p 22 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null core@192.168.126.10"
+        );
     }
 }

@@ -52,6 +52,8 @@ pub struct Session {
     endpoint: ApiEndpoint,
     /// Into `signals`, for the run's own guest work (the assisted install).
     signal_tx: SignalTx,
+    /// Whether the run has said how to log in: once, when SSH first answers.
+    said_login: bool,
 }
 
 /// The boot server's answers and its strain become timeline events.
@@ -201,6 +203,7 @@ impl Session {
             console,
             endpoint,
             signal_tx: tx,
+            said_login: false,
         })
     }
 
@@ -346,6 +349,17 @@ impl Session {
     }
 
     fn on_signal(&mut self, run: &mut Run<'_>, source: Source, signal: Signal) {
+        if matches!(signal, Signal::Ssh { up: true, .. }) && !self.said_login {
+            // The key is in the private directory from the start: a developer can follow the
+            // live system (`journalctl -f -u bootkube`) while the run goes on.
+            self.said_login = true;
+            let line = super::artifacts::login_line(
+                &run.private,
+                self.target.addr,
+                "SSH answers; to log in while the run goes on (the live system now, the installed one after the reboot):",
+            );
+            run.ui.line(&line);
+        }
         if let Signal::GuestStatus(st) = &signal {
             self.journal.learn(&st.boot_id, st.live);
         }
