@@ -19,6 +19,7 @@ mod preflight;
 mod report;
 mod report_merge;
 mod run;
+mod status;
 
 use clap::{Parser, Subcommand};
 
@@ -55,6 +56,7 @@ enum Command {
     Check(check::CheckArgs),
     Report(report::ReportArgs),
     Gc(gc::GcArgs),
+    Status(status::StatusArgs),
     Doctor(doctor::DoctorArgs),
     List(list::ListArgs),
     Completions(completions::CompletionsArgs),
@@ -90,6 +92,7 @@ pub fn main() -> i32 {
         Command::Check(a) => check::check(a),
         Command::Report(a) => report::report(a),
         Command::Gc(a) => gc::gc(a),
+        Command::Status(a) => status::status(a),
         Command::Doctor(a) => doctor::doctor(a),
         Command::List(a) => list::list(a),
         Command::Completions(a) => completions::completions(a),

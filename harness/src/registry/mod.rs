@@ -11,6 +11,7 @@ pub mod gc;
 pub mod in_use;
 pub mod private_dir;
 pub mod run_dir;
+pub mod status;
 
 use std::fs;
 
