@@ -19,6 +19,7 @@ mod preflight;
 mod report;
 mod report_merge;
 mod run;
+mod ssh;
 mod status;
 
 use clap::{Parser, Subcommand};
@@ -57,6 +58,7 @@ enum Command {
     Report(report::ReportArgs),
     Gc(gc::GcArgs),
     Status(status::StatusArgs),
+    Ssh(ssh::SshArgs),
     Doctor(doctor::DoctorArgs),
     List(list::ListArgs),
     Completions(completions::CompletionsArgs),
@@ -93,6 +95,7 @@ pub fn main() -> i32 {
         Command::Report(a) => report::report(a),
         Command::Gc(a) => gc::gc(a),
         Command::Status(a) => status::status(a),
+        Command::Ssh(a) => ssh::ssh(a),
         Command::Doctor(a) => doctor::doctor(a),
         Command::List(a) => list::list(a),
         Command::Completions(a) => completions::completions(a),

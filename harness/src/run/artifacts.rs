@@ -183,6 +183,10 @@ pub const FORWARDED_KUBECONFIG: &str = "assets/auth/kubeconfig-forwarded";
 /// The run's SSH private key in the private directory, written (0600) when the run starts.
 pub const SSH_KEY_FILE: &str = "ssh-key";
 
+/// Where the run reaches the guest's SSH (`127.0.0.1:PORT`, or the node's address on a NAT
+/// network), in the private directory once the VM started: what `sno-harness ssh` connects to.
+pub const SSH_ADDRESS_FILE: &str = "ssh-address";
+
 /// What `--keep` leaves and how to use it: the command that boots the kept disks with the
 /// console on the terminal, and how to log in with the run's key; `private` is the run's
 /// private directory, which holds both.

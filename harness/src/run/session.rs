@@ -136,6 +136,12 @@ impl Session {
             listen_on_the_network(run, n).await?;
         }
         record_qemu(run, files, &vm);
+        let address = run.private.join(super::artifacts::SSH_ADDRESS_FILE);
+        if let Err(e) = crate::assets::write_private(&address, reach.ssh.to_string().as_bytes()) {
+            run.ui.line(&format!(
+                "warning: cannot record where SSH answers ({e}): `sno-harness ssh` cannot reach this run"
+            ));
+        }
         run.handle(
             Source::Harness,
             Signal::VmStarted {

@@ -1,0 +1,108 @@
+//! `sno-harness ssh RUN [-- COMMAND]`: log in to a registered run's node with the run's own key,
+//! through the address the run reaches it at (its forward, or the node's NAT address).
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sno_harness::registry::{self, Entry};
+use sno_harness::run::artifacts::{SSH_ADDRESS_FILE, SSH_KEY_FILE};
+
+use super::error::{bad, Outcome};
+
+/// Log in to the node of a running or kept run as `core`, with the run's key (OpenSSH's
+/// client): the live system before the reboot, the installed one after it. RUN is a
+/// registered run's id or its run directory (`sno-harness status` lists them). A remote libvirt
+/// run is reached only while its harness runs (its forward is the harness's).
+#[derive(clap::Args)]
+pub struct SshArgs {
+    /// A registered run's id or its run directory.
+    run: String,
+    /// A command to run on the node instead of a shell (after `--`).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+pub fn ssh(a: SshArgs) -> Outcome {
+    let entry = find(&a.run)?;
+    let private = entry.private.clone().ok_or_else(|| {
+        bad(format!(
+            "run {} has no private directory any more: its key and address are gone",
+            entry.id
+        ))
+    })?;
+    let at = address(&private).map_err(|why| bad(format!("run {}: {why}", entry.id)))?;
+    let key = private.join(SSH_KEY_FILE);
+    if !key.is_file() {
+        return Err(bad(format!(
+            "run {}: no key at {}",
+            entry.id,
+            key.display()
+        )));
+    }
+    let mut cmd = Command::new("ssh");
+    cmd.arg("-i")
+        .arg(&key)
+        .args(["-p", &at.port().to_string()])
+        // Each boot of the node has its own host key, and the address is the run's alone.
+        .args([
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+        ])
+        .args(["-o", "LogLevel=ERROR", "-o", "IdentitiesOnly=yes"])
+        .arg(format!("core@{}", at.ip()));
+    if !a.command.is_empty() {
+        cmd.arg("--").args(&a.command);
+    }
+    let e = cmd.exec();
+    Err(super::error::CliError::Harness(format!(
+        "cannot start ssh (OpenSSH's client, Debian's openssh-client): {e}"
+    )))
+}
+
+/// The registered run whose id or directory is `run`.
+fn find(run: &str) -> Result<Entry, super::error::CliError> {
+    let dir = Path::new(run)
+        .canonicalize()
+        .unwrap_or_else(|_| PathBuf::from(run));
+    let found: Vec<Entry> = registry::entries(&registry::dir())
+        .into_iter()
+        .filter_map(|(_, e)| e.ok())
+        .filter(|e| e.id == run || e.dir == dir)
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(bad(format!(
+            "{run}: no registered run has this id or directory (`sno-harness status` lists them)"
+        ))),
+        many => Err(bad(format!(
+            "{run}: {} registered runs have this id; name one by its run directory: {}",
+            many.len(),
+            many.iter()
+                .map(|e| e.dir.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// Where the run reaches SSH, from its private directory (at most 128 bytes, an address).
+fn address(private: &Path) -> Result<SocketAddr, String> {
+    let path = private.join(SSH_ADDRESS_FILE);
+    let mut text = String::new();
+    std::fs::File::open(&path)
+        .and_then(|f| f.take(128).read_to_string(&mut text))
+        .map_err(|e| {
+            format!(
+                "its VM has not started, or it is gone ({}: {e})",
+                path.display()
+            )
+        })?;
+    text.trim()
+        .parse()
+        .map_err(|_| format!("{} does not hold an address: {text:?}", path.display()))
+}
