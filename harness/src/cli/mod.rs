@@ -4,6 +4,7 @@
 
 mod check;
 mod completions;
+mod console;
 mod doctor;
 mod error;
 mod fixture;
@@ -59,6 +60,7 @@ enum Command {
     Gc(gc::GcArgs),
     Status(status::StatusArgs),
     Ssh(ssh::SshArgs),
+    Console(console::ConsoleArgs),
     Doctor(doctor::DoctorArgs),
     List(list::ListArgs),
     Completions(completions::CompletionsArgs),
@@ -96,6 +98,7 @@ pub fn main() -> i32 {
         Command::Gc(a) => gc::gc(a),
         Command::Status(a) => status::status(a),
         Command::Ssh(a) => ssh::ssh(a),
+        Command::Console(a) => console::console(a),
         Command::Doctor(a) => doctor::doctor(a),
         Command::List(a) => list::list(a),
         Command::Completions(a) => completions::completions(a),

@@ -65,7 +65,7 @@ pub fn ssh(a: SshArgs) -> Outcome {
 }
 
 /// The registered run whose id or directory is `run`.
-fn find(run: &str) -> Result<Entry, super::error::CliError> {
+pub(super) fn find(run: &str) -> Result<Entry, super::error::CliError> {
     let dir = Path::new(run)
         .canonicalize()
         .unwrap_or_else(|_| PathBuf::from(run));
