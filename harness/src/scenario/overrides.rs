@@ -10,8 +10,8 @@ use std::str::FromStr;
 use toml::{Table, Value};
 
 use super::matrix::keys::{apply_all, Change, Target};
-use super::{load, parse_str, Scenario, ScenarioError};
-use crate::util::input_file;
+use super::parse::read_text;
+use super::{parse_str, Scenario, ScenarioError};
 
 /// One `--set KEY=VALUE`, as given and as a TOML value.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +58,8 @@ impl FromStr for Override {
 /// override's error, naming it (the file and the key, no line: the value came from the command
 /// line).
 pub fn load_with(path: &Path, sets: &[Override]) -> Result<Scenario, ScenarioError> {
-    let mut s = load(path)?;
+    let text = read_text(path)?;
+    let mut s = parse_str(path, &text)?;
     if sets.is_empty() {
         return Ok(s);
     }
@@ -68,19 +69,13 @@ pub fn load_with(path: &Path, sets: &[Override]) -> Result<Scenario, ScenarioErr
         column: None,
         message: format!("--set {}: {why}", o.given),
     };
-    let bytes = input_file::read_bytes(path, input_file::SCENARIO).map_err(|e| ScenarioError {
+    // The text parsed as a scenario above is TOML.
+    let mut table: Table = toml::from_str(&text).map_err(|e| ScenarioError {
         file: path.to_path_buf(),
         line: None,
         column: None,
-        message: format!("cannot read the scenario again: {}", e.problem),
+        message: e.message().to_string(),
     })?;
-    let mut table: Table =
-        toml::from_str(&String::from_utf8_lossy(&bytes)).map_err(|e| ScenarioError {
-            file: path.to_path_buf(),
-            line: None,
-            column: None,
-            message: format!("the scenario changed while read: {}", e.message()),
-        })?;
     for o in sets {
         let target = Target::resolve(&o.key, &table).map_err(|e| refuse(o, e.to_string()))?;
         let change = Change::new(&target, &o.value).map_err(|e| refuse(o, e.to_string()))?;
@@ -126,7 +121,10 @@ mod tests {
         assert_eq!(s.overrides, ["vm.memory=4GiB", "vm.vcpus=1"]);
         let d = load_with(&smoke(), &[set("disks.install.bus=nvme")]).unwrap();
         assert_eq!(d.disks[0].bus, crate::hw::Bus::Nvme);
-        assert!(load(&smoke()).unwrap().overrides.is_empty());
+        assert!(crate::scenario::load(&smoke())
+            .unwrap()
+            .overrides
+            .is_empty());
     }
 
     #[test]

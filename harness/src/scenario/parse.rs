@@ -11,6 +11,11 @@ use super::validate::validate;
 
 /// Reads and validates a scenario file.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    parse_str(path, &read_text(path)?)
+}
+
+/// A scenario file's text: a regular file of at most 1 MiB, UTF-8.
+pub(super) fn read_text(path: &Path) -> Result<String, ScenarioError> {
     let whole_file = |message: String| ScenarioError {
         file: path.to_path_buf(),
         line: None,
@@ -39,7 +44,7 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
             ),
         }
     })?;
-    parse_str(path, &text)
+    Ok(text)
 }
 
 pub fn parse_str(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
