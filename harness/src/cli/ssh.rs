@@ -4,7 +4,7 @@
 use std::io::Read;
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use sno_harness::registry::{self, Entry};
@@ -66,15 +66,7 @@ pub fn ssh(a: SshArgs) -> Outcome {
 
 /// The registered run whose id or directory is `run`.
 pub(super) fn find(run: &str) -> Result<Entry, super::error::CliError> {
-    let dir = Path::new(run)
-        .canonicalize()
-        .unwrap_or_else(|_| PathBuf::from(run));
-    let found: Vec<Entry> = registry::entries(&registry::dir())
-        .into_iter()
-        .filter_map(|(_, e)| e.ok())
-        .filter(|e| e.id == run || e.dir == dir)
-        .collect();
-    match found.as_slice() {
+    match registry::named(&registry::dir(), run).as_slice() {
         [one] => Ok(one.clone()),
         [] => Err(bad(format!(
             "{run}: no registered run has this id or directory (`sno-harness status` lists them)"

@@ -18,16 +18,9 @@ pub struct StatusArgs {
 }
 
 pub fn status(a: StatusArgs) -> Outcome {
-    let dir = a.run.as_deref().map(|r| {
-        // A directory is named as the registry holds it: absolute.
-        match std::path::Path::new(r).canonicalize() {
-            Ok(p) => p.display().to_string(),
-            Err(_) => r.to_string(),
-        }
-    });
     let runs = statuses(
         &sno_harness::registry::dir(),
-        dir.as_deref(),
+        a.run.as_deref(),
         std::time::SystemTime::now(),
     );
     if a.json {

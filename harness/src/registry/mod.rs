@@ -316,6 +316,19 @@ fn read_entry(path: &Path) -> Result<Entry, EntryError> {
     Ok(e)
 }
 
+/// The registered runs `run` names: by id, or by run directory (made absolute as the
+/// registration holds it). Registrations that do not read as a run's are left out.
+pub fn named(registry: &Path, run: &str) -> Vec<Entry> {
+    let dir = Path::new(run)
+        .canonicalize()
+        .unwrap_or_else(|_| PathBuf::from(run));
+    entries(registry)
+        .into_iter()
+        .filter_map(|(_, e)| e.ok())
+        .filter(|e| e.id == run || e.dir == dir)
+        .collect()
+}
+
 /// Every registered run, with its file. Files that are not a run's registration are returned
 /// as errors, not acted on: gc reports them.
 pub fn entries(registry: &Path) -> Vec<(PathBuf, Result<Entry, EntryError>)> {

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use super::{entries, Entry};
+use super::{entries, named, Entry};
 
 /// The schema `status --json` names.
 pub const SCHEMA: &str = "sno-harness/status/v1";
@@ -42,12 +42,14 @@ pub struct RunStatus {
 
 /// Every registered run of this user, or those whose id or directory is `only`.
 pub fn statuses(registry: &Path, only: Option<&str>, now: SystemTime) -> Vec<RunStatus> {
-    let mut out: Vec<RunStatus> = entries(registry)
-        .into_iter()
-        .filter_map(|(_, e)| e.ok())
-        .filter(|e| only.is_none_or(|o| e.id == o || e.dir == Path::new(o)))
-        .map(|e| status_of(&e, now))
-        .collect();
+    let runs: Vec<Entry> = match only {
+        Some(run) => named(registry, run),
+        None => entries(registry)
+            .into_iter()
+            .filter_map(|(_, e)| e.ok())
+            .collect(),
+    };
+    let mut out: Vec<RunStatus> = runs.iter().map(|e| status_of(e, now)).collect();
     out.sort_by(|a, b| a.id.cmp(&b.id));
     out
 }
