@@ -25,22 +25,29 @@ impl Machine {
         Some((fetch, end - start - fetch))
     }
 
-    /// The part of live-boot's deadline that is not the scenario's timeout: the time the
-    /// harness's boot server spent answering the guest's GETs since the phase began (kernel,
-    /// initramfs and root filesystem of a network boot). A real rootfs is about 1 GiB, so on a
-    /// slow link the transfer alone would eat the timeout meant for a hung boot; a stalled
-    /// transfer still times out, as only finished answers count. At most the timeout itself.
-    fn fetch_credit_ms(&self, phase: Phase, start: u64) -> u64 {
-        if phase != Phase::LiveBoot {
-            return self.scheduled_reboot_credit_ms(phase);
+    /// The part of a phase's deadline that is not the scenario's timeout: live-boot's time
+    /// spent fetching from the harness, the reboot's delay that `shutdown` scheduled.
+    fn deadline_credit_ms(&self, phase: Phase, start: u64) -> u64 {
+        match phase {
+            Phase::LiveBoot => self.fetch_credit_ms(start),
+            Phase::Reboot => self.scheduled_reboot_credit_ms(),
+            _ => 0,
         }
+    }
+
+    /// live-boot's credit: the time the harness's boot server spent answering the guest's GETs
+    /// since the phase began (kernel, initramfs and root filesystem of a network boot). A real
+    /// rootfs is about 1 GiB, so on a slow link the transfer alone would eat the timeout meant
+    /// for a hung boot; a stalled transfer still times out, as only finished answers count. At
+    /// most the timeout itself.
+    fn fetch_credit_ms(&self, start: u64) -> u64 {
         let sent: u64 = self
             .served
             .iter()
             .filter(|(t, r)| r.method == "GET" && *t >= start)
             .map(|(_, r)| r.ms)
             .sum();
-        sent.min(self.phases[&phase].timeout.as_millis() as u64)
+        sent.min(self.phases[&Phase::LiveBoot].timeout.as_millis() as u64)
     }
 
     /// When phase `p`'s deadline clock started and how long it runs: its own start and timeout,
@@ -92,7 +99,7 @@ impl Machine {
         let projection = (cur == Phase::InstallToDisk)
             .then(|| self.install_projection())
             .flatten();
-        let plain = start + timeout.as_millis() as u64 + self.fetch_credit_ms(cur, start);
+        let plain = start + timeout.as_millis() as u64 + self.deadline_credit_ms(cur, start);
         let deadline = self.log_collection_deadline(projection.map_or(plain, |p| p.deadline_ms));
         if now_ms > deadline {
             let cause = self.log_collection_running(now_ms);
@@ -117,7 +124,7 @@ impl Machine {
         let (start, timeout) = self
             .deadline_window(cur)
             .unwrap_or((now_ms, self.phases[&cur].timeout));
-        let deadline = start + timeout.as_millis() as u64 + self.fetch_credit_ms(cur, start);
+        let deadline = start + timeout.as_millis() as u64 + self.deadline_credit_ms(cur, start);
         self.time_out(cur, (start, deadline, now_ms), None, Some(cause), &mut out);
         out
     }
@@ -157,7 +164,7 @@ impl Machine {
                 )
             })
             .unwrap_or_default();
-        let credit = self.fetch_credit_ms(cur, start);
+        let credit = self.deadline_credit_ms(cur, start);
         let adapted = if credit > 0 && cur == Phase::Reboot {
             format!(
                 "{adapted} (the deadline added the {:.0} s `shutdown` scheduled the reboot for; the scenario's timeout is {})",

@@ -128,11 +128,8 @@ impl Machine {
 
     /// The reboot's share of its deadline that is not the scenario's timeout: the delay
     /// `shutdown` scheduled, at most the timeout itself.
-    pub(super) fn scheduled_reboot_credit_ms(&self, phase: Phase) -> u64 {
-        if phase != Phase::Reboot {
-            return 0;
-        }
-        let timeout = self.phases[&phase].timeout.as_millis() as u64;
+    pub(super) fn scheduled_reboot_credit_ms(&self) -> u64 {
+        let timeout = self.phases[&Phase::Reboot].timeout.as_millis() as u64;
         self.reboot.scheduled_delay_ms.min(timeout)
     }
 }
