@@ -262,10 +262,14 @@ pub struct RunResult {
     /// The installer and the live ISO the run used; absent when it made no assets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assets: Option<AssetsUsed>,
-    /// A passing `--keep` run left its VM running for the user: QEMU's pid (`sno-harness gc`
-    /// stops it).
+    /// A `--keep` run (passing, or failed with `--keep on-failure`) left its VM running for the
+    /// user: its QEMU's pid, the harness's own or a libvirt domain's (`sno-harness gc` stops it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm_left_running: Option<u32>,
+    /// How long the run was paused at its failure (`--pause-on-failure`), left out of
+    /// `duration_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_ms: Option<u64>,
     /// How the live system booted, when not from the full live ISO.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot: Option<BootRecord>,
@@ -477,6 +481,7 @@ impl RunResult {
             bootkube_restarts: None,
             assets: None,
             vm_left_running: None,
+            paused_ms: None,
             boot: None,
             private: None,
         }
@@ -642,6 +647,7 @@ pub(crate) mod tests {
             bootkube_restarts: None,
             assets: None,
             vm_left_running: None,
+            paused_ms: None,
             boot: None,
             private: None,
         }

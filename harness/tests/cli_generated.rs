@@ -205,7 +205,9 @@ fn list_shows_every_fault_scenarios_expectation_in_aligned_columns() {
 fn run_help_says_what_keep_keeps_and_where() {
     let (code, out, err) = harness(&["run", "--help"]);
     assert_eq!(code, 0, "{err}");
-    let at = out.find("\n      --keep ").expect("--keep in run --help");
+    let at = out
+        .find("\n      --keep[=<WHEN>]")
+        .expect("--keep in run --help");
     let end = out[at + 1..]
         .find("\n      --")
         .map_or(out.len(), |e| at + 1 + e);
@@ -221,6 +223,8 @@ fn run_help_says_what_keep_keeps_and_where() {
         "secrets",
         "SNO_HARNESS_PRIVATE_DIR",
         "running",
+        "--keep=on-failure",
+        "gc",
     ] {
         assert!(keep.contains(words), "no {words:?} in: {keep}");
     }

@@ -1,6 +1,7 @@
-//! `status`, `ssh` and `console` without a VM: what they say of the registry as it is, their
-//! exit codes, and a console log read with the guest's control characters replaced. (Their runs
-//! on a VM are in docs/measurements.md, "CI's time and the first hands-on commands".)
+//! `status`, `ssh`, `console` and `resume` without a VM: what they say of the registry as it is,
+//! their exit codes, and a console log read with the guest's control characters replaced; the
+//! refusals of `--keep`, `--keep-running` and `--pause-on-failure` before anything starts.
+//! (Their runs on VMs are harness/tests/hands_on_vm.rs.)
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -33,7 +34,7 @@ fn with_no_run_registered_each_command_says_so_with_its_exit_code() {
         harness(t.path(), &["status", "smoke"]).status.code(),
         Some(1)
     );
-    for cmd in ["ssh", "console"] {
+    for cmd in ["ssh", "console", "resume"] {
         let o = harness(t.path(), &[cmd, "smoke"]);
         assert_eq!(o.status.code(), Some(2), "{cmd}");
         assert!(
@@ -70,6 +71,7 @@ fn a_registered_run_is_listed_and_its_console_read_without_the_guests_control_se
         uri: None,
         domain: None,
         keep: false,
+        paused: false,
         qemu: None,
         private: None,
     };
@@ -100,4 +102,92 @@ fn a_registered_run_is_listed_and_its_console_read_without_the_guests_control_se
         "{}",
         text(&ssh.stderr)
     );
+}
+
+#[test]
+fn resume_of_a_run_that_is_not_paused_or_not_running_exits_1_and_signals_nobody() {
+    let t = tempfile::tempdir().unwrap();
+    let state = t.path().join("state");
+    let me = ProcessId::of(std::process::id()).unwrap();
+    let entry = |id: &str, pid: u32, pid_start: u64| Entry {
+        id: id.into(),
+        pid,
+        pid_start,
+        dir: t.path().join(id),
+        backend: "qemu".into(),
+        uri: None,
+        domain: None,
+        keep: false,
+        paused: false,
+        qemu: None,
+        private: None,
+    };
+    // This test's own process, running and not paused: SIGUSR1 would end it, so the exit 1
+    // without a signal is what keeps this test alive.
+    let _running =
+        registry::register(&state.join("runs"), entry("busy", me.pid, me.start)).unwrap();
+    let o = harness(&state, &["resume", "busy"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("is running, not paused"),
+        "{}",
+        text(&o.stderr)
+    );
+    // A registration that says paused but whose harness is gone (its pid's start time differs).
+    let mut gone = entry("gone", me.pid, me.start + 1);
+    gone.paused = true;
+    let path = state.join("runs").join("gone.json");
+    std::fs::write(&path, serde_json::to_vec(&gone).unwrap()).unwrap();
+    let o = harness(&state, &["resume", "gone"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("is not running"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn keep_and_pause_flags_are_refused_before_anything_starts() {
+    let t = tempfile::tempdir().unwrap();
+    let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml");
+    let smoke = smoke.to_str().unwrap();
+    let out = t.path().join("out");
+    let out = out.to_str().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["run", smoke, "--keep=onfailure", "--out", out],
+            "is not a keep mode; valid: on-failure, always",
+        ),
+        (
+            &["run", smoke, "--pause-on-failure", "--out", out],
+            "--pause-on-failure waits for you at a terminal",
+        ),
+        (
+            &[
+                "matrix",
+                "../scenarios/disks.toml",
+                "--keep-running",
+                "2",
+                "--out",
+                out,
+            ],
+            "--keep",
+        ),
+    ];
+    for (args, says) in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+            .args(args)
+            .env("SNO_HARNESS_STATE_DIR", t.path().join("state"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(says),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+        assert!(!Path::new(out).exists(), "{args:?} made {out}");
+    }
 }

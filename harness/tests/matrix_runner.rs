@@ -71,7 +71,7 @@ fn every_permutation_gets_its_own_directory_and_result_in_order() {
             out: out.path().to_path_buf(),
             jobs: 2,
             settings: RunSettings {
-                keep: false,
+                keep: sno_harness::run::keeping::Keep::never(),
                 timeout_scale: 1.0,
                 cache_dir: out.path().join("cache"),
                 backend: Backend::Qemu,
@@ -123,7 +123,7 @@ fn an_interrupt_before_the_start_leaves_every_permutation_not_run() {
             out: out.path().to_path_buf(),
             jobs: 2,
             settings: RunSettings {
-                keep: false,
+                keep: sno_harness::run::keeping::Keep::never(),
                 timeout_scale: 1.0,
                 cache_dir: out.path().join("cache"),
                 backend: Backend::Qemu,

@@ -431,7 +431,7 @@ fn an_interrupt_between_runs_stops_before_the_next_one() {
             repeat: 3,
             warmup: 1,
             settings: RunSettings {
-                keep: false,
+                keep: sno_harness::run::keeping::Keep::never(),
                 timeout_scale: 1.0,
                 cache_dir: tmp.path().join("cache"),
                 backend: sno_harness::vm::Backend::Qemu,

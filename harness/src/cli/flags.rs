@@ -53,13 +53,22 @@ pub struct RunFlags {
     /// Output directory [default: $ARTIFACT_DIR, else runs/<timestamp>]
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Keep the run's private directory, outside --out ($SNO_HARNESS_PRIVATE_DIR/ID-RANDOM,
-    /// else under $SNO_HARNESS_STATE_DIR/private or /var/tmp/sno-harness-UID): the disks, the
-    /// live ISO or network boot files, and the secrets (installer assets, SSH key, kubeconfig);
-    /// and print how to boot the disks again. A passing `run` on the QEMU backend leaves its VM
-    /// running instead, until `sno-harness gc`.
-    #[arg(long)]
-    pub keep: bool,
+    /// What a run keeps once it ends: `--keep=on-failure`, `--keep=always` (also `--keep`
+    /// alone) or `--keep=never` (the default). A kept run keeps its private directory, outside
+    /// --out ($SNO_HARNESS_PRIVATE_DIR/ID-RANDOM, else under $SNO_HARNESS_STATE_DIR/private or
+    /// /var/tmp/sno-harness-UID): the disks, the live ISO or network boot files, and the
+    /// secrets (installer assets, SSH key, kubeconfig). A kept `run` on QEMU or a local
+    /// libvirt leaves its VM running until `sno-harness gc` and says how to get in (a matrix:
+    /// its first failures', `--keep-running`); else it prints how to boot the disks again.
+    #[arg(
+        long,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "always",
+        value_parser = keep_when
+    )]
+    pub keep: Option<sno_harness::run::keeping::KeepWhen>,
     /// Remove a previous run from the run directory (its disks, live ISO, timeline, result)
     /// instead of refusing the directory; never one that another run holds.
     #[arg(long)]
@@ -105,6 +114,12 @@ fn timeout_scale(s: &str) -> Result<f64, TimeoutScaleError> {
         Ok(f) if f.is_finite() && f > 0.0 && f <= 1000.0 => Ok(f),
         _ => Err(TimeoutScaleError(s.into())),
     }
+}
+
+fn keep_when(
+    s: &str,
+) -> Result<sno_harness::run::keeping::KeepWhen, sno_harness::run::keeping::UnknownKeep> {
+    s.parse()
 }
 
 fn gather_when(s: &str) -> Result<sno_harness::gather::When, sno_harness::gather::UnknownWhen> {
@@ -179,9 +194,24 @@ impl RunFlags {
     }
 
     /// The settings of every run of a matrix or perf run.
-    pub fn settings(&self, interrupt: tokio::sync::watch::Receiver<bool>) -> RunSettings {
+    /// When the runs keep what they made (`--keep`; never when not given).
+    pub fn keep_when(&self) -> sno_harness::run::keeping::KeepWhen {
+        self.keep.unwrap_or_default()
+    }
+
+    /// The settings of every run of a matrix or perf run; `running` is how many of their VMs
+    /// may be left running (their first failures').
+    pub fn settings(
+        &self,
+        interrupt: tokio::sync::watch::Receiver<bool>,
+        running: usize,
+    ) -> RunSettings {
         RunSettings {
-            keep: self.keep,
+            keep: sno_harness::run::keeping::Keep {
+                when: self.keep_when(),
+                running: sno_harness::run::keeping::RunningSlots::new(running),
+                passing_too: false,
+            },
             timeout_scale: self.timeout_scale,
             cache_dir: sno_harness::fixture::default_cache_dir(),
             backend: self.backend(),

@@ -43,6 +43,11 @@ pub struct MatrixArgs {
     /// `--connect`; implies `--backend libvirt`.
     #[arg(long, value_name = "FILE", conflicts_with = "connect")]
     hosts: Option<PathBuf>,
+    /// With --keep: how many failed permutations leave their VM running for you to look into,
+    /// the first to fail (the others keep their disks only); 0 keeps disks only. Never all: each
+    /// VM left running holds its memory until `sno-harness gc`.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "keep")]
+    keep_running: usize,
     #[command(flatten)]
     flags: RunFlags,
 }
@@ -157,7 +162,7 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
             name: m.name.clone(),
             out: out.clone(),
             jobs: jobs_n,
-            settings: a.flags.settings(interrupt_channel()),
+            settings: a.flags.settings(interrupt_channel(), a.keep_running),
             places,
         };
         run_matrix(jobs, opts).await

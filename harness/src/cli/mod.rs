@@ -19,6 +19,7 @@ mod plan;
 mod preflight;
 mod report;
 mod report_merge;
+mod resume;
 mod run;
 mod ssh;
 mod status;
@@ -61,6 +62,7 @@ enum Command {
     Status(status::StatusArgs),
     Ssh(ssh::SshArgs),
     Console(console::ConsoleArgs),
+    Resume(resume::ResumeArgs),
     Doctor(doctor::DoctorArgs),
     List(list::ListArgs),
     Completions(completions::CompletionsArgs),
@@ -99,6 +101,7 @@ pub fn main() -> i32 {
         Command::Status(a) => status::status(a),
         Command::Ssh(a) => ssh::ssh(a),
         Command::Console(a) => console::console(a),
+        Command::Resume(a) => resume::resume(a),
         Command::Doctor(a) => doctor::doctor(a),
         Command::List(a) => list::list(a),
         Command::Completions(a) => completions::completions(a),

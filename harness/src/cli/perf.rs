@@ -140,7 +140,8 @@ pub fn perf(a: PerfArgs) -> Outcome {
             out: out.clone(),
             repeat: a.repeat,
             warmup: a.warmup,
-            settings: a.flags.settings(interrupt_channel()),
+            // A perf run's VMs are measured, not looked into: none is left running.
+            settings: a.flags.settings(interrupt_channel(), 0),
             disk_write_only: a.disk_write_only,
         };
         // Kept current after every run: a killed harness leaves what it measured, and the

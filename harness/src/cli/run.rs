@@ -37,6 +37,11 @@ pub struct RunArgs {
     /// CI's step registry). With --keep the VM runs on, so the kubeconfig stays usable.
     #[arg(long, value_name = "PATH")]
     kubeconfig_out: Option<PathBuf>,
+    /// When the run fails, stop at the verdict with the VM alive and the clocks stopped, say
+    /// how to get in (ssh, console, kubeconfig), and wait for Enter, SIGUSR1 or `sno-harness
+    /// resume RUN`; then gather and end as usual. Needs a terminal (refused in CI).
+    #[arg(long)]
+    pause_on_failure: bool,
     #[command(flatten)]
     flags: RunFlags,
 }
@@ -44,6 +49,9 @@ pub struct RunArgs {
 pub fn run(a: RunArgs) -> Outcome {
     let s = scenario::overrides::load_with(&a.scenario, &a.flags.set).map_err(bad)?;
     a.flags.check()?;
+    if a.pause_on_failure {
+        refuse_a_pause_without_a_terminal()?;
+    }
     let backend = a.flags.backend();
     let dir = out_dir(a.flags.out.clone()).join(&s.name);
     let claimed = [(dir.clone(), run_dir::RUN)];
@@ -62,14 +70,22 @@ pub fn run(a: RunArgs) -> Outcome {
         a.flags.replay_suffix()
     );
     runtime()?.block_on(async {
+        if a.pause_on_failure {
+            // Before anything starts: a `resume` must never meet SIGUSR1's default (the end).
+            sno_harness::run::arm_pause().map_err(super::error::harness)?;
+        }
         let result = run_scenario(
             &s,
             RunOptions {
                 dir: dir.clone(),
                 id: s.name.clone(),
                 params: Default::default(),
-                keep: a.flags.keep,
-                leave_running: a.flags.keep,
+                keep: sno_harness::run::keeping::Keep {
+                    when: a.flags.keep_when(),
+                    running: sno_harness::run::keeping::RunningSlots::new(1),
+                    passing_too: true,
+                },
+                pause_on_failure: a.pause_on_failure,
                 timeout_scale: a.flags.timeout_scale,
                 cache_dir: sno_harness::fixture::default_cache_dir(),
                 backend,
@@ -101,6 +117,18 @@ pub fn run(a: RunArgs) -> Outcome {
         }
         Ok(code)
     })
+}
+
+/// `--pause-on-failure` waits for the user at a terminal: without one (CI) nobody would resume
+/// it, and the run would hold its VM until the pause's limit.
+fn refuse_a_pause_without_a_terminal() -> Result<(), super::error::CliError> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        return Ok(());
+    }
+    Err(bad(
+        "--pause-on-failure waits for you at a terminal, and standard input is not one (CI, a pipe): run without it, and use --keep=on-failure to keep a failed run's VM running for later",
+    ))
 }
 
 /// Says how the run ended and returns its exit code.

@@ -27,7 +27,8 @@ pub struct Job {
 /// How every run of a matrix or a perf run goes.
 #[derive(Clone)]
 pub struct RunSettings {
-    pub keep: bool,
+    /// What the runs keep, and the VMs their first failures may leave running.
+    pub keep: crate::run::keeping::Keep,
     pub timeout_scale: f64,
     pub cache_dir: PathBuf,
     pub backend: Backend,
@@ -53,8 +54,8 @@ impl RunSettings {
             dir,
             id: job.id.clone(),
             params: job.params.clone(),
-            keep: self.keep,
-            leave_running: false,
+            keep: self.keep.clone(),
+            pause_on_failure: false,
             timeout_scale: self.timeout_scale,
             cache_dir: self.cache_dir.clone(),
             replay: job.replay.clone(),

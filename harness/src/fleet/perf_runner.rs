@@ -58,7 +58,7 @@ pub async fn run_perf(
         // The saved VM (disks, RAM, live ISO, the guest's key and kubeconfig: GiBs and
         // secrets) lives in a private directory of its own, outside --out, and goes when the
         // permutation is done, on every way out, unless --keep.
-        let state = match SavedState::new(&job.id, opts.settings.keep) {
+        let state = match SavedState::new(&job.id, opts.settings.keep.when.may_keep()) {
             Ok(s) => s,
             Err(e) => {
                 let why = format!("no private directory for the saved VM state: {e}");

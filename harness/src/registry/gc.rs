@@ -475,6 +475,7 @@ mod tests {
             uri: None,
             domain: None,
             keep: false,
+            paused: false,
             qemu: None,
             private: None,
         };
@@ -553,6 +554,7 @@ mod tests {
             uri: None,
             domain: None,
             keep: false,
+            paused: false,
             qemu,
             private: None,
         }
@@ -845,6 +847,7 @@ mod tests {
                 uri: None,
                 domain: None,
                 keep: false,
+                paused: false,
                 qemu: None,
                 private: None,
             },

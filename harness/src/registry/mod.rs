@@ -42,6 +42,9 @@ pub struct Entry {
     /// `--keep`: the disks are wanted after the run, gc leaves them.
     #[serde(default)]
     pub keep: bool,
+    /// The run is paused at its failure (`--pause-on-failure`) until `sno-harness resume`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
     /// The run's QEMU process (QEMU backend), recorded once it started: gc kills exactly
     /// this process, never one it only finds by its command line.
     #[serde(default)]
@@ -374,6 +377,7 @@ mod tests {
             uri: None,
             domain: None,
             keep: false,
+            paused: false,
             qemu: None,
             private: None,
         }

@@ -70,6 +70,7 @@ fn status_of(e: &Entry, now: SystemTime) -> RunStatus {
         dir: e.dir.display().to_string(),
         backend: e.backend.clone(),
         state: match (e.owner_alive(), e.keep) {
+            (true, _) if e.paused => "paused",
             (true, _) => "running",
             (false, true) => "kept",
             (false, false) => "dead",
@@ -208,6 +209,7 @@ mod tests {
             uri: None,
             domain: None,
             keep: false,
+            paused: false,
             qemu: None,
             private: None,
         };

@@ -147,9 +147,11 @@ pub struct RunFiles {
     pub private: Option<PrivateDir>,
     pub keep: bool,
     pub registration: Option<registry::Registration>,
-    /// A passing `--keep` run left its VM running (QEMU's pid): its sockets and registration
-    /// stay (gc stops it later).
+    /// A `--keep` run left its VM running (QEMU's pid): its sockets and registration stay
+    /// (gc stops it later).
     pub vm_left_running: Option<u32>,
+    /// How long the run was paused at its failure.
+    pub paused: std::time::Duration,
 }
 
 impl Drop for RunFiles {
@@ -211,44 +213,6 @@ pub fn login_line(private: &Path, at: std::net::SocketAddr, heading: &str) -> St
     )
 }
 
-/// A passing `--keep` run whose VM runs on.
-pub struct KeptCluster<'a> {
-    /// The run's private directory.
-    pub private: &'a Path,
-    pub qemu_pid: u32,
-    pub ssh_port: u16,
-    pub install: &'a crate::scenario::model::InstallSpec,
-}
-
-/// What `openshift-install wait-for install-complete` tells, for the cluster the run leaves
-/// running: the KUBECONFIG to export, the console, the kubeadmin password's file, how to log
-/// in, and how to remove the VM.
-pub fn kept_cluster_instructions(k: &KeptCluster<'_>) -> String {
-    let dir = crate::util::lexical_absolute(k.private);
-    let apps = format!("apps.{}.{}", k.install.cluster, k.install.base_domain);
-    [
-        format!(
-            "sno-harness: --keep: the cluster runs on in its VM (QEMU pid {}); its API and SSH are forwarded to 127.0.0.1.",
-            k.qemu_pid
-        ),
-        "To use it:".into(),
-        format!("  export KUBECONFIG={}", dir.join(FORWARDED_KUBECONFIG).display()),
-        format!(
-            "  the console: https://console-openshift-console.{apps} (its name must reach the VM's ingress; only the API and SSH are forwarded here)"
-        ),
-        format!(
-            "  the kubeadmin password is in {}",
-            dir.join("assets/auth/kubeadmin-password").display()
-        ),
-        login_line(&dir, ([127, 0, 0, 1], k.ssh_port).into(), "  log in:"),
-        format!(
-            "When done, stop the VM with `sno-harness gc` (its disks and secrets stay in {}, outside --out; remove it to free them).",
-            dir.display()
-        ),
-    ]
-    .join("\n")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,8 +223,8 @@ mod tests {
             dir,
             id: "smoke".into(),
             params: Default::default(),
-            keep: false,
-            leave_running: false,
+            keep: Default::default(),
+            pause_on_failure: false,
             timeout_scale: 1.0,
             cache_dir: PathBuf::from("/nonexistent"),
             replay: String::new(),

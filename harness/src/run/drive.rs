@@ -31,8 +31,10 @@ pub struct Driven {
     pub machine: Machine,
     pub vm_host: Option<HostContext>,
     pub assets: Option<AssetsUsed>,
-    /// QEMU's pid when the run left its VM running (a passing `--keep` run).
+    /// QEMU's pid when the run left its VM running (`--keep`).
     pub vm_left_running: Option<u32>,
+    /// How long the run was paused at its failure (`--pause-on-failure`).
+    pub paused: std::time::Duration,
     pub rootfs_url: Option<String>,
     /// Where the run's private directory was, and whether it stays.
     pub private: Option<crate::result::PrivateRecord>,
@@ -70,9 +72,10 @@ pub async fn drive(
     let private_path = private.path().to_path_buf();
     let mut files = RunFiles {
         private: Some(private),
-        keep: opts.keep,
+        keep: opts.keep.when.may_keep(),
         registration: None,
         vm_left_running: None,
+        paused: Default::default(),
     };
     let log = match EventLog::create(&opts.dir.join("events.jsonl"), started) {
         Ok(l) => l,
@@ -101,6 +104,12 @@ pub async fn drive(
         let now = run.now();
         e.record(&mut run.machine, now);
     }
+    // What stays is what the verdict asks to keep (`--keep on-failure` keeps a failure's).
+    let passed = run
+        .machine
+        .outcome()
+        .is_some_and(|o| o.verdict == crate::flow::machine::Verdict::Pass);
+    files.keep = opts.keep.when.applies(passed);
     let kept = files.keep || files.vm_left_running.is_some();
     // What the published files must not hold, read before the private directory goes.
     let mut secrets = crate::secrets::Secrets::default();
@@ -113,6 +122,7 @@ pub async fn drive(
         vm_host: run.vm_host,
         assets: run.assets_used,
         vm_left_running: files.vm_left_running,
+        paused: files.paused,
         rootfs_url: run.boot_server.as_ref().map(BootServer::rootfs_url_shown),
         private: Some(crate::result::PrivateRecord {
             dir: run.private.display().to_string(),
@@ -137,6 +147,7 @@ impl Driven {
             vm_host: None,
             assets: None,
             vm_left_running: None,
+            paused: Default::default(),
             rootfs_url: None,
             private: None,
             boot_server_refused: None,
@@ -196,10 +207,11 @@ impl Run<'_> {
         let mut session = Session::start(self, &life, (&key, &assets), files).await?;
         session.watch(self).await;
         // Only a registered VM is left running: gc must be able to find it.
-        let registered = files.registration.is_some();
-        files.vm_left_running = session
-            .tear_down(self, (&life, registered), &key, &assets)
+        let torn = session
+            .tear_down(self, (&life, files.registration.as_mut()), &key, &assets)
             .await;
+        files.vm_left_running = torn.left_running;
+        files.paused = torn.paused;
         Ok(())
     }
 

@@ -14,15 +14,18 @@ mod expect;
 mod gather_step;
 pub mod hand_on;
 pub mod installer;
+pub mod keeping;
 mod lifecycle;
 mod observers;
 mod outcome;
+mod pause;
 pub mod plan;
 mod ports;
 pub mod progress;
 mod session;
 pub mod state;
 pub mod terminal;
+mod way_in;
 
 pub use artifacts::FORWARDED_KUBECONFIG;
 
@@ -40,6 +43,7 @@ use crate::vm::Backend;
 pub use expect::check_expectation;
 pub use installer::{installer_env, installer_for};
 pub use outcome::build_result;
+pub use pause::arm as arm_pause;
 pub use plan::{phase_timeouts, vm_name, vm_spec};
 
 pub struct RunOptions {
@@ -47,10 +51,12 @@ pub struct RunOptions {
     pub dir: PathBuf,
     pub id: String,
     pub params: BTreeMap<String, String>,
-    pub keep: bool,
-    /// With `keep`, a passing run on the QEMU backend leaves its VM running for the user
-    /// (`run --keep`); a matrix's or perf run's permutations only keep their disks.
-    pub leave_running: bool,
+    /// What the run keeps once it ends (`--keep`), and whether it may leave its VM running
+    /// for the user (`run`: one VM; a matrix: its first N failures').
+    pub keep: keeping::Keep,
+    /// A failed run stops at its verdict with its VM alive until the user resumes it
+    /// (`run --pause-on-failure`, on a terminal).
+    pub pause_on_failure: bool,
     pub timeout_scale: f64,
     pub cache_dir: PathBuf,
     pub replay: String,
@@ -100,8 +106,10 @@ pub struct RunRecord {
     pub vm_host: Option<crate::result::HostContext>,
     /// The installer and the live ISO, once the assets were made.
     pub assets: Option<crate::result::AssetsUsed>,
-    /// QEMU's pid when a passing `--keep` run left the VM running.
+    /// QEMU's pid when a `--keep` run left the VM running.
     pub vm_left_running: Option<u32>,
+    /// How long the run was paused at its failure (left out of `duration`).
+    pub paused: Duration,
     /// The root filesystem's URL the guest was given (a minimal-ISO boot).
     pub rootfs_url: Option<String>,
     /// The run's private directory: where it was, and whether it stays.
@@ -137,6 +145,7 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
         vm_host,
         assets: None,
         vm_left_running: None,
+        paused: Duration::ZERO,
         rootfs_url: None,
         private: None,
         boot_server_refused: None,
@@ -166,6 +175,9 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
     );
     rec.assets = driven.assets;
     rec.vm_left_running = driven.vm_left_running;
+    // The pause at the failure is the user's time, not the run's.
+    rec.duration = rec.duration.saturating_sub(driven.paused);
+    rec.paused = driven.paused;
     rec.rootfs_url = driven.rootfs_url;
     rec.private = driven.private;
     rec.boot_server_refused = driven.boot_server_refused;

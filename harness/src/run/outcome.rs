@@ -207,6 +207,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         }),
         assets: rec.assets.clone(),
         vm_left_running: rec.vm_left_running,
+        paused_ms: (!rec.paused.is_zero()).then_some(rec.paused.as_millis() as u64),
         boot: boot_record(s, rec),
         private: rec.private.clone(),
     }

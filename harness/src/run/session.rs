@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
-use super::artifacts::{
-    keep_instructions, kept_cluster_instructions, KeptCluster, RunFiles, FORWARDED_KUBECONFIG,
-};
+use super::artifacts::{keep_instructions, RunFiles, FORWARDED_KUBECONFIG};
 use super::assisted::{self, AssistedInstall};
 use super::context::Run;
 use super::error::RunError;
@@ -19,6 +17,7 @@ use super::observers::{JournalFiles, Observers};
 use super::plan::vm_plan;
 use super::ports::free_port;
 use super::state::SaveInputs;
+use super::way_in::{kept_vm_instructions, written_kubeconfig, KeptVm, LeftVm, WayIn};
 use crate::assets::Assets;
 use crate::flow::event::{Served, Signal, SignalTx, Source};
 use crate::flow::machine::{Action, Outcome, Verdict};
@@ -375,23 +374,35 @@ impl Session {
         run.handle(source, signal);
     }
 
-    /// Observers first, then the evidence (a failed run's gather, a saving run's state), then
-    /// the VM. A passing run leaves the kubeconfig it reached the API with in assets/; with
-    /// `--keep` on the QEMU backend its VM runs on (QEMU's pid is returned) and the user is told how
-    /// to use and remove it; else `--keep` prints how to boot the disks again.
+    /// Observers first; a failed run paused for the user (`--pause-on-failure`); then the
+    /// evidence (a failed run's gather, a saving run's state), then the VM. A passing run leaves
+    /// the kubeconfig it reached the API with in the private directory, a failed one too when
+    /// the API answered and it is kept or paused. A kept run (`--keep`, as its verdict asks)
+    /// whose backend can leaves its VM running when it gets a running slot (QEMU's pid is
+    /// returned) and the user is told how to get in and how to stop it; else it prints how to
+    /// boot the disks again.
     pub async fn tear_down(
         mut self,
         run: &mut Run<'_>,
-        (life, registered): (&Lifecycle, bool),
+        (life, registration): (&Lifecycle, Option<&mut registry::Registration>),
         key: &SshKeyPair,
         assets: &Assets,
-    ) -> Option<u32> {
+    ) -> TornDown {
         self.observers.stop();
         self.journal.finish();
         let passed = run
             .machine
             .outcome()
             .is_some_and(|o| o.verdict == Verdict::Pass);
+        let keeps = life.keeps_disks(run.opts.keep.when.applies(passed));
+        if !passed && (keeps || run.opts.pause_on_failure) {
+            self.kubeconfig_if_the_api_answered(run);
+        }
+        let registered = registration.is_some();
+        let paused = match run.opts.pause_on_failure && !passed {
+            true => self.pause(run, registration).await,
+            false => Duration::ZERO,
+        };
         let reach = super::gather_step::Reach {
             vm: &self.vm,
             guest: &self.target,
@@ -401,8 +412,10 @@ impl Session {
         if passed {
             self.after_pass(run, life, key, assets).await;
         }
-        let keeps = life.keeps_disks(run.opts.keep);
-        let leave = passed && keeps && run.opts.leave_running && registered;
+        let leave = keeps
+            && registered
+            && run.opts.backend.can().leave_running
+            && run.opts.keep.takes_running_slot(passed);
         let runs_on = match leave.then(|| self.vm.detach()) {
             Some(Ok(pid)) => Some(pid),
             Some(Err(why)) => {
@@ -412,22 +425,108 @@ impl Session {
             None => None,
         };
         if runs_on.is_none() {
+            self.vm.keep_disks(keeps);
             self.vm.stop();
         }
         if keeps {
             run.ui.finish();
             let text = match runs_on {
-                Some(pid) => kept_cluster_instructions(&KeptCluster {
-                    private: &run.private,
-                    qemu_pid: pid,
-                    ssh_port: self.ssh_port,
-                    install: &run.s.install,
-                }),
+                Some(pid) => self.kept_vm_text(run, pid, passed),
                 None => keep_instructions(&run.private, &self.spec, self.ssh_port),
             };
             run.ui.print(&text);
         }
-        runs_on
+        TornDown {
+            left_running: runs_on,
+            paused,
+        }
+    }
+
+    /// Writes the admin kubeconfig of a failed run into the private directory when the API
+    /// answered during the run: a way in for the user of a kept or paused VM.
+    fn kubeconfig_if_the_api_answered(&self, run: &mut Run<'_>) {
+        if run.machine.phase(Phase::ApiReady).status != crate::flow::machine::Status::Pass {
+            return;
+        }
+        if let Err(e) = write_forwarded_kubeconfig(&run.private, &self.endpoint) {
+            run.ui.line(&format!("warning: {e}"));
+        }
+    }
+
+    fn way_in<'a>(&self, run: &'a Run<'_>) -> WayIn<'a> {
+        WayIn {
+            run_id: &run.opts.id,
+            private: &run.private,
+            ssh_at: self.target.addr,
+            kubeconfig: written_kubeconfig(&run.private),
+        }
+    }
+
+    fn kept_vm_text(&self, run: &Run<'_>, pid: u32, passed: bool) -> String {
+        let domain = self.vm.domain_name();
+        let vm = match domain.as_deref() {
+            Some(name) => LeftVm::Domain { name, pid },
+            None => LeftVm::Qemu { pid },
+        };
+        kept_vm_instructions(&KeptVm {
+            way_in: self.way_in(run),
+            vm,
+            failed: (!passed).then(|| failure_words(&run.machine)),
+            install: &run.s.install,
+        })
+    }
+
+    /// Holds the failed run at its verdict with the VM alive until the user resumes it; the
+    /// registration says it is paused meanwhile (`status`, `resume`). Returns the pause's length.
+    async fn pause(
+        &self,
+        run: &mut Run<'_>,
+        mut registration: Option<&mut registry::Registration>,
+    ) -> Duration {
+        run.ui.finish();
+        let mut text = vec![
+            format!(
+                "sno-harness: paused at the failure ({}); the VM runs on and the run's clock is stopped.",
+                failure_words(&run.machine)
+            ),
+            "To get in:".to_string(),
+        ];
+        text.extend(self.way_in(run).lines());
+        text.push(format!(
+            "To go on (gather the evidence, stop the VM, write the reports): press Enter here, or run `sno-harness resume {}`, or `kill -USR1 {}` (at most {} paused).",
+            run.opts.id,
+            std::process::id(),
+            humantime::format_duration(super::pause::PAUSE_LIMIT)
+        ));
+        run.ui.print(&text.join("\n"));
+        let mark = |r: &mut Option<&mut registry::Registration>, paused: bool| {
+            if let Some(r) = r.as_mut() {
+                if let Err(e) = r.update(|e| e.paused = paused) {
+                    tracing::warn!("cannot mark the run paused={paused} in its registration: {e}");
+                }
+            }
+        };
+        mark(&mut registration, true);
+        let _ = run.log.record(
+            Source::Harness,
+            Signal::Note {
+                text: "paused at the failure".into(),
+            },
+        );
+        let mut interrupt = run.opts.interrupt.clone();
+        let (why, long) =
+            super::pause::wait_for_resume(&mut interrupt, super::pause::PAUSE_LIMIT).await;
+        mark(&mut registration, false);
+        let line = format!(
+            "resumed by {} after {:.0} s paused; gathering",
+            why.as_str(),
+            long.as_secs_f64()
+        );
+        let _ = run
+            .log
+            .record(Source::Harness, Signal::Note { text: line.clone() });
+        run.ui.line(&line);
+        long
     }
 
     /// What a passing run does before its VM stops: the hand-on kubeconfig, and the saving
@@ -499,6 +598,24 @@ fn deadline_words(timeout: Duration) -> String {
     )
 }
 
+/// What a run left running is: its QEMU's pid, and how long it was paused at its failure.
+pub struct TornDown {
+    pub left_running: Option<u32>,
+    pub paused: Duration,
+}
+
+/// `install-to-disk: coreos-installer exited 1`: the failed phase and the reason.
+fn failure_words(m: &crate::flow::machine::Machine) -> String {
+    match m.outcome() {
+        Some(o) => format!(
+            "{}{}",
+            o.failed_phase.map_or("the run", |p| p.name()),
+            reason_suffix(o)
+        ),
+        None => "no verdict".into(),
+    }
+}
+
 fn reason_suffix(o: &Outcome) -> String {
     if o.reason.is_empty() {
         String::new()
@@ -522,7 +639,8 @@ pub fn register(run: &Run<'_>) -> Option<registry::Registration> {
         uri: run.opts.backend.uri().map(str::to_string),
         // Named once the VM is planned (`name_domain`).
         domain: None,
-        keep: run.opts.keep,
+        keep: run.opts.keep.when.may_keep(),
+        paused: false,
         qemu: None,
         private: Some(run.private.clone()),
     };
@@ -650,11 +768,9 @@ async fn start_vm(
         StartOptions {
             network,
             reach: &[reach.ssh, reach.api],
-            keep_disks: run.opts.keep,
+            keep_disks: run.opts.keep.when.may_keep(),
             incoming: life.incoming(),
-            may_outlive: run.opts.keep
-                && run.opts.leave_running
-                && run.opts.backend.can().leave_running,
+            may_outlive: run.opts.keep.may_leave_running() && run.opts.backend.can().leave_running,
         },
         meta,
         dir,

@@ -90,7 +90,9 @@ pub struct Capabilities {
     pub screenshots: bool,
     /// The VM can be saved after bootkube and resumed (`--save-state`, `perf --disk-write-only`).
     pub saved_state: bool,
-    /// A passing `run --keep` may leave the VM running after the harness exits.
+    /// A kept run (`--keep`) may leave the VM running after the harness exits: QEMU started
+    /// without the parent-death signal, or a local domain without auto-destroy (a remote one is
+    /// reached through the harness's SSH forwards, which end with it).
     pub leave_running: bool,
     /// `vm.network = "nat"`: a network of the run's own.
     pub nat_network: bool,
@@ -269,6 +271,7 @@ impl Backend {
                 ..common
             },
             Backend::Libvirt { .. } => Capabilities {
+                leave_running: !remote,
                 nat_network: true,
                 // A remote host's bridge is not reached by a forward on its loopback.
                 network_boot_on_nat: !remote,
@@ -392,6 +395,7 @@ mod tests {
         assert_eq!(qemu.can().owned, Owned::Process);
         assert!(!local.can().saved_state && local.can().nat_network);
         assert!(local.can().network_boot_on_nat && !remote.can().network_boot_on_nat);
+        assert!(local.can().leave_running && !remote.can().leave_running);
         assert!(qemu.can().two_nics && local.can().two_nics && remote.can().two_nics);
         assert_eq!(local.can().vm_log, VmLog::LibvirtLog);
         assert_eq!(remote.can().vm_log, VmLog::None);

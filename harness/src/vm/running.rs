@@ -243,16 +243,33 @@ impl RunningVm {
         }
     }
 
-    /// Leaves the VM running after the harness, for the user: its QEMU pid. Only a QEMU started
-    /// `may_outlive`; a libvirt domain ends with the harness's connection.
+    /// Leaves the VM running after the harness, for the user: its QEMU pid. Only a VM started
+    /// `may_outlive` (a QEMU without the parent-death signal, a local domain without
+    /// auto-destroy).
     pub fn detach(&mut self) -> Result<u32, VmError> {
         match self {
             RunningVm::Qemu { process, .. } => process.detach().map_err(VmError::Detach),
-            RunningVm::Libvirt(_) => Err(VmError::Detach(
-                "a libvirt domain is destroyed with the harness's connection".into(),
-            )),
+            RunningVm::Libvirt(vm) => lock(vm)
+                .detach()
+                .map_err(|e| VmError::Detach(e.to_string())),
             #[cfg(test)]
             RunningVm::StandIn(_) => Err(VmError::Detach("a stand-in VM ends with the run".into())),
+        }
+    }
+
+    /// The libvirt domain's name, for a VM that is one.
+    pub fn domain_name(&self) -> Option<String> {
+        match self {
+            RunningVm::Libvirt(vm) => Some(lock(vm).name().to_string()),
+            _ => None,
+        }
+    }
+
+    /// Whether stopping keeps the disks where the backend would remove them (a remote host's
+    /// pool): the verdict decides (`--keep on-failure`).
+    pub fn keep_disks(&mut self, keep: bool) {
+        if let RunningVm::Libvirt(vm) = self {
+            lock(vm).set_keep_disks(keep);
         }
     }
 

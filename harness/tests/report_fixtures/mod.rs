@@ -80,6 +80,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         bootkube_restarts: None,
         assets: None,
         vm_left_running: None,
+        paused_ms: None,
         boot: None,
         private: None,
     }

@@ -81,6 +81,14 @@ pub mod runtime {
         pub fn stop(&mut self) {
             match *self {}
         }
+
+        pub fn detach(&mut self) -> Result<u32, LibvirtError> {
+            match *self {}
+        }
+
+        pub fn set_keep_disks(&mut self, _keep: bool) {
+            match *self {}
+        }
     }
 }
 

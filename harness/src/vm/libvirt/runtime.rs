@@ -4,7 +4,10 @@
 //! The domain is transient and started with `VIR_DOMAIN_START_AUTODESTROY`: libvirtd destroys it
 //! when the connection that started it closes, which is what the QEMU backend's parent-death
 //! signal gives: if the harness is killed (even with SIGKILL) its socket to libvirtd closes and
-//! the VM goes with it. `gc` is for what that cannot cover (libvirtd restarted, files).
+//! the VM goes with it. `gc` is for what that cannot cover (libvirtd restarted, files). A run
+//! that may leave its VM running for the user (`--keep`, `StartOptions::may_outlive`) starts
+//! it without auto-destroy: killed, it leaves the domain to gc, which finds it by the name in
+//! the run's registration.
 //!
 //! It is started paused, because libvirt's serial socket does not wait for a reader: the console
 //! is attached first and the guest resumed after, so no output is lost.
@@ -330,6 +333,8 @@ pub struct LibvirtVm {
     remote: Option<RemoteRun>,
     console_pump: Option<ConsolePump>,
     keep_disks: bool,
+    /// Started without auto-destroy: `detach` may leave it running after the harness.
+    may_outlive: bool,
     /// Where the connection went: a lost one is opened again there to destroy the domain.
     uri: String,
     /// The run directory, where libvirt's log of the domain's QEMU ends up (local libvirtd).
@@ -400,10 +405,12 @@ impl LibvirtVm {
             SerialAt::Socket
         };
         let xml = domain_xml_for(&spec, meta, serial);
-        let dom = match conn.create_domain_xml(
-            &xml,
-            sys::VIR_DOMAIN_START_PAUSED | sys::VIR_DOMAIN_START_AUTODESTROY,
-        ) {
+        let may_outlive = opts.may_outlive && remote.is_none();
+        let flags = match may_outlive {
+            true => sys::VIR_DOMAIN_START_PAUSED,
+            false => sys::VIR_DOMAIN_START_PAUSED | sys::VIR_DOMAIN_START_AUTODESTROY,
+        };
+        let dom = match conn.create_domain_xml(&xml, flags) {
             Ok(d) => d,
             Err(e) => {
                 if let Some(net) = net {
@@ -422,6 +429,7 @@ impl LibvirtVm {
             remote,
             console_pump: None,
             keep_disks: opts.keep_disks,
+            may_outlive,
             uri: uri.to_string(),
             dir: dir.to_path_buf(),
             name: spec.name.clone(),
@@ -644,6 +652,40 @@ impl LibvirtVm {
                 self.name
             );
         }
+    }
+
+    /// Whether a remote host's cleanup keeps the run's disks: decided at the end, by the verdict
+    /// (`--keep on-failure`).
+    pub fn set_keep_disks(&mut self, keep: bool) {
+        self.keep_disks = keep;
+    }
+
+    /// Leaves the domain (and the run's NAT network) running after the harness, for the user;
+    /// its QEMU's pid. Only a domain started to outlive the run on this host: a remote one is
+    /// reached through the harness's SSH forwards, which end with it.
+    pub fn detach(&mut self) -> Result<u32, LibvirtError> {
+        if !self.may_outlive {
+            return Err(other(
+                "leaving the domain running",
+                "it was started to be destroyed with the harness's connection (auto-destroy)",
+            ));
+        }
+        let pid = self.pid().ok_or_else(|| {
+            other(
+                "leaving the domain running",
+                "libvirtd names no QEMU pid for it",
+            )
+        })?;
+        for id in self.callbacks.drain(..) {
+            // SAFETY: ids returned by virConnectDomainEventRegisterAny on this connection.
+            unsafe { sys::virConnectDomainEventDeregisterAny(self.conn.as_ptr(), id) };
+        }
+        // The console's reader ends; the domain's serial socket stays for `console`.
+        self.console_pump = None;
+        // Dropped without destroying: the domain and the network are gc's from now on.
+        self.dom = None;
+        self.net = None;
+        Ok(pid)
     }
 
     /// Destroys the domain (idempotent) and drops the event subscriptions. Files stay: they

@@ -1,0 +1,119 @@
+//! `--pause-on-failure`: a failed run stops at its verdict with its VM alive, for the user to
+//! look into, until Enter on the harness's terminal, SIGUSR1 (`sno-harness resume RUN` sends
+//! it), Ctrl-C or the pause's limit; then it gathers and ends as any run. The pause is not the
+//! run's time: result.json's duration leaves it out and `paused_ms` says how long it was
+//! (the NixOS test driver and kola pause the same way, so that a failure is looked at in place
+//! rather than reconstructed from artifacts).
+
+use std::time::{Duration, Instant};
+
+use tokio::signal::unix::{signal, SignalKind};
+
+/// The longest a run stays paused: a forgotten pause must not hold a VM for ever.
+pub const PAUSE_LIMIT: Duration = Duration::from_secs(24 * 3600);
+
+/// What ended a pause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resumed {
+    Enter,
+    /// SIGUSR1, from `sno-harness resume RUN` or `kill -USR1`.
+    Signal,
+    /// Ctrl-C or SIGTERM: the run stops as any interrupted run.
+    Interrupt,
+    /// The pause's limit passed.
+    Limit,
+}
+
+impl Resumed {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resumed::Enter => "Enter",
+            Resumed::Signal => "SIGUSR1 (sno-harness resume)",
+            Resumed::Interrupt => "an interrupt",
+            Resumed::Limit => "the pause's limit",
+        }
+    }
+}
+
+/// Installs the SIGUSR1 handler (replacing the default, which ends the process): called when a
+/// run that may pause starts, so that a `resume` that comes a moment early or late never kills
+/// the harness.
+pub fn arm() -> std::io::Result<()> {
+    signal(SignalKind::user_defined1()).map(drop)
+}
+
+/// Waits until the pause ends, and says what ended it and how long it was.
+pub async fn wait_for_resume(
+    interrupt: &mut tokio::sync::watch::Receiver<bool>,
+    limit: Duration,
+) -> (Resumed, Duration) {
+    let started = Instant::now();
+    let (tx, enter) = tokio::sync::oneshot::channel();
+    // A blocking read of stdin cannot be cancelled: it has a thread of its own, never joined,
+    // which the process's end takes with it.
+    let reader = std::thread::Builder::new()
+        .name("pause-enter".into())
+        .spawn(move || {
+            let mut line = String::new();
+            // End of input (no terminal after all) is no Enter: the sender is dropped.
+            if let Ok(1..) = std::io::stdin().read_line(&mut line) {
+                let _ = tx.send(());
+            }
+        });
+    let enter = async {
+        match reader {
+            Ok(_) if enter.await.is_ok() => {}
+            _ => std::future::pending().await,
+        }
+    };
+    let usr1 = async {
+        match signal(SignalKind::user_defined1()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    let why = tokio::select! {
+        _ = enter => Resumed::Enter,
+        _ = usr1 => Resumed::Signal,
+        _ = super::until_interrupted(interrupt) => Resumed::Interrupt,
+        _ = tokio::time::sleep(limit) => Resumed::Limit,
+    };
+    (why, started.elapsed())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn sigusr1_ends_a_pause_and_its_length_is_measured() {
+        arm().unwrap();
+        let (_tx, mut rx) = tokio::sync::watch::channel(false);
+        let waiting = tokio::spawn(async move { wait_for_resume(&mut rx, PAUSE_LIMIT).await });
+        // The handler is armed before the signal: a SIGUSR1 that comes before the wait only
+        // wakes it at once, it never ends the process.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::USR1)
+            .unwrap();
+        let (why, long) = tokio::time::timeout(Duration::from_secs(30), waiting)
+            .await
+            .expect("the pause ends on SIGUSR1")
+            .unwrap();
+        assert_eq!(why, Resumed::Signal);
+        assert!(long >= Duration::from_millis(150), "{long:?}");
+    }
+
+    #[tokio::test]
+    async fn an_interrupt_or_the_limit_ends_a_pause() {
+        let (tx, mut rx) = tokio::sync::watch::channel(false);
+        tx.send(true).unwrap();
+        let (why, _) = wait_for_resume(&mut rx, PAUSE_LIMIT).await;
+        assert_eq!(why, Resumed::Interrupt);
+        let (_tx, mut rx) = tokio::sync::watch::channel(false);
+        let (why, long) = wait_for_resume(&mut rx, Duration::from_millis(50)).await;
+        assert_eq!(why, Resumed::Limit);
+        assert!(long >= Duration::from_millis(50));
+    }
+}
