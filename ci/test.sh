@@ -46,7 +46,7 @@ cat target/fresh-host-check.log
 #   secrets.rs runs scenarios/smoke.toml to a pass, with a pull secret and --keep, and
 #   saved_state.rs, own_iso.rs and libvirt_nat.rs run its variants); libvirt::smoke (a local
 #   libvirt domain passes in libvirt_nat's NAT run, and follows the guest on libvirt's user
-#   network through install-to-disk in libvirt::fault::install-fail); smoke on a remote host
+#   network through install-to-disk in hands_on_vm's libvirt run of the install-fail scenario); smoke on a remote host
 #   (libvirt_remote's smoke_on_a_remote_libvirt_host_passes_and_leaves_nothing_there: the same
 #   file's PXE run on that host makes every one of its checks but the ISO's volume).
 # - fault scenarios that end by a phase timeout: bootkube-hang (bootkube-fail's twin);
@@ -84,11 +84,12 @@ cat target/fresh-host-check.log
 #   script.
 # - faults whose detector others prove: oom-kill and oom-kill-allowed (the kernel's OOM lines
 #   are flow::badness's unit tests on a real kernel's lines and the allow-list's; a console line
-#   that fails the run as badness runs in fault::rootfs-404, whose emergency shell is one); bootkube-flaky (the machine's restart tests; bootkube-fail runs); journal-cut
+#   that fails the run as badness runs in rootfs-404, whose emergency shell is one, paused
+#   in hands_on_vm); bootkube-flaky (the machine's restart tests; bootkube-fail runs); journal-cut
 #   (journal_follower's cut-and-frozen VM test); disk-boot-panic on both backends (the machine's
-#   a_panic_fails_the_current_phase; post-reboot-fail runs the disk-boot failure); gather-hang
+#   a_panic_fails_the_current_phase; post-reboot-fail, kept in hands_on_vm, runs the disk-boot failure); gather-hang
 #   (gather's a_hung_or_failing_collector_hides_none_of_the_others); install-fail on QEMU (it
-#   runs on libvirt, with the same gather checks; wrong-disk fails install-to-disk on QEMU).
+#   runs on libvirt in hands_on_vm, with its gather checked; wrong-disk fails install-to-disk on QEMU).
 # - fixture tests the smoke run repeats: minisno_os's SeaBIOS 512-byte install (smoke is
 #   SeaBIOS, 512, virtio), the OVMF 512-byte one (OVMF 4K runs), the SATA, SCSI and virtio bus
 #   names (NVMe runs), the live ISO's Ignition on each firmware (every run applies it).
@@ -108,12 +109,12 @@ cat target/fresh-host-check.log
 #   minisno_os's install_to_disk_and_boot_ovmf_4k); the minimal ISO on OVMF
 #   (boot::minimal-iso.uefi.install-to-disk) is left out: its live initramfs fetches and checks
 #   the rootfs as PXE's does (the rootfs from the same boot server, on OVMF, in the attacked PXE
-#   run) and its ISO's kernel arguments are those fault::rootfs-404 and fault::rootfs-corrupt
+#   run) and its ISO's kernel arguments are those rootfs-404 (hands_on_vm) and fault::rootfs-corrupt
 #   boot with; its assisted
 #   installs are scenarios/assisted-stale-metadata.toml on OVMF, which runs, and on SeaBIOS the
 #   same SSH path after a SeaBIOS live boot (smoke's, in secrets.rs). libvirt::assisted is left
-#   out too: its coreos-installer runs over the SSH target libvirt::fault::install-fail's
-#   followers use, and
+#   out too: its coreos-installer runs over the SSH target the libvirt install-fail run's
+#   followers use (hands_on_vm), and
 #   so is PXE on libvirt (libvirt::boot::pxe.*: the same user network and iPXE as on QEMU,
 #   passed through, its NIC's boot order a unit test of the domain's), and PXE on NAT (the
 #   network's TFTP and boot file are unit tests and virt-xml-validate's; NAT runs reach the
@@ -149,14 +150,20 @@ cat target/fresh-host-check.log
 # - the minimal ISO on a remote libvirt host (libvirt_remote's
 #   the_minimal_iso_on_a_remote_host_boots_through_a_reverse_ssh_forward): its rootfs comes
 #   through the reverse SSH forward that the PXE test beside it runs in CI, and the minimal
-#   ISO's boot runs on QEMU (fault::rootfs-404 and fault::rootfs-corrupt).
+#   ISO's boot runs on QEMU (rootfs-404 in hands_on_vm, fault::rootfs-corrupt).
+# - fault::post-reboot-fail, fault::rootfs-404 and libvirt::fault::install-fail as scenario
+#   tests: harness/tests/hands_on_vm.rs runs each to its expected verdict with its gather
+#   checked, post-reboot-fail on QEMU and install-fail on libvirt kept by --keep=on-failure (with
+#   bootkube-flaky added, so that a login lands in bootkube), rootfs-404 twice, paused at its
+#   failure and resumed.
 # - the smoke scenario booted by the build without libvirt
 #   (no_libvirt_build's a_build_without_libvirt_boots_smoke_on_qemu): the QEMU path it takes is
 #   the default build's, which smoke runs; what the feature removes is proved by the same
 #   file's tests of that binary without a VM (it links no libvirt; plan, run and matrix up to
 #   the VM, report, merge, check, doctor and gc work; --backend libvirt is exit 2).
-not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk)$/)
+not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|post-reboot-fail|rootfs-404)$/)
   and not test(=libvirt::fault::disk-boot-panic)
+  and not test(=libvirt::fault::install-fail)
   and not test(=libvirt::assisted)
   and not (binary(scenarios) and test(=assisted))
   and not test(/^libvirt::boot::/)

@@ -3,7 +3,8 @@
 //! reached with `ssh`, `console` and its kubeconfig until `gc` stops it, a failed run paused at
 //! its verdict (`--pause-on-failure`) and resumed by `sno-harness resume` and by SIGUSR1, and
 //! `--set` and an inherited `OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE` recorded in a run. Each
-//! run is a shipped fault scenario and must still end as its `[expect]` says (exit 0).
+//! run is a shipped fault scenario and must still end as its `[expect]` says (exit 0); the kept
+//! ones have bootkube-flaky added, which makes bootkube long enough to log in to.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod run_watch;
-use run_watch::{qemu_processes_for, wait_for_bootkube, wait_for_events, what_the_run_left};
+use run_watch::{qemu_processes_for, wait_for_events, what_the_run_left};
 
 /// A release image no registry serves: the fixture's installer records what it is given.
 const RELEASE: &str = "quay.io/sno-harness-test/release:4.17.0-inherited";
@@ -52,23 +53,20 @@ impl Work {
             .unwrap()
     }
 
-    /// A shipped fault scenario with its bootkube stages at the normal pace (2 s each, not the
-    /// fast schedule's 4 s in all), so that a login during bootkube lands in it for certain.
-    fn slow_fault(&self, fault: &str) -> PathBuf {
+    /// A shipped fault scenario with bootkube-flaky added to its faults: cluster-bootstrap fails
+    /// twice and bootkube.service restarts 5 s later each time, so that bootkube lasts long
+    /// enough (the fast schedule's takes 4 s) for a login to land in it; the rest of the
+    /// scenario, its fast schedule and its expectation are as shipped.
+    fn with_a_long_bootkube(&self, fault: &str) -> PathBuf {
         let text = std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../scenarios/faults/{fault}.toml")),
         )
         .unwrap();
-        assert!(
-            text.contains("schedule = \"fast\""),
-            "{fault}.toml changed shape"
-        );
+        let faults = format!("faults = [\"{fault}\"]");
+        assert!(text.contains(&faults), "{fault}.toml changed shape");
         let path = self.path(&format!("{fault}.toml"));
-        std::fs::write(
-            &path,
-            text.replace("schedule = \"fast\"", "schedule = \"normal\""),
-        )
-        .unwrap();
+        let longer = format!("faults = [\"bootkube-flaky\", \"{fault}\"]");
+        std::fs::write(&path, text.replace(&faults, &longer)).unwrap();
         path
     }
 }
@@ -113,6 +111,21 @@ fn wait_within(child: &mut Child, limit: Duration, events: &Path) -> std::proces
     }
 }
 
+/// When phase `name` of result `r` ended, on the wall clock.
+fn phase_end(r: &serde_json::Value, name: &str) -> std::time::SystemTime {
+    let started = humantime::parse_rfc3339(r["started_at"].as_str().unwrap()).unwrap();
+    let phase = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no phase {name}: {r}"));
+    let end_ms = phase["end_ms"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{name} did not end: {r}"));
+    started + Duration::from_millis(end_ms)
+}
+
 fn result_of(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("result.json")).unwrap()).unwrap()
 }
@@ -142,11 +155,10 @@ const WHERE_AM_I: &str =
 /// the kubeconfig, until gc stops it. Returns the run's result and the harness's output.
 fn kept_failure(
     work: &Work,
-    fault: &str,
+    (fault, gathered_files): (&str, &[&str]),
     backend: &[&str],
-    extra: &[&str],
 ) -> (serde_json::Value, String) {
-    let scenario = work.slow_fault(fault);
+    let scenario = work.with_a_long_bootkube(fault);
     let out = work.path("out");
     let id = format!("fault-{fault}");
     let dir = out.join(&id);
@@ -155,10 +167,9 @@ fn kept_failure(
         .harness()
         .arg("run")
         .arg(&scenario)
-        .args(["--keep=on-failure", "--out"])
+        .args(["--keep=on-failure", "--set", "vm.memory=2560MiB", "--out"])
         .arg(&out)
         .args(backend)
-        .args(extra)
         .env("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE", RELEASE)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(work.path(&format!("{id}.stdout"))).unwrap())
@@ -166,16 +177,14 @@ fn kept_failure(
         .spawn()
         .unwrap();
     let events = dir.join("events.jsonl");
-    wait_for_bootkube(&mut child, &events);
-    let during = ssh_answer(
-        work,
-        &id,
-        &format!("{WHERE_AM_I}; systemctl is-active bootkube.service || true"),
+    wait_for_events(
+        &mut child,
+        &events,
+        &["\"kind\":\"phase-started\",\"phase\":\"bootkube\""],
     );
-    assert!(
-        during.starts_with("core\nlive-system\n"),
-        "ssh during bootkube reached: {during:?}"
-    );
+    let during = ssh_answer(work, &id, WHERE_AM_I);
+    let answered = std::time::SystemTime::now();
+    assert_eq!(during, "core\nlive-system\n", "ssh during bootkube reached");
     let status = wait_within(&mut child, Duration::from_secs(900), &events);
     let output = std::fs::read_to_string(&log).unwrap();
     assert!(
@@ -184,6 +193,10 @@ fn kept_failure(
     );
     let r = result_of(&dir);
     assert_eq!(r["verdict"], "fail", "{r}");
+    assert!(
+        answered < phase_end(&r, "bootkube"),
+        "ssh answered after bootkube had ended: {r}"
+    );
     assert_eq!(r["private"]["kept"], true, "{r}");
     let pid = r["vm_left_running"]
         .as_u64()
@@ -208,10 +221,25 @@ fn kept_failure(
     }
     let status = work.run_harness(&["status", &id, "--json"]);
     let st: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    assert_eq!(st["state"], "kept", "{st}");
+    assert_eq!(st["runs"][0]["state"], "kept", "{st}");
+    gathered(&dir, gathered_files);
+    // --set and the inherited release override: changed, recorded, and what the installer used.
+    assert_eq!(
+        r["overrides"],
+        serde_json::json!(["vm.memory=2560MiB"]),
+        "{r}"
+    );
+    let vm = std::fs::read_to_string(dir.join("vm.txt")).unwrap();
     assert!(
-        dir.join("gather/index.json").is_file(),
-        "a kept failure gathers too"
+        vm.contains("-m 2560") || vm.contains(">2560</memory>"),
+        "{vm}"
+    );
+    assert_eq!(r["assets"]["release_image"], RELEASE, "{r}");
+    assert!(
+        r["assets"]["inherited_env"]
+            .to_string()
+            .contains("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE"),
+        "{r}"
     );
     let console = work.run_harness(&["console", &id, "--no-follow"]);
     assert!(console.status.success(), "{}", said(&console));
@@ -220,6 +248,26 @@ fn kept_failure(
         "the console's boot lines"
     );
     (r, output)
+}
+
+/// A failure's gather, as the scenario tests check it (tests/tests/scenarios.rs, which runs
+/// these two scenarios outside CI): the VM's collectors succeeded, every other collector that
+/// did not says why, and the files the fault's cause is read from are there.
+fn gathered(dir: &Path, files: &[&str]) {
+    let text = std::fs::read_to_string(dir.join("gather/index.json")).unwrap();
+    let index: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let collectors = index["collectors"].as_array().unwrap();
+    for c in collectors {
+        let vm = c["name"].as_str().unwrap().starts_with("vm/");
+        assert!(
+            c["status"] == "ok" || (!vm && !c["reason"].is_null()),
+            "{c}"
+        );
+    }
+    for f in files {
+        let len = std::fs::metadata(dir.join("gather").join(f)).map_or(0, |m| m.len());
+        assert!(len > 0, "gather/{f} is missing or empty:\n{text}");
+    }
 }
 
 /// gc stops the kept VM `pid` (and, on libvirt, its domain) and the run is no longer listed.
@@ -245,24 +293,16 @@ fn a_kept_failure_runs_on_for_ssh_console_and_kubeconfig_until_gc_stops_it() {
     let id = "fault-post-reboot-fail";
     let (r, output) = kept_failure(
         &work,
-        "post-reboot-fail",
+        (
+            "post-reboot-fail",
+            &[
+                "installed/journal.txt",
+                "installed/kubelet-status.txt",
+                "api/clusterversion.json",
+                "api/nodes.json",
+            ][..],
+        ),
         &[],
-        &["--set", "vm.memory=2560MiB"],
-    );
-    // --set and the inherited release override: changed, recorded, and what the installer used.
-    assert_eq!(
-        r["overrides"],
-        serde_json::json!(["vm.memory=2560MiB"]),
-        "{r}"
-    );
-    let vm = std::fs::read_to_string(work.path("out").join(id).join("vm.txt")).unwrap();
-    assert!(vm.contains("-m 2560"), "{vm}");
-    assert_eq!(r["assets"]["release_image"], RELEASE, "{r}");
-    assert!(
-        r["assets"]["inherited_env"]
-            .to_string()
-            .contains("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE"),
-        "{r}"
     );
     // After the harness: the installed system answers, and the API answered during the run.
     let after = ssh_answer(&work, id, WHERE_AM_I);
@@ -285,7 +325,19 @@ fn a_kept_failure_runs_on_for_ssh_console_and_kubeconfig_until_gc_stops_it() {
 fn libvirt_a_kept_failure_runs_on_as_a_domain_for_ssh_and_console_until_gc_destroys_it() {
     let work = Work::new("sno-kept-libvirt-");
     let id = "fault-install-fail";
-    let (r, output) = kept_failure(&work, "install-fail", &["--backend", "libvirt"], &[]);
+    let (r, output) = kept_failure(
+        &work,
+        (
+            "install-fail",
+            &[
+                "live/journal/install-to-disk.service.txt",
+                "live/journal/bootkube.service.txt",
+                "live/service-records.txt",
+                "live/block-devices.txt",
+            ][..],
+        ),
+        &["--backend", "libvirt"],
+    );
     assert!(
         output.contains("its VM runs on (libvirt domain sno-"),
         "{output}"
@@ -352,7 +404,7 @@ fn paused_then(work: &Work, name: &str, resume: impl FnOnce(&Work, u32)) {
     let paused_at = Instant::now();
     let st = work.run_harness(&["status", "fault-rootfs-404", "--json"]);
     let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
-    assert_eq!(st["state"], "paused", "{st}");
+    assert_eq!(st["runs"][0]["state"], "paused", "{st}");
     // The VM is alive while paused: the console grows no verdict, and reads the live boot.
     let console = work.run_harness(&["console", "fault-rootfs-404", "--no-follow"]);
     let lines = text(&console.stdout);
@@ -386,10 +438,7 @@ fn paused_then(work: &Work, name: &str, resume: impl FnOnce(&Work, u32)) {
         paused_ms >= 3000 && paused_ms <= paused_for.as_millis() as u64 + 1000,
         "{paused_ms} ms of {paused_for:?}"
     );
-    assert!(
-        dir.join("gather/index.json").is_file(),
-        "gathered after the pause"
-    );
+    gathered(&dir, &["vm/screenshot.png"]);
     assert!(
         qemu_processes_for(&work.path("private")).is_empty(),
         "the VM stopped after the pause"

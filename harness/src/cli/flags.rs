@@ -352,9 +352,9 @@ pub fn interrupt_channel() -> tokio::sync::watch::Receiver<bool> {
         let _ = tokio::task::spawn_blocking(sno_harness::util::children::kill_all).await;
         tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
         sno_harness::util::children::kill_all();
-        // A --keep run's QEMU has no parent-death signal; it is the user's only once its run
-        // passed.
-        sno_harness::vm::qemu::process::kill_untethered();
+        // A --keep run's VM has no parent-death signal (QEMU) or auto-destroy (libvirt); it is
+        // the user's only once its run handed it on.
+        sno_harness::vm::end_outliving_vms();
         std::process::exit(130);
     });
     rx

@@ -22,6 +22,8 @@ pub enum Resumed {
     Interrupt,
     /// The pause's limit passed.
     Limit,
+    /// The VM ended (shut down, or killed): nothing is left to look into.
+    VmEnded,
 }
 
 impl Resumed {
@@ -31,6 +33,7 @@ impl Resumed {
             Resumed::Signal => "SIGUSR1 (sno-harness resume)",
             Resumed::Interrupt => "an interrupt",
             Resumed::Limit => "the pause's limit",
+            Resumed::VmEnded => "the VM's end",
         }
     }
 }
@@ -42,10 +45,12 @@ pub fn arm() -> std::io::Result<()> {
     signal(SignalKind::user_defined1()).map(drop)
 }
 
-/// Waits until the pause ends, and says what ended it and how long it was.
+/// Waits until the pause ends (or `vm_ended` resolves), and says what ended it and how long it
+/// was.
 pub async fn wait_for_resume(
     interrupt: &mut tokio::sync::watch::Receiver<bool>,
     limit: Duration,
+    vm_ended: impl std::future::Future<Output = ()>,
 ) -> (Resumed, Duration) {
     let started = Instant::now();
     let (tx, enter) = tokio::sync::oneshot::channel();
@@ -79,6 +84,7 @@ pub async fn wait_for_resume(
         _ = usr1 => Resumed::Signal,
         _ = super::until_interrupted(interrupt) => Resumed::Interrupt,
         _ = tokio::time::sleep(limit) => Resumed::Limit,
+        _ = vm_ended => Resumed::VmEnded,
     };
     (why, started.elapsed())
 }
@@ -91,7 +97,9 @@ mod tests {
     async fn sigusr1_ends_a_pause_and_its_length_is_measured() {
         arm().unwrap();
         let (_tx, mut rx) = tokio::sync::watch::channel(false);
-        let waiting = tokio::spawn(async move { wait_for_resume(&mut rx, PAUSE_LIMIT).await });
+        let waiting = tokio::spawn(async move {
+            wait_for_resume(&mut rx, PAUSE_LIMIT, std::future::pending()).await
+        });
         // The handler is armed before the signal: a SIGUSR1 that comes before the wait only
         // wakes it at once, it never ends the process.
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -106,14 +114,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_interrupt_or_the_limit_ends_a_pause() {
+    async fn an_interrupt_the_limit_or_the_vms_end_ends_a_pause() {
+        let never = std::future::pending::<()>;
         let (tx, mut rx) = tokio::sync::watch::channel(false);
         tx.send(true).unwrap();
-        let (why, _) = wait_for_resume(&mut rx, PAUSE_LIMIT).await;
+        let (why, _) = wait_for_resume(&mut rx, PAUSE_LIMIT, never()).await;
         assert_eq!(why, Resumed::Interrupt);
         let (_tx, mut rx) = tokio::sync::watch::channel(false);
-        let (why, long) = wait_for_resume(&mut rx, Duration::from_millis(50)).await;
+        let (why, long) = wait_for_resume(&mut rx, Duration::from_millis(50), never()).await;
         assert_eq!(why, Resumed::Limit);
         assert!(long >= Duration::from_millis(50));
+        let (why, _) = wait_for_resume(&mut rx, PAUSE_LIMIT, async {}).await;
+        assert_eq!(why, Resumed::VmEnded);
     }
 }

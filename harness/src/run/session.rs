@@ -395,11 +395,13 @@ impl Session {
             .outcome()
             .is_some_and(|o| o.verdict == Verdict::Pass);
         let keeps = life.keeps_disks(run.opts.keep.when.applies(passed));
-        if !passed && (keeps || run.opts.pause_on_failure) {
+        // The user who stopped the run wants it stopped: no pause, no VM left running.
+        let interrupted = *run.opts.interrupt.borrow();
+        if !passed && (keeps || run.opts.pause_on_failure) && !interrupted {
             self.kubeconfig_if_the_api_answered(run);
         }
         let registered = registration.is_some();
-        let paused = match run.opts.pause_on_failure && !passed {
+        let paused = match run.opts.pause_on_failure && !passed && !interrupted {
             true => self.pause(run, registration).await,
             false => Duration::ZERO,
         };
@@ -413,6 +415,7 @@ impl Session {
             self.after_pass(run, life, key, assets).await;
         }
         let leave = keeps
+            && !interrupted
             && registered
             && run.opts.backend.can().leave_running
             && run.opts.keep.takes_running_slot(passed);
@@ -479,7 +482,7 @@ impl Session {
     /// Holds the failed run at its verdict with the VM alive until the user resumes it; the
     /// registration says it is paused meanwhile (`status`, `resume`). Returns the pause's length.
     async fn pause(
-        &self,
+        &mut self,
         run: &mut Run<'_>,
         mut registration: Option<&mut registry::Registration>,
     ) -> Duration {
@@ -514,8 +517,15 @@ impl Session {
             },
         );
         let mut interrupt = run.opts.interrupt.clone();
+        let vm = &mut self.vm;
+        let vm_ended = async move {
+            while matches!(vm.liveness(), Liveness::Running) {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        };
         let (why, long) =
-            super::pause::wait_for_resume(&mut interrupt, super::pause::PAUSE_LIMIT).await;
+            super::pause::wait_for_resume(&mut interrupt, super::pause::PAUSE_LIMIT, vm_ended)
+                .await;
         mark(&mut registration, false);
         let line = format!(
             "resumed by {} after {:.0} s paused; gathering",

@@ -20,6 +20,13 @@ use std::path::PathBuf;
 pub use backend::{Backend, Capabilities};
 pub use error::VmError;
 
+/// For the harness's forced exit (a second Ctrl-C, which runs no drops): ends every VM of this
+/// process's that was started to be able to outlive it (`--keep`) and not yet handed on.
+pub fn end_outliving_vms() {
+    qemu::process::kill_untethered();
+    libvirt::runtime::destroy_outliving();
+}
+
 use serde::{Deserialize, Serialize};
 
 use crate::hw::{Accel, Bus, DiskIo, Firmware, Sector};

@@ -341,6 +341,29 @@ pub struct LibvirtVm {
     dir: PathBuf,
 }
 
+/// Domains started without auto-destroy and not yet handed on (`detach`) or destroyed, by URI
+/// and name: a forced exit (a second Ctrl-C, which runs no drops) destroys them, as it kills a
+/// QEMU started without its parent-death signal.
+static OUTLIVING: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+fn outliving() -> std::sync::MutexGuard<'static, Vec<(String, String)>> {
+    OUTLIVING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Destroys every domain of this process's that could outlive it and was not handed on.
+pub fn destroy_outliving() {
+    for (uri, name) in outliving().drain(..) {
+        let destroyed = connect(&uri).and_then(|c| {
+            c.lookup_domain_by_name(&name)
+                .and_then(|d| d.destroy())
+                .map_err(|e| other("destroying the domain", e))
+        });
+        if let Err(e) = destroyed {
+            tracing::warn!("forced exit: domain {name} left: {e} (`sno-harness gc` removes it)");
+        }
+    }
+}
+
 impl LibvirtVm {
     /// Creates the run's NAT network when there is one, then the domain (paused,
     /// auto-destroyed with this connection), subscribes to its events, attaches the serial
@@ -436,6 +459,9 @@ impl LibvirtVm {
             xml,
             callbacks: Vec::new(),
         };
+        if may_outlive {
+            outliving().push((uri.to_string(), spec.name.clone()));
+        }
         // SAFETY (casts): each function has the signature libvirt documents for its event id.
         let subscriptions: [(u32, sys::virConnectDomainEventGenericCallback); 3] = unsafe {
             [
@@ -683,6 +709,7 @@ impl LibvirtVm {
         // The console's reader ends; the domain's serial socket stays for `console`.
         self.console_pump = None;
         // Dropped without destroying: the domain and the network are gc's from now on.
+        outliving().retain(|(_, n)| *n != self.name);
         self.dom = None;
         self.net = None;
         Ok(pid)
@@ -695,6 +722,7 @@ impl LibvirtVm {
             // SAFETY: ids returned by virConnectDomainEventRegisterAny on this connection.
             unsafe { sys::virConnectDomainEventDeregisterAny(self.conn.as_ptr(), id) };
         }
+        outliving().retain(|(_, n)| *n != self.name);
         if let Some(dom) = self.dom.take() {
             match dom.is_active() {
                 Ok(true) => {
