@@ -93,7 +93,7 @@ fn open(entry: &Entry) -> Result<(UnixStream, Option<File>), CliError> {
                 if source.kind() == io::ErrorKind::NotFound =>
             {
                 Err(bad(format!(
-                    "run {}: its console takes no input yet (no {}): its VM has not started",
+                    "run {}: its console takes no input (no {}): its VM has not started, or has stopped",
                     entry.id,
                     path.display()
                 )))
