@@ -80,11 +80,15 @@ impl Session {
 
     /// Waits until the terminal shows `text`.
     fn wait_shown(&self, text: &str) {
-        let deadline = Instant::now() + PATIENCE;
+        self.wait_shown_within(text, PATIENCE);
+    }
+
+    fn wait_shown_within(&self, text: &str, limit: Duration) {
+        let deadline = Instant::now() + limit;
         while !self.shown().contains(text) {
             assert!(
                 Instant::now() < deadline,
-                "{text:?} not shown within {PATIENCE:?}; shown: {:?}",
+                "{text:?} not shown within {limit:?}; shown: {:?}",
                 self.shown()
             );
             std::thread::sleep(Duration::from_millis(20));
@@ -238,6 +242,9 @@ fn typed_keys_reach_the_guest_its_output_shows_filtered_and_the_escape_key_ends_
     );
     assert!(s.canonical(), "the terminal is restored");
     assert!(s.shown().contains("left the console of run smoke"));
+    // The guest's colours are reset as a sequence, never shown as text.
+    assert!(s.shown().contains("\x1b[0m"), "{:?}", s.shown());
+    assert!(!s.shown().contains("\\x1b"), "{:?}", s.shown());
 }
 
 #[test]
@@ -450,4 +457,123 @@ fn a_run_whose_harness_and_vm_are_gone_has_nothing_to_type_into_and_a_libvirt_on
         "{}",
         s.shown()
     );
+}
+
+/// A run's QEMU boots the minimal ISO under the `rootfs-404` fault: its live initramfs stops in
+/// the emergency shell on the serial console (`exec sh` on /dev/console, the kernel's last
+/// `console=ttyS0`). Typed into through the run's own console input while the run holds the
+/// console, the shell runs the command: its answer is in the run's serial.log.
+#[test]
+fn typed_into_a_runs_emergency_shell_the_command_runs_there_and_its_answer_is_in_serial_log() {
+    let out = tempfile::Builder::new()
+        .prefix("sno-console-")
+        .tempdir()
+        .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/faults/rootfs-404.toml");
+    let stderr = out.path().join("harness.stderr");
+    let mut run = Command::new(BIN)
+        .arg("run")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(out.path())
+        .env("SNO_HARNESS_STATE_DIR", state.path())
+        .env("SNO_HARNESS_PROGRESS", "plain")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let id = "fault-rootfs-404";
+    let dir = out.path().join(id);
+    let ended = |run: &mut Child| {
+        run.try_wait().unwrap().map(|status| {
+            format!(
+                "the run ended ({status}); its stderr:\n{}",
+                std::fs::read_to_string(&stderr).unwrap_or_default()
+            )
+        })
+    };
+    // The console input opens with the VM.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !private_sockets(state.path()).contains(&console_input::SOCKET.to_string()) {
+        if let Some(why) = ended(&mut run) {
+            panic!("{why}");
+        }
+        assert!(Instant::now() < deadline, "no console input within 600 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut s = Session::start(state.path(), &["console", id, "-i"]);
+    s.wait_raw();
+    // Typed once while the initramfs waits before its dump (the console's tty holds the line
+    // for the shell to come), and once at the shell's prompt, should the shell not take it.
+    s.wait_shown_within("Entering emergency mode", Duration::from_secs(600));
+    s.type_in(b"echo mark-$((6*7))\r");
+    s.wait_shown_within("Press Enter to continue", Duration::from_secs(120));
+    if !s.shown().contains("mark-42") {
+        s.type_in(b"echo mark-$((6*7))\r");
+    }
+    let log = dir.join("serial.log");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.ends_with(" mark-42"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "mark-42 not in serial.log within 120 s; the session showed: {:?}",
+            s.shown()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    s.type_in(&[CTRL_RIGHT_BRACKET]);
+    assert_eq!(s.exit_code(), Some(0), "{}", s.shown());
+    assert!(s.canonical());
+    // The run goes on to its verdict as without the session.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let status = loop {
+        if let Some(status) = run.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run did not end within 600 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "the run fails as the scenario expects"
+    );
+    let result = std::fs::read_to_string(dir.join("result.json")).unwrap();
+    assert!(result.contains("404 Not Found"), "{result}");
+    assert!(
+        !private_sockets(state.path()).contains(&console_input::SOCKET.to_string()),
+        "the console input went with the run"
+    );
+}
+
+/// The names of the sockets in the private directories under `state`.
+fn private_sockets(state: &Path) -> Vec<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut names = Vec::new();
+    for run in std::fs::read_dir(state.join("private"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for f in std::fs::read_dir(run.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if f.file_type().is_ok_and(|t| t.is_socket()) {
+                names.push(f.file_name().to_string_lossy().into_owned());
+            }
+        }
+    }
+    names
 }

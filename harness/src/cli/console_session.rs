@@ -55,8 +55,10 @@ pub fn interactive(entry: &Entry, escape: EscapeKey) -> Outcome {
         relay(&console, escape, &signals)
     };
     if rustix::termios::isatty(io::stdout()) {
-        // Colours the guest left on are not the user's shell's.
-        out!("\x1b[0m");
+        // Colours the guest left on are not the user's shell's. (Not `out!`, which shows
+        // control characters as text.)
+        let mut stdout = io::stdout().lock();
+        let _ = stdout.write_all(b"\x1b[0m").and_then(|_| stdout.flush());
     }
     match end {
         End::Escape => {
