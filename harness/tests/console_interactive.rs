@@ -171,6 +171,7 @@ fn register(state: &Path, root: &Path, id: &str) -> (Registration, PathBuf, Path
         uri: None,
         domain: None,
         keep: false,
+        paused: false,
         qemu: None,
         private: Some(private.clone()),
     };
@@ -362,7 +363,7 @@ fn connect(path: &Path) -> UnixStream {
 }
 
 #[test]
-fn a_kept_qemus_console_is_typed_into_through_its_own_socket_once_the_harness_is_gone() {
+fn a_kept_vms_console_is_typed_into_through_its_qemus_socket_once_the_harness_is_gone() {
     let t = tempfile::tempdir().unwrap();
     let state = t.path().join("state");
     let (mut registration, _run, private) = register(&state, t.path(), "kept");
@@ -422,14 +423,34 @@ fn a_kept_qemus_console_is_typed_into_through_its_own_socket_once_the_harness_is
     assert_eq!(s.exit_code(), Some(0), "{}", s.shown());
     assert!(s.canonical());
 
-    // QEMU takes the next client again.
+    // QEMU takes the next client again; a kept local libvirt domain's QEMU is reached the same
+    // way (its registration names the domain, not the process).
+    registration
+        .update(|e| {
+            e.qemu = None;
+            e.backend = "libvirt".into();
+            e.uri = Some("qemu:///system".into());
+            e.domain = Some("sno-kept-40123".into());
+        })
+        .unwrap();
     let mut again = Session::start(&state, &["console", "kept", "-i"]);
     again.wait_raw();
     again.type_in(b"and again\r");
     again.wait_shown("and again");
     again.type_in(&[CTRL_RIGHT_BRACKET]);
     assert_eq!(again.exit_code(), Some(0), "{}", again.shown());
+
+    // Once the VM is gone, the socket does not answer, and the message says where to look.
     drop(qemu);
+    let mut after = Session::start(&state, &["console", "kept", "-i"]);
+    assert_eq!(after.exit_code(), Some(2), "{}", after.shown());
+    assert!(
+        after
+            .shown()
+            .contains("`virsh -c qemu:///system console sno-kept-40123`"),
+        "{}",
+        after.shown()
+    );
 }
 
 #[test]

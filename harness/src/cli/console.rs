@@ -27,8 +27,8 @@ pub struct ConsoleArgs {
     #[arg(long, conflicts_with = "interactive")]
     no_follow: bool,
     /// Type into the console from this terminal (raw: every key goes to the guest) and see its
-    /// output as it comes, until the escape key; while the run goes on, or on a VM a passing
-    /// --keep run left running on QEMU. Needs a terminal on stdin.
+    /// output as it comes, until the escape key; while the run goes on, or on the VM a kept
+    /// run left running (QEMU, a local libvirt domain). Needs a terminal on stdin.
     #[arg(short, long)]
     interactive: bool,
     /// The key that ends an interactive session, written ^] (Ctrl-], the default, as virsh

@@ -1,7 +1,8 @@
 //! `sno-harness console RUN --interactive`: the user's terminal, raw, on the guest's serial
 //! console. While the run's harness lives, through the console input socket it serves
-//! (guest::console_input); once it has gone and left its QEMU running (`--keep`), through
-//! QEMU's own serial socket, which takes the next client once the harness's connection closed.
+//! (guest::console_input); once it has gone and left its VM running (`--keep`: the harness's
+//! QEMU, or a local libvirt domain's), through that QEMU's own serial socket, which takes the
+//! next client once the harness's connection closed.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -23,7 +24,7 @@ use sno_harness::util::socket_path::Reachable;
 use super::console_text::{EscapeKey, GuestText};
 use super::error::{bad, harness, CliError, Outcome};
 
-/// The lock a session on a kept QEMU's serial socket holds, in the run's private directory:
+/// The lock a session on a kept VM's serial socket holds, in the run's private directory:
 /// QEMU queues a second client silently until the first leaves, so a second session is
 /// refused here instead.
 const DIRECT_LOCK: &str = "console.lock";
@@ -79,7 +80,7 @@ pub fn interactive(entry: &Entry, escape: EscapeKey) -> Outcome {
 }
 
 /// The stream to the run's console, and the lock that makes the session the only one when it
-/// goes straight to QEMU.
+/// goes straight to the VM's serial socket.
 fn open(entry: &Entry) -> Result<(UnixStream, Option<File>), CliError> {
     let private = entry.private.as_deref().ok_or_else(|| {
         bad(format!(
@@ -87,46 +88,66 @@ fn open(entry: &Entry) -> Result<(UnixStream, Option<File>), CliError> {
             entry.id
         ))
     })?;
-    if entry.owner_alive() {
-        let path = private.join(console_input::SOCKET);
-        return match console_input::connect(&path) {
-            Ok(s) => Ok((s, None)),
-            Err(ConnectError::Unreachable { source, .. })
-                if source.kind() == io::ErrorKind::NotFound =>
-            {
-                Err(bad(format!(
-                    "run {}: its console takes no input (no {}): its VM has not started, or has stopped",
-                    entry.id,
-                    path.display()
-                )))
-            }
-            Err(e) => Err(bad(format!("run {}: {e}", entry.id))),
-        };
+    if !private.is_dir() {
+        return Err(bad(format!(
+            "run {}: its private directory {} is gone, and its console's sockets with it",
+            entry.id,
+            private.display()
+        )));
     }
-    if entry.qemu.is_some_and(|q| q.alive()) {
+    if entry.owner_alive() {
+        return through_the_harness(entry, private).map(|s| (s, None));
+    }
+    // A kept VM: the harness's QEMU, or a local domain's (libvirt's QEMU listens on the
+    // same socket, its harness's connection gone; a remote host's has none here).
+    let kept_qemu = entry.qemu.is_some_and(|q| q.alive());
+    if kept_qemu || entry.domain.is_some() {
         let lock = lock_direct(private, &entry.id)?;
         let serial = private.join("serial.sock");
-        let stream = Reachable::new(&serial)
-            .and_then(|r| UnixStream::connect(r.path()))
-            .map_err(|e| {
-                bad(format!(
-                    "run {}: cannot connect to its QEMU's serial console {}: {e}",
-                    entry.id,
-                    serial.display()
-                ))
-            })?;
-        return Ok((stream, Some(lock)));
+        return match Reachable::new(&serial).and_then(|r| UnixStream::connect(r.path())) {
+            Ok(s) => Ok((s, Some(lock))),
+            Err(e) if kept_qemu => Err(bad(format!(
+                "run {}: cannot connect to its QEMU's serial console {}: {e}",
+                entry.id,
+                serial.display()
+            ))),
+            Err(e) => Err(bad(gone(entry, &format!("{}: {e}", serial.display())))),
+        };
     }
-    Err(bad(gone(entry)))
+    Err(bad(gone(entry, "")))
 }
 
-/// Why a run whose harness has gone has no console to type into.
-fn gone(entry: &Entry) -> String {
+/// The console input the run's harness serves.
+fn through_the_harness(entry: &Entry, private: &Path) -> Result<UnixStream, CliError> {
+    let path = private.join(console_input::SOCKET);
+    match console_input::connect(&path) {
+        Ok(s) => Ok(s),
+        Err(ConnectError::Unreachable { source, .. })
+            if source.kind() == io::ErrorKind::NotFound =>
+        {
+            Err(bad(format!(
+                "run {}: its console takes no input (no {}): its VM has not started, or has \
+                 stopped",
+                entry.id,
+                path.display()
+            )))
+        }
+        Err(e) => Err(bad(format!("run {}: {e}", entry.id))),
+    }
+}
+
+/// Why a run whose harness has gone has no console to type into; `tried` is the socket tried
+/// and its error, if one was.
+fn gone(entry: &Entry, tried: &str) -> String {
+    let tried = match tried {
+        "" => String::new(),
+        t => format!(" ({t})"),
+    };
     match &entry.domain {
         Some(domain) => format!(
-            "run {}: its harness has ended, and libvirt ends a run's domain {domain} with the \
-             harness's connection; should it still run, `virsh{} console {domain}` reaches its \
-             console",
+            "run {}: its harness has ended and its domain {domain}'s serial console does not \
+             answer here{tried}: the domain does not run, or runs on another host; \
+             `virsh{} console {domain}` reaches a running domain's console",
             entry.id,
             entry
                 .uri
