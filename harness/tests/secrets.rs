@@ -269,6 +269,7 @@ fn everything_under(out: &Path) -> Vec<PathBuf> {
         "ssh-key",
         "qmp.sock",
         "serial.sock",
+        "console-in.sock",
     ] {
         assert!(
             !searched

@@ -5,6 +5,8 @@
 mod check;
 mod completions;
 mod console;
+mod console_session;
+mod console_text;
 mod doctor;
 mod error;
 mod fixture;

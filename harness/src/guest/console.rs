@@ -1,5 +1,6 @@
 //! The serial console: read from QEMU's socket by a thread, cleaned of terminal escapes,
-//! written to serial.log with host timestamps, and searchable by waiters.
+//! written to serial.log with host timestamps, and searchable by waiters; typed into through
+//! the run's console input socket (`console_input`) while a user is attached.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
@@ -7,6 +8,8 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
+
+use super::console_input::{InputRelay, OutputTap};
 
 type LineHook = Box<dyn Fn(&str) + Send>;
 
@@ -18,11 +21,17 @@ struct Shared {
     log_error: Option<String>,
     /// Called with every new line (the run's event timeline listens here).
     hooks: Vec<LineHook>,
+    /// The console input socket, while it listens: it goes when the console closes.
+    relay: Option<InputRelay>,
 }
 
 #[derive(Clone)]
 pub struct Console {
     shared: Arc<(Mutex<Shared>, Condvar)>,
+    /// The console's stream, for writing into the guest.
+    input: Arc<UnixStream>,
+    /// Where the reader offers the raw output to an attached user.
+    tap: OutputTap,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -39,13 +48,32 @@ pub enum ConsoleError {
 
 impl Console {
     pub fn attach(stream: UnixStream, log_path: &Path) -> std::io::Result<Console> {
+        let input = Arc::new(stream.try_clone()?);
         let log = BufWriter::new(File::create(log_path)?);
         let shared = Arc::new((Mutex::new(Shared::default()), Condvar::new()));
         let reader_shared = shared.clone();
+        let tap = OutputTap::default();
+        let reader_tap = tap.clone();
         std::thread::Builder::new()
             .name("serial-console".into())
-            .spawn(move || read_loop(stream, log, reader_shared))?;
-        Ok(Console { shared })
+            .spawn(move || read_loop(stream, log, reader_shared, reader_tap))?;
+        Ok(Console { shared, input, tap })
+    }
+
+    /// Listens on `path` for one user at a time to type into the guest and see its output raw
+    /// (`sno-harness console RUN --interactive`), until the console closes; the socket goes
+    /// then. The console's own reading and serial.log are as without it.
+    pub fn serve_input(&self, path: &Path) -> std::io::Result<()> {
+        let relay = InputRelay::listen(path, self.input.try_clone()?, self.tap.clone())?;
+        let mut g = self.shared.0.lock().expect("console lock");
+        if g.closed {
+            // Too late: nothing to type into. The relay goes outside the lock.
+            drop(g);
+            drop(relay);
+            return Ok(());
+        }
+        g.relay = Some(relay);
+        Ok(())
     }
 
     /// Waits for a console line containing `pattern` (after `from_line`) and returns it with
@@ -146,6 +174,7 @@ fn read_loop(
     mut stream: UnixStream,
     mut log: BufWriter<File>,
     shared: Arc<(Mutex<Shared>, Condvar)>,
+    tap: OutputTap,
 ) {
     let mut buf = [0u8; 4096];
     let mut pending: Vec<u8> = Vec::new();
@@ -155,6 +184,7 @@ fn read_loop(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        tap.offer(&buf[..n]);
         pending.extend_from_slice(&buf[..n]);
         let mut new_lines = Vec::new();
         while let Some(pos) = pending.iter().position(|&b| b == b'\n') {
@@ -183,8 +213,14 @@ fn read_loop(
     }
     let _ = log.flush();
     let (lock, cv) = &*shared;
-    lock.lock().expect("console lock").closed = true;
+    let relay = {
+        let mut g = lock.lock().expect("console lock");
+        g.closed = true;
+        g.relay.take()
+    };
     cv.notify_all();
+    // Ends an attached user's session (it sees the console close) and removes the socket.
+    drop(relay);
 }
 
 fn timestamp() -> String {

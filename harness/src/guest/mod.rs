@@ -2,6 +2,7 @@
 //! status and journal over SSH across reboots.
 
 pub mod console;
+pub mod console_input;
 pub mod follow;
 pub mod journal;
 pub mod ssh;

@@ -87,6 +87,7 @@ fn disposable_files(dir: &Path) -> Vec<PathBuf> {
         "live.iso",
         "serial.sock",
         "qmp.sock",
+        crate::guest::console_input::SOCKET,
         "OVMF_VARS.fd",
     ]
     .iter()

@@ -169,6 +169,9 @@ impl Drop for RunFiles {
                     None => fs::remove_file(&sock),
                 };
             }
+            // The console input socket is the harness's own: it ends with it, whatever the VM
+            // does (a kept QEMU's console is then its serial socket's).
+            let _ = fs::remove_file(private.path().join(crate::guest::console_input::SOCKET));
             drop(private);
         }
         match (self.vm_left_running, self.registration.take()) {

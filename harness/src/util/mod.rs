@@ -7,6 +7,7 @@ pub mod input_file;
 pub mod out;
 pub mod private;
 pub mod process;
+pub mod raw_terminal;
 pub mod replace_file;
 pub mod socket_path;
 pub mod url;

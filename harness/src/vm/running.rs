@@ -19,6 +19,21 @@ use crate::guest::console::Console;
 
 pub use super::backend::Backend;
 
+/// Lets a user type into the console (`sno-harness console RUN --interactive`) through a
+/// socket beside the VM's serial socket, in the run's private directory. A run goes on without
+/// it: the user is told why there is none.
+fn serve_console_input(console: &Console, spec: &VmSpec) {
+    let path = spec
+        .serial_socket
+        .with_file_name(crate::guest::console_input::SOCKET);
+    if let Err(e) = console.serve_input(&path) {
+        tracing::warn!(
+            "no interactive console for this run ({}: {e}); `sno-harness console RUN` still follows it",
+            path.display()
+        );
+    }
+}
+
 /// QMP's event stream ended: QEMU exited (its own signal says so), or QEMU runs on without the
 /// harness's QMP connection, which is then lost. QEMU closes the socket a moment before it
 /// exits, so the process is looked at after a second.
@@ -59,6 +74,21 @@ impl RunningVm {
     /// `tx`. Call it from a thread that lives as long as the VM (the QEMU backend's parent-death
     /// signal is tied to the starting thread).
     pub async fn start(
+        backend: &Backend,
+        spec: &VmSpec,
+        opts: StartOptions<'_>,
+        meta: &RunMeta,
+        dir: &Path,
+        tx: &SignalTx,
+    ) -> Result<(RunningVm, Console), VmError> {
+        let started = Self::start_on(backend, spec, opts, meta, dir, tx).await?;
+        if backend.can().console {
+            serve_console_input(&started.1, spec);
+        }
+        Ok(started)
+    }
+
+    async fn start_on(
         backend: &Backend,
         spec: &VmSpec,
         opts: StartOptions<'_>,
