@@ -9,6 +9,11 @@ use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{signal, SignalKind};
 
+use super::context::Run;
+use crate::flow::event::{Signal as Event, Source};
+use crate::registry::Registration;
+use crate::vm::running::{Liveness, RunningVm};
+
 /// The longest a run stays paused: a forgotten pause must not hold a VM for ever.
 pub const PAUSE_LIMIT: Duration = Duration::from_secs(24 * 3600);
 
@@ -87,6 +92,62 @@ pub async fn wait_for_resume(
         _ = vm_ended => Resumed::VmEnded,
     };
     (why, started.elapsed())
+}
+
+/// Holds a failed run at its verdict: says how to get in (`failure`: where it failed; `way_in`:
+/// the lines of `way_in::WayIn`) and how to go on, marks the registration paused (`status`,
+/// `resume`), and waits; returns the pause's length.
+pub async fn hold(
+    run: &mut Run<'_>,
+    (failure, way_in): (&str, Vec<String>),
+    mut registration: Option<&mut Registration>,
+    vm: &mut RunningVm,
+) -> Duration {
+    run.ui.finish();
+    let mut text = vec![
+        format!("sno-harness: paused at the failure ({failure}); the VM runs on and the run's clock is stopped."),
+        "To get in:".to_string(),
+    ];
+    text.extend(way_in);
+    text.push(format!(
+        "To go on (gather the evidence, stop the VM, write the reports): press Enter here, or run `sno-harness resume {}`, or `kill -USR1 {}` (at most {} paused).",
+        run.opts.id,
+        std::process::id(),
+        humantime::format_duration(PAUSE_LIMIT)
+    ));
+    run.ui.print(&text.join("\n"));
+    mark(&mut registration, true);
+    note(run, "paused at the failure".into());
+    let mut interrupt = run.opts.interrupt.clone();
+    let vm_ended = async move {
+        while matches!(vm.liveness(), Liveness::Running) {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    };
+    let (why, long) = wait_for_resume(&mut interrupt, PAUSE_LIMIT, vm_ended).await;
+    mark(&mut registration, false);
+    let line = format!(
+        "resumed by {} after {:.0} s paused; gathering",
+        why.as_str(),
+        long.as_secs_f64()
+    );
+    note(run, line.clone());
+    run.ui.line(&line);
+    long
+}
+
+/// Says in the run's registration whether it is paused; a failure is a warning (`resume` then
+/// says the run is not paused, and SIGUSR1 or Enter still end the pause).
+fn mark(registration: &mut Option<&mut Registration>, paused: bool) {
+    if let Some(r) = registration.as_mut() {
+        if let Err(e) = r.update(|e| e.paused = paused) {
+            tracing::warn!("cannot mark the run paused={paused} in its registration: {e}");
+        }
+    }
+}
+
+fn note(run: &mut Run<'_>, text: String) {
+    let _ = run.log.record(Source::Harness, Event::Note { text });
 }
 
 #[cfg(test)]

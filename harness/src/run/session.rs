@@ -479,64 +479,15 @@ impl Session {
         })
     }
 
-    /// Holds the failed run at its verdict with the VM alive until the user resumes it; the
-    /// registration says it is paused meanwhile (`status`, `resume`). Returns the pause's length.
+    /// Holds the failed run at its verdict with the VM alive until the user resumes it.
     async fn pause(
         &mut self,
         run: &mut Run<'_>,
-        mut registration: Option<&mut registry::Registration>,
+        registration: Option<&mut registry::Registration>,
     ) -> Duration {
-        run.ui.finish();
-        let mut text = vec![
-            format!(
-                "sno-harness: paused at the failure ({}); the VM runs on and the run's clock is stopped.",
-                failure_words(&run.machine)
-            ),
-            "To get in:".to_string(),
-        ];
-        text.extend(self.way_in(run).lines());
-        text.push(format!(
-            "To go on (gather the evidence, stop the VM, write the reports): press Enter here, or run `sno-harness resume {}`, or `kill -USR1 {}` (at most {} paused).",
-            run.opts.id,
-            std::process::id(),
-            humantime::format_duration(super::pause::PAUSE_LIMIT)
-        ));
-        run.ui.print(&text.join("\n"));
-        let mark = |r: &mut Option<&mut registry::Registration>, paused: bool| {
-            if let Some(r) = r.as_mut() {
-                if let Err(e) = r.update(|e| e.paused = paused) {
-                    tracing::warn!("cannot mark the run paused={paused} in its registration: {e}");
-                }
-            }
-        };
-        mark(&mut registration, true);
-        let _ = run.log.record(
-            Source::Harness,
-            Signal::Note {
-                text: "paused at the failure".into(),
-            },
-        );
-        let mut interrupt = run.opts.interrupt.clone();
-        let vm = &mut self.vm;
-        let vm_ended = async move {
-            while matches!(vm.liveness(), Liveness::Running) {
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            }
-        };
-        let (why, long) =
-            super::pause::wait_for_resume(&mut interrupt, super::pause::PAUSE_LIMIT, vm_ended)
-                .await;
-        mark(&mut registration, false);
-        let line = format!(
-            "resumed by {} after {:.0} s paused; gathering",
-            why.as_str(),
-            long.as_secs_f64()
-        );
-        let _ = run
-            .log
-            .record(Source::Harness, Signal::Note { text: line.clone() });
-        run.ui.line(&line);
-        long
+        let way_in = self.way_in(run).lines();
+        let failure = failure_words(&run.machine);
+        super::pause::hold(run, (&failure, way_in), registration, &mut self.vm).await
     }
 
     /// What a passing run does before its VM stops: the hand-on kubeconfig, and the saving
