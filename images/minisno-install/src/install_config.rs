@@ -421,6 +421,19 @@ sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests test@host
     }
 
     #[test]
+    fn an_ssh_key_of_several_lines_is_read_whole() {
+        let text = VALID.replace(
+            "sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests test@host",
+            "sshKey: |-\n  ecdsa-sha2-nistp256 AAAAE2 run\n  ssh-ed25519 AAAAC3 me@laptop",
+        );
+        let c = parse(&text).unwrap();
+        assert_eq!(
+            c.ssh_key.as_deref(),
+            Some("ecdsa-sha2-nistp256 AAAAE2 run\nssh-ed25519 AAAAC3 me@laptop")
+        );
+    }
+
+    #[test]
     fn omitted_replicas_mean_three() {
         let c = parse(&VALID.replace("  replicas: 1\n", "")).unwrap();
         assert_eq!(c.control_plane_replicas(), 3);

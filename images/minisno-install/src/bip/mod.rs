@@ -116,6 +116,12 @@ fn unit(name: &str, contents: &str) -> Value {
     json!({"name": name, "enabled": true, "contents": contents})
 }
 
+/// User `core` with every line of `sshKey`. The real installer puts the whole `sshKey` text,
+/// which may hold several authorized_keys lines, as one entry of `sshAuthorizedKeys` in the
+/// bootstrap(-in-place) Ignition (pkg/asset/ignition/bootstrap/common.go) and in the 99-master-ssh
+/// MachineConfig that master.ign is rendered from; Ignition writes the entry as it is, so every
+/// line reaches authorized_keys on both systems. minisno-ignition writes one line per entry,
+/// hence one entry per line here, with the same authorized_keys as the result.
 fn users(ssh_key: &str) -> Value {
     let keys: Vec<&str> = ssh_key
         .lines()

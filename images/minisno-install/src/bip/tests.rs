@@ -77,6 +77,25 @@ fn the_fixture_knows_no_fault_the_shared_list_lacks() {
 }
 
 #[test]
+fn every_line_of_ssh_key_is_an_authorized_key_on_both_systems() {
+    let o = FixtureOptions::default();
+    let keys =
+        "ecdsa-sha2-nistp256 AAAAE2 run\nssh-ed25519 AAAAC3 me@laptop\n\nssh-rsa AAAAB3 ci\n";
+    let cfg = live_ignition(&BipInputs {
+        ssh_key: keys,
+        ..inputs(&o, "/dev/vda")
+    })
+    .unwrap();
+    let master: Value =
+        serde_json::from_str(&file_contents(&cfg, "/opt/openshift/minisno/master.ign.in")).unwrap();
+    let want = json!([{"name": "core", "sshAuthorizedKeys": [
+        "ecdsa-sha2-nistp256 AAAAE2 run", "ssh-ed25519 AAAAC3 me@laptop", "ssh-rsa AAAAB3 ci"
+    ]}]);
+    assert_eq!(cfg["passwd"]["users"], want, "the live system");
+    assert_eq!(master["passwd"]["users"], want, "the installed system");
+}
+
+#[test]
 fn live_config_carries_the_bip_units_and_is_accepted_by_minisno_ignition() {
     let o = FixtureOptions::default();
     let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
