@@ -247,6 +247,10 @@ pub struct RunResult {
     /// The scenario keys changed on the command line (`--set KEY=VALUE`), as given, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<String>,
+    /// The fingerprints (`SHA256:...`, as `ssh-keygen -l` prints them) of the keys the
+    /// scenario's `[access] authorized_keys` added to user `core`, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub authorized_keys: Vec<String>,
     /// The rule cluster-ready judged the ClusterOperators by (`installer`, exactly `wait-for
     /// install-complete`'s, or `healthy`); absent when the run did not get that far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -476,6 +480,7 @@ impl RunResult {
             etcd_rule: None,
             release_rules: Vec::new(),
             overrides: Vec::new(),
+            authorized_keys: Vec::new(),
             operators_rule: None,
             operator_warnings: Vec::new(),
             bootkube_restarts: None,
@@ -642,6 +647,7 @@ pub(crate) mod tests {
             etcd_rule: None,
             release_rules: Vec::new(),
             overrides: Vec::new(),
+            authorized_keys: Vec::new(),
             operators_rule: None,
             operator_warnings: Vec::new(),
             bootkube_restarts: None,

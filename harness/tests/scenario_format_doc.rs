@@ -122,6 +122,7 @@ fn probes() -> Vec<(&'static str, String)> {
         ("[expect]", s(&format!("{DISK}[expect]\nzzz = 1\n"))),
         ("[badness]", s(&format!("{DISK}[badness]\nzzz = 1\n"))),
         ("[checks]", s(&format!("{DISK}[checks]\nzzz = 1\n"))),
+        ("[access]", s(&format!("{DISK}[access]\nzzz = 1\n"))),
         ("matrix", m("zzz = 1\n")),
         (
             "[[axis]]",

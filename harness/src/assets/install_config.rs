@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::scenario::files::authorized_keys::AuthorizedKey;
 use crate::scenario::model::{CapabilitiesSection, InstallSpec};
 
 #[derive(Serialize)]
@@ -95,6 +96,17 @@ pub struct Capabilities {
     pub baseline_capability_set: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub additional_enabled_capabilities: Vec<String>,
+}
+
+/// install-config's `sshKey`: the run's own key, then the scenario's `[access]
+/// authorized_keys`, one per line. The installer puts the whole text on user `core` in the
+/// bootstrap-in-place Ignition and in the master MachineConfig, so every line reaches
+/// authorized_keys on both systems.
+pub fn ssh_key_text(run_key: &str, added: &[AuthorizedKey]) -> String {
+    std::iter::once(run_key.trim())
+        .chain(added.iter().map(|k| k.line.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The placeholder written instead of the pull secret in the run directory's copy.
@@ -213,5 +225,40 @@ mod tests {
         let red = ic.redacted_yaml();
         assert!(!red.contains("auths"), "{red}");
         assert!(red.contains(REDACTED));
+    }
+
+    #[test]
+    fn the_scenarios_keys_follow_the_runs_own_one_per_line_in_ssh_key() {
+        let run_key = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTY= sno-harness smoke\n";
+        let added = |line: &str| AuthorizedKey {
+            line: line.into(),
+            fingerprint: String::new(),
+            from: String::new(),
+        };
+        assert_eq!(ssh_key_text(run_key, &[]), run_key.trim());
+        let text = ssh_key_text(
+            run_key,
+            &[
+                added("ssh-ed25519 AAAAC3 me@laptop"),
+                added("ssh-rsa AAAAB3"),
+            ],
+        );
+        let s = parse_str(
+            std::path::Path::new("s.toml"),
+            "name = \"t\"\nprofile = \"fixture\"\n[[disks]]\nid = \"install\"\nsize = \"8GiB\"\n",
+        )
+        .unwrap();
+        let yaml = InstallConfig::from_spec(&s.install, "{}".into(), text, None).to_yaml();
+        let v: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
+        let lines: Vec<&str> = v["sshKey"].as_str().unwrap().lines().collect();
+        assert_eq!(
+            lines,
+            [
+                run_key.trim(),
+                "ssh-ed25519 AAAAC3 me@laptop",
+                "ssh-rsa AAAAB3"
+            ],
+            "{yaml}"
+        );
     }
 }

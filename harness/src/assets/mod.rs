@@ -208,7 +208,7 @@ pub fn render_install_config(
     let ic = InstallConfig::from_spec(
         &scenario.install,
         pull_secret(scenario)?,
-        ssh_public_key.to_string(),
+        install_config::ssh_key_text(ssh_public_key, &scenario.authorized_keys),
         bundle,
     );
     let redacted = ic.redacted_yaml();

@@ -295,6 +295,12 @@ impl ScenarioPlan {
                 s.overrides.join(" --set ")
             );
         }
+        if !s.authorized_keys.is_empty() {
+            outln!("keys [access] adds to user core on both systems, after the run's own:");
+            for k in &s.authorized_keys {
+                outln!("  {} (from {})", key_summary(k), k.from);
+            }
+        }
         outln!(
             "\n# install-config.yaml (pull secret redacted)\n{}",
             self.install_config
@@ -518,4 +524,14 @@ fn network_json(n: &sno_harness::scenario::NetworkSpec) -> serde_json::Value {
         "keyfiles_embedded": true,
         "note": KEYFILES_WAY,
     })
+}
+
+/// A key as `ssh-keygen -l` shows one: its fingerprint, then its type and comment.
+fn key_summary(k: &sno_harness::scenario::files::authorized_keys::AuthorizedKey) -> String {
+    let mut words = k.line.split(' ');
+    let key_type = words.next().unwrap_or("");
+    let comment: Vec<&str> = words.skip(1).collect();
+    format!("{} {key_type} {}", k.fingerprint, comment.join(" "))
+        .trim_end()
+        .to_string()
 }

@@ -195,6 +195,11 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
             .map(|v| crate::flow::release_rules::applied(Some(v)))
             .unwrap_or_default(),
         overrides: s.overrides.clone(),
+        authorized_keys: s
+            .authorized_keys
+            .iter()
+            .map(|k| k.fingerprint.clone())
+            .collect(),
         operators_rule: m
             .phase(Phase::ClusterReady)
             .start_ms

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 
+pub mod authorized_keys;
 pub mod host_ignition;
 
 /// A bundle of every public CA (some 150) is about 220 KiB, a pull secret a few KiB: a file

@@ -75,6 +75,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         etcd_rule: None,
         release_rules: Vec::new(),
         overrides: Vec::new(),
+        authorized_keys: Vec::new(),
         operators_rule: None,
         operator_warnings: Vec::new(),
         bootkube_restarts: None,

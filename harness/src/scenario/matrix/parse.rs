@@ -181,6 +181,9 @@ fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<Base, MatrixError> {
             ),
         )
     })?;
+    // The keys are lines already checked: a permutation validated as the matrix file must not
+    // look for a key file relative to it.
+    pin_authorized_keys(&mut table, &scenario);
     if path.parent() != cx.file.parent() {
         pin_named_files(&mut table, &scenario);
     }
@@ -225,6 +228,20 @@ fn pin_named_files(table: &mut Table, base: &Scenario) {
             openshift.insert("installer".into(), absolute(p));
         }
     }
+}
+
+/// The base's `[access] authorized_keys` as the key lines they were read as, whatever
+/// directory the base is in (a `~/` or a relative path is read once, at the base).
+fn pin_authorized_keys(table: &mut Table, base: &Scenario) {
+    let Some(access) = table.get_mut("access").and_then(toml::Value::as_table_mut) else {
+        return;
+    };
+    let lines = base
+        .authorized_keys
+        .iter()
+        .map(|k| toml::Value::String(k.line.clone()))
+        .collect();
+    access.insert("authorized_keys".into(), toml::Value::Array(lines));
 }
 
 /// `dir/../x` as `x` when both name the same file (no symlink in between), for messages and
@@ -302,7 +319,9 @@ fn parse_axis(
                 format!("axis {key}: a label of {} bytes; labels name permutations and directories: at most {MAX_LABEL_LEN}, use {{ label = \"NAME\", value = ... }}", label.len()),
             ));
         }
-        if let Some(m) = bad_named_file(cx, &target, &value) {
+        if let Some(m) =
+            bad_named_file(cx, &target, &value).or_else(|| bad_key(cx, &target, &value))
+        {
             return Err(cx.err(raw, format!("{key} = {label:?}: {m}")));
         }
         if labels.contains(&label) {
@@ -364,6 +383,23 @@ fn bad_named_file(cx: &Ctx, target: &Target, value: &toml::Value) -> Option<Stri
     Some(format!(
         "{e} (the path is relative to the matrix file, or absolute)"
     ))
+}
+
+/// An `access.authorized_keys` value's entry that is no key (or names no key file), checked
+/// as the scenario validator checks it, relative to the matrix file.
+fn bad_key(cx: &Ctx, target: &Target, value: &toml::Value) -> Option<String> {
+    let Target::Path(path) = target else {
+        return None;
+    };
+    if !matches!(path.as_slice(), [a, k] if a == "access" && k == "authorized_keys") {
+        return None;
+    }
+    value
+        .as_array()?
+        .iter()
+        .filter_map(toml::Value::as_str)
+        .find_map(|entry| files::authorized_keys::entry_keys(cx.file, entry).err())
+        .map(|e| e.to_string())
 }
 
 /// Why one axis value, set on the base alone, does not fit the scenario's schema.

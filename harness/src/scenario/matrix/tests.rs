@@ -964,3 +964,45 @@ fn a_host_ignition_a_base_in_another_directory_names_stays_next_to_the_base() {
         "{e}"
     );
 }
+
+#[test]
+fn the_bases_authorized_keys_stay_the_keys_it_read_wherever_the_base_is() {
+    const KEY: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKS1GOM4iZ3Jw/8/Dy6E7UbT0+kyuGA0TF6+GbLmcpt6 me@ed25519";
+    let dir = tempfile::tempdir().unwrap();
+    let base_dir = dir.path().join("bases");
+    std::fs::create_dir(&base_dir).unwrap();
+    std::fs::write(base_dir.join("me.pub"), format!("{KEY}\n")).unwrap();
+    std::fs::write(
+        base_dir.join("b.toml"),
+        "name = \"b\"\nprofile = \"fixture\"\n[[disks]]\nid = \"install\"\nsize = \"8GiB\"\n[access]\nauthorized_keys = [\"me.pub\"]\n",
+    )
+    .unwrap();
+    let m = parse_str(
+        &dir.path().join("m.toml"),
+        "name = \"m\"\nbase = \"bases/b.toml\"\n[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\", \"uefi\"]\n",
+    )
+    .unwrap();
+    for p in &m.permutations {
+        let lines: Vec<&str> = p
+            .scenario
+            .authorized_keys
+            .iter()
+            .map(|k| k.line.as_str())
+            .collect();
+        assert_eq!(lines, [KEY], "{}", p.id);
+    }
+    // An axis value's key file is checked at its line, relative to the matrix.
+    std::fs::write(
+        dir.path().join("id"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    let e = parse_str(
+        &dir.path().join("m.toml"),
+        "name = \"m\"\nbase = \"bases/b.toml\"\n[[axis]]\nkey = \"access.authorized_keys\"\nvalues = [{ label = \"mine\", value = [\"id\"] }]\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.line(), Some(5), "{e}");
+    assert!(e.to_string().contains("id:1: a private key"), "{e}");
+}

@@ -1,6 +1,6 @@
 //! The scenario file as written: its top table, and the sections that are neither the VM's,
 //! the install's nor the network's (`[boot]`, `[badness]`, `[checks]`, `[fixture]`, `[openshift]`,
-//! `[expect]`, `[timeouts]`). Unknown keys are rejected.
+//! `[expect]`, `[timeouts]`, `[access]`). Unknown keys are rejected.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -42,6 +42,8 @@ pub struct ScenarioFile {
     pub badness: BadnessSection,
     #[serde(default)]
     pub checks: ChecksSection,
+    #[serde(default)]
+    pub access: AccessSection,
 }
 
 fn disk_entries<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Spanned<DiskSection>>, D::Error> {
@@ -111,6 +113,16 @@ impl BootSource {
     pub fn is_pxe(self) -> bool {
         self == BootSource::Pxe
     }
+}
+
+/// `[access]`: who may log in to the node besides the run itself.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessSection {
+    /// Public keys for user `core` on the live and the installed system, after the run's own:
+    /// each a public key line or the path of a `.pub` file (scenario/files/authorized_keys.rs).
+    #[serde(default)]
+    pub authorized_keys: Vec<Spanned<String>>,
 }
 
 /// `[badness]`: lines of the guest's logs that look like trouble but are expected in this

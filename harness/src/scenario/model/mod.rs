@@ -12,9 +12,10 @@ mod vm;
 
 pub use crate::hw::Disk;
 pub use file::{
-    BadnessSection, BootSection, BootSource, ChecksSection, CrashSeverity, EtcdCheck,
-    ExpectSection, FixtureSection, OpenshiftSection, OperatorsRule, Profile, ScenarioFile,
-    TimeoutValue, BOOTKUBE_RESTARTS_KEY, DEFAULT_DISK_WRITE_STALL, DISK_WRITE_STALL_KEY,
+    AccessSection, BadnessSection, BootSection, BootSource, ChecksSection, CrashSeverity,
+    EtcdCheck, ExpectSection, FixtureSection, OpenshiftSection, OperatorsRule, Profile,
+    ScenarioFile, TimeoutValue, BOOTKUBE_RESTARTS_KEY, DEFAULT_DISK_WRITE_STALL,
+    DISK_WRITE_STALL_KEY,
 };
 pub use install::{
     AssistedSection, CapabilitiesSection, ClusterNetworkEntry, DiskNaming, InstallMode,

@@ -12,6 +12,7 @@ use super::network::NetworkSpec;
 use super::vm::VmConfig;
 use super::Disk;
 use crate::flow::phase::Phase;
+use crate::scenario::files::authorized_keys::AuthorizedKey;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FixtureSpec {
@@ -80,6 +81,10 @@ pub struct Scenario {
     pub kernel_warnings_fatal: bool,
     /// `[badness] allow`: patterns of log lines that are warnings, not failures.
     pub badness_allow: Vec<String>,
+    /// `[access] authorized_keys`, read and checked: the keys `core` gets on both systems after
+    /// the run's own (install-config's `sshKey`, one per line), without repeats.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub authorized_keys: Vec<AuthorizedKey>,
 }
 
 impl Scenario {

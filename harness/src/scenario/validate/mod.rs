@@ -3,6 +3,7 @@
 //! backend: the hardware facts (slots, disk names, the NAT layout, the user network's
 //! addresses) come from `hw`.
 
+mod access;
 mod disks;
 mod fixture;
 mod install;
@@ -42,6 +43,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
     install::check_install_mode(cx, &f)?;
     let badness_allow = judging::badness_allow(cx, &f.badness)?;
     let additional_trust_bundle = install::trust_bundle(cx, &f.install)?;
+    let authorized_keys = access::authorized_keys(cx, &f)?;
     let inst = &f.install;
     Ok(Scenario {
         name: f.name.into_inner(),
@@ -95,5 +97,6 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
         overrides: Vec::new(),
         kernel_warnings_fatal: f.badness.kernel_warnings == Some(CrashSeverity::Fatal),
         badness_allow,
+        authorized_keys,
     })
 }
