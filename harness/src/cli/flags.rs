@@ -97,8 +97,8 @@ pub struct RunFlags {
     pub gather_limit: std::time::Duration,
     /// Change a scenario key without editing the file, e.g. `--set vm.memory=24GiB` or
     /// `--set openshift.release_image=quay.io/...` (a matrix axis's dotted key; again for
-    /// more); checked as the file is, and recorded in result.json. `run` and `perf` of a
-    /// scenario file.
+    /// more); checked as the file is, and recorded in result.json. On a matrix, its base's key
+    /// in every permutation (not a key an axis sets).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<sno_harness::scenario::overrides::Override>,
 }
@@ -224,25 +224,15 @@ impl RunFlags {
 
     /// The flags a replay command must repeat to run the same way.
     pub fn replay_suffix(&self) -> String {
-        let sets: String = self
-            .set
-            .iter()
-            .map(|o| format!(" --set '{}'", o.given.replace('\'', r"'\''")))
-            .collect();
-        self.backend().replay_flags() + &sets
+        self.backend().replay_flags() + &self.set_flags()
     }
 
-    /// `--set` changes one scenario file; a matrix's permutations are its axes' (add the key
-    /// as an axis of one value).
-    pub fn refuse_set_on_a_matrix(&self, file: &std::path::Path) -> Result<(), CliError> {
-        match self.set.first() {
-            None => Ok(()),
-            Some(o) => Err(bad(format!(
-                "--set {} changes a scenario file; {} is a matrix: give the key as an axis with one value in the matrix, or --set on `run` of its base",
-                o.given,
-                file.display()
-            ))),
-        }
+    /// `--set` as a replay command repeats it, shell-quoted.
+    pub fn set_flags(&self) -> String {
+        self.set
+            .iter()
+            .map(|o| format!(" --set '{}'", o.given.replace('\'', r"'\''")))
+            .collect()
     }
 
     /// Refuses flag values that cannot be used, before anything is made, for a command that

@@ -52,12 +52,13 @@ pub struct MatrixArgs {
     flags: RunFlags,
 }
 
-/// A matrix file with `--strategy` applied.
+/// A matrix file with `--set` applied to its base and `--strategy` to its expansion.
 pub fn load_with_strategy(
     path: &std::path::Path,
     strategy: Option<&str>,
+    sets: &[sno_harness::scenario::overrides::Override],
 ) -> Result<Matrix, CliError> {
-    let m = matrix::load(path).map_err(bad)?;
+    let m = matrix::load_with(path, sets).map_err(bad)?;
     let Some(st) = strategy else {
         return Ok(m);
     };
@@ -103,8 +104,7 @@ pub fn filtered<'m>(
 }
 
 pub fn matrix(a: MatrixArgs) -> Outcome {
-    a.flags.refuse_set_on_a_matrix(&a.matrix)?;
-    let m = load_with_strategy(&a.matrix, a.strategy.as_deref())?;
+    let m = load_with_strategy(&a.matrix, a.strategy.as_deref(), &a.flags.set)?;
     a.flags.check_hosts()?;
     let places = places_of(&a)?;
     if a.jobs == Some(0) {
@@ -133,7 +133,7 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
             params: p.values.clone(),
             scenario: p.scenario.clone(),
             // The runner adds the flags of the host the permutation goes to.
-            replay: matrix_replay(&a.matrix, m.strategy.name(), &p.id),
+            replay: matrix_replay(&a.matrix, m.strategy.name(), &p.id) + &a.flags.set_flags(),
         })
         .collect();
     let jobs_n = a

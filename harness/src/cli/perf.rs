@@ -182,8 +182,7 @@ pub fn perf(a: PerfArgs) -> Outcome {
 /// strategy.
 fn jobs_of(a: &PerfArgs) -> Result<(Vec<Job>, Option<String>), CliError> {
     if is_matrix_file(&a.file) {
-        a.flags.refuse_set_on_a_matrix(&a.file)?;
-        let m = load_with_strategy(&a.file, a.strategy.as_deref())?;
+        let m = load_with_strategy(&a.file, a.strategy.as_deref(), &a.flags.set)?;
         let jobs = sliced(&m, &a.file, a.filter.as_deref(), a.shard.get())?
             .into_iter()
             .map(|p| Job {

@@ -41,8 +41,8 @@ pub struct PlanArgs {
     /// A matrix: plan it with this strategy instead of the file's, as `matrix --strategy`.
     #[arg(long, value_parser = ["full", "pairwise"])]
     strategy: Option<String>,
-    /// A scenario: change a key as `run --set` would, e.g. `--set vm.memory=24GiB` (a matrix
-    /// axis's dotted key; again for more).
+    /// Change a key as `run --set` would, e.g. `--set vm.memory=24GiB` (a matrix axis's
+    /// dotted key; again for more); on a matrix, of its base, in every permutation.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<sno_harness::scenario::overrides::Override>,
 }
@@ -58,13 +58,6 @@ pub fn plan(a: PlanArgs) -> Outcome {
     // A backend this build cannot run is refused for a matrix's plan too.
     sno_harness::vm::Backend::named(&a.backend).map_err(bad)?;
     if matrix::is_matrix_file(&a.scenario) {
-        if let Some(o) = a.set.first() {
-            return Err(bad(format!(
-                "--set {} changes a scenario file; {} is a matrix: give the key as an axis with one value in the matrix",
-                o.given,
-                a.scenario.display()
-            )));
-        }
         return plan_matrix(&a);
     }
     for (flag, given) in [
@@ -93,7 +86,7 @@ pub fn plan(a: PlanArgs) -> Outcome {
 /// A matrix's permutations: those `matrix` with the same `--strategy`, `--filter` and
 /// `--shard` would run, under the counts of the whole plan.
 fn plan_matrix(a: &PlanArgs) -> Outcome {
-    let mut m = super::matrix::load_with_strategy(&a.scenario, a.strategy.as_deref())?;
+    let mut m = super::matrix::load_with_strategy(&a.scenario, a.strategy.as_deref(), &a.set)?;
     let plan_count = m.permutations.len();
     let shard = a.shard.get();
     let selected: BTreeSet<String> =

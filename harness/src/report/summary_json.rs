@@ -36,9 +36,10 @@
 //!   scenario (no axes).
 //! - `slowest_phases`: the [`SLOWEST_SHOWN`] longest phases over all permutations.
 //! - `plan` (a matrix run only): `{ "matrix", "files_sha256", "strategy", "filter", "ids",
-//!   "shard": { "index", "count", "by": "order" | "hash" } | null }`, the plan the run was (a
-//!   slice of): the SHA-256 of the matrix file and its base, the strategy, `--filter`, every
-//!   id of the plan, and the `--shard` taken with its `--shard-by` (see [`PlanIdentity`]).
+//!   "shard": { "index", "count", "by": "order" | "hash" } | null, "overrides" }`, the plan the
+//!   run was (a slice of): the SHA-256 of the matrix file and its base, the strategy,
+//!   `--filter`, every id of the plan, the `--shard` taken with its `--shard-by`, and the
+//!   `--set` overrides (absent without) (see [`PlanIdentity`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;

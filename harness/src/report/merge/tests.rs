@@ -15,6 +15,7 @@ fn plan(ids: &[String]) -> PlanIdentity {
         filter: None,
         ids: ids.to_vec(),
         shard: None,
+        overrides: Vec::new(),
     }
 }
 

@@ -87,6 +87,10 @@ pub enum MatrixError {
         #[source]
         source: Box<ScenarioError>,
     },
+    /// A `--set` the base scenario refuses, named as `run --set` of the base names it (the
+    /// base file, the override and what would be valid).
+    #[error("{0}")]
+    Override(Box<ScenarioError>),
     /// A permutation the scenario validator refuses and no exclusion removes; `at` is the
     /// first axis involved.
     #[error("{at}: permutation {id}: the scenario validator refuses it: {source}; if the combination cannot run, drop it with [[exclude]] {}", .exclude.join(", "))]
@@ -105,7 +109,7 @@ impl MatrixError {
     /// Where the error points in the matrix file (None for a file that cannot be read).
     pub fn location(&self) -> Option<&Location> {
         match self {
-            MatrixError::Read { .. } => None,
+            MatrixError::Read { .. } | MatrixError::Override(_) => None,
             MatrixError::Invalid { at, .. }
             | MatrixError::Base { at, .. }
             | MatrixError::Permutation { at, .. } => Some(at),

@@ -124,6 +124,7 @@ fn permutation(spec: &Spec, row: &[usize]) -> Result<Permutation, MatrixError> {
     let all: Vec<usize> = (0..row.len()).collect();
     let mut scenario = scenario_for(spec, row, &all).map_err(|why| refused(spec, row, &id, why))?;
     scenario.name = id.clone();
+    scenario.overrides = spec.overrides.clone();
     let rule = spec.expectations.iter().find(|e| e.matches(row));
     if let Some(e) = rule {
         scenario.expect = Some(e.expect.clone());

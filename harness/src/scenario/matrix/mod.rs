@@ -42,6 +42,9 @@
 //! refuses the config before any VM runs) is negative, as a `~` value is in PICT: the accepted
 //! permutations cover every pair without its rows, and each such rule gets permutations of its
 //! own, matching no other such rule, that meet every value of the other axes (negative.rs).
+//!
+//! `--set KEY=VALUE` overrides (overrides.rs) change the base before the axes, so that every
+//! permutation carries them; one of a key an axis sets is refused at the axis.
 
 pub mod error;
 mod expand;
@@ -50,6 +53,7 @@ mod filter;
 mod ids;
 pub(crate) mod keys;
 mod negative;
+pub mod overrides;
 pub mod pairwise;
 mod parse;
 mod plan;
@@ -69,6 +73,7 @@ pub use expand::{Permutation, Refusal};
 pub use filter::matches_filter;
 pub use ids::permutation_id;
 pub use keys::ChangeError;
+pub use overrides::Override;
 pub use plan::{plan_json, plan_text, plan_text_where, SCHEMA as PLAN_SCHEMA};
 pub use shapes::{ShapeError, LAYOUT_KEY, NETWORK_STACK_KEY};
 pub use shard::{PlanIdentity, Shard, ShardBy};
@@ -90,6 +95,8 @@ pub struct Matrix {
     pub full_count: usize,
     /// SHA-256 of the matrix file's text and its base scenario's.
     pub files_sha256: String,
+    /// The `--set` overrides every permutation carries, as given, in order.
+    pub overrides: Vec<String>,
     spec: spec::Spec,
 }
 
@@ -104,17 +111,29 @@ pub struct Axis {
 
 /// Reads a matrix file, loads its base scenario and expands it with the file's strategy.
 pub fn load(path: &Path) -> Result<Matrix, MatrixError> {
+    load_with(path, &[])
+}
+
+/// As `load`, with `--set KEY=VALUE` overrides applied to the base scenario before its axes
+/// (as `run --set` of the base would apply them), so that every permutation carries them. An
+/// override of a key an axis sets is refused at the axis.
+pub fn load_with(path: &Path, sets: &[Override]) -> Result<Matrix, MatrixError> {
     // Only a regular file of at most 1 MiB: a FIFO would block, a device be read forever.
     let text = input_file::read_text(path, input_file::MATRIX).map_err(|e| MatrixError::Read {
         file: e.path,
         source: e.problem,
     })?;
-    parse_str(path, &text)
+    parse_with(path, &text, sets)
 }
 
 /// As `load`, from the file's text; `path` names the file in errors and locates the base.
 pub fn parse_str(path: &Path, text: &str) -> Result<Matrix, MatrixError> {
-    let spec = parse::parse(path, text)?;
+    parse_with(path, text, &[])
+}
+
+/// As `load_with`, from the file's text.
+pub fn parse_with(path: &Path, text: &str, sets: &[Override]) -> Result<Matrix, MatrixError> {
+    let spec = parse::parse(path, text, sets)?;
     build(spec.strategy, spec)
 }
 
@@ -138,6 +157,7 @@ fn build(strategy: Strategy, spec: spec::Spec) -> Result<Matrix, MatrixError> {
         permutations,
         full_count: spec.space().count(),
         files_sha256: spec.files_sha256.clone(),
+        overrides: spec.overrides.clone(),
         spec,
     })
 }

@@ -11,6 +11,7 @@ use super::error::{Location, MatrixError};
 use super::file::{AxisSection, MatrixFile};
 use super::ids::{id_part, split_label};
 use super::keys::{apply_all, Change, ChangeError, Target};
+use super::overrides::{self, Override};
 use super::rules;
 use super::space::Space;
 use super::spec::{AxisSpec, Ctx, Spec, ValueSpec};
@@ -23,7 +24,8 @@ use crate::util::input_file;
 /// A label is one part of a permutation id, which names a directory (at most 255 bytes).
 const MAX_LABEL_LEN: usize = 64;
 
-pub fn parse(path: &Path, text: &str) -> Result<Spec, MatrixError> {
+/// The matrix of `text` (the file at `path`), its base with `sets` applied.
+pub fn parse(path: &Path, text: &str, sets: &[Override]) -> Result<Spec, MatrixError> {
     let cx = Ctx { file: path, text };
     // TOML forbids control characters anyway; saying so beats the parser's guess at a key.
     if let Some(at) = text.find('\0') {
@@ -40,7 +42,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Spec, MatrixError> {
         message: one_line(e.message()),
     })?;
     check_name(&cx, &file.name)?;
-    let (base_path, base_table, base, base_text) = load_base(&cx, &file.base)?;
+    refuse_axis_overrides(&cx, &file.axes, sets)?;
+    let (base_path, base_table, base, base_text) = load_base(&cx, &file.base, sets)?;
     if file.axes.is_empty() {
         return Err(MatrixError::Invalid {
             at: Location::file(path),
@@ -104,7 +107,29 @@ pub fn parse(path: &Path, text: &str) -> Result<Spec, MatrixError> {
         exclusions,
         expectations,
         files_sha256: files_sha256(text, &base_text),
+        overrides: sets.iter().map(|o| o.given.clone()).collect(),
     })
+}
+
+/// An override of a key an axis sets: the axis would silently win in every permutation.
+fn refuse_axis_overrides(
+    cx: &Ctx,
+    axes: &[AxisSection],
+    sets: &[Override],
+) -> Result<(), MatrixError> {
+    for o in sets {
+        if let Some(axis) = axes.iter().find(|a| o.overlaps(a.key.get_ref())) {
+            return Err(cx.err(
+                &axis.key,
+                format!(
+                    "--set {}: {} is an axis of this matrix (here), whose values would replace the override in every permutation; drop the --set, or give the value as the axis's only one",
+                    o.given,
+                    axis.key.get_ref()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The digest of a matrix file and its base, each text length-prefixed so that no two pairs
@@ -133,7 +158,9 @@ fn check_name(cx: &Ctx, name: &Spanned<String>) -> Result<(), MatrixError> {
 
 type Base = (PathBuf, Table, Scenario, String);
 
-fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<Base, MatrixError> {
+/// The base scenario, with `sets` applied as `run --set` of the base would (paths they name are
+/// relative to the base), its named files pinned.
+fn load_base(cx: &Ctx, base: &Spanned<String>, sets: &[Override]) -> Result<Base, MatrixError> {
     let dir = cx.file.parent().unwrap_or(Path::new(""));
     let path = tidy(&dir.join(base.get_ref()));
     // A device or FIFO would be read forever, or block; a huge file would take the memory.
@@ -171,7 +198,7 @@ fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<Base, MatrixError> {
         at: cx.at(base.span()),
         source: Box::new(source),
     })?;
-    let mut table: Table = toml::from_str(&text).map_err(|e| {
+    let table: Table = toml::from_str(&text).map_err(|e| {
         cx.err(
             base,
             format!(
@@ -181,6 +208,12 @@ fn load_base(cx: &Ctx, base: &Spanned<String>) -> Result<Base, MatrixError> {
             ),
         )
     })?;
+    let (mut table, scenario) = if sets.is_empty() {
+        (table, scenario)
+    } else {
+        overrides::apply(&path, table, scenario, sets)
+            .map_err(|e| MatrixError::Override(Box::new(e)))?
+    };
     // The keys are lines already checked: a permutation validated as the matrix file must not
     // look for a key file relative to it.
     pin_authorized_keys(&mut table, &scenario);

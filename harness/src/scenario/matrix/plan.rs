@@ -23,6 +23,9 @@ struct PlanJson<'m> {
     /// How many of `count` expect the installer to refuse them at `assets`.
     negative_count: usize,
     full_count: usize,
+    /// The `--set` overrides applied to the base; absent without.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    overrides: &'m [String],
     axes: Vec<AxisJson<'m>>,
     permutations: Vec<PermutationJson<'m>>,
 }
@@ -40,6 +43,9 @@ struct PermutationJson<'m> {
     expect: Option<&'m ExpectSection>,
     /// Expected to be refused before any VM runs.
     negative: bool,
+    /// The `--set` overrides the permutation's scenario carries; absent without.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    overrides: &'m [String],
 }
 
 /// `plan --json`.
@@ -53,6 +59,7 @@ pub fn plan_json(m: &Matrix) -> serde_json::Value {
         count: m.permutations.len(),
         negative_count: m.negative_count(),
         full_count: m.full_count,
+        overrides: &m.overrides,
         axes: m
             .axes
             .iter()
@@ -69,6 +76,7 @@ pub fn plan_json(m: &Matrix) -> serde_json::Value {
                 values: &p.values,
                 expect: p.scenario.expect.as_ref(),
                 negative: p.negative,
+                overrides: &p.scenario.overrides,
             })
             .collect(),
     };
@@ -93,6 +101,13 @@ pub fn plan_text_where(m: &Matrix, keep: impl Fn(&str) -> bool) -> String {
     );
     if !m.description.is_empty() {
         let _ = writeln!(out, "{}", m.description);
+    }
+    if !m.overrides.is_empty() {
+        let _ = writeln!(
+            out,
+            "overridden on the command line, in every permutation: --set {}",
+            m.overrides.join(" --set ")
+        );
     }
     let negative = m.negative_count();
     let split = if negative == 0 {

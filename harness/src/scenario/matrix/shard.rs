@@ -149,6 +149,9 @@ pub struct PlanIdentity {
     pub ids: Vec<String>,
     /// The slice this run took; none for the whole plan.
     pub shard: Option<Shard>,
+    /// The `--set` overrides applied to the base, as given; absent without.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
 }
 
 impl PlanIdentity {
@@ -164,6 +167,7 @@ impl PlanIdentity {
                 None => m.permutations.iter().map(|p| p.id.clone()).collect(),
             },
             shard,
+            overrides: m.overrides.clone(),
         }
     }
 
@@ -180,6 +184,13 @@ impl PlanIdentity {
                 short(&self.files_sha256),
                 short(&other.files_sha256)
             ));
+        }
+        if self.overrides != other.overrides {
+            let sets = |p: &PlanIdentity| match p.overrides.as_slice() {
+                [] => "no --set".to_string(),
+                sets => format!("--set {}", sets.join(" --set ")),
+            };
+            d.push(format!("{} against {}", sets(self), sets(other)));
         }
         if self.strategy != other.strategy {
             d.push(format!(
@@ -303,12 +314,20 @@ mod tests {
                 count: 2,
                 by,
             }),
+            overrides: Vec::new(),
         };
         assert_eq!(plan(ShardBy::Order).difference(&plan(ShardBy::Order)), None);
         let d = plan(ShardBy::Order)
             .difference(&plan(ShardBy::Hash))
             .unwrap();
         assert!(d.contains("split by order against by hash"), "{d}");
+        let with = PlanIdentity {
+            overrides: vec!["vm.memory=4GiB".into()],
+            ..plan(ShardBy::Order)
+        };
+        let d = with.difference(&plan(ShardBy::Order)).unwrap();
+        assert_eq!(d.matches("against").count(), 1, "{d}");
+        assert!(d.contains("--set vm.memory=4GiB against no --set"), "{d}");
     }
 
     #[test]

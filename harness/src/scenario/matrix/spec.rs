@@ -36,6 +36,9 @@ pub struct Spec {
     pub expectations: Vec<Expectation>,
     /// SHA-256 of the matrix file's text and its base scenario's, which name the plan.
     pub files_sha256: String,
+    /// The `--set KEY=VALUE` overrides applied to the base, as given, in order; every
+    /// permutation records them.
+    pub overrides: Vec<String>,
 }
 
 #[derive(Debug, Clone)]

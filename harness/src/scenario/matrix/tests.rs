@@ -965,6 +965,103 @@ fn a_host_ignition_a_base_in_another_directory_names_stays_next_to_the_base() {
     );
 }
 
+// ---- --set on a matrix ----------------------------------------------------------------------
+
+fn set(s: &str) -> Override {
+    s.parse().unwrap()
+}
+
+const FIRMWARE_AXIS: &str = "[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\", \"uefi\"]\n";
+
+#[test]
+fn an_override_changes_the_base_of_every_permutation_and_every_one_records_it() {
+    let sets = [set("vm.memory=4GiB"), set("disks.install.bus=nvme")];
+    let m = parse_with(&data("inline.toml"), &with_head(FIRMWARE_AXIS), &sets).unwrap();
+    assert_eq!(ids(&m), ["bios", "uefi"]);
+    for p in &m.permutations {
+        assert_eq!(p.scenario.vm.memory_mib, 4096, "{}", p.id);
+        assert_eq!(p.scenario.disks[0].bus, Bus::Nvme, "{}", p.id);
+        assert_eq!(
+            p.scenario.overrides,
+            ["vm.memory=4GiB", "disks.install.bus=nvme"]
+        );
+    }
+    assert_eq!(m.overrides, ["vm.memory=4GiB", "disks.install.bus=nvme"]);
+    // A strategy of its own keeps them.
+    let full = m.with_strategy(Strategy::Pairwise).unwrap();
+    assert!(full
+        .permutations
+        .iter()
+        .all(|p| p.scenario.overrides.len() == 2));
+    let text = plan_text(&m);
+    assert!(
+        text.contains("overridden on the command line, in every permutation: --set vm.memory=4GiB --set disks.install.bus=nvme"),
+        "{text}"
+    );
+    let json = plan_json(&m);
+    assert_eq!(json["overrides"][0], "vm.memory=4GiB");
+    for p in json["permutations"].as_array().unwrap() {
+        assert_eq!(p["overrides"][1], "disks.install.bus=nvme", "{p}");
+    }
+    // Without overrides, neither the plan nor a permutation says anything of them.
+    let plain = parse(&with_head(FIRMWARE_AXIS)).unwrap();
+    assert!(plan_json(&plain).get("overrides").is_none());
+    assert!(plan_json(&plain)["permutations"][0]
+        .get("overrides")
+        .is_none());
+    assert!(!plan_text(&plain).contains("overridden"));
+}
+
+#[test]
+fn an_override_of_a_key_an_axis_sets_is_refused_at_the_axis() {
+    let text = with_head(&format!(
+        "{FIRMWARE_AXIS}[[axis]]\nkey = \"install.proxy\"\nvalues = [{{ label = \"none\", value = {{}} }}]\n"
+    ));
+    let e = parse_with(&data("inline.toml"), &text, &[set("vm.firmware=uefi")]).unwrap_err();
+    assert_eq!(e.line(), Some(4), "{e}");
+    assert!(
+        e.to_string()
+            .contains("--set vm.firmware=uefi: vm.firmware is an axis of this matrix (here)"),
+        "{e}"
+    );
+    // A part of an axis's key, too.
+    let e = parse_with(
+        &data("inline.toml"),
+        &text,
+        &[set("install.proxy.http_proxy=http://proxy:3128")],
+    )
+    .unwrap_err();
+    assert_eq!(e.line(), Some(7), "{e}");
+    assert!(e.to_string().contains("install.proxy is an axis"), "{e}");
+}
+
+#[test]
+fn an_override_the_base_refuses_is_named_as_run_set_names_it() {
+    let e = parse_with(
+        &data("inline.toml"),
+        &with_head(FIRMWARE_AXIS),
+        &[set("vm.memroy=4GiB")],
+    )
+    .unwrap_err();
+    assert!(matches!(e, MatrixError::Override(_)), "{e:?}");
+    let shown = e.to_string();
+    assert!(
+        shown.starts_with(&format!(
+            "{}: --set vm.memroy=4GiB: ",
+            data("base.toml").display()
+        )),
+        "{shown}"
+    );
+    assert!(shown.contains("did you mean `memory`?"), "{shown}");
+    let e = parse_with(
+        &data("inline.toml"),
+        &with_head(FIRMWARE_AXIS),
+        &[set("disks.install.bus=floppy")],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("`virtio`"), "{e}");
+}
+
 #[test]
 fn the_bases_authorized_keys_stay_the_keys_it_read_wherever_the_base_is() {
     const KEY: &str =
@@ -980,7 +1077,7 @@ fn the_bases_authorized_keys_stay_the_keys_it_read_wherever_the_base_is() {
     .unwrap();
     let m = parse_str(
         &dir.path().join("m.toml"),
-        "name = \"m\"\nbase = \"bases/b.toml\"\n[[axis]]\nkey = \"vm.firmware\"\nvalues = [\"bios\", \"uefi\"]\n",
+        &format!("name = \"m\"\nbase = \"bases/b.toml\"\n{FIRMWARE_AXIS}"),
     )
     .unwrap();
     for p in &m.permutations {
