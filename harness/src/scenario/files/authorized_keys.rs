@@ -63,6 +63,9 @@ pub enum KeyError {
 /// The keys of one entry: the line it is, or the lines of the file it names (resolved against
 /// `scenario_file`'s directory).
 pub fn entry_keys(scenario_file: &Path, entry: &str) -> Result<Vec<AuthorizedKey>, KeyError> {
+    if entry.trim().is_empty() {
+        return Err(KeyError::Line("an empty entry".into()));
+    }
     if is_key_line(entry) {
         let key = parse_line(entry).map_err(KeyError::Line)?;
         return Ok(vec![AuthorizedKey {

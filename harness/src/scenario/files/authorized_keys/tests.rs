@@ -171,6 +171,8 @@ fn an_entry_is_a_key_line_or_a_path_relative_to_the_scenario() {
     // An unknown type written as a key line is refused as one, not looked for as a file.
     let e = entry_keys(&scenario, DSA.0).unwrap_err();
     assert!(matches!(e, KeyError::Line(_)), "{e:?}");
+    let e = entry_keys(&scenario, " ").unwrap_err();
+    assert_eq!(e, KeyError::Line("an empty entry".into()));
     let e = entry_keys(&scenario, "keys/none.pub")
         .unwrap_err()
         .to_string();
