@@ -162,6 +162,12 @@ cat target/fresh-host-check.log
 #   console's stream and see the output come back, and type through a real QEMU's serial socket
 #   (a kernel of a few bytes that echoes it, booted in a second); the emergency shell on the
 #   console is rootfs-404's run (hands_on_vm).
+# - the user's own key (harness/tests/own_key.rs: `[access] authorized_keys` logs in to the live
+#   and the installed system; smoke on minisno's normal schedule, some 10 minutes): the run's
+#   own key takes the same path (install-config's sshKey, onto core in both Ignition configs)
+#   and every run logs in with it to both systems; the keys' checks, their lines after the
+#   run's key in sshKey and minisno's authorized_keys line for each line of sshKey are unit
+#   tests.
 # - the smoke scenario booted by the build without libvirt
 #   (no_libvirt_build's a_build_without_libvirt_boots_smoke_on_qemu): the QEMU path it takes is
 #   the default build's, which smoke runs; what the feature removes is proved by the same
@@ -186,6 +192,7 @@ not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|ap
   and not test(=a_host_lost_mid_matrix_ends_its_run_as_an_error_naming_it_and_the_rest_run_elsewhere)
   and not test(=a_build_without_libvirt_boots_smoke_on_qemu)
   and not test(=typed_into_a_runs_emergency_shell_the_command_runs_there_and_its_answer_is_in_serial_log)
+  and not test(=the_users_own_key_logs_in_to_the_live_and_the_installed_system)
   and not test(=the_minimal_iso_on_a_remote_host_boots_through_a_reverse_ssh_forward)
   and not test(=smoke_on_a_remote_libvirt_host_passes_and_leaves_nothing_there)
   and not (binary(scenarios) and test(/^(libvirt::)?smoke$/))'
