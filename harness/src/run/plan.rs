@@ -87,6 +87,7 @@ pub fn machine_for(s: &Scenario, accel: Accel, scale: f64, state: &StateMode) ->
         m.stop_after(p);
     }
     m.expect_network_profiles(crate::assets::node_net::profile_ids(s));
+    m.expect_secure_boot(s.vm.firmware.secure_boot());
     m
 }
 

@@ -77,6 +77,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         overrides: Vec::new(),
         operators_rule: None,
         operator_warnings: Vec::new(),
+        secure_boot: None,
         bootkube_restarts: None,
         assets: None,
         vm_left_running: None,
