@@ -129,6 +129,12 @@ cat target/fresh-host-check.log
 #   tests).
 #   The release matrix (scenarios/releases.toml) is left out: the etcd rule of 4.14, 4.15 and
 #   4.17 is tested on the API server's and the judgements' own objects.
+# - fault::unsigned-loader (the firmware refusing an unsigned EFI loader, some 40 s): CI's Secure
+#   Boot run is boot::live-iso.uefi-secure.install-to-disk below (the signed chain on both
+#   systems, each read as Secure Boot on); the refusal's console line failing live-boot is the
+#   machine's the_firmware_refusing_the_loader_fails_live_boot_quoting_its_console_line and
+#   flow::badness's unit tests, on the lines OVMF printed when it refused that ISO, and the
+#   fault's ISO is checked by the fixture build (its digest, its kernel-argument area).
 # - stale-metadata-install-to-disk (the same old metadata in install-to-disk.service's mode,
 #   refused by coreos-installer's exclusive-access check): the fault's disk is
 #   assisted-stale-metadata's, which runs, and a coreos-installer error failing install-to-disk
@@ -173,7 +179,7 @@ cat target/fresh-host-check.log
 #   the default build's, which smoke runs; what the feature removes is proved by the same
 #   file's tests of that binary without a VM (it links no libvirt; plan, run and matrix up to
 #   the VM, report, merge, check, doctor and gc work; --backend libvirt is exit 2).
-not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|post-reboot-fail|rootfs-404)$/)
+not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|post-reboot-fail|rootfs-404|unsigned-loader)$/)
   and not test(=libvirt::fault::disk-boot-panic)
   and not test(=libvirt::fault::install-fail)
   and not test(=libvirt::assisted)
@@ -207,7 +213,10 @@ fi
 # IPv6 run (static by keyfile); PXE's `pxe network wrap` and the bond's second NIC are unit tests
 # of the iPXE script and of both backends' NICs (network::bond.pxe.bios runs them: 187 s); DHCP
 # on every boot source is boot.toml's.
-ci_permutations='test(=install-config::ipv6.OVNKubernetes.proxy.bundle.always.fips.skip-hostcrypt.caps-default)
+# The one Secure Boot run: the full live ISO on OVMF's Secure Boot build, installed by
+# install-to-disk (some 230 s of a core, as smoke).
+ci_permutations='test(=boot::live-iso.uefi-secure.install-to-disk)
+  or test(=install-config::ipv6.OVNKubernetes.proxy.bundle.always.fips.skip-hostcrypt.caps-default)
   or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)'
 cargo nextest run --workspace --locked --profile ci --run-ignored all -E "
   ($not_in_ci) and not binary(soak) and not test(=smoke_twice_after_one_warmup)

@@ -91,6 +91,7 @@ fn event(line: &str) -> Option<Event> {
                 .filter_map(|f| f.as_str().map(String::from))
                 .collect(),
             guest_time_ns: u("guest_time_ns"),
+            secure_boot: serde_json::from_value(v["secure_boot"].clone()).unwrap_or_default(),
         }),
         "ssh" => Signal::Ssh {
             up: v["up"].as_bool()?,

@@ -260,6 +260,10 @@ pub struct RunResult {
     /// they are warnings, never left unsaid.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operator_warnings: Vec<String>,
+    /// On UEFI: the SecureBoot EFI variable as each system read it over SSH (`on`, `off`,
+    /// `no-variable`); a system that never answered is left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secure_boot: Option<crate::flow::machine::SecureBootSeen>,
     /// The live system's bootkube.service restarts, when it restarted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootkube_restarts: Option<Restarts>,
@@ -483,6 +487,7 @@ impl RunResult {
             authorized_keys: Vec::new(),
             operators_rule: None,
             operator_warnings: Vec::new(),
+            secure_boot: None,
             bootkube_restarts: None,
             assets: None,
             vm_left_running: None,
@@ -650,6 +655,7 @@ pub(crate) mod tests {
             authorized_keys: Vec::new(),
             operators_rule: None,
             operator_warnings: Vec::new(),
+            secure_boot: None,
             bootkube_restarts: None,
             assets: None,
             vm_left_running: None,

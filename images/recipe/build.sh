@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the minisno appliance: a Debian rootfs (squashfs), a busybox initramfs, the live ISO
 # (BIOS+UEFI, with the Ignition and kernel-argument embed areas of a CoreOS live ISO) and two
-# metal images (512-byte and 4096-byte logical sectors) for `coreos-installer install`.
+# metal images (512-byte and 4096-byte logical sectors) for `coreos-installer install`. On UEFI
+# both boot Debian's signed shim, GRUB and kernel, so that they boot under Secure Boot
+# (secureboot.sh); a third ISO boots grub-mkrescue's unsigned GRUB (the fault unsigned-loader).
 #
 # Usage: build.sh OUT_DIR
 # Environment: MINISNO_IGNITION_BIN  the minisno-ignition binary to put into the image
@@ -15,6 +17,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=pins.env
 . "$here/pins.env"
+# shellcheck source=secureboot.sh
+. "$here/secureboot.sh"
 
 out=${1:?usage: build.sh OUT_DIR}
 : "${MINISNO_IGNITION_BIN:?set MINISNO_IGNITION_BIN}"
@@ -25,7 +29,7 @@ step() { printf '[minisno %(%H:%M:%S)T] %s\n' -1 "$*"; }
 die() { echo "minisno build: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (mmdebstrap --mode=root, chroot, losetup)"
-for tool in mmdebstrap mksquashfs grub-mkrescue grub-mkstandalone grub-install xorriso \
+for tool in mmdebstrap mksquashfs grub-mkrescue grub-install xorriso apt-get dpkg-deb \
             mkfs.vfat mmd mcopy mke2fs sfdisk losetup partx zstd cpio depmod modprobe; do
     command -v "$tool" >/dev/null || die "missing host tool: $tool (see ci/install-host-deps.sh)"
 done
@@ -59,6 +63,8 @@ mmdebstrap --variant=minbase --mode=root --quiet \
     --dpkgopt='path-exclude=/usr/share/info/*' \
     "$MINISNO_SUITE" "$root" "$MINISNO_MIRROR"
 chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' > "$work/packages.txt"
+step "secure boot: $SB_PACKAGES"
+sb_fetch "$root" "$work/secureboot" "$work/packages.txt"
 
 kver=$(basename "$(ls -d "$root"/lib/modules/*)")
 step "rootfs: kernel $kver; configuring"
@@ -152,6 +158,7 @@ modprobe -d "$root" -S "$kver" --show-depends bonding >/dev/null 2>&1 \
 grep -qx 'CONFIG_RD_XZ=y' "$root/boot/config-$kver" \
     || die "kernel $kver cannot unpack an xz-compressed initramfs (CONFIG_RD_XZ)"
 cp "$root/boot/vmlinuz-$kver" "$work/vmlinuz"
+sb_check_kernel "$work/vmlinuz"
 
 step "rootfs: squashfs"
 mksquashfs "$root" "$work/rootfs.squashfs" -comp zstd -Xcompression-level 15 -noappend -quiet -no-xattrs \
@@ -186,12 +193,6 @@ depmod -b "$ird" "$kver"
 # --- metal images ----------------------------------------------------------------------------
 # Layout (GPT): 1 BIOS boot (512-byte image only), 2 EFI-SYSTEM (vfat), 3 boot (ext4, LABEL=boot),
 # 4 root (ext4, LABEL=root, holding rootfs.squashfs and the overlay's persistent upper dir).
-step "metal: EFI loader"
-grub-mkstandalone -O x86_64-efi -o "$work/BOOTX64.EFI" \
-    --modules="part_gpt ext2 fat search search_label configfile normal linux echo test serial terminal" \
-    --locales= --fonts= --themes= \
-    "boot/grub/grub.cfg=$here/grub-efi-embed.cfg"
-
 bootdir=$work/boot
 mkdir -p "$bootdir/grub" "$bootdir/loader/entries" "$bootdir/ignition"
 cp "$work/vmlinuz" "$bootdir/vmlinuz"
@@ -232,7 +233,7 @@ build_metal() {
     mkdir -p "$d"
     mkfs.vfat -C -S "$ss" -n EFI-SYSTEM "$d/esp.img" $((esp_mib * 1024)) >/dev/null
     mmd -i "$d/esp.img" ::/EFI ::/EFI/BOOT
-    mcopy -i "$d/esp.img" "$work/BOOTX64.EFI" ::/EFI/BOOT/BOOTX64.EFI
+    sb_fill_esp "$d/esp.img" "$here/grub-esp.cfg"
     # Inode tables and journal initialised now: lazy initialisation would make the installed
     # system's first boot zero them in the background, slowly under TCG.
     local noinit="lazy_itable_init=0,lazy_journal_init=0"
@@ -382,11 +383,16 @@ cat > "$iso/coreos/kargs.json" <<EOF
   "size": $MINISNO_KARGS_AREA
 }
 EOF
-MINIMAL_ISO=$work/minimal.iso grub-mkrescue --xorriso="$here/xorriso-full-and-minimal" \
+sb_efi_boot_image "$work/efiboot.img"
+MINIMAL_ISO=$work/minimal.iso MINISNO_EFI_IMAGE=$work/efiboot.img \
+    UNSIGNED_LOADER_ISO=$work/live-unsigned-loader.iso \
+    grub-mkrescue --xorriso="$here/xorriso-full-and-minimal" \
     -o "$work/live.iso" "$iso" -- -volid "$MINISNO_ISO_LABEL" 2> "$work/mkrescue.log" \
     || { cat "$work/mkrescue.log" >&2; die "grub-mkrescue failed"; }
-"$COREOS_INSTALLER_BIN" iso kargs show "$work/live.iso" >/dev/null \
-    || die "coreos-installer does not recognise the kargs area of the ISO"
+for i in live.iso live-unsigned-loader.iso; do
+    "$COREOS_INSTALLER_BIN" iso kargs show "$work/$i" >/dev/null \
+        || die "coreos-installer does not recognise the kargs area of $i"
+done
 # The minimal ISO goes into the full one, as on RHCOS: `coreos-installer iso extract minimal-iso`
 # gives it back, with coreos.live.rootfs_url= in its kernel arguments.
 step "live ISO: packing the minimal ISO into it"
@@ -399,11 +405,11 @@ rm "$work/check-minimal.iso"
 
 step "done: moving results into $out"
 mv "$work/live.iso" "$out/live.iso"
+mv "$work/live-unsigned-loader.iso" "$out/live-unsigned-loader.iso"
 mv "$work/metal-512.raw.zst" "$out/metal-512.raw.zst"
 mv "$work/metal-4096.raw.zst" "$out/metal-4096.raw.zst"
 mv "$work/packages.txt" "$out/packages.txt"
-sha256sum "$out/live.iso" | awk '{print $1}' > "$out/live.iso.sha256"
-for f in metal-512.raw.zst metal-4096.raw.zst; do
+for f in live.iso live-unsigned-loader.iso metal-512.raw.zst metal-4096.raw.zst; do
     sha256sum "$out/$f" | awk '{print $1}' > "$out/$f.sha256"
 done
 echo "$kver" > "$out/kernel-version.txt"

@@ -13,7 +13,7 @@ use sno_harness::fixture::{self, BuildOptions, FixtureArtifacts};
 use sno_harness::guest::console::Console;
 use sno_harness::guest::ssh::{SshKeyPair, SshSession, SshTarget};
 use sno_harness::hw::naming;
-use sno_harness::hw::{AccelChoice, Bus, Firmware, Sector, OVMF_VARS};
+use sno_harness::hw::{AccelChoice, Bus, Firmware, Sector};
 use sno_harness::vm::qemu::QemuProcess;
 use sno_harness::vm::{accel, disk, CdromSpec, DiskSpec, PortForward, VmSpec};
 
@@ -145,9 +145,9 @@ impl Machine {
                 io: Default::default(),
             });
         }
-        let uefi_vars = (firmware == Firmware::Uefi).then(|| {
+        let uefi_vars = firmware.ovmf_vars_template().map(|template| {
             let p = dir.path().join("OVMF_VARS.fd");
-            std::fs::copy(OVMF_VARS, &p).unwrap();
+            std::fs::copy(template, &p).unwrap();
             p
         });
         let decision = accel::decide(AccelChoice::Auto).unwrap();

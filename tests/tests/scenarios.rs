@@ -113,6 +113,7 @@ fn run_one(
         nothing_secret_published(out.path())?;
         check_boot_served(s, &result)?;
         check_assisted(s, out.path(), &result)?;
+        check_secure_boot(s, &result)?;
         if result.verdict == sno_harness::flow::machine::Verdict::Pass {
             check_timeline(out.path(), &result)?;
             check_assets_named(&result)?;
@@ -143,6 +144,35 @@ fn run_one(
                 kept.display()
             )))
         }
+    }
+}
+
+/// A passing run on Secure Boot firmware read the SecureBoot EFI variable as 1 in the live and
+/// the installed system (result.json `secure_boot`); a passing UEFI run without it recorded
+/// what each system read, never 1; a SeaBIOS run records nothing.
+fn check_secure_boot(
+    s: &scenario::Scenario,
+    r: &sno_harness::result::RunResult,
+) -> Result<(), String> {
+    use sno_harness::flow::event::SecureBootState::On;
+    let seen = r.secure_boot.as_ref();
+    let passed = r.verdict == sno_harness::flow::machine::Verdict::Pass;
+    let ok = match (s.vm.firmware.is_uefi(), s.vm.firmware.secure_boot(), seen) {
+        (false, _, None) => true,
+        (true, true, Some(b)) => !passed || (b.live == Some(On) && b.installed == Some(On)),
+        (true, false, Some(b)) => {
+            let off = |x: Option<_>| x.is_some() && x != Some(On);
+            !passed || (off(b.live) && off(b.installed))
+        }
+        _ => false,
+    };
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "result.json's secure_boot is {seen:?} for vm.firmware = {:?} ({})",
+            s.vm.firmware.as_str(),
+            r.verdict
+        )),
     }
 }
 
@@ -317,8 +347,7 @@ fn check_old_metadata_removed(
             "the old metadata was not removed: LVM {lvm:?}, MD RAID {raid:?}"
         ));
     }
-    let uefi = s.vm.firmware == sno_harness::hw::Firmware::Uefi;
-    if uefi && steps(records, "boot-entry-set").next().is_none() {
+    if s.vm.firmware.is_uefi() && steps(records, "boot-entry-set").next().is_none() {
         return Err("no EFI boot entry was set on UEFI firmware".into());
     }
     Ok(())

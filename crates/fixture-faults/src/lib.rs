@@ -145,6 +145,10 @@ pub const FAULTS: &[FaultName] = &[
         "the harness's rootfs server changes one byte in the middle of the root filesystem; the live boot fails its digest check",
     ),
     plain(
+        "unsigned-loader",
+        "the installer's stream names a live ISO whose EFI boot loader is unsigned (GRUB as grub-mkrescue builds it, no shim); under Secure Boot the firmware refuses it and the live boot fails",
+    ),
+    plain(
         "journal-cut",
         "mid-bootkube the guest kills the SSH session of every journal reader, as a dropped connection would; the install is not affected",
     ),

@@ -552,11 +552,14 @@ fn file_url(path: &Path) -> String {
 }
 
 /// Where the live ISO comes from, by the installer's own stream metadata: its location and
-/// SHA-256.
+/// SHA-256. The installer runs in the scenario's environment here too, as for its other
+/// commands (the fixture's faults: under `unsigned-loader` its stream names another ISO).
 fn iso_of_stream(req: &AssetsRequest) -> Result<(String, String), AssetsError> {
     let what = format!("{} coreos print-stream-json", req.installer.display());
     let out = run_tracked(
-        Command::new(req.installer).args(["coreos", "print-stream-json"]),
+        Command::new(req.installer)
+            .args(["coreos", "print-stream-json"])
+            .envs(req.installer_env.iter().map(|(k, v)| (k, v))),
         req.deadline,
         &what,
     )?;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use sno_harness::exit;
 use sno_harness::fleet::preflight::{Finding, Level, Probe};
 use sno_harness::hw::host_programs::{self, HostProgram, Need};
-use sno_harness::hw::{Accel, AccelChoice, OVMF_CODE};
+use sno_harness::hw::{Accel, AccelChoice, Firmware};
 use sno_harness::vm::Backend;
 
 use super::error::{bad, Outcome};
@@ -212,21 +212,29 @@ fn accelerator(c: &mut Checks) {
     }
 }
 
+/// OVMF for `firmware = "uefi"`, and its Secure Boot build for `"uefi-secure"`.
 fn firmware(c: &mut Checks) {
-    let missing: Vec<String> = host_programs::needed_by(Need::Uefi)
-        .filter(|f| !Path::new(f.name).is_file())
-        .map(|f| f.missing())
-        .collect();
-    c.line(
-        missing.is_empty(),
-        false,
-        "OVMF (UEFI)",
-        if missing.is_empty() {
-            OVMF_CODE.into()
-        } else {
-            missing.join("; ")
-        },
-    );
+    for (firmware, what) in [
+        (Firmware::Uefi, "OVMF (UEFI)"),
+        (Firmware::UefiSecure, "OVMF (UEFI Secure Boot)"),
+    ] {
+        let files: Vec<_> = host_programs::firmware_files(firmware).collect();
+        let missing: Vec<String> = files
+            .iter()
+            .filter(|f| !Path::new(f.name).is_file())
+            .map(|f| f.missing())
+            .collect();
+        c.line(
+            missing.is_empty(),
+            false,
+            what,
+            if missing.is_empty() {
+                files[0].name.into()
+            } else {
+                missing.join("; ")
+            },
+        );
+    }
 }
 
 /// Root and the image tools: needed to build minisno, not to run cached builds.

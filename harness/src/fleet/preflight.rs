@@ -7,7 +7,7 @@
 
 mod probe;
 
-use crate::hw::host_programs::{self, Need};
+use crate::hw::host_programs;
 use crate::hw::Firmware;
 use crate::scenario::{GuestNetwork, Scenario};
 use crate::vm::backend::Capabilities;
@@ -159,12 +159,20 @@ fn tools(scenarios: &[&Scenario], backend: &Backend, probe: &Probe) -> Vec<Findi
             None => Finding::new(p.name, Level::Missing, p.missing()),
         })
         .collect();
-    if scenarios.iter().any(|s| s.vm.firmware == Firmware::Uefi) {
-        for file in host_programs::needed_by(Need::Uefi) {
+    for firmware in [Firmware::Uefi, Firmware::UefiSecure] {
+        if !scenarios.iter().any(|s| s.vm.firmware == firmware) {
+            continue;
+        }
+        let what = if firmware.secure_boot() {
+            "OVMF (UEFI Secure Boot)"
+        } else {
+            "OVMF (UEFI)"
+        };
+        for file in host_programs::firmware_files(firmware) {
             out.push(if (probe.is_file)(Path::new(file.name)) {
-                Finding::new("OVMF (UEFI)", Level::Ok, file.name)
+                Finding::new(what, Level::Ok, file.name)
             } else {
-                Finding::new("OVMF (UEFI)", Level::Missing, file.missing())
+                Finding::new(what, Level::Missing, file.missing())
             });
         }
     }

@@ -3,8 +3,8 @@
 //! break an ordering cycle). The serial console and every boot's journal are scanned line by
 //! line. What a hit does is scoped as the peers scope it (docs/badness.md has the table):
 //! - the kernel and the boot itself (panic, Oops, BUG, the kernel's general protection fault,
-//!   an emergency shell, dracut's fatal refusal, I/O to an offline device, an ordering cycle)
-//!   fail the current phase; a soft lockup is a warning under TCG, where the emulated CPUs
+//!   an emergency shell, dracut's fatal refusal, I/O to an offline device, an ordering cycle,
+//!   Secure Boot refusing a boot loader or kernel) fail the current phase; a soft lockup is a warning under TCG, where the emulated CPUs
 //!   stall (kola treats it so); a kernel `WARNING: CPU:` is a warning unless the scenario says
 //!   (`[badness] kernel_warnings`): the kernel carries on after one, and neither the installer's
 //!   waits nor the CVO look at the kernel's log;
@@ -41,6 +41,7 @@ pub enum Kind {
     GoPanic,
     CoreDump,
     OrderingCycle,
+    BootRefused,
 }
 
 impl Kind {
@@ -60,6 +61,7 @@ impl Kind {
             Kind::GoPanic => "Go panic",
             Kind::CoreDump => "core dump",
             Kind::OrderingCycle => "systemd ordering cycle",
+            Kind::BootRefused => "Secure Boot refusal",
         }
     }
 
@@ -189,6 +191,19 @@ fn patterns() -> &'static [(Kind, Regex)] {
             p(
                 Kind::OrderingCycle,
                 r"Found ordering cycle on|to break ordering cycle",
+            ),
+            // Secure Boot refusing an image, in the words of each stage that checks one:
+            // - the firmware (edk2's BdsDxe, OVMF 2022.11): "BdsDxe: failed to load Boot0001
+            //   "UEFI QEMU DVD-ROM QM00005 " from PciRoot(0x0)/...: Access Denied" for a loader
+            //   its db does not trust ("Security Violation" when it was started and refused);
+            // - shim, for a second stage or kernel its certificates do not verify:
+            //   "Verification failed: (0x1A) Security Violation";
+            // - GRUB's shim_lock verifier (Debian's 2.06), for a kernel shim does not verify:
+            //   "error: bad shim signature.".
+            // A boot option that is merely absent ("...: Not Found") is not one.
+            p(
+                Kind::BootRefused,
+                r"BdsDxe: failed to (load|start) Boot[0-9A-Fa-f]{4} .*: (Access Denied|Security Violation)|Verification failed: (\(0x1A\) )?Security Violation|error: bad shim signature",
             ),
         ]
     })
@@ -397,6 +412,12 @@ mod tests {
             ("kubelet.service: Main process exited, code=dumped, status=11/SEGV", Kind::Segfault),
             ("systemd[1]: multi-user.target: Found ordering cycle on bootkube.service/start", Kind::OrderingCycle),
             ("systemd[1]: multi-user.target: Job bootkube.service/start deleted to break ordering cycle starting with multi-user.target/start", Kind::OrderingCycle),
+            // OVMF's Secure Boot build refusing an unsigned GRUB on the live ISO, and its EFI
+            // shell (as its console showed them under QEMU 7.2, Debian's ovmf 2022.11).
+            ("BdsDxe: failed to load Boot0001 \"UEFI QEMU DVD-ROM QM00011 \" from PciRoot(0x0)/Pci(0x1F,0x2)/Sata(0x5,0xFFFF,0x0): Access Denied", Kind::BootRefused),
+            ("BdsDxe: failed to start Boot0002 \"EFI Internal Shell\" from Fv(7CB8BDC9-F8EB-4F34-AAEA-3EE4AF6516A1)/FvFile(7C04A583-9E3E-4F1C-AD65-E05268D0B4D1): Security Violation", Kind::BootRefused),
+            ("Verification failed: (0x1A) Security Violation", Kind::BootRefused),
+            ("error: bad shim signature.", Kind::BootRefused),
         ];
         for (line, kind) in cases {
             assert_eq!(scan(line), Some(kind), "{line}");
@@ -415,6 +436,10 @@ mod tests {
             "kernel: Memory: 1983420K/2096600K available",
             "systemd[1]: Reached target multi-user.target - Multi-User System.",
             "the debug build has no bugs: none",
+            // An absent boot option, tried and passed over on every UEFI boot of an empty disk.
+            "BdsDxe: failed to load Boot0001 \"UEFI Misc Device\" from PciRoot(0x0)/Pci(0x8,0x0): Not Found",
+            "BdsDxe: loading Boot0001 \"UEFI QEMU DVD-ROM QM00011 \" from PciRoot(0x0)/Pci(0x1F,0x2)/Sata(0x5,0xFFFF,0x0)",
+            "[    0.000000] secureboot: Secure boot enabled",
         ] {
             assert_eq!(scan(line), None, "{line}");
         }

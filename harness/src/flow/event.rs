@@ -315,6 +315,34 @@ pub struct GuestStatus {
     /// The guest's clock when it answered, nanoseconds since the epoch: with the event's host
     /// time it gives the clock offset, so guest timestamps (journal) map onto the host's.
     pub guest_time_ns: u64,
+    /// The SecureBoot EFI variable, as this system reads it.
+    pub secure_boot: SecureBootState,
+}
+
+/// The SecureBoot EFI variable (global variable GUID 8be4df61-93ca-11d2-aa0d-00e098032b8c, one
+/// byte after the four of its attributes) as a system reads it through efivarfs, which is what
+/// `mokutil --sb-state` reads too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecureBootState {
+    /// 1: the firmware enforced Secure Boot on this boot.
+    On,
+    /// 0: UEFI without Secure Boot.
+    Off,
+    /// No such variable (or none readable): the system did not boot through UEFI.
+    #[default]
+    NoVariable,
+}
+
+impl SecureBootState {
+    /// From the status script's field: the variable's value byte, or `-` without one.
+    pub fn parse(field: &str) -> SecureBootState {
+        match field.trim() {
+            "1" => SecureBootState::On,
+            "0" => SecureBootState::Off,
+            _ => SecureBootState::NoVariable,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -166,6 +166,10 @@ pub struct Machine {
     /// The install's end and the reboot's start: the reboot command, its scheduled delay, the
     /// assisted install's log collection.
     reboot: reboot::Evidence,
+    /// Each system must report Secure Boot on (`vm.firmware = "uefi-secure"`).
+    secure_boot_required: bool,
+    /// What each system reported of Secure Boot.
+    secure_boot: SecureBootSeen,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -242,6 +246,8 @@ impl Machine {
             network_profiles: Vec::new(),
             emergency: None,
             reboot: reboot::Evidence::default(),
+            secure_boot_required: false,
+            secure_boot: SecureBootSeen::default(),
         }
     }
 
@@ -589,6 +595,8 @@ mod install;
 pub mod network;
 mod reboot;
 mod script;
+mod secure_boot;
+pub use secure_boot::SecureBootSeen;
 #[cfg(test)]
 mod tests;
 mod vm_events;

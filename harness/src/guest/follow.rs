@@ -10,14 +10,15 @@ use std::time::Duration;
 
 use super::journal::{journal_loop, RawJournal};
 use super::ssh::{SshSession, SshTarget};
-use crate::flow::event::{GuestStatus, Signal, SignalTx, Source};
+use crate::flow::event::{GuestStatus, SecureBootState, Signal, SignalTx, Source};
 use crate::util::wait::sleep_unless_stopped;
 
 /// One shell command that reports everything the state machine needs, `|`-separated, in one
 /// line of bounded length: bootkube.service's ActiveState/SubState/Result and whether it is
 /// enabled, and the bootstrap files the post-reboot script's `clean` removes (its
 /// `/etc/kubernetes/bootstrap-*` as a glob, at most 16 paths of at most 200 characters, a
-/// `|` in a name turned into `_`), which a bootstrap-cleanup timeout quotes.
+/// `|` in a name turned into `_`), which a bootstrap-cleanup timeout quotes; last, the value
+/// byte of the SecureBoot EFI variable (after its four attribute bytes), `-` without one.
 const STATUS_SCRIPT: &str = r#"b=$(cat /proc/sys/kernel/random/boot_id); l=0; [ -e /run/ostree-live ] && l=1
 bd=0; [ -e /opt/openshift/.bootkube.done ] && bd=1; id=0; [ -e /opt/openshift/.install-to-disk.done ] && id=1
 cd=0; [ -e /opt/openshift/coreos-installer.done ] && cd=1
@@ -25,12 +26,14 @@ en=$(systemctl is-enabled bootkube.service 2>/dev/null)
 u() { systemctl show -p "$1" --value bootkube.service; }; st=$(u ActiveState)/$(u SubState)/$(u Result)
 nr=$(u NRestarts); ir=$(systemctl show -p NRestarts --value install-to-disk.service)
 files=$(ls -d /etc/kubernetes/bootstrap-* /usr/local/bin/installer-gather.sh /usr/local/bin/installer-masters-gather.sh /var/log/log-bundle-bootstrap.tar.gz /opt/openshift 2>/dev/null | head -n 16 | cut -c1-200 | tr '\n|' ' _')
-echo "$b|$l|$bd|$id|$en|$st|$nr|$ir|$files|$cd|$(date +%s%N)""#;
+sb=-; v=/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c
+[ -r $v ] && sb=$(od -An -tu1 -j4 -N1 $v | tr -d " ")
+echo "$b|$l|$bd|$id|$en|$st|$nr|$ir|$files|$cd|$(date +%s%N)|${sb:--}""#;
 
 /// Parses the status line (and the session's host key) into a `GuestStatus`.
 pub fn parse_status(line: &str, host_key: &str) -> Option<GuestStatus> {
     let f: Vec<&str> = line.trim().split('|').collect();
-    if f.len() != 11 || f[0].is_empty() {
+    if f.len() != 12 || f[0].is_empty() {
         return None;
     }
     Some(GuestStatus {
@@ -46,6 +49,7 @@ pub fn parse_status(line: &str, host_key: &str) -> Option<GuestStatus> {
         bootstrap_files: f[8].split_whitespace().map(str::to_string).collect(),
         coreos_installer_done: f[9] == "1",
         guest_time_ns: f[10].trim().parse().unwrap_or(0),
+        secure_boot: SecureBootState::parse(f[11]),
     })
 }
 
@@ -201,12 +205,22 @@ mod tests {
 
     #[test]
     fn status_lines_parse() {
-        let s = parse_status("abc|1|1|0|enabled|activating/start/success|0|2|/opt/openshift /etc/kubernetes/bootstrap-secrets |1|1700000000123456789\n", "hk").unwrap();
+        let s = parse_status("abc|1|1|0|enabled|activating/start/success|0|2|/opt/openshift /etc/kubernetes/bootstrap-secrets |1|1700000000123456789|1\n", "hk").unwrap();
         assert_eq!(s.bootkube_state, "activating/start/success");
         assert!(s.live && s.bootkube_done && !s.install_to_disk_done);
         assert!(s.coreos_installer_done);
         assert_eq!(s.install_restarts, 2);
         assert_eq!(s.guest_time_ns, 1_700_000_000_123_456_789);
+        assert_eq!(s.secure_boot, SecureBootState::On);
+        let line = |sb: &str| format!("b|0|0|0||//|0|0||0|1|{sb}");
+        assert_eq!(
+            parse_status(&line("0"), "hk").unwrap().secure_boot,
+            SecureBootState::Off
+        );
+        assert_eq!(
+            parse_status(&line("-"), "hk").unwrap().secure_boot,
+            SecureBootState::NoVariable
+        );
         assert_eq!(
             s.bootstrap_files,
             ["/opt/openshift", "/etc/kubernetes/bootstrap-secrets"]
@@ -239,5 +253,12 @@ mod tests {
         assert_eq!(s.bootkube_state, "ActiveState/SubState/Result");
         assert_eq!(s.bootkube_enabled, "disabled");
         assert!(s.guest_time_ns > 0);
+        // The build host booted without the variable, or with it: either reads as a state.
+        let efivar = std::path::Path::new(
+            "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c",
+        );
+        if !efivar.exists() {
+            assert_eq!(s.secure_boot, SecureBootState::NoVariable);
+        }
     }
 }

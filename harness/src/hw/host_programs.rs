@@ -4,7 +4,7 @@
 //! build, the tests, the CI scripts); harness/tests/host_programs.rs keeps every entry here
 //! named there, with the package its hint installs.
 
-use super::firmware::{OVMF_CODE, OVMF_VARS};
+use super::firmware::{Firmware, OVMF_CODE, OVMF_CODE_SECBOOT, OVMF_VARS, OVMF_VARS_MS};
 
 /// Who needs an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +16,8 @@ pub enum Need {
     QemuBackend,
     /// Scenarios with `firmware = "uefi"`, on either backend.
     Uefi,
+    /// Scenarios with `firmware = "uefi-secure"`, on either backend.
+    UefiSecure,
     /// Building minisno (images/recipe/build.sh); cached builds run without it.
     FixtureBuild,
     /// Nothing the harness runs: the API tests.
@@ -29,6 +31,7 @@ impl Need {
             Need::EveryRun => "every run",
             Need::QemuBackend => "the QEMU backend",
             Need::Uefi => "firmware = \"uefi\"",
+            Need::UefiSecure => "firmware = \"uefi-secure\"",
             Need::FixtureBuild => "building minisno",
             Need::ApiTests => "the API tests",
         }
@@ -115,6 +118,13 @@ pub const ALL: &[HostProgram] = &[
     program(OVMF_CODE, Need::Uefi, "apt-get install ovmf", None),
     program(OVMF_VARS, Need::Uefi, "apt-get install ovmf", None),
     program(
+        OVMF_CODE_SECBOOT,
+        Need::UefiSecure,
+        "apt-get install ovmf",
+        None,
+    ),
+    program(OVMF_VARS_MS, Need::UefiSecure, "apt-get install ovmf", None),
+    program(
         "kubectl",
         Need::ApiTests,
         "optional, for the API tests: apt-get install kubernetes-client",
@@ -155,6 +165,16 @@ pub fn needed_by(need: Need) -> impl Iterator<Item = &'static HostProgram> {
     ALL.iter().filter(move |p| p.need == need)
 }
 
+/// The firmware files a VM of this firmware boots from (none for SeaBIOS, QEMU's own).
+pub fn firmware_files(firmware: Firmware) -> impl Iterator<Item = &'static HostProgram> {
+    let need = match firmware {
+        Firmware::Bios => None,
+        Firmware::Uefi => Some(Need::Uefi),
+        Firmware::UefiSecure => Some(Need::UefiSecure),
+    };
+    ALL.iter().filter(move |p| Some(p.need) == need)
+}
+
 /// The programs a run on the QEMU backend (`qemu_backend`) or on libvirt starts itself.
 pub fn for_a_run(qemu_backend: bool) -> impl Iterator<Item = &'static HostProgram> {
     ALL.iter().filter(move |p| match p.need {
@@ -185,6 +205,17 @@ mod tests {
     }
 
     #[test]
+    fn each_firmware_needs_its_own_ovmf_files() {
+        let names = |f| firmware_files(f).map(|p| p.name).collect::<Vec<_>>();
+        assert!(names(Firmware::Bios).is_empty());
+        assert_eq!(names(Firmware::Uefi), [OVMF_CODE, OVMF_VARS]);
+        assert_eq!(
+            names(Firmware::UefiSecure),
+            [OVMF_CODE_SECBOOT, OVMF_VARS_MS]
+        );
+    }
+
+    #[test]
     fn the_libvirt_backend_starts_no_qemu_of_ours() {
         let names = |qemu| for_a_run(qemu).map(|p| p.name).collect::<Vec<_>>();
         assert_eq!(names(true), [QEMU, "qemu-img", "coreos-installer"]);
@@ -198,7 +229,8 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), ALL.len());
         for p in ALL {
-            assert_eq!(p.is_file(), p.need == Need::Uefi, "{p:?}");
+            let firmware = matches!(p.need, Need::Uefi | Need::UefiSecure);
+            assert_eq!(p.is_file(), firmware, "{p:?}");
             assert!(!(p.is_file() && p.version_args.is_some()), "{p:?}");
         }
     }

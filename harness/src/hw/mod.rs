@@ -16,4 +16,4 @@ pub mod slots;
 
 pub use accel::{Accel, AccelChoice};
 pub use disk::{AioMode, Bus, CacheMode, Disk, DiskIo, Sector, Throttle};
-pub use firmware::{Firmware, OVMF_CODE, OVMF_VARS};
+pub use firmware::{Firmware, OVMF_CODE, OVMF_CODE_SECBOOT, OVMF_VARS, OVMF_VARS_MS};

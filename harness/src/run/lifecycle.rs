@@ -12,7 +12,7 @@ use crate::flow::event::{EventLog, Signal, SignalTx, Source};
 use crate::flow::machine::{Action, Machine};
 use crate::flow::phase::Phase;
 use crate::guest::ssh::{SshKeyPair, SshTarget};
-use crate::hw::{Accel, OVMF_VARS};
+use crate::hw::{Accel, Firmware, OVMF_VARS};
 use crate::vm::disk;
 use crate::vm::running::RunningVm;
 use crate::vm::DiskSpec;
@@ -122,11 +122,13 @@ impl Lifecycle {
         }
     }
 
-    /// Where the VM's UEFI variables start from.
-    pub fn uefi_vars_template(&self) -> PathBuf {
+    /// Where the VM's UEFI variables start from: the saved ones when resuming, else the
+    /// firmware's template (with Microsoft's keys for Secure Boot). SeaBIOS has no variables
+    /// and is never asked.
+    pub fn uefi_vars_template(&self, firmware: Firmware) -> PathBuf {
         match self {
             Lifecycle::Resume { dir, .. } => dir.join(state::UEFI_VARS_FILE),
-            _ => PathBuf::from(OVMF_VARS),
+            _ => PathBuf::from(firmware.ovmf_vars_template().unwrap_or(OVMF_VARS)),
         }
     }
 

@@ -206,6 +206,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
             .is_some()
             .then(|| s.operators_rule.as_str().to_string()),
         operator_warnings: m.operator_warnings.clone(),
+        secure_boot: s.vm.firmware.is_uefi().then(|| m.secure_boot()),
         bootkube_restarts: (m.bootkube_restarts > 0).then(|| result::Restarts {
             count: m.bootkube_restarts,
             last_error: m.last_bootkube_error().map(str::to_string),

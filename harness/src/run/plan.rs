@@ -10,7 +10,7 @@ use super::state::StateMode;
 use crate::flow::badness::{AllowList, Policy as BadnessPolicy};
 use crate::flow::machine::{AdaptiveDeadline, Config as MachineConfig, Machine};
 use crate::flow::phase::{fixture_default_timeout, openshift_default_timeout, Phase};
-use crate::hw::{Accel, Firmware};
+use crate::hw::Accel;
 use crate::scenario::{BootOrder, GuestNetwork, Profile, Scenario};
 use crate::vm::libvirt::network::{from_machine_network, NatNetwork, NetTftp};
 use crate::vm::start::RunMeta;
@@ -87,6 +87,7 @@ pub fn machine_for(s: &Scenario, accel: Accel, scale: f64, state: &StateMode) ->
         m.stop_after(p);
     }
     m.expect_network_profiles(crate::assets::node_net::profile_ids(s));
+    m.expect_secure_boot(s.vm.firmware.secure_boot());
     m
 }
 
@@ -149,7 +150,7 @@ pub fn vm_spec(
             path: iso.to_path_buf(),
             bootindex: Some(cd_index),
         }),
-        uefi_vars: (s.vm.firmware == Firmware::Uefi).then(|| dir.join("OVMF_VARS.fd")),
+        uefi_vars: s.vm.firmware.is_uefi().then(|| dir.join("OVMF_VARS.fd")),
         serial_socket: dir.join("serial.sock"),
         qmp_socket: Some(dir.join("qmp.sock")),
         forwards: vec![

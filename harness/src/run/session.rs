@@ -347,7 +347,7 @@ impl Session {
             target: self.target.clone(),
             disk: run.s.install.installation_disk.clone(),
             section: run.s.install.assisted.clone(),
-            uefi: run.s.vm.firmware == crate::hw::Firmware::Uefi,
+            uefi: run.s.vm.firmware.is_uefi(),
             run_dir: run.opts.dir.clone(),
         }
         .spawn(self.signal_tx.clone());
@@ -675,7 +675,7 @@ fn make_vm_files(
             .map_err(|e| RunError::Harness(e.to_string()))?;
     }
     if let Some(vars) = &spec.uefi_vars {
-        let from = life.uefi_vars_template();
+        let from = life.uefi_vars_template(spec.firmware);
         // fs::copy gives the copy the template's mode (0644 from the firmware package).
         fs::copy(&from, vars)
             .and_then(|_| crate::util::private::set_mode(vars, crate::util::private::PRIVATE_FILE))

@@ -78,6 +78,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         authorized_keys: Vec::new(),
         operators_rule: None,
         operator_warnings: Vec::new(),
+        secure_boot: None,
         bootkube_restarts: None,
         assets: None,
         vm_left_running: None,

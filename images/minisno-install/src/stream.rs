@@ -5,6 +5,11 @@
 //! `metal-512.raw.zst`, `metal-4096.raw.zst`. `MINISNO_LIVE_ISO=/path` overrides the ISO (the
 //! disk images are then looked for next to it). A `<file>.sha256` beside a file gives its digest
 //! (first token); otherwise the digest is computed.
+//!
+//! Under the fixture fault `unsigned-loader` (`MINISNO_FAULTS`) the stream names
+//! `live-unsigned-loader.iso` beside the live ISO instead: the fixture build's ISO whose EFI boot
+//! loader is GRUB as grub-mkrescue builds it, unsigned, where the live ISO boots Debian's signed
+//! shim and GRUB (images/recipe/secureboot.sh).
 
 use std::fs::File;
 use std::io::Read;
@@ -17,9 +22,30 @@ pub const ISO_NAME: &str = "live.iso";
 pub const RAW_512: &str = "metal-512.raw.zst";
 pub const RAW_4K: &str = "metal-4096.raw.zst";
 pub const ISO_ENV: &str = "MINISNO_LIVE_ISO";
+/// The live ISO with an unsigned EFI boot loader, beside the live ISO.
+pub const UNSIGNED_LOADER_ISO_NAME: &str = "live-unsigned-loader.iso";
+
+/// The ISO the stream names: the live ISO ([`live_iso_path`]), or under the fault
+/// `unsigned-loader` the one beside it whose EFI loader is unsigned.
+pub fn iso_path() -> Result<PathBuf, String> {
+    let options = crate::bip::FixtureOptions::from_env().map_err(|e| {
+        format!("invalid minisno fixture options in the environment (MINISNO_FAULTS, MINISNO_SCHEDULE, MINISNO_REBOOT_DELAY_MIN, MINISNO_VERSION): {e}")
+    })?;
+    let live = live_iso_path()?;
+    Ok(iso_for(&live, &options.faults))
+}
+
+/// The ISO the stream names for these faults, given the live ISO's path.
+pub fn iso_for(live: &Path, faults: &[crate::bip::Fault]) -> PathBuf {
+    if faults.contains(&crate::bip::Fault::UnsignedLoader) {
+        live.with_file_name(UNSIGNED_LOADER_ISO_NAME)
+    } else {
+        live.to_path_buf()
+    }
+}
 
 /// Where the live ISO is: `MINISNO_LIVE_ISO`, else next to the running binary.
-pub fn iso_path() -> Result<PathBuf, String> {
+pub fn live_iso_path() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os(ISO_ENV).filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
@@ -184,6 +210,17 @@ mod tests {
         assert!(metal["formats"]["4k.raw.zst"]["disk"]["sha256"].is_string());
         assert!(metal["formats"].get("raw.zst").is_none());
         assert_eq!(v["stream"], "minisno");
+    }
+
+    #[test]
+    fn the_unsigned_loader_fault_names_the_iso_beside_the_live_one() {
+        let live = Path::new("/cache/entry/live.iso");
+        assert_eq!(iso_for(live, &[]), live);
+        let faults = [crate::bip::Fault::NoDns, crate::bip::Fault::UnsignedLoader];
+        assert_eq!(
+            iso_for(live, &faults),
+            Path::new("/cache/entry/live-unsigned-loader.iso")
+        );
     }
 
     #[test]

@@ -97,6 +97,10 @@ impl Machine {
 
     pub(super) fn on_guest(&mut self, s: &GuestStatus, now: u64, out: &mut Vec<Action>) {
         self.note_installed(s);
+        self.judge_secure_boot(s, now, out);
+        if self.outcome.is_some() {
+            return;
+        }
         match self.current {
             Some(Phase::LiveBoot) if s.live => {
                 self.live_boot_id = Some(boot_key(&s.boot_id));

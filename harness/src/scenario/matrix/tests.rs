@@ -630,6 +630,38 @@ values = ["512", "4k"]
     assert!(matches!(e, MatrixError::Permutation { .. }), "{e}");
 }
 
+/// The shipped boot matrix: PXE is left out under Secure Boot, and without that exclusion the
+/// matrix is refused at its first axis involved (boot.source), naming the rule to add.
+#[test]
+fn the_boot_matrix_excludes_pxe_under_secure_boot_and_names_the_rule_without_it() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/boot.toml");
+    let m = load(&path).unwrap();
+    assert_eq!(m.permutations.len(), 3 * 3 * 2 - 2);
+    assert!(ids(&m).contains(&"live-iso.uefi-secure.install-to-disk"));
+    assert!(ids(&m).contains(&"minimal-iso.uefi-secure.assisted"));
+    assert!(!ids(&m).iter().any(|id| id.starts_with("pxe.uefi-secure")));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let without = &text[..text.find("\n# PXE is iPXE").unwrap()];
+    let e = match parse_str(&path, without) {
+        Ok(_) => panic!("loaded without the exclusion"),
+        Err(e) => e,
+    };
+    let axis_line = text
+        .lines()
+        .position(|l| l == "key = \"boot.source\"")
+        .unwrap()
+        + 1;
+    assert_eq!(e.line(), Some(axis_line), "{e}");
+    let said = e.to_string();
+    assert!(
+        said.contains("permutation pxe.uefi-secure.install-to-disk")
+            && said.ends_with(
+                r#"drop it with [[exclude]] "boot.source" = "pxe", "vm.firmware" = "uefi-secure""#
+            ),
+        "{said}"
+    );
+}
+
 #[test]
 fn a_value_the_validator_refuses_on_its_own_is_named_alone() {
     let e = err(&with_head(

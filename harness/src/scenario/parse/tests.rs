@@ -582,6 +582,45 @@ fn a_scenario_boots_the_full_live_iso_unless_it_names_the_minimal_one() {
 }
 
 #[test]
+fn secure_boot_takes_the_live_and_minimal_isos_and_refuses_pxe_at_its_line() {
+    let secure = SMOKE.replace("firmware = \"bios\"", "firmware = \"uefi-secure\"");
+    let s = parse(&secure).unwrap();
+    assert_eq!(s.vm.firmware, crate::hw::Firmware::UefiSecure);
+    let minimal = format!("{secure}\n[boot]\nsource = \"minimal-iso\"\n");
+    assert_eq!(parse(&minimal).unwrap().boot_source, BootSource::MinimalIso);
+    let pxe = format!("{secure}\n[boot]\nsource = \"pxe\"\n");
+    let e = parse(&pxe).unwrap_err().to_string();
+    assert!(e.contains("s.toml:20:"), "{e}");
+    assert!(
+        e.contains("boot.source = \"pxe\" with vm.firmware = \"uefi-secure\"")
+            && e.contains("use PXE with vm.firmware = \"uefi\""),
+        "{e}"
+    );
+    // PXE on plain OVMF stays.
+    let uefi_pxe = pxe.replace("uefi-secure", "uefi");
+    assert_eq!(parse(&uefi_pxe).unwrap().boot_source, BootSource::Pxe);
+}
+
+#[test]
+fn the_unsigned_loader_needs_secure_boot_and_the_full_live_iso() {
+    let fault = format!("{SMOKE}\n[fixture]\nfaults = [\"unsigned-loader\"]\n");
+    let e = parse(&fault).unwrap_err().to_string();
+    assert!(e.contains("s.toml:20:"), "{e}");
+    assert!(
+        e.contains("needs vm.firmware = \"uefi-secure\"") && e.contains("boots \"bios\""),
+        "{e}"
+    );
+    let secure = fault.replace("firmware = \"bios\"", "firmware = \"uefi-secure\"");
+    assert_eq!(
+        parse(&secure).unwrap().fixture.unwrap().faults,
+        ["unsigned-loader"]
+    );
+    let minimal = format!("{secure}[boot]\nsource = \"minimal-iso\"\n");
+    let e = parse(&minimal).unwrap_err().to_string();
+    assert!(e.contains("needs [boot] source = \"live-iso\""), "{e}");
+}
+
+#[test]
 fn install_to_disk_installs_unless_the_scenario_asks_for_the_assisted_way() {
     let s = parse(SMOKE).unwrap();
     assert_eq!(s.install.mode, InstallMode::InstallToDisk);

@@ -169,6 +169,34 @@ pub(super) fn check_static_network(cx: &Ctx, f: &ScenarioFile) -> Result<(), Sce
     ))
 }
 
+/// The fixture fault whose installer names a live ISO with an unsigned EFI boot loader.
+pub const UNSIGNED_LOADER_FAULT: &str = "unsigned-loader";
+
+/// The unsigned loader is a fault only where the firmware checks signatures, and its ISO is a
+/// live ISO to boot whole (it carries no packed minimal ISO and no root filesystem: under
+/// Secure Boot nothing past the loader is read).
+pub(super) fn check_unsigned_loader(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
+    let Some(fault) = first_of(f, &[UNSIGNED_LOADER_FAULT]) else {
+        return Ok(());
+    };
+    let firmware = *f.vm.firmware.get_ref();
+    let source = *f.boot.source.get_ref();
+    let why = if !firmware.secure_boot() {
+        format!("it needs vm.firmware = \"uefi-secure\", whose firmware refuses an unsigned loader (this scenario boots {:?}, which would run it)", firmware.as_str())
+    } else if source != crate::scenario::BootSource::LiveIso {
+        format!("it needs [boot] source = \"live-iso\": the faulty ISO is booted whole (this scenario boots {:?})", source.as_str())
+    } else {
+        return Ok(());
+    };
+    Err(cx.at(
+        fault,
+        format!(
+            "fixture.faults: {:?} gives the live ISO an unsigned EFI boot loader: {why}",
+            fault.get_ref()
+        ),
+    ))
+}
+
 /// The fixture fault whose install-to-disk runs coreos-installer without `-n`.
 pub const COPY_NETWORK_MISSING_FAULT: &str = "copy-network-missing";
 

@@ -35,9 +35,11 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
     let openshift = openshift::openshift_section(cx, &f, profile)?;
     judging::check_expect(cx, &f.expect)?;
     vm::check_nat(cx, &f)?;
+    vm::check_secure_boot(cx, &f)?;
     let network = network::network(cx, &f)?;
     let assisted = install::assisted_section(cx, &f.install, network.as_ref())?;
     fixture::check_boot(cx, &f)?;
+    fixture::check_unsigned_loader(cx, &f)?;
     fixture::check_network(cx, &f)?;
     fixture::check_static_network(cx, &f)?;
     install::check_install_mode(cx, &f)?;

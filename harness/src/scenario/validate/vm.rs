@@ -29,6 +29,25 @@ pub(super) fn vm_size(cx: &Ctx, vm: &VmSection) -> Result<(u32, u64), ScenarioEr
     Ok((vcpus, memory_mib))
 }
 
+/// A network boot under Secure Boot: the harness's PXE is iPXE (the NIC's option ROM, which
+/// OVMF runs), and iPXE hands the kernel to the firmware to load. Secure Boot firmware loads
+/// only what a key of its db signs (Microsoft's), and the kernel's signer (Debian's key for
+/// minisno, Red Hat's for RHCOS) is trusted through shim alone: the firmware refuses it
+/// (measured under QEMU: iPXE says "Could not select: Exec format error"). A Secure Boot
+/// network boot is shim and GRUB over TFTP, which the harness does not serve.
+pub(super) fn check_secure_boot(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {
+    let firmware = *f.vm.firmware.get_ref();
+    if !firmware.secure_boot() || !f.boot.source.get_ref().is_pxe() {
+        return Ok(());
+    }
+    Err(cx.at(
+        &f.boot.source,
+        format!(
+            "boot.source = \"pxe\" with vm.firmware = \"{firmware}\": the harness's PXE boot is iPXE handing the kernel to the firmware, and Secure Boot firmware trusts only what Microsoft's keys sign, not the kernel's signer (trusted through shim), so it refuses the kernel; under Secure Boot boot \"live-iso\" or \"minimal-iso\", or use PXE with vm.firmware = \"uefi\""
+        ),
+    ))
+}
+
 /// A NAT network's layout comes from the machine network: refuse one it cannot use now, not
 /// when the run creates the network.
 pub(super) fn check_nat(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {

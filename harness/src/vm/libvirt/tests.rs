@@ -18,7 +18,8 @@ use super::network::{
 use crate::hw::guest_net::NIC_MACS;
 use crate::hw::slots::{self as plan, DiskPlace};
 use crate::hw::{
-    Accel, AioMode, Bus, CacheMode, DiskIo, Firmware, Sector, Throttle, OVMF_CODE, OVMF_VARS,
+    Accel, AioMode, Bus, CacheMode, DiskIo, Firmware, Sector, Throttle, OVMF_CODE,
+    OVMF_CODE_SECBOOT, OVMF_VARS, OVMF_VARS_MS,
 };
 use crate::vm::qemu::argv::tests::{disks_on, spec};
 use crate::vm::qemu::argv::TCG_TB_SIZE_MIB;
@@ -267,12 +268,39 @@ fn uefi_has_the_readonly_code_and_the_per_vm_vars_bios_has_neither() {
     assert_eq!(nvram.at("template"), OVMF_VARS);
     assert_eq!(nvram.text, "/r/OVMF_VARS.fd");
 
+    assert!(loader.attr("secure").is_none(), "{loader:?}");
+    assert!(root.one("features").opt("smm").is_none());
+
     let bios = domain(&spec());
     let os = bios.one("os");
     assert!(
         os.opt("loader").is_none() && os.opt("nvram").is_none(),
         "{os:?}"
     );
+}
+
+/// `uefi-secure`: the secboot build marked secure, the store with Microsoft's keys, SMM on
+/// (libvirt refuses a secure loader without it), as qemu_argv's `smm=on` and secure flash.
+#[test]
+fn secure_boot_has_the_secure_secboot_loader_the_ms_store_and_smm() {
+    let mut sp = uefi(spec());
+    sp.firmware = Firmware::UefiSecure;
+    let root = domain(&sp);
+    let os = root.one("os");
+    let loader = os.one("loader");
+    assert_eq!(
+        (
+            loader.at("readonly"),
+            loader.at("secure"),
+            loader.at("type")
+        ),
+        ("yes", "yes", "pflash")
+    );
+    assert_eq!(loader.text, OVMF_CODE_SECBOOT);
+    let nvram = os.one("nvram");
+    assert_eq!(nvram.at("template"), OVMF_VARS_MS);
+    assert_eq!(nvram.text, "/r/OVMF_VARS.fd");
+    assert_eq!(root.one("features").one("smm").at("state"), "on");
 }
 
 #[test]
@@ -1299,6 +1327,11 @@ fn virt_xml_validate_accepts_the_domains() {
             sp
         }),
         ("every-io-option", io_everything()),
+        ("secure-boot", {
+            let mut sp = uefi(spec());
+            sp.firmware = Firmware::UefiSecure;
+            sp
+        }),
         ("pxe-on-a-network", pxe_on_a_network()),
         ("bond-on-a-network", {
             let mut sp = spec();

@@ -4,7 +4,7 @@
 use crate::util::socket_path;
 use crate::vm::{DiskSpec, NetBootSpec, PortForward, VmSpec};
 
-use crate::hw::{Accel, Bus, Firmware, Throttle, OVMF_CODE};
+use crate::hw::{Accel, Bus, Throttle};
 
 /// Size in MiB of TCG's translation cache. QEMU 7.2's default is 1 GiB. With a cache that
 /// large, the first boot after a guest reset that follows a busy system (the live ISO after
@@ -110,12 +110,18 @@ impl Args {
 fn machine(a: &mut Args, spec: &VmSpec) {
     a.push(&["-name", &format!("guest={},debug-threads=on", spec.name)]);
     a.push(&["-nodefaults", "-no-user-config", "-display", "none"]);
-    // q35 for both firmwares: one machine, one AHCI controller for SATA disks and the CD-ROM.
+    // q35 for every firmware: one machine, one AHCI controller for SATA disks and the CD-ROM.
+    // OVMF's Secure Boot build keeps its variables behind SMM: the machine needs it.
+    let q35 = if spec.firmware.secure_boot() {
+        "q35,smm=on"
+    } else {
+        "q35"
+    };
     match spec.accel {
-        Accel::Kvm => a.push(&["-machine", "q35", "-accel", "kvm", "-cpu", "host"]),
+        Accel::Kvm => a.push(&["-machine", q35, "-accel", "kvm", "-cpu", "host"]),
         Accel::Tcg => a.push(&[
             "-machine",
-            "q35",
+            q35,
             "-accel",
             &format!("tcg,thread=multi,tb-size={TCG_TB_SIZE_MIB}"),
             "-cpu",
@@ -132,20 +138,26 @@ fn machine(a: &mut Args, spec: &VmSpec) {
 }
 
 /// OVMF's code (read-only, shared) and the VM's own variable store, for UEFI; nothing for
-/// SeaBIOS, QEMU's default.
+/// SeaBIOS, QEMU's default. Under Secure Boot the flash is marked secure, so that only the
+/// firmware's SMM code can write the variables (its keys among them), as the OVMF README asks
+/// of its SMM builds and as libvirt does for `<loader secure='yes'>`.
 fn firmware(a: &mut Args, spec: &VmSpec) {
-    if spec.firmware == Firmware::Uefi {
-        let vars = spec
-            .uefi_vars
-            .as_ref()
-            .expect("a UEFI VmSpec carries its variable store");
-        a.push(&[
-            "-drive",
-            &format!("if=pflash,format=raw,unit=0,readonly=on,file={OVMF_CODE}"),
-            "-drive",
-            &format!("if=pflash,format=raw,unit=1,file={}", opt_path(vars)),
-        ]);
+    let Some(code) = spec.firmware.ovmf_code() else {
+        return;
+    };
+    let vars = spec
+        .uefi_vars
+        .as_ref()
+        .expect("a UEFI VmSpec carries its variable store");
+    if spec.firmware.secure_boot() {
+        a.push(&["-global", "driver=cfi.pflash01,property=secure,value=on"]);
     }
+    a.push(&[
+        "-drive",
+        &format!("if=pflash,format=raw,unit=0,readonly=on,file={code}"),
+        "-drive",
+        &format!("if=pflash,format=raw,unit=1,file={}", opt_path(vars)),
+    ]);
 }
 
 /// The serial console, and QMP when the harness drives the VM.
@@ -371,7 +383,7 @@ fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::hw::{AioMode, CacheMode, DiskIo, Sector};
+    use crate::hw::{AioMode, CacheMode, DiskIo, Firmware, Sector, OVMF_CODE, OVMF_CODE_SECBOOT};
     use crate::vm::{CdromSpec, DiskSpec, PortForward};
     use std::path::PathBuf;
 
@@ -854,5 +866,21 @@ pub(crate) mod tests {
         let s = joined(&sp);
         assert!(s.contains(&format!("unit=0,readonly=on,file={OVMF_CODE}")));
         assert!(s.contains("unit=1,file=/r/OVMF_VARS.fd"));
+        assert!(s.contains("-machine q35 ") && !s.contains("smm") && !s.contains("secure"));
+    }
+
+    #[test]
+    fn secure_boot_takes_the_secboot_code_smm_and_a_secure_flash() {
+        let mut sp = spec();
+        sp.firmware = Firmware::UefiSecure;
+        sp.uefi_vars = Some(PathBuf::from("/r/OVMF_VARS.fd"));
+        let s = joined(&sp);
+        assert!(s.contains(&format!("unit=0,readonly=on,file={OVMF_CODE_SECBOOT}")));
+        assert!(s.contains("unit=1,file=/r/OVMF_VARS.fd"));
+        assert!(s.contains("-machine q35,smm=on "), "{s}");
+        assert!(s.contains("-global driver=cfi.pflash01,property=secure,value=on -drive if=pflash"));
+        sp.firmware = Firmware::Bios;
+        let s = joined(&sp);
+        assert!(!s.contains("pflash") && !s.contains("smm"), "{s}");
     }
 }

@@ -77,6 +77,10 @@ pub enum Fault {
     /// nothing to do: its initramfs's own checks fail the live boot.
     Rootfs404,
     RootfsCorrupt,
+    /// `coreos print-stream-json` names the live ISO whose EFI boot loader is unsigned
+    /// (`stream::UNSIGNED_LOADER_ISO_NAME`), as a release whose build forgot to sign it would;
+    /// the firmware's Secure Boot refuses it before anything of minisno runs.
+    UnsignedLoader,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +120,7 @@ pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
     ("no-hostname", Fault::NoHostname),
     ("rootfs-404", Fault::Rootfs404),
     ("rootfs-corrupt", Fault::RootfsCorrupt),
+    ("unsigned-loader", Fault::UnsignedLoader),
 ];
 
 impl Fault {

@@ -113,6 +113,10 @@ pub(super) struct OsType {
 pub(super) struct Loader {
     #[serde(rename = "@readonly")]
     pub(super) readonly: &'static str,
+    /// `yes` for OVMF's Secure Boot build: libvirt marks the flash secure (only SMM code may
+    /// write the variables) and requires `<smm state='on'/>`.
+    #[serde(rename = "@secure", skip_serializing_if = "Option::is_none")]
+    pub(super) secure: Option<&'static str>,
     #[serde(rename = "@type")]
     pub(super) kind: &'static str,
     #[serde(rename = "$text")]
@@ -133,8 +137,17 @@ pub(super) struct Nvram {
 pub(super) struct Features {
     /// Always: without ACPI a guest's poweroff never ends the domain (measured, docs/host-facts.md).
     pub(super) acpi: (),
+    /// On for OVMF's Secure Boot build, whose variable store lives behind SMM.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) smm: Option<Smm>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) tcg: Option<TcgFeatures>,
+}
+
+#[derive(Serialize)]
+pub(super) struct Smm {
+    #[serde(rename = "@state")]
+    pub(super) state: &'static str,
 }
 
 #[derive(Serialize)]

@@ -40,7 +40,7 @@ use serde::Serialize;
 
 use crate::hw::guest_net::NIC_MACS;
 use crate::hw::slots::{self as plan, DiskPlace};
-use crate::hw::{Accel, Bus, Firmware, OVMF_CODE, OVMF_VARS};
+use crate::hw::{Accel, Bus};
 use crate::vm::qemu::argv::TCG_TB_SIZE_MIB;
 use crate::vm::{DiskSpec, Nic, VmSpec};
 
@@ -176,7 +176,11 @@ impl Domain {
             },
             vcpu: spec.vcpus,
             os,
-            features: Features { acpi: (), tcg },
+            features: Features {
+                acpi: (),
+                smm: spec.firmware.secure_boot().then_some(Smm { state: "on" }),
+                tcg,
+            },
             cpu: Cpu { mode: cpu_mode },
             clock: Clock { offset: "utc" },
             on_poweroff: "destroy",
@@ -256,22 +260,24 @@ fn controllers(spec: &VmSpec) -> Vec<Controller> {
     controllers
 }
 
-/// q35 with SeaBIOS, or OVMF with the run's copy of the variable store.
+/// q35 with SeaBIOS, or OVMF (its Secure Boot build for `uefi-secure`) with the run's copy of
+/// the variable store.
 fn os(spec: &VmSpec) -> Os {
-    let uefi = spec.firmware == Firmware::Uefi;
+    let secure = spec.firmware.secure_boot();
     Os {
         os_type: OsType {
             arch: "x86_64",
             machine: "q35",
             value: "hvm",
         },
-        loader: uefi.then_some(Loader {
+        loader: spec.firmware.ovmf_code().map(|path| Loader {
             readonly: "yes",
+            secure: secure.then_some("yes"),
             kind: "pflash",
-            path: OVMF_CODE,
+            path,
         }),
-        nvram: uefi.then(|| Nvram {
-            template: OVMF_VARS,
+        nvram: spec.firmware.ovmf_vars_template().map(|template| Nvram {
+            template,
             path: spec
                 .uefi_vars
                 .as_ref()
