@@ -87,7 +87,7 @@ cat target/fresh-host-check.log
 #   that fails the run as badness runs in rootfs-404, whose emergency shell is one, paused
 #   in hands_on_vm); bootkube-flaky (the machine's restart tests; bootkube-fail runs); journal-cut
 #   (journal_follower's cut-and-frozen VM test); disk-boot-panic on both backends (the machine's
-#   a_panic_fails_the_current_phase; post-reboot-fail, kept in hands_on_vm, runs the disk-boot failure); gather-hang
+#   a_panic_fails_the_current_phase; post-reboot-fail runs the disk-boot failure); gather-hang
 #   (gather's a_hung_or_failing_collector_hides_none_of_the_others); install-fail on QEMU (it
 #   runs on libvirt in hands_on_vm, with its gather checked; wrong-disk fails install-to-disk on QEMU).
 # - fixture tests the smoke run repeats: minisno_os's SeaBIOS 512-byte install (smoke is
@@ -157,11 +157,14 @@ cat target/fresh-host-check.log
 #   the_minimal_iso_on_a_remote_host_boots_through_a_reverse_ssh_forward): its rootfs comes
 #   through the reverse SSH forward that the PXE test beside it runs in CI, and the minimal
 #   ISO's boot runs on QEMU (rootfs-404 in hands_on_vm, fault::rootfs-corrupt).
-# - fault::post-reboot-fail, fault::rootfs-404 and libvirt::fault::install-fail as scenario
-#   tests: harness/tests/hands_on_vm.rs runs each to its expected verdict with its gather
-#   checked, post-reboot-fail on QEMU and install-fail on libvirt kept by --keep=on-failure (with
-#   bootkube-flaky added, so that a login lands in bootkube), rootfs-404 twice, paused at its
-#   failure and resumed.
+# - fault::rootfs-404 and libvirt::fault::install-fail as scenario tests:
+#   harness/tests/hands_on_vm.rs runs each to its expected verdict with its gather checked,
+#   install-fail on libvirt kept by --keep=on-failure (with bootkube-flaky added, so that a login
+#   lands in bootkube), rootfs-404 paused at its failure and resumed by `resume`. The same file's
+#   kept failure on QEMU (post-reboot-fail kept, the installed system and the kubeconfig of a
+#   failure whose API answered: the kept libvirt run takes the same tear-down and ways in, the
+#   kubeconfig is written as a passing run's, secrets.rs) and its pause ended by SIGUSR1 (what
+#   `resume` sends; run::pause's unit test ends a pause by it) are left out.
 # - typing into a run's emergency shell through `console RUN --interactive`
 #   (console_interactive's typed_into_a_runs_emergency_shell_the_command_runs_there_and_its_answer_is_in_serial_log):
 #   the same file's tests without that VM type through the run's console input into the
@@ -179,9 +182,11 @@ cat target/fresh-host-check.log
 #   the default build's, which smoke runs; what the feature removes is proved by the same
 #   file's tests of that binary without a VM (it links no libvirt; plan, run and matrix up to
 #   the VM, report, merge, check, doctor and gc work; --backend libvirt is exit 2).
-not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|post-reboot-fail|rootfs-404|unsigned-loader)$/)
+not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|rootfs-404|unsigned-loader)$/)
   and not test(=libvirt::fault::disk-boot-panic)
   and not test(=libvirt::fault::install-fail)
+  and not test(=a_kept_failure_runs_on_for_ssh_console_and_kubeconfig_until_gc_stops_it)
+  and not test(=a_paused_failure_is_resumed_by_sigusr1_then_gathered)
   and not test(=libvirt::assisted)
   and not (binary(scenarios) and test(=assisted))
   and not test(/^libvirt::boot::/)
