@@ -77,6 +77,12 @@ pub enum Fault {
     /// nothing to do: its initramfs's own checks fail the live boot.
     Rootfs404,
     RootfsCorrupt,
+    /// The harness takes one path of the multipath installation disk away from the VM during
+    /// the write and gives it back; the fixture has nothing to do: its multipathd fails over.
+    MultipathPathLost,
+    /// The harness's install passes no multipath kernel arguments; the fixture has nothing to
+    /// do: its installed system finds its root by label on one path, as RHCOS's would.
+    MultipathNoKargs,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +122,8 @@ pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
     ("no-hostname", Fault::NoHostname),
     ("rootfs-404", Fault::Rootfs404),
     ("rootfs-corrupt", Fault::RootfsCorrupt),
+    ("multipath-path-lost", Fault::MultipathPathLost),
+    ("multipath-no-kargs", Fault::MultipathNoKargs),
 ];
 
 impl Fault {
