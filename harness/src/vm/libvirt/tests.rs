@@ -1336,6 +1336,7 @@ fn sample_uefi_sata_cdrom_domain() {
         serial: Some("sno-install".into()),
         bootindex: Some(1),
         io: Default::default(),
+        multipath_wwn: None,
     }];
     sp.cdrom = Some(CdromSpec {
         path: PathBuf::from("/r/live.iso"),
