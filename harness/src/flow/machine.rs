@@ -166,6 +166,8 @@ pub struct Machine {
     /// The install's end and the reboot's start: the reboot command, its scheduled delay, the
     /// assisted install's log collection.
     reboot: reboot::Evidence,
+    /// A multipath installation disk's paths and the installed system's root on them.
+    multipath: Option<multipath::MultipathState>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -242,6 +244,7 @@ impl Machine {
             network_profiles: Vec::new(),
             emergency: None,
             reboot: reboot::Evidence::default(),
+            multipath: None,
         }
     }
 
@@ -527,6 +530,7 @@ impl Machine {
                 self.boot_server_strain = Some(detail.clone());
             }
             Signal::Assisted(step) => self.on_assisted(step, now, &mut out),
+            Signal::Multipath(step) => self.on_multipath(step, now, &mut out),
             Signal::Ssh { .. }
             | Signal::Note { .. }
             | Signal::AssetsReady
@@ -586,6 +590,7 @@ mod deadlines;
 mod emergency;
 mod guest;
 mod install;
+pub mod multipath;
 pub mod network;
 mod reboot;
 mod script;
