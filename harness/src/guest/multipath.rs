@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::ssh::SshTarget;
+use super::ssh::{SshSession, SshTarget, COMMAND_IO_TIMEOUT};
 use crate::flow::event::{MultipathStep, Signal, SignalTx, Source};
 use crate::flow::multipath::{Judged, RootDevices, PROBE_SCRIPT};
 use crate::util::wait::sleep_unless_stopped;
@@ -57,11 +57,26 @@ impl Drop for RootProbe {
 fn probe_loop(target: &SshTarget, tx: &SignalTx, stop: &AtomicBool, paths: u8) {
     let command = format!("sudo -n sh -c '{}'", PROBE_SCRIPT.replace('\'', r"'\''"));
     let mut last: Option<RootDevices> = None;
+    let mut session: Option<SshSession> = None;
     while !stop.load(Ordering::SeqCst) {
-        let answer = target
-            .connect(Duration::from_secs(5))
-            .and_then(|s| s.exec(&command));
+        if session.is_none() {
+            match target.connect(Duration::from_secs(5)) {
+                Ok(s) => {
+                    // As the status poller's: a guest still booting under TCG answers a
+                    // command far slower than it accepts a connection.
+                    s.set_io_timeout(COMMAND_IO_TIMEOUT);
+                    session = Some(s);
+                }
+                Err(_) => {
+                    sleep_unless_stopped(stop, POLL);
+                    continue;
+                }
+            }
+        }
+        let answer = session.as_ref().expect("connected above").exec(&command);
         let Ok(out) = answer else {
+            // The guest went away (the reboot) or the session broke: a new one next time.
+            session = None;
             sleep_unless_stopped(stop, POLL);
             continue;
         };

@@ -16,9 +16,14 @@ use crate::vm::VmSpec;
 /// The path the fault takes away: the second, not the one the firmware boots from (kola's
 /// multipath.single-disk test removes the second path too).
 pub const LOST_PATH: u8 = 1;
-/// The fault waits for this much of the write, so that the install is under way.
-pub const LOSE_AFTER: u64 = 16 << 20;
-/// The path comes back once this much more has been written over the other path.
+/// The fault takes the path away as soon as the block stats show the write begun (its first
+/// bytes): the bulk of the image then goes over the other path. Block stats are polled every
+/// second, and a fast host writes the whole image in a few of those, so a later mark could
+/// fall after the write.
+pub const LOSE_AFTER: u64 = 1;
+/// The path comes back once this much more has been written over the other path: well before
+/// the end of the write (minisno's image is some 280 MiB), so that it is back before the
+/// reboot.
 pub const RESTORE_AFTER: u64 = 64 << 20;
 /// Or once the write has stood still this long (it ended, or it hangs, which the restore's
 /// event then shows as nothing written meanwhile).

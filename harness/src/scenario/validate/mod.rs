@@ -107,3 +107,6 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
         badness_allow,
     })
 }
+
+#[cfg(test)]
+mod multipath_tests;
