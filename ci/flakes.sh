@@ -21,8 +21,9 @@ for i in $(seq 1 "$n"); do
         echo "smoke $i/$n: FAILED, see $out/smoke-$i.log"
     fi
 done
-# Six permutations: every bus, both firmwares, all three namings and layouts appear.
-filter='virtio.512.bios.by-id.1,virtio.4k.uefi.by-path.3-last,scsi.4k.uefi.by-id.2-second,nvme.512.bios.by-path.2-second,nvme.4k.uefi.by-name.1,sata.512e.bios.by-path.2-second'
+# Six permutations: every bus, both firmwares, all three namings and layouts, and a multipath
+# disk appear.
+filter='virtio.512.bios.by-id.1.one-path,virtio.4k.uefi.by-path.3-last.one-path,scsi.4k.uefi.by-id.2-second.multipath,nvme.512.bios.by-path.2-second.one-path,nvme.4k.uefi.by-name.1.one-path,sata.512e.bios.by-path.2-second.one-path'
 matrix_ok=0
 set +e
 "$bin" matrix scenarios/disks.toml --jobs 2 --out "$out/matrix" --filter "$filter" >"$out/matrix.log" 2>&1

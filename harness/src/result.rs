@@ -184,6 +184,52 @@ pub struct NodeResult {
     pub address_problem: Option<String>,
 }
 
+/// A multipath installation disk, in result.json: the kernel arguments the install passed,
+/// what the installed system's root was on, and what the harness did to the disk's paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct MultipathResult {
+    /// The multipath kernel arguments the install appended (none under `multipath-no-kargs`).
+    #[serde(default)]
+    pub kargs: Vec<String>,
+    /// The installed system's root, as last read over SSH; absent when never read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<MultipathRoot>,
+    /// The paths the harness took away and gave back (`multipath-path-lost`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_events: Vec<MultipathEvent>,
+}
+
+/// The installed system's root and boot filesystems and the multipath paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct MultipathRoot {
+    /// Milliseconds since the run started, when it was read.
+    pub t_ms: u64,
+    /// Root (and /boot) on the multipath map.
+    pub on_multipath: bool,
+    /// The judgement in words: the device, the map and its paths.
+    pub summary: String,
+    /// Each filesystem as `LABEL on DEVICE (mounted at PATH)`.
+    #[serde(default)]
+    pub filesystems: Vec<String>,
+    /// The map root is on: name and WWID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wwid: Option<String>,
+    /// Every path multipathd listed: `DEVICE DM-STATE/CHECKER`.
+    #[serde(default)]
+    pub paths: Vec<String>,
+}
+
+/// A path the harness took away or gave back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct MultipathEvent {
+    pub t_ms: u64,
+    /// `path-lost`, `path-restored` or `path-fault-failed`.
+    pub step: String,
+    pub summary: String,
+}
+
 /// `result.json`, schema `sno-harness/result/v1`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
@@ -281,6 +327,9 @@ pub struct RunResult {
     /// How the live system booted, when not from the full live ISO.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot: Option<BootRecord>,
+    /// A multipath installation disk's record; absent for any other disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multipath: Option<MultipathResult>,
     /// The run's private directory, outside the run directory: the installer's assets (the
     /// Ignition configs, auth/), the SSH key, the disks and the live ISO. Nothing of it is
     /// published; it is removed when the run ends unless kept.
@@ -493,6 +542,7 @@ impl RunResult {
             vm_left_running: None,
             paused_ms: None,
             boot: None,
+            multipath: None,
             private: None,
         }
     }
@@ -661,6 +711,7 @@ pub(crate) mod tests {
             vm_left_running: None,
             paused_ms: None,
             boot: None,
+            multipath: None,
             private: None,
         }
     }

@@ -28,6 +28,7 @@ fn spec(dir: &Path) -> VmSpec {
                 serial: None,
                 bootindex: None,
                 io: Default::default(),
+                multipath_wwn: None,
             }
         })
         .collect();

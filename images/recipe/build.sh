@@ -19,6 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/pins.env"
 # shellcheck source=secureboot.sh
 . "$here/secureboot.sh"
+# shellcheck source=multipath.sh
+. "$here/multipath.sh"
 
 out=${1:?usage: build.sh OUT_DIR}
 : "${MINISNO_IGNITION_BIN:?set MINISNO_IGNITION_BIN}"
@@ -56,7 +58,7 @@ trap cleanup EXIT
 step "rootfs: mmdebstrap $MINISNO_SUITE with $MINISNO_KERNEL_PACKAGE"
 root=$work/rootfs
 mmdebstrap --variant=minbase --mode=root --quiet \
-    --include="systemd,systemd-sysv,dbus,udev,openssh-server,$MINISNO_KERNEL_PACKAGE,tiny-initramfs,kmod,iproute2,util-linux,e2fsprogs,sudo,procps,fdisk,busybox-static,less,curl,jq,network-manager,dnsmasq-base,libnss-myhostname,lvm2,mdadm,efibootmgr" \
+    --include="systemd,systemd-sysv,dbus,udev,openssh-server,$MINISNO_KERNEL_PACKAGE,tiny-initramfs,kmod,iproute2,util-linux,e2fsprogs,sudo,procps,fdisk,busybox-static,less,curl,jq,network-manager,dnsmasq-base,libnss-myhostname,lvm2,mdadm,efibootmgr,$MINISNO_MULTIPATH_PACKAGES" \
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' \
@@ -91,6 +93,7 @@ grep -q '^hosts:          files myhostname dns$' "$root/etc/nsswitch.conf" \
     || die "nsswitch.conf has no hosts line to set"
 [ -x "$root/usr/sbin/dnsmasq" ] || die "dnsmasq-base did not install /usr/sbin/dnsmasq"
 printf 'minisno %s (a test fixture for sno-harness; not RHCOS)\n' "$MINISNO_SUITE" > "$root/etc/minisno-release"
+multipath_rootfs "$root"
 chroot "$root" useradd --create-home --uid 1000 --user-group --groups sudo --shell /bin/bash core
 chroot "$root" usermod -p '*' core
 rm -f "$root"/etc/ssh/ssh_host_*
@@ -175,9 +178,10 @@ install -m 0755 "$here/init" "$ird/init"
 install -m 0755 "$here/udhcpc.script" "$ird/etc/udhcpc.script"
 install -D -m 0644 "$here/rootfs-fetch.sh" "$ird/lib/minisno/rootfs-fetch.sh"
 install -D -m 0644 "$here/firstboot-network.sh" "$ird/lib/minisno/firstboot-network.sh"
+install -D -m 0644 "$here/boot-entry.sh" "$ird/lib/minisno/boot-entry.sh"
 echo "$live_version" > "$ird/etc/coreos-live-initramfs"
 # virtio_net: the minimal ISO's and PXE's init fetch the rootfs over the VM's network.
-mods="virtio_pci virtio_blk virtio_scsi sd_mod sr_mod ahci nvme crc32c_generic ext4 isofs loop squashfs overlay virtio_net"
+mods="virtio_pci virtio_blk virtio_scsi sd_mod sr_mod ahci nvme crc32c_generic ext4 isofs loop squashfs overlay virtio_net $MINISNO_MULTIPATH_MODULES"
 for m in $mods; do
     modprobe -d "$root" -S "$kver" --show-depends "$m" 2>/dev/null | awk '$1 == "insmod" {print $2}'
 done | sort -u | while read -r ko; do
@@ -186,6 +190,7 @@ done | sort -u | while read -r ko; do
 done
 cp "$root/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$ird/lib/modules/$kver/"
 depmod -b "$ird" "$kver"
+multipath_initramfs "$root" "$ird"
 # The installed system's initramfs, and the live one's first part (the live one gains the
 # rootfs's stream hashes once rootfs.img exists, which holds the metal images that hold this).
 (cd "$ird" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | zstd -q -19 -T0 > "$work/initramfs.img")

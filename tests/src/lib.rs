@@ -143,6 +143,7 @@ impl Machine {
                 serial: Some(d.serial.clone()),
                 bootindex: d.bootindex,
                 io: Default::default(),
+                multipath_wwn: None,
             });
         }
         let uefi_vars = firmware.ovmf_vars_template().map(|template| {

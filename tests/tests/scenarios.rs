@@ -6,10 +6,15 @@
 //! `scenarios/assisted-stale-metadata.toml` (the same onto a disk with old LVM and MD metadata,
 //! which the harness wipes first).
 //!
-//! The smoke and assisted scenarios and two fault scenarios run on the libvirt backend too, as
-//! `libvirt::smoke`, `libvirt::assisted`, `libvirt::fault::install-fail` and
-//! `libvirt::fault::disk-boot-panic` (a running libvirtd on `qemu:///system` is required:
-//! `.ci/run` starts one).
+//! `scenarios/multipath.toml` (the installation disk over two paths) must pass with the
+//! installed root on the multipath map and both paths active, as result.json records it; so
+//! must `fault::multipath-path-lost`, whose timeline must show the path taken away and given
+//! back with the write going on meanwhile.
+//!
+//! The smoke, assisted and multipath scenarios and two fault scenarios run on the libvirt
+//! backend too, as `libvirt::smoke`, `libvirt::assisted`, `libvirt::multipath`,
+//! `libvirt::fault::install-fail` and `libvirt::fault::disk-boot-panic` (a running libvirtd on
+//! `qemu:///system` is required: `.ci/run` starts one).
 //!
 //! Every permutation of every shipped matrix (`scenarios/*.toml` with axes) is a test case too,
 //! named `<matrix>::<permutation id>` (`disks::nvme.4k.uefi.by-path.2-second`). They are
@@ -29,6 +34,7 @@ use sno_harness::vm::Backend;
 const ON_LIBVIRT: &[&str] = &[
     "smoke",
     "assisted",
+    "multipath",
     "fault::install-fail",
     "fault::disk-boot-panic",
 ];
@@ -45,6 +51,7 @@ fn scenario_files(root: &Path) -> Vec<PathBuf> {
         root.join("smoke.toml"),
         root.join("assisted.toml"),
         root.join("assisted-stale-metadata.toml"),
+        root.join("multipath.toml"),
     ];
     let mut faults: Vec<PathBuf> = std::fs::read_dir(root.join("faults"))
         .map(|d| {
@@ -114,6 +121,10 @@ fn run_one(
         check_boot_served(s, &result)?;
         check_assisted(s, out.path(), &result)?;
         check_secure_boot(s, &result)?;
+        let m = match check_multipath(s, out.path(), &result)? {
+            Some(said) => format!("{m}; {said}"),
+            None => m,
+        };
         if result.verdict == sno_harness::flow::machine::Verdict::Pass {
             check_timeline(out.path(), &result)?;
             check_assets_named(&result)?;
@@ -319,6 +330,76 @@ fn steps<'a>(
     records
         .iter()
         .filter(move |e| e["kind"] == "assisted" && e["step"] == step)
+}
+
+/// A run with a multipath installation disk: result.json's `multipath` record has the kernel
+/// arguments the install passed (none under `multipath-no-kargs`); a passed run's installed
+/// root is on the map with both paths active; under `multipath-path-lost` the path was taken
+/// away, then given back, with the write going on meanwhile, and events.jsonl has both steps.
+fn check_multipath(
+    s: &scenario::Scenario,
+    dir: &Path,
+    r: &sno_harness::result::RunResult,
+) -> Result<Option<String>, String> {
+    if !s.disks.iter().any(|d| d.multipath) {
+        return Ok(None);
+    }
+    let m = r
+        .multipath
+        .as_ref()
+        .ok_or("a multipath run's result.json has no multipath record")?;
+    let faults = faults_of(s);
+    let withheld = faults.iter().any(|f| f == "multipath-no-kargs");
+    let want: Vec<String> = match withheld {
+        true => Vec::new(),
+        false => sno_harness::hw::multipath::DAY1_KARGS
+            .iter()
+            .map(|k| k.to_string())
+            .collect(),
+    };
+    if m.kargs != want {
+        return Err(format!(
+            "the install's multipath kernel arguments: {:?}, expected {want:?}",
+            m.kargs
+        ));
+    }
+    let root = m
+        .root
+        .as_ref()
+        .ok_or("result.json's multipath record has no root: the installed system was never read")?;
+    if r.verdict == sno_harness::flow::machine::Verdict::Pass {
+        let active = root
+            .paths
+            .iter()
+            .filter(|p| p.ends_with(" active/ready"))
+            .count();
+        if !root.on_multipath || active != 2 {
+            return Err(format!("a passed multipath run's root: {}", root.summary));
+        }
+    }
+    if !faults.iter().any(|f| f == "multipath-path-lost") {
+        return Ok(Some(root.summary.clone()));
+    }
+    let steps: Vec<&str> = m.path_events.iter().map(|e| e.step.as_str()).collect();
+    if steps != ["path-lost", "path-restored"] {
+        return Err(format!(
+            "the path fault's events: {steps:?}, expected the path lost, then restored"
+        ));
+    }
+    let records = read_events(dir)?;
+    let restored = records
+        .iter()
+        .find(|e| e["kind"] == "multipath" && e["step"] == "path-restored")
+        .ok_or("events.jsonl has no path-restored record")?;
+    let written = restored["written_while_lost"].as_u64().unwrap_or(0);
+    if written == 0 {
+        return Err("nothing was written while the path was gone".into());
+    }
+    Ok(Some(format!(
+        "{}; path lost and restored, {:.0} MiB written meanwhile",
+        root.summary,
+        written as f64 / 1048576.0
+    )))
 }
 
 fn faults_of(s: &scenario::Scenario) -> Vec<String> {

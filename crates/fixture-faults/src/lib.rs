@@ -160,6 +160,14 @@ pub const FAULTS: &[FaultName] = &[
         "no-hostname",
         "the harness's DHCP gives the node no hostname; node-valid-hostname waits five minutes and the node registers as localhost.localdomain",
     ),
+    plain(
+        "multipath-path-lost",
+        "the harness takes one path of the multipath installation disk away from the VM during the write to disk and gives it back later in the write; the install goes on over the other path and passes",
+    ),
+    plain(
+        "multipath-no-kargs",
+        "the install of a multipath installation disk passes no multipath kernel arguments; the installed system runs its root on a single path, and disk-boot fails saying so",
+    ),
 ];
 
 /// A fault as a scenario names it, checked against the list.

@@ -152,7 +152,7 @@ impl InstallConfig {
             },
             platform: Platform { none: Empty {} },
             bootstrap_in_place: spec.bootstrap_in_place.then(|| BootstrapInPlace {
-                installation_disk: spec.installation_disk.clone(),
+                installation_disk: spec.installation_disk_value(),
             }),
             pull_secret,
             ssh_key,

@@ -9,6 +9,7 @@ pub mod ignition_edit;
 pub mod install_config;
 mod installer;
 pub mod keyfiles;
+pub mod multipath;
 pub mod node_net;
 pub use installer::InstallerVersion;
 mod iso;
@@ -480,12 +481,14 @@ fn create_ignition_config(
 
 /// The Ignition the live ISO gets: the installer's as it made it, or a copy next to it with
 /// the harness's additions (the install hold of a saving run, the node's DNS records, the
-/// masked install-to-disk.service of an assisted install).
+/// masked install-to-disk.service of an assisted install, multipath for a multipath
+/// installation disk).
 fn live_ignition(req: &AssetsRequest, dir: &Path, ignition: &Path) -> Result<PathBuf, AssetsError> {
     let names = dns::provision_for(req.scenario);
     let assisted = req.scenario.install.mode == crate::scenario::InstallMode::Assisted;
     let named = node_net::static_hostname(req.scenario).is_some();
-    if !req.hold_install && !assisted && names.records().is_none() && !named {
+    let multipath = multipath::installs_to_multipath(req.scenario);
+    if !req.hold_install && !assisted && names.records().is_none() && !named && !multipath {
         return Ok(ignition.to_path_buf());
     }
     let text = fs::read_to_string(ignition)
@@ -504,6 +507,7 @@ fn live_ignition(req: &AssetsRequest, dir: &Path, ignition: &Path) -> Result<Pat
     }
     dns::add_to_live_ignition(&mut ign, &names).map_err(bad)?;
     node_net::add_hostname_to_live_ignition(&mut ign, req.scenario).map_err(bad)?;
+    multipath::add_to_live_ignition(&mut ign, req.scenario).map_err(bad)?;
     let name = if req.hold_install {
         hold::HELD_IGNITION_FILE
     } else {

@@ -360,7 +360,8 @@ fn commands(s: &Scenario) -> Vec<String> {
     let mut commands = Vec::new();
     let names = sno_harness::assets::dns::provision_for(s);
     let assisted = s.install.mode == sno_harness::scenario::InstallMode::Assisted;
-    let live_ign = if names.records().is_some() || assisted {
+    let multipath = sno_harness::assets::multipath::installs_to_multipath(s);
+    let live_ign = if names.records().is_some() || assisted || multipath {
         sno_harness::assets::LIVE_IGNITION_FILE
     } else {
         "bootstrap-in-place-for-live-iso.ign"
@@ -385,6 +386,12 @@ fn commands(s: &Scenario) -> Vec<String> {
     if assisted {
         commands.push(format!(
             "# PRIVATE/assets/{}: install-to-disk.service masked (install.mode = \"assisted\")",
+            sno_harness::assets::LIVE_IGNITION_FILE
+        ));
+    }
+    if multipath {
+        commands.push(format!(
+            "# PRIVATE/assets/{}: /etc/multipath.conf (mpathconf --enable's defaults) and multipathd.service enabled, for the multipath installation disk",
             sno_harness::assets::LIVE_IGNITION_FILE
         ));
     }

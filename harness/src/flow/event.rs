@@ -152,6 +152,69 @@ pub enum Signal {
     OperatorWarnings {
         warnings: Vec<String>,
     },
+    /// A multipath install's own events: a path the harness took away and gave back, and
+    /// what the installed system's root is on (`flow::multipath`).
+    Multipath(MultipathStep),
+}
+
+/// What happened to a multipath installation disk's paths, and what the installed system
+/// booted from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "step", rename_all = "kebab-case")]
+pub enum MultipathStep {
+    /// The harness took path `device` (its QEMU device id) away from the VM, `written` bytes
+    /// into the install disk's write (fault `multipath-path-lost`).
+    PathLost { device: String, written: u64 },
+    /// It gave the path back; `written_while_lost` bytes reached the disk meanwhile, over the
+    /// path that was left.
+    PathRestored {
+        device: String,
+        written_while_lost: u64,
+    },
+    /// Taking the path away or giving it back failed.
+    PathFaultFailed { detail: String },
+    /// The installed (or live) system's root and boot filesystems and multipath paths, over
+    /// SSH.
+    Root(super::multipath::RootDevices),
+}
+
+impl MultipathStep {
+    pub fn describe(&self) -> String {
+        let mib = |b: &u64| *b as f64 / 1048576.0;
+        match self {
+            MultipathStep::PathLost { device, written } => format!(
+                "multipath: the harness removed path {device} of the installation disk from the VM, {:.0} MiB into the write",
+                mib(written)
+            ),
+            MultipathStep::PathRestored {
+                device,
+                written_while_lost,
+            } => format!(
+                "multipath: the harness gave path {device} back; {:.0} MiB were written over the other path meanwhile",
+                mib(written_while_lost)
+            ),
+            MultipathStep::PathFaultFailed { detail } => {
+                format!("multipath: the harness could not take a path away or give it back: {detail}")
+            }
+            MultipathStep::Root(r) => {
+                let system = if r.live { "live system" } else { "installed system" };
+                let fs: Vec<String> = r
+                    .filesystems
+                    .iter()
+                    .map(|f| match f.map() {
+                        Some(dm) => format!("{} on {dm}", f.label),
+                        None => format!("{} on {}", f.label, f.device),
+                    })
+                    .collect();
+                let active = r.paths.iter().filter(|p| p.active()).count();
+                format!(
+                    "multipath: the {system}'s filesystems: {}; {active} of {} multipath paths active",
+                    if fs.is_empty() { "none found".into() } else { fs.join(", ") },
+                    r.paths.len()
+                )
+            }
+        }
+    }
 }
 
 /// The node as registered: its name, and why that name means the install went wrong.
@@ -403,6 +466,7 @@ impl Signal {
                 r.ms as f64 / 1000.0
             ),
             Signal::Assisted(step) => step.describe(),
+            Signal::Multipath(step) => step.describe(),
             Signal::NodeSeen(n) => {
                 let at = match n.addresses.as_slice() {
                     [] => String::new(),

@@ -170,6 +170,8 @@ pub struct Machine {
     secure_boot_required: bool,
     /// What each system reported of Secure Boot.
     secure_boot: SecureBootSeen,
+    /// A multipath installation disk's paths and the installed system's root on them.
+    multipath: Option<multipath::MultipathState>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -248,6 +250,7 @@ impl Machine {
             reboot: reboot::Evidence::default(),
             secure_boot_required: false,
             secure_boot: SecureBootSeen::default(),
+            multipath: None,
         }
     }
 
@@ -533,6 +536,7 @@ impl Machine {
                 self.boot_server_strain = Some(detail.clone());
             }
             Signal::Assisted(step) => self.on_assisted(step, now, &mut out),
+            Signal::Multipath(step) => self.on_multipath(step, now, &mut out),
             Signal::Ssh { .. }
             | Signal::Note { .. }
             | Signal::AssetsReady
@@ -592,6 +596,7 @@ mod deadlines;
 mod emergency;
 mod guest;
 mod install;
+pub mod multipath;
 pub mod network;
 mod reboot;
 mod script;

@@ -158,4 +158,6 @@ pub struct Disk {
     pub serial: String,
     /// Cache mode, AIO and throttling on the host (`cache`, `aio`, `throttle`).
     pub io: DiskIo,
+    /// Reached over two paths (`multipath = true`; `hw::multipath`).
+    pub multipath: bool,
 }

@@ -4,8 +4,12 @@
 use super::disk::{Bus, Disk};
 use super::slots::{self as plan, DiskPlace, DiskPlanError};
 
-/// `/dev/disk/by-id/...` of a disk, from its bus and serial (udev's persistent-storage rules).
+/// `/dev/disk/by-id/...` of a disk, from its bus and serial (udev's persistent-storage rules);
+/// of a multipath disk, its map's (`dm-uuid-mpath-<WWID>`, see `hw::multipath`).
 pub fn by_id(disk: &Disk) -> String {
+    if disk.multipath {
+        return super::multipath::by_id(disk);
+    }
     let id = match disk.bus {
         Bus::Virtio => format!("virtio-{}", disk.serial),
         Bus::Scsi => format!("scsi-0QEMU_QEMU_HARDDISK_{}", disk.serial),
@@ -47,9 +51,18 @@ pub fn by_path(buses: &[Bus], index: usize) -> Result<String, DiskPlanError> {
 
 /// The kernel's name for disk `index` of `disks`: virtio disks are vda, vdb... in order;
 /// NVMe controllers nvme0n1, nvme1n1...; SCSI or SATA disks sda, sdb... in order. SCSI and SATA
-/// disks together have no stable order (two drivers probe in parallel), so that is refused.
+/// disks together have no stable order (two drivers probe in parallel), so that is refused, as
+/// is a SCSI or SATA disk beside a multipath disk. A multipath disk is its map, `mpatha`.
 pub fn kernel_name(disks: &[Disk], index: usize) -> Result<String, DiskPlanError> {
     let disk = &disks[index];
+    if disk.multipath {
+        return Ok(super::multipath::MAP.to_string());
+    }
+    if matches!(disk.bus, Bus::Scsi | Bus::Sata) && disks.iter().any(|d| d.multipath) {
+        return Err(DiskPlanError::BesideMultipath {
+            disk: disk.id.clone(),
+        });
+    }
     let rank = disks[..index]
         .iter()
         .filter(|d| same_namespace(d.bus, disk.bus))
@@ -102,6 +115,7 @@ mod tests {
             sector: Sector::S512,
             serial: format!("sno-{id}"),
             io: Default::default(),
+            multipath: false,
         }
     }
 
@@ -138,6 +152,22 @@ mod tests {
         let e = kernel_name(&disks, 1).unwrap_err();
         assert_eq!(e, DiskPlanError::NoStableName { disk: "b".into() });
         assert!(e.to_string().contains("by = \"id\""), "{e}");
+    }
+
+    #[test]
+    fn a_multipath_disk_is_its_map_and_the_sd_disks_beside_it_have_no_stable_name() {
+        let mut mp = d("install", Bus::Scsi);
+        mp.multipath = true;
+        let disks = [mp.clone(), d("data", Bus::Scsi), d("v", Bus::Virtio)];
+        assert_eq!(kernel_name(&disks, 0).unwrap(), "/dev/mapper/mpatha");
+        assert_eq!(
+            kernel_name(&disks, 1).unwrap_err(),
+            DiskPlanError::BesideMultipath {
+                disk: "data".into()
+            }
+        );
+        assert_eq!(kernel_name(&disks, 2).unwrap(), "/dev/vda");
+        assert!(by_id(&mp).starts_with("/dev/disk/by-id/dm-uuid-mpath-35"));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! | 00:01.0 | `VGA` |
 //! | 00:02.0 | `virtio-net-pci` |
 //! | 00:03.0 | `virtio-rng-pci` |
-//! | 00:04.0 | `virtio-scsi-pci`, when a disk is on SCSI; its `scsi-hd` disks are channel 0, target 0, 1, ... in the order of the disks, LUN 0 |
+//! | 00:04.0 | `virtio-scsi-pci`, when a disk is on SCSI; its `scsi-hd` disks are channel 0, target 0, 1, ... in the order of the disks, LUN 0 (a multipath disk's first path) |
+//! | 00:06.0 | a second `virtio-scsi-pci`, when a disk is multipath: its second path, at the target of its first |
 //! | 00:08.0 to 00:1e.0 | `virtio-blk-pci` and `nvme` disks, one slot each, in the order of the disks (23 at most) |
 //! | 00:1f.0 | ICH9 LPC bridge (built in); `pvpanic` is an ISA device behind it (no PCI address) |
 //! | 00:1f.2 | ICH9 AHCI (built in): SATA disks (`ide-hd`) on ports 0 to 4 in the order of the disks, the CD-ROM on port 5 |
@@ -23,6 +24,8 @@ pub const RNG_SLOT: u8 = 0x03;
 pub const NET2_SLOT: u8 = 0x05;
 /// The virtio-scsi controller, present only when a disk is on SCSI.
 pub const SCSI_CONTROLLER_SLOT: u8 = 0x04;
+/// The second virtio-scsi controller, present only when a disk is multipath: the other path.
+pub const SCSI2_CONTROLLER_SLOT: u8 = 0x06;
 /// virtio-blk and NVMe disks take slots from here up, in the order of the disks.
 pub const FIRST_DISK_SLOT: u8 = 0x08;
 /// The last free slot: 0x1f holds q35's built-in ICH9 functions.
@@ -64,6 +67,9 @@ pub enum DiskPlanError {
     /// SCSI and SATA disks share the kernel's sdX names, in the order two drivers probe.
     #[error("disk {disk:?} has no stable name: SCSI and SATA disks share the sdX names in probe order; name it by = \"id\"")]
     NoStableName { disk: String },
+    /// A multipath disk's two paths are SCSI disks too, of two controllers probed in parallel.
+    #[error("disk {disk:?} has no stable name: the multipath disk's two paths take sdX names too, on two controllers probed in parallel; name it by = \"id\"")]
+    BesideMultipath { disk: String },
 }
 
 /// The places of a bus's pool, in words.

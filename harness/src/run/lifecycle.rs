@@ -118,7 +118,7 @@ impl Lifecycle {
                     disk: d.id.clone(),
                 }),
             },
-            _ => Ok(disk::create_qcow2(&d.path, size_bytes)?),
+            _ => Ok(disk::create(&d.path, &d.format, size_bytes)?),
         }
     }
 

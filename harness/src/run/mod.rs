@@ -16,6 +16,7 @@ pub mod hand_on;
 pub mod installer;
 pub mod keeping;
 mod lifecycle;
+pub mod multipath;
 mod observers;
 mod outcome;
 mod pause;

@@ -1,7 +1,8 @@
 //! The observers of a running VM, each turning what it sees into signals on the run's one
-//! channel: the serial console, the install disk's write counter (block stats), the guest's
-//! status and journal over SSH, and, from api-ready on, the cluster's API. Also the files
-//! that keep the BiP units' journal lines of each system.
+//! channel: the serial console, the install disk's write counter (block stats; for a multipath
+//! disk over its paths, with the path fault played along it), the guest's status and journal
+//! over SSH, from disk-boot on a multipath install's root devices, and, from api-ready on, the
+//! cluster's API. Also the files that keep the BiP units' journal lines of each system.
 
 use std::fs;
 use std::io::Write;
@@ -9,7 +10,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::api_poller;
-use crate::flow::event::{Signal, SignalTx, Source};
+use super::multipath::{InstallDrive, MultipathDrive, PathAction, PathFault, WriteCounters};
+use crate::flow::event::{MultipathStep, Signal, SignalTx, Source};
 use crate::flow::phase::Phase;
 use crate::guest::console::Console;
 use crate::guest::follow::Followers;
@@ -23,25 +25,34 @@ pub struct Observers {
     blockstats: Option<tokio::task::JoinHandle<()>>,
     followers: Followers,
     api: Option<tokio::task::JoinHandle<()>>,
+    /// A multipath install: where the root probe asks, from disk-boot on, and the probe.
+    multipath: Option<SshTarget>,
+    root_probe: Option<crate::guest::multipath::RootProbe>,
     endpoint: ApiEndpoint,
     checks: Inputs,
     tx: SignalTx,
 }
 
 impl Observers {
-    /// Starts the console, block-stats and SSH observers (the API waits for its phase).
+    /// Starts the console, block-stats and SSH observers (the API and a multipath install's
+    /// root probe wait for their phases).
     pub fn start(
         vm: &RunningVm,
         console: &Console,
-        install_drive: Option<String>,
+        install: InstallDrive,
         (target, run_dir): (&SshTarget, &Path),
         endpoint: ApiEndpoint,
         checks: Inputs,
         tx: &SignalTx,
     ) -> Observers {
         forward_console(console, tx);
+        let multipath = install.multipath.is_some().then(|| target.clone());
         Observers {
-            blockstats: install_drive.map(|drive| poll_blockstats(vm, drive, tx)),
+            multipath,
+            root_probe: None,
+            blockstats: install
+                .id
+                .map(|drive| poll_blockstats(vm, (drive, install.multipath), tx)),
             followers: Followers::start(
                 target.clone(),
                 tx.clone(),
@@ -55,8 +66,16 @@ impl Observers {
         }
     }
 
-    /// A phase started: api-ready starts the API poller.
+    /// A phase started: disk-boot starts a multipath install's root probe, api-ready the API
+    /// poller.
     pub fn on_phase_started(&mut self, p: Phase) {
+        if let (Phase::DiskBoot, Some(target), None) = (p, &self.multipath, &self.root_probe) {
+            self.root_probe = Some(crate::guest::multipath::RootProbe::start(
+                target.clone(),
+                self.tx.clone(),
+                crate::hw::multipath::PATHS,
+            ));
+        }
         if p == Phase::ApiReady && self.api.is_none() {
             self.api = Some(tokio::spawn(api_poller::poll(
                 self.endpoint.clone(),
@@ -75,6 +94,9 @@ impl Observers {
         if let Some(t) = self.blockstats.take() {
             t.abort();
         }
+        if let Some(mut p) = self.root_probe.take() {
+            p.stop();
+        }
         self.followers.stop();
     }
 }
@@ -91,21 +113,76 @@ fn forward_console(console: &Console, tx: &SignalTx) {
     });
 }
 
-/// The install disk's write counter, from QEMU's block stats, each time it grows.
-fn poll_blockstats(vm: &RunningVm, drive: String, tx: &SignalTx) -> tokio::task::JoinHandle<()> {
+/// The install disk's write counter, from QEMU's block stats (a multipath disk's summed over
+/// its paths), each time it grows; and along it the multipath path fault, when the run plays it.
+fn poll_blockstats(
+    vm: &RunningVm,
+    (drive, multipath): (String, Option<MultipathDrive>),
+    tx: &SignalTx,
+) -> tokio::task::JoinHandle<()> {
     let (tx, vm) = (tx.clone(), vm.handle());
     tokio::spawn(async move {
         let mut last = None;
+        let mut counters = WriteCounters::default();
+        let mut fault = multipath
+            .filter(|m| m.lose_path)
+            .map(|m| (m, PathFault::Waiting));
         loop {
-            if let Ok(Some(bytes)) = vm.disk_written_bytes(&drive).await {
-                if last != Some(bytes) {
-                    last = Some(bytes);
-                    let _ = tx.send((Source::Disk, Signal::DiskWrite { bytes }));
+            if let Ok(writes) = vm.disk_writes(&drive).await {
+                if !writes.is_empty() {
+                    let bytes = counters.update(&writes);
+                    if last != Some(bytes) {
+                        last = Some(bytes);
+                        let _ = tx.send((Source::Disk, Signal::DiskWrite { bytes }));
+                    }
+                    if let Some((m, f)) = fault.as_mut() {
+                        if let Some(action) = f.next(bytes, std::time::Instant::now()) {
+                            play_path_fault(&vm, m, (action, bytes), &tx).await;
+                        }
+                    }
                 }
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     })
+}
+
+/// Takes the multipath disk's path away from the VM or gives it back, and says so.
+async fn play_path_fault(
+    vm: &crate::vm::running::RunningVmHandle,
+    m: &MultipathDrive,
+    (action, bytes): (PathAction, u64),
+    tx: &SignalTx,
+) {
+    let device = crate::hw::multipath::path_device_id(
+        &m.spec.disks[m.index].id,
+        super::multipath::LOST_PATH,
+    );
+    let present = matches!(action, PathAction::Restore { .. });
+    let done = vm
+        .set_disk_path(&m.spec, (m.index, super::multipath::LOST_PATH), present)
+        .await;
+    let step = match (done, action) {
+        (Err(e), _) => MultipathStep::PathFaultFailed {
+            detail: format!(
+                "{} path {device}: {e}",
+                if present {
+                    "giving back"
+                } else {
+                    "taking away"
+                }
+            ),
+        },
+        (Ok(()), PathAction::Lose) => MultipathStep::PathLost {
+            device,
+            written: bytes,
+        },
+        (Ok(()), PathAction::Restore { written_while_lost }) => MultipathStep::PathRestored {
+            device,
+            written_while_lost,
+        },
+    };
+    let _ = tx.send((Source::Harness, Signal::Multipath(step)));
 }
 
 /// journal-live.txt and journal-disk.txt: the BiP units' entries of each system, as they come.

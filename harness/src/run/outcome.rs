@@ -215,6 +215,67 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         vm_left_running: rec.vm_left_running,
         paused_ms: (!rec.paused.is_zero()).then_some(rec.paused.as_millis() as u64),
         boot: boot_record(s, rec),
+        multipath: multipath_record(s, m),
         private: rec.private.clone(),
     }
+}
+
+/// result.json's record of a multipath installation disk.
+fn multipath_record(
+    s: &Scenario,
+    m: &crate::flow::machine::Machine,
+) -> Option<result::MultipathResult> {
+    use crate::flow::event::MultipathStep;
+    let state = m.multipath()?;
+    let root = state.root.as_ref().map(|(t_ms, r)| {
+        let judged = r.judge(state.expected_paths);
+        let (on_multipath, summary) = match judged {
+            crate::flow::multipath::Judged::Good(s)
+            | crate::flow::multipath::Judged::Waiting(s) => (true, s),
+            crate::flow::multipath::Judged::NotMultipath(s) => (false, s),
+        };
+        let root_map = r
+            .filesystems
+            .iter()
+            .find(|f| f.label == "root")
+            .and_then(|f| f.map());
+        let map = root_map.and_then(|dm| r.maps.iter().find(|x| x.dm == dm));
+        result::MultipathRoot {
+            t_ms: *t_ms,
+            on_multipath,
+            summary,
+            filesystems: r
+                .filesystems
+                .iter()
+                .map(|f| format!("{} on {} (mounted at {})", f.label, f.device, f.mounted_at))
+                .collect(),
+            map: map.map(|x| x.name.clone()),
+            wwid: map.map(|x| x.wwid.clone()),
+            paths: r
+                .paths
+                .iter()
+                .map(|p| format!("{} {}/{}", p.device, p.dm_state, p.checker))
+                .collect(),
+        }
+    });
+    let path_events = state
+        .path_events
+        .iter()
+        .map(|(t_ms, step)| result::MultipathEvent {
+            t_ms: *t_ms,
+            step: match step {
+                MultipathStep::PathLost { .. } => "path-lost",
+                MultipathStep::PathRestored { .. } => "path-restored",
+                MultipathStep::PathFaultFailed { .. } => "path-fault-failed",
+                MultipathStep::Root(_) => "root",
+            }
+            .to_string(),
+            summary: step.describe(),
+        })
+        .collect();
+    Some(result::MultipathResult {
+        kargs: s.install.multipath_kargs.clone(),
+        root,
+        path_events,
+    })
 }

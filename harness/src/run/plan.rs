@@ -88,6 +88,9 @@ pub fn machine_for(s: &Scenario, accel: Accel, scale: f64, state: &StateMode) ->
     }
     m.expect_network_profiles(crate::assets::node_net::profile_ids(s));
     m.expect_secure_boot(s.vm.firmware.secure_boot());
+    if crate::assets::multipath::installs_to_multipath(s) {
+        m.expect_multipath(crate::hw::multipath::PATHS);
+    }
     m
 }
 
@@ -127,8 +130,10 @@ pub fn vm_spec(
         .iter()
         .map(|d| DiskSpec {
             id: d.id.clone(),
-            path: dir.join("disks").join(format!("{}.qcow2", d.id)),
-            format: "qcow2".into(),
+            path: dir
+                .join("disks")
+                .join(format!("{}.{}", d.id, disk_format(d))),
+            format: disk_format(d).into(),
             bus: d.bus,
             sector: d.sector,
             serial: Some(d.serial.clone()),
@@ -136,6 +141,7 @@ pub fn vm_spec(
                 || (install.is_none() && d.id == s.disks[0].id))
                 .then_some(disk_index),
             io: d.io,
+            multipath_wwn: d.multipath.then(|| crate::hw::multipath::wwn(&d.serial)),
         })
         .collect();
     VmSpec {
@@ -176,6 +182,17 @@ pub fn vm_spec(
             .as_ref()
             .and_then(|n| n.bond.as_ref())
             .is_some_and(|b| b.interfaces >= 2),
+    }
+}
+
+/// A disk's image format: qcow2, but raw for a multipath disk, whose two paths open one
+/// image. libvirt shares a disk between devices only in a format made for concurrent access
+/// (`<shareable/>` needs raw), and the QEMU backend makes the same image.
+fn disk_format(d: &crate::hw::Disk) -> &'static str {
+    if d.multipath {
+        "raw"
+    } else {
+        "qcow2"
     }
 }
 

@@ -169,7 +169,7 @@ impl Session {
         let observers = Observers::start(
             &vm,
             &console,
-            run.s.install.install_disk_id.clone(),
+            super::multipath::InstallDrive::of(run.s, &spec),
             (&target, run.opts.dir.as_path()),
             endpoint.clone(),
             Inputs {

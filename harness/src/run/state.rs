@@ -102,6 +102,8 @@ pub enum CannotSave {
     Backend(&'static str),
     #[error("{}: disk {disk:?} is on NVMe, which QEMU cannot save (its NVMe controller is not migratable); use bus virtio, scsi or sata", .scenario.display())]
     Nvme { scenario: PathBuf, disk: String },
+    #[error("{}: disk {disk:?} is multipath, whose raw image (shared by its two paths) a saved state's qcow2 overlays cannot take; leave multipath out to save and resume", .scenario.display())]
+    Multipath { scenario: PathBuf, disk: String },
 }
 
 /// Why a VM was not saved.
@@ -214,6 +216,12 @@ pub fn can_save(scenarios: &[&Scenario], backend: &crate::vm::Backend) -> Result
     for s in scenarios {
         if let Some(d) = s.disks.iter().find(|d| d.bus == crate::hw::Bus::Nvme) {
             return Err(CannotSave::Nvme {
+                scenario: s.path.clone(),
+                disk: d.id.clone(),
+            });
+        }
+        if let Some(d) = s.disks.iter().find(|d| d.multipath) {
+            return Err(CannotSave::Multipath {
                 scenario: s.path.clone(),
                 disk: d.id.clone(),
             });

@@ -31,11 +31,16 @@ fn private(path: &Path) -> Result<(), DiskError> {
 
 /// Creates a sparse qcow2 image of `size_bytes`.
 pub fn create_qcow2(path: &Path, size_bytes: u64) -> Result<(), DiskError> {
+    create(path, "qcow2", size_bytes)
+}
+
+/// Creates a sparse image of `size_bytes` in `format` (`qcow2` or `raw`).
+pub fn create(path: &Path, format: &str, size_bytes: u64) -> Result<(), DiskError> {
     qemu_img(vec![
         "create".to_string(),
         "-q".into(),
         "-f".into(),
-        "qcow2".into(),
+        format.into(),
         path.display().to_string(),
         size_bytes.to_string(),
     ])?;

@@ -45,6 +45,10 @@ pub struct DiskSpec {
     /// Cache mode, AIO and throttling on the host.
     #[serde(default)]
     pub io: DiskIo,
+    /// A multipath disk's WWN (`hw::multipath`): the guest reaches it over two paths, each
+    /// reporting it. None for a disk with one path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multipath_wwn: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -387,25 +387,73 @@ impl RunningVmHandle {
     }
 
     /// Bytes written so far to the disk with this id (the guest's writes, from QEMU's block
-    /// stats), None when QEMU does not list it.
+    /// stats; a multipath disk's over the paths it has now), None when QEMU does not list it.
     pub async fn disk_written_bytes(&self, disk_id: &str) -> Result<Option<u64>, VmError> {
+        let writes = self.disk_writes(disk_id).await?;
+        Ok((!writes.is_empty()).then(|| writes.iter().map(|(_, w)| w).sum()))
+    }
+
+    /// Takes path `n` of the multipath disk `index` of `spec` away from the running VM, as a
+    /// cable pulled from one HBA (`present` false), or gives it back: QEMU's `device_del` and
+    /// `device_add` of the path's `scsi-hd` (the image stays open on the other path's), or
+    /// libvirt's detach and attach of the path's `<disk>`.
+    pub async fn set_disk_path(
+        &self,
+        spec: &VmSpec,
+        (index, n): (usize, u8),
+        present: bool,
+    ) -> Result<(), VmError> {
         match self {
             RunningVmHandle::Qemu(qmp) => {
-                let stats = qmp.block_stats().await?;
-                Ok(stats
-                    .iter()
-                    .find(|b| b.drive_id() == Some(disk_id))
-                    .map(|b| b.wr_bytes))
+                let path = super::qemu::argv::MultipathPath::of(spec, index, n).ok_or(
+                    VmError::NotOnThisBackend {
+                        what: "a path of a disk that is not multipath",
+                    },
+                )?;
+                match present {
+                    true => qmp.plug(path.device_add_arguments()).await?,
+                    false => qmp.unplug(&path.device_id()).await?,
+                }
+                Ok(())
             }
             RunningVmHandle::Libvirt(vm) => {
-                let (vm, id) = (vm.clone(), disk_id.to_string());
+                let xml = super::libvirt::domain::multipath_path_xml(spec, index, n).ok_or(
+                    VmError::NotOnThisBackend {
+                        what: "a path of a disk that is not multipath",
+                    },
+                )?;
+                let vm = vm.clone();
                 Ok(
-                    tokio::task::spawn_blocking(move || lock(&vm).disk_written_bytes(&id))
+                    tokio::task::spawn_blocking(move || lock(&vm).set_device(&xml, present))
                         .await??,
                 )
             }
             #[cfg(test)]
-            RunningVmHandle::StandIn => Ok(None),
+            RunningVmHandle::StandIn => Err(VmError::NotOnThisBackend {
+                what: "a disk path",
+            }),
+        }
+    }
+
+    /// The disk's write counters, one per block backend it has now: the disk's own, or one per
+    /// path of a multipath disk, named by its device (`qmp::disk_writes`). A path removed from
+    /// the VM takes its counter with it.
+    pub async fn disk_writes(&self, disk_id: &str) -> Result<Vec<(String, u64)>, VmError> {
+        match self {
+            RunningVmHandle::Qemu(qmp) => {
+                let stats = qmp.block_stats().await?;
+                Ok(super::qemu::qmp::disk_writes(
+                    &stats,
+                    disk_id,
+                    super::qemu::qmp::BlockStats::device_name,
+                ))
+            }
+            RunningVmHandle::Libvirt(vm) => {
+                let (vm, id) = (vm.clone(), disk_id.to_string());
+                Ok(tokio::task::spawn_blocking(move || lock(&vm).disk_writes(&id)).await??)
+            }
+            #[cfg(test)]
+            RunningVmHandle::StandIn => Ok(Vec::new()),
         }
     }
 }

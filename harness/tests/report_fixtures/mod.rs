@@ -84,6 +84,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         vm_left_running: None,
         paused_ms: None,
         boot: None,
+        multipath: None,
         private: None,
     }
 }

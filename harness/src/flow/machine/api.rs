@@ -87,6 +87,7 @@ impl Machine {
                 self.bootkube_restarts,
                 self.restart_evidence()
             ),
+            Phase::DiskBoot => self.multipath_evidence(),
             Phase::BootstrapComplete if !self.api_ok(ApiCheck::EtcdBootstrapMemberRemoved) => {
                 match self.phases[&Phase::NodeReady].end_ms {
                     Some(ready) => format!(

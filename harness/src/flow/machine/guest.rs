@@ -152,7 +152,7 @@ impl Machine {
             Some(Phase::DiskBoot) if Some(boot_key(&s.boot_id)) != self.live_boot_id => {
                 if s.live {
                     self.fail(now, "the live ISO booted again after the install (/run/ostree-live exists after the reset): the bootstrap would loop; check the boot order".into(), out);
-                } else {
+                } else if self.multipath_lets_disk_boot_end(now, out) {
                     self.end(
                         Phase::DiskBoot,
                         Status::Pass,

@@ -2632,3 +2632,156 @@ fn a_cleanup_timeout_before_4_13_does_not_count_opt_openshift_among_the_files_le
         o.reason
     );
 }
+
+/// The probe's answer of the installed system: root on `mpatha` with `active` of two paths
+/// active, or (`on_map` false) on one path.
+fn multipath_root(boot: &str, on_map: bool, active: usize) -> Signal {
+    let text = if on_map {
+        let path = |d: &str, ok: bool| {
+            let state = if ok { "active|ready" } else { "failed|faulty" };
+            format!("path|35a|{d}|{state}\n")
+        };
+        format!(
+            "boot|{boot}|0\nfs|root|/sysroot|/dev/mapper/mpatha4|dm-4:part,dm-0:mpath,sda:disk,sdb:disk,\nfs|boot|/boot|/dev/mapper/mpatha3|dm-3:part,dm-0:mpath,sda:disk,sdb:disk,\nmap|mpatha|35a|dm-0\n{}{}",
+            path("sda", active >= 1),
+            path("sdb", active >= 2)
+        )
+    } else {
+        format!("boot|{boot}|0\nfs|root|/sysroot|/dev/sdb4|sdb4:part,sdb:disk,\n")
+    };
+    let r = crate::flow::multipath::RootDevices::parse(&text).unwrap();
+    Signal::Multipath(crate::flow::event::MultipathStep::Root(r))
+}
+
+/// A multipath install up to the installed system answering SSH.
+fn multipath_to_disk_boot(m: &mut Machine) {
+    m.expect_multipath(2);
+    through_bootkube(m);
+    feed(m, through_reboot_signals());
+    assert_eq!(
+        m.current(),
+        Some(Phase::DiskBoot),
+        "SSH alone does not end it"
+    );
+}
+
+#[test]
+fn disk_boot_of_a_multipath_install_waits_for_both_paths_active() {
+    let mut m = machine();
+    multipath_to_disk_boot(&mut m);
+    feed(&mut m, vec![(56_000, multipath_root("disk", true, 1))]);
+    assert_eq!(
+        m.current(),
+        Some(Phase::DiskBoot),
+        "one path active: waiting"
+    );
+    // A late answer of the live system counts for nothing.
+    feed(&mut m, vec![(57_000, multipath_root("live", false, 0))]);
+    assert_eq!(m.current(), Some(Phase::DiskBoot));
+    feed(&mut m, vec![(58_000, multipath_root("disk", true, 2))]);
+    assert_eq!(m.phase(Phase::DiskBoot).status, Status::Pass);
+    assert!(
+        m.phase(Phase::DiskBoot)
+            .detail
+            .contains("is on multipath device mpatha (dm-0, WWID 35a): 2 of 2 paths active"),
+        "{}",
+        m.phase(Phase::DiskBoot).detail
+    );
+    assert_eq!(m.current(), Some(Phase::ApiReady));
+}
+
+#[test]
+fn a_multipath_install_whose_root_is_on_one_path_fails_disk_boot_at_once() {
+    let mut m = machine();
+    multipath_to_disk_boot(&mut m);
+    let a = feed(&mut m, vec![(56_000, multipath_root("disk", false, 0))]);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::DiskBoot));
+    assert!(
+        o.reason.contains("the root filesystem is not on the multipath device: it is mounted from /dev/sdb4 on sdb"),
+        "{}",
+        o.reason
+    );
+}
+
+#[test]
+fn an_answer_before_ssh_waits_for_it_and_a_timeout_quotes_the_last_one() {
+    let mut m = machine();
+    m.expect_multipath(2);
+    through_bootkube(&mut m);
+    let mut early = through_reboot_signals();
+    let ssh = early.pop().unwrap();
+    feed(&mut m, early);
+    feed(&mut m, vec![(50_000, multipath_root("disk", true, 2))]);
+    assert_eq!(m.current(), Some(Phase::DiskBoot), "no SSH answer yet");
+    feed(&mut m, vec![ssh]);
+    assert_eq!(m.phase(Phase::DiskBoot).status, Status::Pass);
+
+    let mut late = machine();
+    multipath_to_disk_boot(&mut late);
+    feed(&mut late, vec![(56_000, multipath_root("disk", true, 1))]);
+    let a = late.tick(10_000_000);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert!(
+        o.reason.contains("multipath: the root filesystem (/dev/mapper/mpatha4) is on multipath device mpatha (dm-0, WWID 35a): 1 of 2 paths active (sda active/ready, sdb failed/faulty)"),
+        "{}",
+        o.reason
+    );
+}
+
+#[test]
+fn a_write_that_stopped_while_a_path_was_gone_fails_and_one_that_went_on_passes() {
+    use crate::flow::event::MultipathStep;
+    let lost = |t| {
+        (
+            t,
+            Signal::Multipath(MultipathStep::PathLost {
+                device: "install_path1".into(),
+                written: 16 << 20,
+            }),
+        )
+    };
+    let restored = |t, written| {
+        (
+            t,
+            Signal::Multipath(MultipathStep::PathRestored {
+                device: "install_path1".into(),
+                written_while_lost: written,
+            }),
+        )
+    };
+    let mut m = machine();
+    m.expect_multipath(2);
+    through_bootkube(&mut m);
+    feed(&mut m, vec![lost(31_000), restored(33_000, 64 << 20)]);
+    assert!(m.outcome().is_none());
+    assert_eq!(m.multipath().unwrap().path_events.len(), 2);
+
+    let mut stuck = machine();
+    stuck.expect_multipath(2);
+    through_bootkube(&mut stuck);
+    let a = feed(&mut stuck, vec![lost(31_000), restored(52_000, 0)]);
+    let Some(Action::Finished(o)) = a.last() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(o.failed_phase, Some(Phase::InstallToDisk));
+    assert!(o.reason.contains("I/O did not fail over"), "{}", o.reason);
+
+    let mut broken = machine();
+    broken.expect_multipath(2);
+    through_bootkube(&mut broken);
+    feed(
+        &mut broken,
+        vec![(
+            31_000,
+            Signal::Multipath(MultipathStep::PathFaultFailed {
+                detail: "QMP device_del failed".into(),
+            }),
+        )],
+    );
+    assert_eq!(broken.outcome().unwrap().verdict, Verdict::Error);
+}

@@ -4,7 +4,8 @@
 //!   Values are `"N"` (N disks, the install disk first) or `"N-POSITION"` with POSITION
 //!   `first`, `second`, ... `eighth` or `last`; N from 1 to 8. The base must have exactly one
 //!   `[[disks]]` entry, the install disk; the others copy it (size, bus, sector) with ids
-//!   `extra1`, `extra2`, ... and serials `sno-extra1`, ... so every disk has its own by-id link.
+//!   `extra1`, `extra2`, ... and serials `sno-extra1`, ... so every disk has its own by-id link;
+//!   a copy of a multipath install disk is a plain disk (only the install disk may be multipath).
 //! - `install.network_stack`: which IP families the install-config's networks have and in what
 //!   order. `ipv4` keeps the IPv4 networks; `ipv6` has only IPv6 ones; `dual-stack` lists
 //!   IPv4 then IPv6; `ipv6-first` lists IPv6 first, which the installer refuses ("IPv4 addresses must be listed before IPv6
@@ -106,6 +107,9 @@ impl Layout {
             if let Some(t) = copy.as_table_mut() {
                 let id = format!("extra{extra}");
                 t.insert("serial".into(), Value::String(format!("sno-{id}")));
+                // Only the installation disk may be multipath: the others are plain disks of
+                // its bus beside it.
+                t.remove("multipath");
                 t.insert("id".into(), Value::String(id));
             }
             disks.push(copy);

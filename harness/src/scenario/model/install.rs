@@ -295,6 +295,11 @@ pub struct InstallSpec {
     pub installation_disk: String,
     /// The scenario disk it names, when it names one (where disk writes are measured).
     pub install_disk_id: Option<String>,
+    /// The kernel arguments the install appends for a multipath installation disk
+    /// (`hw::multipath::DAY1_KARGS`): empty for any other disk, and under the fault that
+    /// withholds them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub multipath_kargs: Vec<String>,
     pub network_type: String,
     pub machine_network: Vec<String>,
     pub cluster_network: Vec<ClusterNetworkEntry>,
@@ -313,4 +318,24 @@ pub struct InstallSpec {
     pub mode: InstallMode,
     /// `[install.assisted]` of an assisted install (its defaults when the section is absent).
     pub assisted: AssistedSection,
+}
+
+impl InstallSpec {
+    /// `bootstrapInPlace.installationDisk` as install-config.yaml gets it: the disk, and for
+    /// install-to-disk the multipath kernel arguments after it, each an `--append-karg`.
+    /// bootstrap-in-place has no key for kernel arguments; install-to-disk.sh pastes this value
+    /// unquoted into `coreos-installer install`'s command line (docs/bip-contract.md §3), which
+    /// makes it the one way the installer's own install passes them. An assisted install
+    /// passes them as the agent's own arguments instead (`assisted.append_kargs`).
+    pub fn installation_disk_value(&self) -> String {
+        if self.mode != InstallMode::InstallToDisk || self.multipath_kargs.is_empty() {
+            return self.installation_disk.clone();
+        }
+        let mut v = self.installation_disk.clone();
+        for k in &self.multipath_kargs {
+            v.push_str(" --append-karg ");
+            v.push_str(k);
+        }
+        v
+    }
 }

@@ -30,4 +30,5 @@ pub use scenario::{FixtureSpec, OpenshiftSpec, OwnIso, Scenario};
 pub(crate) use syntax::{entries, option_spanned_choice};
 pub use vm::{
     BootOrder, DiskSection, GuestNetwork, ThrottleSection, VmConfig, VmSection, MAX_VCPUS,
+    MULTIPATH_NO_KARGS_FAULT, MULTIPATH_PATH_LOST_FAULT,
 };

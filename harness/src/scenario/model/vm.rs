@@ -146,6 +146,8 @@ pub struct DiskSection {
     #[serde(default, deserialize_with = "option_spanned_choice")]
     pub aio: Option<Spanned<AioMode>>,
     pub throttle: Option<Spanned<ThrottleSection>>,
+    /// Two paths to the disk (`hw::multipath`); only the installation disk, on SCSI.
+    pub multipath: Option<Spanned<bool>>,
 }
 
 /// `throttle = { bytes_per_s = "20MiB", iops = 500 }`: QEMU's I/O limits of one disk.
@@ -218,6 +220,12 @@ fn option_iops<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Spanned<u64>>, 
     let span = n.span();
     Ok(Some(Spanned::new(span, n.into_inner().0)))
 }
+
+/// The harness's multipath faults (`[fixture] faults`): one path of the multipath
+/// installation disk taken away during the write to disk (`run::multipath`), and the install's
+/// multipath kernel arguments withheld (`InstallSpec::multipath_kargs`).
+pub const MULTIPATH_PATH_LOST_FAULT: &str = "multipath-path-lost";
+pub const MULTIPATH_NO_KARGS_FAULT: &str = "multipath-no-kargs";
 
 fn default_bus() -> Bus {
     Bus::Virtio

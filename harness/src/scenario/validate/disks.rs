@@ -1,5 +1,6 @@
 //! `[[disks]]`: ids, sizes, serials, buses, sectors and I/O settings QEMU takes, each disk in a
-//! place of the PCI plan, and an installation disk the firmware can boot.
+//! place of the PCI plan, an installation disk the firmware can boot, and a multipath disk
+//! only where the harness can give it two paths (the installation disk, on SCSI).
 
 use std::collections::HashSet;
 
@@ -113,9 +114,77 @@ pub(super) fn disks(
             sector: d.sector,
             serial,
             io,
+            multipath: multipath(cx, sd)?,
         });
     }
     Ok(disks)
+}
+
+/// `multipath = true`, where it can be: on SCSI (the two paths are the disks of two
+/// virtio-scsi controllers, as kola's) and without a throttle (each path would get the whole
+/// limit).
+fn multipath(cx: &Ctx, sd: &Spanned<DiskSection>) -> Result<bool, ScenarioError> {
+    let d = sd.get_ref();
+    let Some(m) = d.multipath.as_ref().filter(|m| *m.get_ref()) else {
+        return Ok(false);
+    };
+    if d.bus != Bus::Scsi {
+        return Err(cx.at(
+            m,
+            format!(
+                "disk {:?}: multipath = true needs bus = \"scsi\" (its bus is {:?}): the two paths are SCSI disks on two virtio-scsi controllers sharing one image and one WWN, as a SAN LUN reaches a host through two HBAs; set bus = \"scsi\" or leave multipath out",
+                d.id,
+                d.bus.name()
+            ),
+        ));
+    }
+    if let Some(t) = &d.throttle {
+        return Err(cx.at(
+            t,
+            format!(
+                "disk {:?}: a multipath disk takes no throttle (each of its two paths would get the whole limit); leave throttle out or multipath",
+                d.id
+            ),
+        ));
+    }
+    Ok(true)
+}
+
+/// One multipath disk at most, and it is the installation disk: the harness passes the
+/// multipath kernel arguments for the disk it installs to, and the guest's map is `mpatha`.
+pub(super) fn check_multipath(
+    cx: &Ctx,
+    f: &ScenarioFile,
+    disks: &[Disk],
+    install_disk_id: Option<&String>,
+) -> Result<(), ScenarioError> {
+    let mut seen: Option<&str> = None;
+    for (d, sd) in disks.iter().zip(&f.disks).filter(|(d, _)| d.multipath) {
+        if let Some(first) = seen {
+            return Err(cx.at(
+                sd,
+                format!(
+                    "disk {:?} is multipath, and so is disk {first:?}: only one disk, the installation disk, may be multipath",
+                    d.id
+                ),
+            ));
+        }
+        seen = Some(&d.id);
+        if install_disk_id != Some(&d.id) {
+            let named = match install_disk_id {
+                Some(id) => format!("disk {id:?}"),
+                None => "no disk of the scenario (a literal path)".to_string(),
+            };
+            return Err(cx.at(
+                sd,
+                format!(
+                    "disk {:?} is multipath, but install.installation_disk names {named}: only the installation disk may be multipath; name it with installation_disk = {{ by = \"name\", disk = {:?} }} (/dev/mapper/mpatha) or by = \"id\" (its dm-uuid link)",
+                    d.id, d.id
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A disk's `cache`, `aio` and `throttle`, checked: QEMU refuses native AIO without O_DIRECT,

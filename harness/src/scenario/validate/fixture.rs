@@ -129,6 +129,32 @@ fn first_of<'a>(f: &'a ScenarioFile, names: &[&str]) -> Option<&'a Spanned<Strin
         .find(|x| names.contains(&x.get_ref().trim()))
 }
 
+/// The multipath faults act on a multipath installation disk.
+pub(super) fn check_multipath(
+    cx: &Ctx,
+    f: &ScenarioFile,
+    disks: &[Disk],
+) -> Result<(), ScenarioError> {
+    let Some(fault) = first_of(f, &[MULTIPATH_PATH_LOST_FAULT, MULTIPATH_NO_KARGS_FAULT]) else {
+        return Ok(());
+    };
+    if disks.iter().any(|d| d.multipath) {
+        return Ok(());
+    }
+    Err(cx.at(
+        fault,
+        format!(
+            "fixture.faults: {:?} acts on a multipath installation disk, and this scenario has none: set multipath = true on the installation disk (bus = \"scsi\")",
+            fault.get_ref()
+        ),
+    ))
+}
+
+/// Whether the scenario withholds the multipath kernel arguments from the install.
+pub(super) fn withholds_multipath_kargs(f: &ScenarioFile) -> bool {
+    first_of(f, &[MULTIPATH_NO_KARGS_FAULT]).is_some()
+}
+
 /// The faults the user network's side plays (its DHCP's hostname, the node's own resolver)
 /// need the user network: a NAT network's dnsmasq names the node and answers its names itself.
 pub(super) fn check_network(cx: &Ctx, f: &ScenarioFile) -> Result<(), ScenarioError> {

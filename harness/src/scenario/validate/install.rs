@@ -31,6 +31,9 @@ pub(super) fn installation_disk(
                     DiskNaming::Id => naming::by_id(&disks[i]),
                     DiskNaming::Name => naming::kernel_name(disks, i)
                         .map_err(|m| cx.at(spec, format!("install.installation_disk: {m}")))?,
+                    DiskNaming::Path if disks[i].multipath => {
+                        return Err(cx.at(spec, format!("install.installation_disk: disk {disk:?} is multipath, and a by-path link names one of its two paths, not the disk; name it by = \"name\" ({}) or by = \"id\" ({})", crate::hw::multipath::MAP, naming::by_id(&disks[i]))));
+                    }
                     DiskNaming::Path => {
                         let buses: Vec<Bus> = disks.iter().map(|d| d.bus).collect();
                         naming::by_path(&buses, i).map_err(|m| {
@@ -131,12 +134,15 @@ pub(super) fn check_install_mode(cx: &Ctx, f: &ScenarioFile) -> Result<(), Scena
 /// `[install.assisted]`, with `--copy-network` whenever the node has static addresses: the
 /// assisted installer adds it for a host with a static network configuration
 /// (assisted-service's installer arguments), so that the keyfiles the live system came up with
-/// reach the installed system. Its host Ignition is resolved against the scenario file and
-/// checked now, so that `plan` refuses a bad one and no run is begun with it.
+/// reach the installed system; and, before the scenario's own, the multipath kernel arguments
+/// of a multipath installation disk, which assisted-service appends for such a disk
+/// (internal/host/hostcommands/install_cmd.go). Its host Ignition is resolved against the
+/// scenario file and checked now, so that `plan` refuses a bad one and no run is begun with it.
 pub(super) fn assisted_section(
     cx: &Ctx,
     inst: &InstallSection,
     network: Option<&NetworkSpec>,
+    multipath_kargs: &[String],
 ) -> Result<AssistedSection, ScenarioError> {
     let mut a = inst
         .assisted
@@ -145,6 +151,11 @@ pub(super) fn assisted_section(
         .unwrap_or_default();
     if network.is_some_and(|n| n.mode == NetworkMode::Static) {
         a.copy_network = true;
+    }
+    if *inst.mode.get_ref() == InstallMode::Assisted {
+        let own = std::mem::take(&mut a.append_kargs);
+        a.append_kargs = multipath_kargs.to_vec();
+        a.append_kargs.extend(own);
     }
     a.host_ignition = match a.host_ignition.take() {
         // An empty path means none: how a matrix value says "without".

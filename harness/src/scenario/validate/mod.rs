@@ -27,6 +27,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
     let disks = disks::disks(cx, &f.disks)?;
     let (installation_disk, install_disk_id) = install::installation_disk(cx, &f, &disks)?;
     disks::check_bootable(cx, &f, &disks, install_disk_id.as_ref(), firmware)?;
+    disks::check_multipath(cx, &f, &disks, install_disk_id.as_ref())?;
     disks::check_slots(cx, &f, &disks)?;
     let profile = *f.profile.get_ref();
     let pull_secret = install::pull_secret(cx, &f, profile)?;
@@ -37,7 +38,15 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
     vm::check_nat(cx, &f)?;
     vm::check_secure_boot(cx, &f)?;
     let network = network::network(cx, &f)?;
-    let assisted = install::assisted_section(cx, &f.install, network.as_ref())?;
+    fixture::check_multipath(cx, &f, &disks)?;
+    let multipath_kargs: Vec<String> = match disks.iter().any(|d| d.multipath) {
+        true if !fixture::withholds_multipath_kargs(&f) => crate::hw::multipath::DAY1_KARGS
+            .iter()
+            .map(|k| k.to_string())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let assisted = install::assisted_section(cx, &f.install, network.as_ref(), &multipath_kargs)?;
     fixture::check_boot(cx, &f)?;
     fixture::check_unsigned_loader(cx, &f)?;
     fixture::check_network(cx, &f)?;
@@ -68,6 +77,7 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
             base_domain: inst.base_domain.clone(),
             installation_disk,
             install_disk_id,
+            multipath_kargs,
             network_type: inst.network_type.clone(),
             machine_network: inst.machine_network.clone(),
             cluster_network: inst.cluster_network.clone(),
@@ -102,3 +112,6 @@ pub(super) fn validate(cx: &Ctx, f: ScenarioFile) -> Result<Scenario, ScenarioEr
         authorized_keys,
     })
 }
+
+#[cfg(test)]
+mod multipath_tests;

@@ -623,15 +623,30 @@ impl LibvirtVm {
         }
     }
 
-    /// `query-blockstats`, keyed the way the QEMU backend's drive ids are: by disk id.
-    pub fn disk_written_bytes(&self, disk_id: &str) -> Result<Option<u64>, LibvirtError> {
+    /// Takes a device of the running domain away (`present` false) or gives it back, named by
+    /// its XML: `virDomainDetachDeviceFlags` / `virDomainAttachDeviceFlags` on the live domain
+    /// only (its persistent definition keeps the device).
+    pub fn set_device(&self, xml: &str, present: bool) -> Result<(), LibvirtError> {
+        let dom = self.domain()?;
+        let live = sys::VIR_DOMAIN_AFFECT_LIVE;
+        if present {
+            dom.attach_device_flags(xml, live)
+                .map_err(|e| other("virDomainAttachDeviceFlags", e))
+        } else {
+            dom.detach_device_flags(xml, live)
+                .map_err(|e| other("virDomainDetachDeviceFlags", e))
+        }
+    }
+
+    /// `query-blockstats` of one disk, keyed the way the QEMU backend names its devices: by
+    /// disk id, or by path device id for a multipath disk (`qmp::disk_writes`).
+    pub fn disk_writes(&self, disk_id: &str) -> Result<Vec<(String, u64)>, LibvirtError> {
         let reply = self.monitor(&serde_json::json!({"execute": "query-blockstats"}))?;
         let stats: Vec<BlockStats> =
             parse_block_stats(reply).map_err(|e| other("query-blockstats", e))?;
-        Ok(stats
-            .iter()
-            .find(|b| disk_id_from_qdev(&b.qdev) == Some(disk_id))
-            .map(|b| b.wr_bytes))
+        Ok(crate::vm::qemu::qmp::disk_writes(&stats, disk_id, |b| {
+            disk_id_from_qdev(&b.qdev)
+        }))
     }
 
     /// The primary display as PNG at `png`, through `virDomainScreenshot` (QEMU itself runs as

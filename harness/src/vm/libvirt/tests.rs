@@ -1341,6 +1341,7 @@ fn virt_xml_validate_accepts_the_domains() {
             };
             sp
         }),
+        ("multipath", crate::vm::qemu::argv::tests::multipath_spec()),
     ];
     for (what, sp) in cases {
         virt_xml_validate(&domain_xml(&sp, &meta()), "domain", what);
@@ -1369,6 +1370,7 @@ fn sample_uefi_sata_cdrom_domain() {
         serial: Some("sno-install".into()),
         bootindex: Some(1),
         io: Default::default(),
+        multipath_wwn: None,
     }];
     sp.cdrom = Some(CdromSpec {
         path: PathBuf::from("/r/live.iso"),
@@ -1423,4 +1425,47 @@ fn a_nat_network_is_laid_out_in_the_machine_network() {
     assert_eq!((n.ipv4, n.node.ipv4), (None, None));
     assert_eq!(n.ipv6.unwrap().host.to_string(), "fd00:1::1");
     assert_eq!(n.node.address().to_string(), "fd00:1::10");
+}
+
+#[test]
+fn a_multipath_disk_is_two_shareable_disks_on_two_controllers_with_one_wwn() {
+    let sp = crate::vm::qemu::argv::tests::multipath_spec();
+    let root = domain(&sp);
+    let devices = root.one("devices");
+    let scsi: Vec<(String, (u8, u8))> = devices
+        .all("controller")
+        .into_iter()
+        .filter(|c| c.at("type") == "scsi")
+        .map(|c| (c.at("index").to_string(), pci(c.one("address"))))
+        .collect();
+    assert_eq!(
+        scsi,
+        [
+            ("0".to_string(), (plan::SCSI_CONTROLLER_SLOT, 0)),
+            ("1".to_string(), (plan::SCSI2_CONTROLLER_SLOT, 0))
+        ]
+    );
+    for (n, controller) in [(0, 0), (1, 1)] {
+        let d = disk_by_alias(devices, &format!("ua-install_path{n}"));
+        assert_eq!(d.one("driver").at("type"), "raw");
+        assert_eq!(d.one("source").at("file"), "/r/install.raw");
+        assert!(d.opt("shareable").is_some());
+        assert_eq!(d.one("wwn").text, "5a1b2c3d4e5f6071");
+        assert_eq!(d.one("serial").text, "sno-install");
+        assert_eq!(drive(d.one("address")), (controller, 0, 0, 0));
+        assert_eq!(d.opt("boot").is_some(), n == 0, "only the first path boots");
+    }
+    // The second path alone, as detach and attach take it: the same element.
+    let xml = super::domain::multipath_path_xml(&sp, 0, 1).unwrap();
+    let alone = parse(&xml);
+    assert_eq!(alone.name, "disk");
+    assert_eq!(alone.one("alias").at("name"), "ua-install_path1");
+    assert_eq!(alone.one("target").at("dev"), "sdb");
+    assert_eq!(drive(alone.one("address")), (1, 0, 0, 0));
+    assert!(super::domain::multipath_path_xml(&spec(), 0, 1).is_none());
+    virt_xml_validate(
+        &format!("<domain type='qemu'><name>x</name><memory>1</memory><os><type>hvm</type></os><devices>{xml}</devices></domain>"),
+        "domain",
+        "multipath-path",
+    );
 }

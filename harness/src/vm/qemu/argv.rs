@@ -216,6 +216,15 @@ fn devices(a: &mut Args, spec: &VmSpec) {
             ),
         ]);
     }
+    if spec.disks.iter().any(|d| d.multipath_wwn.is_some()) {
+        a.push(&[
+            "-device",
+            &format!(
+                "virtio-scsi-pci,{},id=scsi1",
+                pci_addr(plan::SCSI2_CONTROLLER_SLOT)
+            ),
+        ]);
+    }
 }
 
 /// Each disk: its drive (the image and how it is accessed) and its device, where the plan
@@ -223,6 +232,10 @@ fn devices(a: &mut Args, spec: &VmSpec) {
 fn disks(a: &mut Args, spec: &VmSpec) {
     let buses: Vec<Bus> = spec.disks.iter().map(|d| d.bus).collect();
     for (i, d) in spec.disks.iter().enumerate() {
+        if let Some(path) = MultipathPath::of(spec, i, 0) {
+            multipath_disk(a, d, path);
+            continue;
+        }
         a.push(&[
             "-drive",
             &format!(
@@ -241,6 +254,155 @@ fn disks(a: &mut Args, spec: &VmSpec) {
             ),
         ]);
         a.push(&["-device", &disk_device(d, plan::place(&buses, i))]);
+    }
+}
+
+/// A multipath disk: its image once, as a file node and a format node, and on that node one
+/// `scsi-hd` per path, each on its own virtio-scsi controller at the disk's target, all with the
+/// same WWN and serial, as kola gives QEMU a multipath disk. A `-drive` attaches to one device
+/// only; a node attaches to several (`share-rw`), so every path sees every write at once. The
+/// cache mode is split as `-drive cache=` splits it: the nodes' `cache.direct` and
+/// `cache.no-flush`, the device's `write-cache`.
+fn multipath_disk(a: &mut Args, d: &DiskSpec, first: MultipathPath) {
+    let cache = format!(
+        "cache.direct={},cache.no-flush={}",
+        on_off(d.io.cache.direct()),
+        on_off(d.io.cache.no_flush())
+    );
+    a.push(&[
+        "-blockdev",
+        &format!(
+            "driver=file,filename={},node-name={},discard=unmap,{cache},aio={}",
+            opt_path(&d.path),
+            first.file_node(),
+            d.io.aio.name()
+        ),
+        "-blockdev",
+        &format!(
+            "driver={},file={},node-name={},discard=unmap,{cache}",
+            d.format,
+            first.file_node(),
+            first.node()
+        ),
+    ]);
+    for n in 0..crate::hw::multipath::PATHS {
+        let path = MultipathPath {
+            n,
+            bootindex: first.bootindex.filter(|_| n == 0),
+            ..first.clone()
+        };
+        a.push(&["-device", &path.device_args()]);
+    }
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// One path of a multipath disk: a `scsi-hd` on controller `scsi<n>` at the disk's target,
+/// on the disk's format node. The command line has one per path; QMP's `device_add` restores
+/// a removed one from the same fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MultipathPath {
+    /// The disk's index in the VmSpec (its nodes are named by it: node names are limited to
+    /// 31 characters, disk ids are not).
+    pub index: usize,
+    pub n: u8,
+    pub disk_id: String,
+    pub target: u8,
+    pub wwn: u64,
+    pub serial: String,
+    pub logical: u32,
+    pub physical: u32,
+    pub write_cache: bool,
+    pub bootindex: Option<u32>,
+}
+
+impl MultipathPath {
+    /// Path `n` of disk `index` of `spec`, if that disk is multipath.
+    pub fn of(spec: &VmSpec, index: usize, n: u8) -> Option<MultipathPath> {
+        let d = spec.disks.get(index)?;
+        let wwn = d.multipath_wwn?;
+        let buses: Vec<Bus> = spec.disks.iter().map(|d| d.bus).collect();
+        let DiskPlace::Scsi { target } = plan::place(&buses, index) else {
+            return None;
+        };
+        Some(MultipathPath {
+            index,
+            n,
+            disk_id: d.id.clone(),
+            target,
+            wwn,
+            serial: d.serial.clone().unwrap_or_else(|| d.id.clone()),
+            logical: d.sector.logical(),
+            physical: d.sector.physical(),
+            write_cache: d.io.cache.guest_write_cache(),
+            // The firmware boots from the first path; the second has no place in the order.
+            bootindex: d.bootindex.filter(|_| n == 0),
+        })
+    }
+
+    pub fn file_node(&self) -> String {
+        format!("sno-mpath{}-file", self.index)
+    }
+
+    pub fn node(&self) -> String {
+        format!("sno-mpath{}", self.index)
+    }
+
+    /// The device id: `hw::multipath::path_device_id`.
+    pub fn device_id(&self) -> String {
+        crate::hw::multipath::path_device_id(&self.disk_id, self.n)
+    }
+
+    /// The `-device` value.
+    pub fn device_args(&self) -> String {
+        let mut dev = format!(
+            "scsi-hd,bus=scsi{}.0,channel=0,scsi-id={},lun=0,drive={},share-rw=on,id={},wwn={:#018x},serial={},logical_block_size={},physical_block_size={},write-cache={}",
+            self.n,
+            self.target,
+            self.node(),
+            self.device_id(),
+            self.wwn,
+            self.serial,
+            self.logical,
+            self.physical,
+            on_off(self.write_cache)
+        );
+        if let Some(b) = self.bootindex {
+            dev.push_str(&format!(",bootindex={b}"));
+        }
+        dev
+    }
+
+    /// QMP `device_add`'s arguments for the same device, typed as QMP wants them.
+    pub fn device_add_arguments(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::json!({
+            "driver": "scsi-hd",
+            "bus": format!("scsi{}.0", self.n),
+            "channel": 0,
+            "scsi-id": self.target,
+            "lun": 0,
+            "drive": self.node(),
+            "share-rw": true,
+            "id": self.device_id(),
+            "wwn": self.wwn,
+            "serial": self.serial,
+            "logical_block_size": self.logical,
+            "physical_block_size": self.physical,
+            "write-cache": on_off(self.write_cache),
+        });
+        if let (Some(b), Some(o)) = (self.bootindex, m.as_object_mut()) {
+            o.insert("bootindex".into(), b.into());
+        }
+        match m {
+            serde_json::Value::Object(o) => o,
+            _ => unreachable!("a JSON object literal"),
+        }
     }
 }
 
@@ -403,6 +565,7 @@ pub(crate) mod tests {
                 serial: Some("sno-install".into()),
                 bootindex: Some(1),
                 io: Default::default(),
+                multipath_wwn: None,
             }],
             cdrom: Some(CdromSpec {
                 path: PathBuf::from("/r/live.iso"),
@@ -742,6 +905,7 @@ pub(crate) mod tests {
                 serial: None,
                 bootindex: None,
                 io: Default::default(),
+                multipath_wwn: None,
             })
             .collect()
     }
@@ -882,5 +1046,49 @@ pub(crate) mod tests {
         sp.firmware = Firmware::Bios;
         let s = joined(&sp);
         assert!(!s.contains("pflash") && !s.contains("smm"), "{s}");
+    }
+
+    /// The VM of `spec()` with its disk on SCSI and multipath.
+    pub(crate) fn multipath_spec() -> VmSpec {
+        let mut sp = spec();
+        let d = &mut sp.disks[0];
+        d.bus = Bus::Scsi;
+        d.format = "raw".into();
+        d.path = PathBuf::from("/r/install.raw");
+        d.multipath_wwn = Some(0x5a1b_2c3d_4e5f_6071);
+        sp
+    }
+
+    #[test]
+    fn a_multipath_disk_is_one_node_on_two_controllers_with_one_wwn() {
+        let argv = qemu_argv(&multipath_spec());
+        let s = argv.join(" ");
+        assert!(
+            s.contains("-device virtio-scsi-pci,bus=pcie.0,addr=0x04,id=scsi0"),
+            "{s}"
+        );
+        assert!(
+            s.contains("-device virtio-scsi-pci,bus=pcie.0,addr=0x06,id=scsi1"),
+            "{s}"
+        );
+        assert!(s.contains("-blockdev driver=file,filename=/r/install.raw,node-name=sno-mpath0-file,discard=unmap,cache.direct=off,cache.no-flush=on,aio=threads"), "{s}");
+        assert!(s.contains("-blockdev driver=raw,file=sno-mpath0-file,node-name=sno-mpath0,discard=unmap,cache.direct=off,cache.no-flush=on"), "{s}");
+        let devices: Vec<&String> = argv.iter().filter(|a| a.starts_with("scsi-hd,")).collect();
+        assert_eq!(
+            devices,
+            [
+                "scsi-hd,bus=scsi0.0,channel=0,scsi-id=0,lun=0,drive=sno-mpath0,share-rw=on,id=install_path0,wwn=0x5a1b2c3d4e5f6071,serial=sno-install,logical_block_size=512,physical_block_size=512,write-cache=on,bootindex=1",
+                "scsi-hd,bus=scsi1.0,channel=0,scsi-id=0,lun=0,drive=sno-mpath0,share-rw=on,id=install_path1,wwn=0x5a1b2c3d4e5f6071,serial=sno-install,logical_block_size=512,physical_block_size=512,write-cache=on",
+            ]
+        );
+        assert!(!s.contains("-drive file=/r/install.raw"), "{s}");
+        let restore = MultipathPath::of(&multipath_spec(), 0, 1).unwrap();
+        let args = serde_json::Value::Object(restore.device_add_arguments());
+        assert_eq!(args["id"], "install_path1");
+        assert_eq!(args["bus"], "scsi1.0");
+        assert_eq!(args["wwn"], 0x5a1b_2c3d_4e5f_6071_u64);
+        assert_eq!(args["share-rw"], true);
+        assert!(args.get("bootindex").is_none());
+        assert!(MultipathPath::of(&spec(), 0, 0).is_none());
     }
 }

@@ -83,6 +83,32 @@ impl BlockStats {
     pub fn drive_id(&self) -> Option<&str> {
         (!self.device.is_empty()).then_some(self.device.as_str())
     }
+
+    /// The guest device of this backend as `qemu_argv` names it: the `-drive` id of a disk
+    /// with one path, the device id (`qdev`) of a multipath disk's path, which has no `-drive`.
+    pub fn device_name(&self) -> Option<&str> {
+        self.drive_id()
+            .or_else(|| (!self.qdev.is_empty()).then_some(self.qdev.as_str()))
+    }
+}
+
+/// The write counters of disk `disk_id` in `stats`, one per block backend of it: the disk's
+/// own, or one per path of a multipath disk (`hw::multipath::path_device_id`), keyed by that
+/// name. `name` gives an entry's name as its backend calls its devices.
+pub fn disk_writes<'a>(
+    stats: &'a [BlockStats],
+    disk_id: &str,
+    name: impl Fn(&'a BlockStats) -> Option<&'a str>,
+) -> Vec<(String, u64)> {
+    stats
+        .iter()
+        .filter_map(|b| name(b).map(|n| (n, b.wr_bytes)))
+        .filter(|(n, _)| {
+            *n == disk_id
+                || crate::hw::multipath::path_of_device(n).is_some_and(|(id, _)| id == disk_id)
+        })
+        .map(|(n, w)| (n.to_string(), w))
+        .collect()
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -193,6 +219,30 @@ pub struct QueryStatus;
 
 impl RawCommandName for QueryStatus {
     const NAME: &'static str = "query-status";
+}
+
+/// `device_del`, raw.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceDel;
+
+impl RawCommandName for DeviceDel {
+    const NAME: &'static str = "device_del";
+}
+
+/// `device_add`, raw: its arguments are the device's properties, typed per property.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceAdd;
+
+impl RawCommandName for DeviceAdd {
+    const NAME: &'static str = "device_add";
+}
+
+/// `qom-list`, raw.
+#[derive(Debug, Clone, Copy)]
+pub struct QomList;
+
+impl RawCommandName for QomList {
+    const NAME: &'static str = "qom-list";
 }
 
 type Service = QapiService<QmpStreamTokio<OwnedWriteHalf>>;
@@ -344,6 +394,41 @@ impl Qmp {
             command: QueryBlockstats::NAME,
             detail,
         })
+    }
+
+    /// Unplugs the device with this id and waits (up to `COMMAND_TIMEOUT`) until QEMU no longer
+    /// lists it, so that a device of the same id can be plugged again.
+    pub async fn unplug(&self, id: &str) -> Result<(), QmpError> {
+        let mut args = serde_json::Map::new();
+        args.insert("id".into(), id.into());
+        self.execute_raw::<DeviceDel>(args).await?;
+        let deadline = Instant::now() + COMMAND_TIMEOUT;
+        loop {
+            let mut args = serde_json::Map::new();
+            args.insert("path".into(), "/machine/peripheral".into());
+            let listed = self.execute_raw::<QomList>(args).await?;
+            let present = listed
+                .as_array()
+                .is_some_and(|l| l.iter().any(|p| p["name"] == id));
+            if !present {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(QmpError::Timeout {
+                    command: DeviceDel::NAME,
+                    secs: COMMAND_TIMEOUT.as_secs(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Plugs a device in: `device_add` with its properties.
+    pub async fn plug(
+        &self,
+        properties: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), QmpError> {
+        self.execute_raw::<DeviceAdd>(properties).await.map(drop)
     }
 
     pub async fn system_reset(&self) -> Result<(), QmpError> {

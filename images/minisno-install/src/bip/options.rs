@@ -81,6 +81,12 @@ pub enum Fault {
     /// (`stream::UNSIGNED_LOADER_ISO_NAME`), as a release whose build forgot to sign it would;
     /// the firmware's Secure Boot refuses it before anything of minisno runs.
     UnsignedLoader,
+    /// The harness takes one path of the multipath installation disk away from the VM during
+    /// the write and gives it back; the fixture has nothing to do: its multipathd fails over.
+    MultipathPathLost,
+    /// The harness's install passes no multipath kernel arguments; the fixture has nothing to
+    /// do: its installed system finds its root by label on one path, as RHCOS's would.
+    MultipathNoKargs,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +127,8 @@ pub(crate) const PLAIN_FAULTS: &[(&str, Fault)] = &[
     ("rootfs-404", Fault::Rootfs404),
     ("rootfs-corrupt", Fault::RootfsCorrupt),
     ("unsigned-loader", Fault::UnsignedLoader),
+    ("multipath-path-lost", Fault::MultipathPathLost),
+    ("multipath-no-kargs", Fault::MultipathNoKargs),
 ];
 
 impl Fault {

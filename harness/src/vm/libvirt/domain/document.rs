@@ -253,8 +253,14 @@ pub(super) struct Disk {
     pub(super) target: DiskTarget,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) readonly: Option<()>,
+    /// A multipath disk's paths: devices that share one image (raw, as libvirt requires).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) shareable: Option<()>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) serial: Option<String>,
+    /// 16 hex digits; libvirt passes it to the SCSI device as `wwn=0x...`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) wwn: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) boot: Option<Boot>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -377,10 +383,15 @@ impl Address {
     /// On controller 0 of its kind: for SATA `unit` is the AHCI port, for SCSI `target` is the
     /// SCSI id (`scsi-id`) and `unit` the LUN; `bus` is the channel.
     pub(super) fn drive(target: u32, unit: u32) -> Self {
+        Self::drive_on(0, target, unit)
+    }
+
+    /// A drive address on controller `controller` (of its kind: SCSI or SATA).
+    pub(super) fn drive_on(controller: u32, target: u32, unit: u32) -> Self {
         Address {
             kind: "drive",
             domain: None,
-            controller: Some(0),
+            controller: Some(controller),
             bus: "0".into(),
             slot: None,
             function: None,

@@ -127,6 +127,12 @@ impl Domain {
                     continue;
                 }
                 DiskPlace::Virtio { slot } => ("virtio", names.next_vd(), Address::pci(slot, 0)),
+                DiskPlace::Scsi { target } if d.multipath_wwn.is_some() => {
+                    for n in 0..crate::hw::multipath::PATHS {
+                        disks.push(multipath_path(d, target, n, names.next_sd()));
+                    }
+                    continue;
+                }
                 // Channel 0, this target, LUN 0: `scsi-hd,bus=scsi0.0,channel=0,scsi-id=T,lun=0`.
                 DiskPlace::Scsi { target } => (
                     "scsi",
@@ -213,7 +219,9 @@ fn cdrom(cd: &crate::vm::CdromSpec, names: &mut TargetNames) -> Disk {
             bus: "sata",
         },
         readonly: Some(()),
+        shareable: None,
         serial: None,
+        wwn: None,
         boot: cd.bootindex.map(|order| Boot { order }),
         blockio: None,
         iotune: None,
@@ -255,6 +263,15 @@ fn controllers(spec: &VmSpec) -> Vec<Controller> {
             index: 0,
             model: Some("virtio-scsi"),
             address: Some(Address::pci(plan::SCSI_CONTROLLER_SLOT, 0)),
+        });
+    }
+    if spec.disks.iter().any(|d| d.multipath_wwn.is_some()) {
+        // scsi1: the second path of a multipath disk, as `qemu_argv`'s.
+        controllers.push(Controller {
+            kind: "scsi",
+            index: 1,
+            model: Some("virtio-scsi"),
+            address: Some(Address::pci(plan::SCSI2_CONTROLLER_SLOT, 0)),
         });
     }
     controllers
@@ -392,7 +409,9 @@ fn disk(d: &DiskSpec, target: DiskTarget, address: Address) -> Disk {
         },
         target,
         readonly: None,
+        shareable: None,
         serial: d.serial.clone(),
+        wwn: None,
         boot: d.bootindex.map(|order| Boot { order }),
         blockio: Some(BlockIo {
             logical: d.sector.logical(),
@@ -404,6 +423,69 @@ fn disk(d: &DiskSpec, target: DiskTarget, address: Address) -> Disk {
         },
         address,
     }
+}
+
+/// Path `n` of a multipath disk: libvirt's equivalent of kola's two `scsi-hd`s on one image, a
+/// `<disk>` per path with the same raw image marked `<shareable/>` (QEMU gets `share-rw=on`),
+/// the same WWN and serial, on SCSI controller `n` at the disk's target. Only the first path is
+/// in the boot order. Its alias is `ua-` and the path's device id, so block stats and the
+/// path's removal name it as on the QEMU backend.
+fn multipath_path(d: &DiskSpec, target: u8, n: u8, dev: String) -> Disk {
+    let mut disk = disk(
+        d,
+        DiskTarget { dev, bus: "scsi" },
+        Address::drive_on(u32::from(n), u32::from(target), 0),
+    );
+    disk.shareable = Some(());
+    disk.wwn = d.multipath_wwn.map(|w| format!("{w:016x}"));
+    disk.alias = Alias {
+        name: disk_alias(&crate::hw::multipath::path_device_id(&d.id, n)),
+    };
+    if n > 0 {
+        disk.boot = None;
+    }
+    disk
+}
+
+/// The `<disk>` of path `n` of disk `index` of `spec`, alone: what `virDomainDetachDevice`
+/// takes to remove that path, and `virDomainAttachDevice` to give it back. None when the disk
+/// is not multipath.
+pub fn multipath_path_xml(spec: &VmSpec, index: usize, n: u8) -> Option<String> {
+    let d = spec.disks.get(index)?;
+    d.multipath_wwn?;
+    let buses: Vec<Bus> = spec.disks.iter().map(|d| d.bus).collect();
+    let DiskPlace::Scsi { target } = plan::place(&buses, index) else {
+        return None;
+    };
+    // The target name libvirt gave the path in the domain: the disks before it in order.
+    let mut names = TargetNames::default();
+    for (i, e) in spec.disks.iter().enumerate().take(index) {
+        match plan::place(&buses, i) {
+            DiskPlace::Scsi { .. } if e.multipath_wwn.is_some() => {
+                for _ in 0..crate::hw::multipath::PATHS {
+                    names.next_sd();
+                }
+            }
+            DiskPlace::Scsi { .. } | DiskPlace::Sata { .. } => {
+                names.next_sd();
+            }
+            DiskPlace::Virtio { .. } => {
+                names.next_vd();
+            }
+            DiskPlace::Nvme { .. } => {}
+        }
+    }
+    let mut dev = String::new();
+    for _ in 0..=n {
+        dev = names.next_sd();
+    }
+    let mut out = String::new();
+    let ser = quick_xml::se::Serializer::with_root(&mut out, Some("disk"))
+        .expect("\"disk\" is a valid element name");
+    multipath_path(d, target, n, dev)
+        .serialize(ser)
+        .expect("the disk struct serialises");
+    Some(out)
 }
 
 /// The `<qemu:arg>`s of NVMe disk number `index` at PCI `slot`.
