@@ -188,11 +188,16 @@ cat target/fresh-host-check.log
 #   on QEMU, and loses and gets back a path during the write besides; libvirt's two shareable
 #   disks on two controllers, and the path's detach and attach XML, are the domain's unit tests
 #   and virt-xml-validate's.
+# - fault::multipath-path-lost, for now: it took over 8 minutes on this host beside two other
+#   VMs when it landed, and CI's time with the Secure Boot run is not yet measured; it joins CI
+#   once a quiet clean-clone rehearsal shows room (issue 41). Its mechanisms meanwhile: the
+#   domain's and argv's unit tests of the two paths, the machine's path-fault and disk-boot
+#   judgement tests, flow::multipath's probe tests.
 # - fault::multipath-no-kargs (the same install without the kernel arguments, failing
 #   disk-boot): the probe's recorded answer of that installed system (root on one path, no
 #   multipathd) is flow::multipath's unit test and its failing disk-boot at once the machine's;
 #   the install without --append-karg is every other scenario's.
-not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|rootfs-404|unsigned-loader|multipath-no-kargs)$/)
+not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|rootfs-404|unsigned-loader|multipath-no-kargs|multipath-path-lost)$/)
   and not (binary(scenarios) and test(/^(libvirt::)?multipath$/))
   and not test(=libvirt::fault::disk-boot-panic)
   and not test(=libvirt::fault::install-fail)
