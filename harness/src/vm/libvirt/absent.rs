@@ -92,6 +92,14 @@ pub mod runtime {
         pub fn set_keep_disks(&mut self, _keep: bool) {
             match *self {}
         }
+
+        pub fn set_device(&self, _xml: &str, _present: bool) -> Result<(), LibvirtError> {
+            match *self {}
+        }
+
+        pub fn disk_writes(&self, _disk_id: &str) -> Result<Vec<(String, u64)>, LibvirtError> {
+            match *self {}
+        }
     }
 }
 
