@@ -72,8 +72,8 @@ MINISNO_MULTIPATH_UDEV_RULES="50-udev-default.rules 55-dm.rules 56-dm-mpath.rule
 # multipath_initramfs ROOT IRD: what the initramfs's init needs for a multipath root
 # (multipath-init.sh). The dm modules are in the initramfs; the programs (systemd-udevd and the
 # rules above, multipath, kpartx, dmsetup, scsi_id, their libraries, multipath's plugins) are
-# not: with their libraries they would make every boot's initramfs four times larger (7.8 MiB
-# instead of 2.2 MiB, zstd), which GRUB reads at every boot, multipath or not. A multipath boot
+# not: with their libraries they would make every boot's initramfs more than three times larger
+# (7.4 MiB instead of 2.2 MiB, zstd), which GRUB reads at every boot, multipath or not. A multipath boot
 # copies them out of the root filesystem's image instead, before it assembles the maps; this
 # writes the list of files to copy, /lib/minisno/multipath-files, checked against the rootfs.
 multipath_initramfs() {
