@@ -12,7 +12,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod run_watch;
-use run_watch::{qemu_processes_for, wait_for_events, what_the_run_left};
+use run_watch::{pseudo_terminal, qemu_processes_for, wait_for_events, what_the_run_left};
 
 /// A release image no registry serves: the fixture's installer records what it is given.
 const RELEASE: &str = "quay.io/sno-harness-test/release:4.17.0-inherited";
@@ -366,26 +366,12 @@ fn libvirt_a_kept_failure_runs_on_as_a_domain_for_ssh_and_console_until_gc_destr
     );
 }
 
-/// A pseudo-terminal whose far end is the run's standard input: `--pause-on-failure` needs one.
-fn terminal() -> (std::os::fd::OwnedFd, std::fs::File) {
-    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let slave = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(name.to_str().unwrap())
-        .unwrap();
-    (master, slave)
-}
-
 /// The rootfs-404 fault (a failure at live-boot, in the live initramfs's emergency shell) paused
 /// at its verdict, then resumed by `resume(work, pid)`; the run then gathers and ends as it
 /// expects, its pause left out of its duration.
 fn paused_then(work: &Work, name: &str, resume: impl FnOnce(&Work, u32)) {
-    let (_master, slave) = terminal();
+    // `--pause-on-failure` needs a terminal for the run's standard input.
+    let (_controller, slave) = pseudo_terminal();
     let out = work.path(name);
     let dir = out.join("fault-rootfs-404");
     let log = work.path(&format!("{name}.stderr"));

@@ -97,6 +97,23 @@ pub fn read_pull_secret(path: &Path) -> Result<String, FileError> {
     Ok(text.trim().to_string())
 }
 
+/// A named file's bytes as text; bad UTF-8 named by its line, never quoted (the file may hold
+/// a secret).
+pub(super) fn utf8_text(
+    path: &Path,
+    bytes: Vec<u8>,
+    what: &'static str,
+) -> Result<String, FileError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        FileError::NotText {
+            path: path.to_path_buf(),
+            line: e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1,
+            what,
+        }
+    })
+}
+
 /// A regular file's text, at most [`MAX_NAMED_FILE`] bytes, read by the one reader of named
 /// files (`util::input_file`: no FIFO blocks, no device is read, the opened file is the one
 /// checked); bad UTF-8 named by its line, never quoted.
@@ -120,14 +137,7 @@ fn read_text(path: &Path, what: &'static str) -> Result<String, FileError> {
             reason: p.to_string(),
         },
     })?;
-    String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        FileError::NotText {
-            path: path.to_path_buf(),
-            line: e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1,
-            what,
-        }
-    })
+    utf8_text(path, bytes, what)
 }
 
 const BEGIN_CERT: &str = "-----BEGIN CERTIFICATE-----";

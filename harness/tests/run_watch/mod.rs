@@ -161,3 +161,19 @@ pub fn qemu_processes_of_run(state: &Path, id: &str) -> Vec<String> {
         .map(|d| qemu_processes_for(&d))
         .unwrap_or_default()
 }
+
+/// A pseudo-terminal: its controller end, and the terminal end a program is given as its
+/// standard input (`--pause-on-failure` and `console -i` need one).
+pub fn pseudo_terminal() -> (std::os::fd::OwnedFd, std::fs::File) {
+    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
+    let controller = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+    grantpt(&controller).unwrap();
+    unlockpt(&controller).unwrap();
+    let name = ptsname(&controller, Vec::new()).unwrap();
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(name.to_str().unwrap())
+        .unwrap();
+    (controller, terminal)
+}

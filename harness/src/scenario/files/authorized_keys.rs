@@ -156,14 +156,7 @@ fn read_key_text(path: &Path) -> Result<String, FileError> {
             reason: p.to_string(),
         },
     })?;
-    String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        FileError::NotText {
-            path: path.to_path_buf(),
-            line: e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1,
-            what: WHAT,
-        }
-    })
+    super::utf8_text(path, bytes, WHAT)
 }
 
 /// One line checked as a public key (its `from` left empty), or what it is instead. The line
