@@ -267,7 +267,7 @@ fn a_matrix_rerun_is_refused_for_its_reports_and_for_each_permutation() {
     let work = tempfile::tempdir().unwrap();
     let state = work.path().join("state");
     let matrix = repo_file("scenarios/disks.toml");
-    let id = "virtio.512.bios.by-id.1";
+    let id = "virtio.512.bios.by-id.1.one-path";
     let args = |out: &Path| {
         vec![
             os("matrix").to_os_string(),
