@@ -178,7 +178,7 @@ fn assets_used(a: &Assets, inherited: &[(String, String)]) -> AssetsUsed {
 
 impl Run<'_> {
     async fn until_verdict(&mut self, files: &mut RunFiles) -> Result<(), RunError> {
-        let life = Lifecycle::new(&self.opts.state, self.accel)?;
+        let life = Lifecycle::new(&self.opts.state, self.accel, self.s)?;
         let now = self.now();
         self.pending = life.begin(&mut self.machine, now);
         let text = format!("run {} started", self.opts.id);

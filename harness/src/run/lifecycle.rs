@@ -13,6 +13,7 @@ use crate::flow::machine::{Action, Machine};
 use crate::flow::phase::Phase;
 use crate::guest::ssh::{SshKeyPair, SshTarget};
 use crate::hw::{Accel, Firmware, OVMF_VARS};
+use crate::scenario::Scenario;
 use crate::vm::disk;
 use crate::vm::running::RunningVm;
 use crate::vm::DiskSpec;
@@ -52,20 +53,17 @@ impl StateMode {
 
 impl Lifecycle {
     /// The strategy of `mode`; a saved state is read now, and must have been saved under the
-    /// same accelerator (QEMU loads it into no other).
-    pub fn new(mode: &StateMode, accel: Accel) -> Result<Lifecycle, RunError> {
+    /// same accelerator, memory size and firmware as the VM of `s` (QEMU loads it into no
+    /// other).
+    pub fn new(mode: &StateMode, accel: Accel, s: &Scenario) -> Result<Lifecycle, RunError> {
         Ok(match mode {
             StateMode::Fresh => Lifecycle::Fresh,
             StateMode::SaveAfterBootkube(dir) => Lifecycle::Save { dir: dir.clone() },
             StateMode::ResumeInstall(dir) => {
                 let manifest = Manifest::read(dir).map_err(|e| RunError::Harness(e.to_string()))?;
-                if manifest.accel != accel.to_string() {
-                    return Err(RunError::Harness(format!(
-                        "{}: the state was saved under {} and cannot load under {accel}",
-                        dir.display(),
-                        manifest.accel
-                    )));
-                }
+                manifest
+                    .fits(&accel.to_string(), s.vm.memory_mib, s.vm.firmware)
+                    .map_err(|e| RunError::Harness(format!("{}: {e}", dir.display())))?;
                 Lifecycle::Resume {
                     dir: dir.clone(),
                     manifest,

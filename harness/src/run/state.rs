@@ -73,7 +73,13 @@ pub struct Manifest {
     pub saved_at: String,
     /// The state only loads into a QEMU with the same accelerator and machine.
     pub accel: String,
+    /// The state loads only into a VM of the same memory size and firmware (the migration
+    /// stream carries the RAM and the firmware's own state; a SeaBIOS state in an OVMF machine,
+    /// or Secure Boot's SMM machine in one without, does not load or runs on wrong).
     pub memory_mib: u64,
+    /// Absent in states saved before it was recorded: those are taken as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<crate::hw::firmware::Firmware>,
     pub disks: Vec<SavedDisk>,
     pub uefi_vars: Option<String>,
     /// From the saving run's start until bootkube was done: what each resumed run saves.
@@ -191,6 +197,47 @@ impl Manifest {
 }
 
 /// The SSH key the saved guest trusts.
+/// Why a saved state cannot load into the VM a scenario describes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unfit {
+    #[error("the state was saved under {saved} and cannot load under {asked}")]
+    Accel { saved: String, asked: String },
+    #[error("the state was saved with vm.memory {saved} MiB and cannot load into {asked} MiB; resume it with the saving run's memory")]
+    Memory { saved: u64, asked: u64 },
+    #[error("the state was saved on firmware {saved:?} and cannot load on {asked:?}; resume it with the saving run's vm.firmware")]
+    Firmware { saved: &'static str, asked: &'static str },
+}
+
+impl Manifest {
+    /// Whether this state loads into a VM of `memory_mib` and `firmware` under `accel`.
+    pub fn fits(
+        &self,
+        accel: &str,
+        memory_mib: u64,
+        firmware: crate::hw::firmware::Firmware,
+    ) -> Result<(), Unfit> {
+        if self.accel != accel {
+            return Err(Unfit::Accel {
+                saved: self.accel.clone(),
+                asked: accel.to_string(),
+            });
+        }
+        if self.memory_mib != memory_mib {
+            return Err(Unfit::Memory {
+                saved: self.memory_mib,
+                asked: memory_mib,
+            });
+        }
+        match self.firmware {
+            Some(saved) if saved != firmware => Err(Unfit::Firmware {
+                saved: saved.as_str(),
+                asked: firmware.as_str(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
 pub fn read_key(dir: &Path) -> Result<SshKeyPair, StateError> {
     let path = dir.join(KEY_FILE);
     let private_openssh = fs::read_to_string(&path).map_err(io(&path))?;
@@ -427,6 +474,7 @@ pub async fn save_vm_state(dir: &Path, i: SaveInputs<'_>) -> Result<Manifest, Sa
         saved_at: crate::result::rfc3339(std::time::SystemTime::now()),
         accel: i.accel.to_string(),
         memory_mib: i.spec.memory_mib,
+        firmware: Some(i.spec.firmware),
         disks,
         uefi_vars,
         bootstrap_ms: i
@@ -453,6 +501,7 @@ mod tests {
             saved_at: "2026-11-30T13:00:00Z".into(),
             accel: "tcg".into(),
             memory_mib: 3072,
+            firmware: Some(crate::hw::firmware::Firmware::Bios),
             disks: vec![SavedDisk {
                 id: "install".into(),
                 file: "install.qcow2".into(),
@@ -536,5 +585,26 @@ mod tests {
             release_command(),
             "sudo -n sh -c 'mkdir -p /run/sno-harness && touch /run/sno-harness/release-install'"
         );
+    }
+
+    #[test]
+    fn a_state_loads_only_into_the_memory_and_firmware_it_was_saved_with() {
+        use crate::hw::firmware::Firmware;
+        let m = manifest();
+        assert_eq!(m.fits("tcg", 3072, Firmware::Bios), Ok(()));
+        let e = m.fits("tcg", 3072, Firmware::UefiSecure).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the state was saved on firmware \"bios\" and cannot load on \"uefi-secure\"; resume it with the saving run's vm.firmware"
+        );
+        assert!(matches!(m.fits("tcg", 4096, Firmware::Bios), Err(Unfit::Memory { saved: 3072, asked: 4096 })));
+        assert!(matches!(m.fits("kvm", 3072, Firmware::Bios), Err(Unfit::Accel { .. })));
+        let old = Manifest { firmware: None, ..manifest() };
+        assert_eq!(old.fits("tcg", 3072, Firmware::Uefi), Ok(()), "a state from before firmware was recorded");
+        let json = serde_json::to_string(&m).unwrap();
+        let back: Manifest = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.firmware, Some(Firmware::Bios));
+        let without: serde_json::Value = serde_json::from_str(&json.replace(",\"firmware\":\"bios\"", "")).unwrap();
+        assert_eq!(serde_json::from_value::<Manifest>(without).unwrap().firmware, None);
     }
 }
