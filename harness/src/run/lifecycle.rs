@@ -36,7 +36,7 @@ pub enum Lifecycle {
     /// Start from the VM saved in `dir` and end once install-to-disk is done.
     Resume {
         dir: PathBuf,
-        manifest: Manifest,
+        manifest: Box<Manifest>,
     },
 }
 
@@ -66,7 +66,7 @@ impl Lifecycle {
                     .map_err(|e| RunError::Harness(format!("{}: {e}", dir.display())))?;
                 Lifecycle::Resume {
                     dir: dir.clone(),
-                    manifest,
+                    manifest: Box::new(manifest),
                 }
             }
         })
