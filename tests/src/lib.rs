@@ -19,6 +19,9 @@ use sno_harness::vm::{accel, disk, CdromSpec, DiskSpec, PortForward, VmSpec};
 
 /// Under TCG on two cores a boot takes 15-30 s; leave room for a loaded CI machine.
 pub const BOOT_TIMEOUT: Duration = Duration::from_secs(240);
+/// How long one read or write of a test's guest command may block: minutes of TCG beside other
+/// VMs, never forever.
+pub const GUEST_COMMAND_IO_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The fixture, built once per test process (cached across processes by the harness).
 pub fn fixture() -> &'static FixtureArtifacts {
@@ -224,9 +227,15 @@ impl Machine {
     }
 
     pub fn wait_for_ssh(&self) -> SshSession {
-        self.ssh
+        let session = self
+            .ssh
             .wait_for_ssh(BOOT_TIMEOUT)
-            .unwrap_or_else(|e| self.fail(&e.to_string()))
+            .unwrap_or_else(|e| self.fail(&e.to_string()));
+        // The login's 10 s per read is for a guest still booting; the tests' own commands
+        // (an Ignition config of hundreds of KiB through base64, coreos-installer) under TCG on
+        // a host with other VMs and builds took longer than that and failed the test.
+        session.set_io_timeout(GUEST_COMMAND_IO_TIMEOUT);
+        session
     }
 
     /// Fails the test with the reason and the console's last lines.
