@@ -130,11 +130,14 @@ cat target/fresh-host-check.log
 #   The release matrix (scenarios/releases.toml) is left out: the etcd rule of 4.14, 4.15 and
 #   4.17 is tested on the API server's and the judgements' own objects.
 # - fault::unsigned-loader (the firmware refusing an unsigned EFI loader, some 40 s): CI's Secure
-#   Boot run is boot::live-iso.uefi-secure.install-to-disk below (the signed chain on both
+#   Boot run is fault::multipath-path-lost, on OVMF's Secure Boot build (the signed chain on both
 #   systems, each read as Secure Boot on); the refusal's console line failing live-boot is the
 #   machine's the_firmware_refusing_the_loader_fails_live_boot_quoting_its_console_line and
 #   flow::badness's unit tests, on the lines OVMF printed when it refused that ISO, and the
 #   fault's ISO is checked by the fixture build (its digest, its kernel-argument area).
+# - boot::live-iso.uefi-secure.install-to-disk (Secure Boot on one virtio disk): CI's
+#   fault::multipath-path-lost boots the same signed chain from the live ISO and from the
+#   installed disk, and checks Secure Boot on in both systems.
 # - stale-metadata-install-to-disk (the same old metadata in install-to-disk.service's mode,
 #   refused by coreos-installer's exclusive-access check): the fault's disk is
 #   assisted-stale-metadata's, which runs, and a coreos-installer error failing install-to-disk
@@ -185,19 +188,27 @@ cat target/fresh-host-check.log
 # - scenarios/multipath.toml, on QEMU and on libvirt (the installation disk over two paths,
 #   installed to /dev/mapper/mpatha with the day-1 multipath kernel arguments, the installed root
 #   on the map with both paths active): fault::multipath-path-lost runs in CI and does all of it
-#   on QEMU, and loses and gets back a path during the write besides; libvirt's two shareable
-#   disks on two controllers, and the path's detach and attach XML, are the domain's unit tests
-#   and virt-xml-validate's.
-# - fault::multipath-path-lost, for now: it took over 8 minutes on this host beside two other
-#   VMs when it landed, and CI's time with the Secure Boot run is not yet measured; it joins CI
-#   once a quiet clean-clone rehearsal shows room (issue 41). Its mechanisms meanwhile: the
-#   domain's and argv's unit tests of the two paths, the machine's path-fault and disk-boot
-#   judgement tests, flow::multipath's probe tests.
+#   on QEMU (on Secure Boot's firmware), and loses and gets back a path during the write
+#   besides; libvirt's two shareable disks on two controllers, and the path's detach and attach
+#   XML, are the domain's unit tests and virt-xml-validate's.
+# - fault::install-reset (a reset a quarter into coreos-installer's write, failing
+#   install-to-disk; some 3 minutes): the judgement of a reset before the install was seen
+#   complete is the machine's
+#   install_to_disk_ends_on_its_marker_or_a_reset_after_a_whole_write_and_fails_on_an_early_reset
+#   and a_burst_of_reset_events_is_one_reset_with_its_cause, on QMP's RESET events as QEMU sends
+#   them; the reboot that is one (the reset after a whole write) every passing run takes.
+# - harness/tests/own_iso.rs (an openshift-profile scenario with its own installer and live
+#   ISO; a whole install, some 4 minutes): the choice of the scenario's ISO over the
+#   installer's and its digest are assets' unit tests
+#   (an_own_iso_is_booted_instead_of_the_installers_and_a_file_without_a_digest_is_hashed,
+#   an_own_iso_path_becomes_a_file_url_that_reads_back_as_the_same_path), the installer
+#   named by the scenario is error_paths's (its failures quoted, its absence refused), and
+#   booting an ISO file the harness did not build every run's.
 # - fault::multipath-no-kargs (the same install without the kernel arguments, failing
 #   disk-boot): the probe's recorded answer of that installed system (root on one path, no
 #   multipathd) is flow::multipath's unit test and its failing disk-boot at once the machine's;
 #   the install without --append-karg is every other scenario's.
-not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|rootfs-404|unsigned-loader|multipath-no-kargs|multipath-path-lost)$/)
+not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|rootfs-404|unsigned-loader|multipath-no-kargs|install-reset)$/)
   and not (binary(scenarios) and test(/^(libvirt::)?multipath$/))
   and not test(=libvirt::fault::disk-boot-panic)
   and not test(=libvirt::fault::install-fail)
@@ -218,6 +229,7 @@ not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|ap
   and not test(=bootstrap_in_place_converges_on_seabios_virtio)
   and not test(=a_host_lost_mid_matrix_ends_its_run_as_an_error_naming_it_and_the_rest_run_elsewhere)
   and not test(=a_build_without_libvirt_boots_smoke_on_qemu)
+  and not binary(own_iso)
   and not test(=typed_into_a_runs_emergency_shell_the_command_runs_there_and_its_answer_is_in_serial_log)
   and not test(=the_users_own_key_logs_in_to_the_live_and_the_installed_system)
   and not test(=the_minimal_iso_on_a_remote_host_boots_through_a_reverse_ssh_forward)
@@ -234,10 +246,7 @@ fi
 # IPv6 run (static by keyfile); PXE's `pxe network wrap` and the bond's second NIC are unit tests
 # of the iPXE script and of both backends' NICs (network::bond.pxe.bios runs them: 187 s); DHCP
 # on every boot source is boot.toml's.
-# The one Secure Boot run: the full live ISO on OVMF's Secure Boot build, installed by
-# install-to-disk (some 230 s of a core, as smoke).
-ci_permutations='test(=boot::live-iso.uefi-secure.install-to-disk)
-  or test(=install-config::ipv6.OVNKubernetes.proxy.bundle.always.fips.skip-hostcrypt.caps-default)
+ci_permutations='test(=install-config::ipv6.OVNKubernetes.proxy.bundle.always.fips.skip-hostcrypt.caps-default)
   or test(=install-config::ipv4.OVNKubernetes.no-proxy.no-bundle.proxyonly.fips.hostcrypt.caps-default)'
 cargo nextest run --workspace --locked --profile ci --run-ignored all -E "
   ($not_in_ci) and not binary(soak) and not test(=smoke_twice_after_one_warmup)
