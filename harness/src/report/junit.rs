@@ -275,12 +275,37 @@ fn suite_for_run(view: &RunView<'_>, flavour: JunitFlavour, host: &str) -> TestS
             .enumerate()
             .map(|(i, w)| Property::new(format!("operator_warning.{}", i + 1), w.as_str())),
     );
+    suite.add_properties(firmware_and_disk_properties(run));
     let cases = match flavour {
         JunitFlavour::Harness => phase_cases(view),
         JunitFlavour::Openshift => openshift_cases(view),
     };
     suite.add_test_cases(cases);
     suite
+}
+
+/// Secure Boot as each system reported it, and whether the installed root was on the
+/// multipath map: for a CI dashboard that filters by them; none for runs without either.
+fn firmware_and_disk_properties(run: &crate::result::RunResult) -> Vec<Property> {
+    let mut props = Vec::new();
+    if let Some(sb) = run.secure_boot {
+        for (system, state) in [("live", sb.live), ("installed", sb.installed)] {
+            if let Some(state) = state {
+                let value = serde_json::to_value(state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                props.push(Property::new(format!("secure_boot.{system}"), value));
+            }
+        }
+    }
+    if let Some(root) = run.multipath.as_ref().and_then(|m| m.root.as_ref()) {
+        props.push(Property::new(
+            "multipath.root_on_map",
+            if root.on_multipath { "true" } else { "false" },
+        ));
+    }
+    props
 }
 
 /// How a group of phases (one phase, or an OpenShift step) ended.
@@ -685,6 +710,48 @@ mod tests {
         assert_eq!(prop("operator_warning.1"), Some("ingress: Degraded=True"));
         assert_eq!(prop("operator_warning.2"), Some("console: Available=False"));
         assert_eq!(prop("operator_warning.3"), None);
+    }
+
+    #[test]
+    fn secure_boot_and_a_multipath_root_are_properties_when_the_run_read_them() {
+        use crate::flow::event::SecureBootState;
+        let mut r = sample_pass("p");
+        r.secure_boot = Some(crate::flow::machine::SecureBootSeen {
+            live: Some(SecureBootState::On),
+            installed: Some(SecureBootState::NoVariable),
+        });
+        r.multipath = Some(crate::result::MultipathResult {
+            root: Some(crate::result::MultipathRoot {
+                on_multipath: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let plain = junit_for_runs(
+            &located(vec![sample_pass("q")]),
+            Path::new("/runs/out"),
+            "x",
+            JunitFlavour::Harness,
+        );
+        assert!(
+            !plain.contains("secure_boot") && !plain.contains("multipath"),
+            "{plain}"
+        );
+        let xml = junit_for_runs(
+            &located(vec![r]),
+            Path::new("/runs/out"),
+            "x",
+            JunitFlavour::Harness,
+        );
+        let els = elements(&xml);
+        let prop = |name: &str| {
+            els.iter()
+                .find(|e| e.0 == "property" && attr(&e.1, "name") == Some(name))
+                .and_then(|e| attr(&e.1, "value"))
+        };
+        assert_eq!(prop("secure_boot.live"), Some("on"));
+        assert_eq!(prop("secure_boot.installed"), Some("no-variable"));
+        assert_eq!(prop("multipath.root_on_map"), Some("true"));
     }
 
     #[test]

@@ -158,6 +158,7 @@ fn run_section(r: &RunResult, dir: &str, heading: &str) -> String {
     if let Some(b) = &r.boot {
         let _ = writeln!(md, "\n{}", one_line(&b.sentence()));
     }
+    md.push_str(&firmware_and_disk(r));
     if !r.params.is_empty() {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
         let _ = writeln!(md, "\nParams: {}.", params.join(", "));
@@ -217,6 +218,43 @@ fn run_section(r: &RunResult, dir: &str, heading: &str) -> String {
             } else {
                 let _ = writeln!(md, "- {name}: `{dir}/{path}`");
             }
+        }
+    }
+    md
+}
+
+/// What the run saw of Secure Boot in each system and of the multipath installation disk:
+/// the facts a Secure Boot or SAN-disk site looks for first; nothing for runs without either.
+fn firmware_and_disk(r: &RunResult) -> String {
+    use crate::flow::event::SecureBootState;
+    let mut md = String::new();
+    if let Some(sb) = r
+        .secure_boot
+        .filter(|sb| sb.live.is_some() || sb.installed.is_some())
+    {
+        let said = |s: Option<SecureBootState>| match s {
+            Some(SecureBootState::On) => "on",
+            Some(SecureBootState::Off) => "off",
+            Some(SecureBootState::NoVariable) => "no SecureBoot variable",
+            None => "not read",
+        };
+        let _ = writeln!(
+            md,
+            "\nSecure Boot: the live system {}, the installed system {}.",
+            said(sb.live),
+            said(sb.installed)
+        );
+    }
+    if let Some(m) = &r.multipath {
+        let root = m
+            .root
+            .as_ref()
+            .map_or("the installed root was not read", |root| {
+                root.summary.as_str()
+            });
+        let _ = writeln!(md, "\nMultipath: {}.", one_line(root).trim_end_matches('.'));
+        for e in &m.path_events {
+            let _ = writeln!(md, "- [{:>9}s] {}", secs(e.t_ms), one_line(&e.summary));
         }
     }
     md
@@ -439,5 +477,46 @@ mod tests {
             "ab".repeat(32)
         );
         assert!(md.contains(&want), "{md}");
+    }
+
+    #[test]
+    fn secure_boot_and_the_multipath_root_are_said_only_for_runs_that_have_them() {
+        use crate::flow::event::SecureBootState;
+        let plain = summary_markdown(&[sample_pass("smoke")]);
+        assert!(
+            !plain.contains("Secure Boot:") && !plain.contains("Multipath:"),
+            "{plain}"
+        );
+        let mut r = sample_pass("fault-multipath-path-lost");
+        r.secure_boot = Some(crate::flow::machine::SecureBootSeen {
+            live: Some(SecureBootState::On),
+            installed: Some(SecureBootState::Off),
+        });
+        r.multipath = Some(crate::result::MultipathResult {
+            kargs: vec!["rd.multipath=default".into()],
+            root: Some(crate::result::MultipathRoot {
+                t_ms: 460_234,
+                on_multipath: true,
+                summary: "the root filesystem is on multipath device mpatha: 2 of 2 paths active"
+                    .into(),
+                ..Default::default()
+            }),
+            path_events: vec![crate::result::MultipathEvent {
+                t_ms: 207_328,
+                step: "path-lost".into(),
+                summary: "multipath: the harness removed path install_path1".into(),
+            }],
+        });
+        let md = summary_markdown(&[r]);
+        assert!(
+            md.contains("Secure Boot: the live system on, the installed system off."),
+            "{md}"
+        );
+        assert!(md.contains("Multipath: the root filesystem is on multipath device mpatha: 2 of 2 paths active."), "{md}");
+        let event = format!(
+            "- [{:>9}s] multipath: the harness removed path install_path1",
+            "207.3"
+        );
+        assert!(md.contains(&event), "{md}");
     }
 }

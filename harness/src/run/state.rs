@@ -205,7 +205,10 @@ pub enum Unfit {
     #[error("the state was saved with vm.memory {saved} MiB and cannot load into {asked} MiB; resume it with the saving run's memory")]
     Memory { saved: u64, asked: u64 },
     #[error("the state was saved on firmware {saved:?} and cannot load on {asked:?}; resume it with the saving run's vm.firmware")]
-    Firmware { saved: &'static str, asked: &'static str },
+    Firmware {
+        saved: &'static str,
+        asked: &'static str,
+    },
 }
 
 impl Manifest {
@@ -597,14 +600,36 @@ mod tests {
             e.to_string(),
             "the state was saved on firmware \"bios\" and cannot load on \"uefi-secure\"; resume it with the saving run's vm.firmware"
         );
-        assert!(matches!(m.fits("tcg", 4096, Firmware::Bios), Err(Unfit::Memory { saved: 3072, asked: 4096 })));
-        assert!(matches!(m.fits("kvm", 3072, Firmware::Bios), Err(Unfit::Accel { .. })));
-        let old = Manifest { firmware: None, ..manifest() };
-        assert_eq!(old.fits("tcg", 3072, Firmware::Uefi), Ok(()), "a state from before firmware was recorded");
+        assert!(matches!(
+            m.fits("tcg", 4096, Firmware::Bios),
+            Err(Unfit::Memory {
+                saved: 3072,
+                asked: 4096
+            })
+        ));
+        assert!(matches!(
+            m.fits("kvm", 3072, Firmware::Bios),
+            Err(Unfit::Accel { .. })
+        ));
+        let old = Manifest {
+            firmware: None,
+            ..manifest()
+        };
+        assert_eq!(
+            old.fits("tcg", 3072, Firmware::Uefi),
+            Ok(()),
+            "a state from before firmware was recorded"
+        );
         let json = serde_json::to_string(&m).unwrap();
         let back: Manifest = serde_json::from_str(&json).unwrap();
         assert_eq!(back.firmware, Some(Firmware::Bios));
-        let without: serde_json::Value = serde_json::from_str(&json.replace(",\"firmware\":\"bios\"", "")).unwrap();
-        assert_eq!(serde_json::from_value::<Manifest>(without).unwrap().firmware, None);
+        let without: serde_json::Value =
+            serde_json::from_str(&json.replace(",\"firmware\":\"bios\"", "")).unwrap();
+        assert_eq!(
+            serde_json::from_value::<Manifest>(without)
+                .unwrap()
+                .firmware,
+            None
+        );
     }
 }
