@@ -81,6 +81,10 @@ mmdebstrap --variant=minbase --mode=root --quiet "$MINISNO_SUITE" "$root" "$MINI
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 0755 "$root/usr/sbin/policy-rc.d"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's own CAs too (a host that reaches the registries through a TLS-inspecting proxy has
+# its CA there): ca-certificates adds them to the root's bundle, which pip is told to trust.
+mkdir -p "$root/usr/local/share/ca-certificates"
+cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
 bind /proc /proc
 bind /dev /dev
 bind /sys /sys

@@ -126,8 +126,10 @@ if [ "$sushy_have" != "$sushy_version" ]; then
     fi
     rm -rf "$sushy_venv"
     /usr/bin/python3 -m venv --system-site-packages "$sushy_venv"
-    "$sushy_venv/bin/pip" install --quiet --disable-pip-version-check --no-input \
-        -r "$ci/sushy-tools-requirements.txt"
+    # pip of a venv trusts its own CA bundle; this one trusts the system's, as apt and cargo
+    # do (a host behind a TLS-inspecting proxy has that proxy's CA there), unless PIP_CERT says.
+    PIP_CERT=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt} "$sushy_venv/bin/pip" install \
+        --quiet --disable-pip-version-check --no-input -r "$ci/sushy-tools-requirements.txt"
     "$sushy_venv/bin/python" -c 'import libvirt, sushy_tools.emulator.main'
 fi
 

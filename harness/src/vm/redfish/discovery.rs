@@ -79,26 +79,28 @@ async fn the_one_system(transport: &Transport) -> Result<String, Box<RequestErro
     }
 }
 
-/// A virtual media device of `system` that takes a CD or DVD.
+/// A virtual media device of `system` that takes a CD or DVD: the system's own, else its
+/// managers' (asked only when the system's own have none).
 async fn find_cd(
     transport: &Transport,
     system: &str,
     system_json: &Value,
 ) -> Result<String, Box<RequestError>> {
-    let mut collections: Vec<String> = link(system_json, "VirtualMedia").into_iter().collect();
+    let mut seen = Vec::new();
+    if let Some(own) = link(system_json, "VirtualMedia").and_then(|c| on_bmc(transport, &c)) {
+        if let Some(cd) = cd_in(transport, &own, &mut seen).await? {
+            return Ok(cd);
+        }
+    }
     for manager in managers(transport, system_json).await? {
         let manager_json = transport.get_json(&manager).await?;
-        collections.extend(link(&manager_json, "VirtualMedia"));
-    }
-    let mut seen = Vec::new();
-    for collection in collections.iter().filter_map(|c| on_bmc(transport, c)) {
-        for device in members(transport, &transport.get_json(&collection).await?) {
-            let device_json = transport.get_json(&device).await?;
-            let types = media_types(&device_json);
-            if types.iter().any(|t| CD_TYPES.contains(&t.as_str())) {
-                return Ok(device);
-            }
-            seen.push(format!("{device} ({})", types.join(", ")));
+        let Some(collection) =
+            link(&manager_json, "VirtualMedia").and_then(|c| on_bmc(transport, &c))
+        else {
+            continue;
+        };
+        if let Some(cd) = cd_in(transport, &collection, &mut seen).await? {
+            return Ok(cd);
         }
     }
     let why = match seen.is_empty() {
@@ -109,6 +111,25 @@ async fn find_cd(
         ),
     };
     Err(transport.error("finding the virtual CD", Problem::Missing(why)))
+}
+
+/// The first device of `collection` that takes a CD or DVD; the others noted in `seen`.
+async fn cd_in(
+    transport: &Transport,
+    collection: &str,
+    seen: &mut Vec<String>,
+) -> Result<Option<String>, Box<RequestError>> {
+    for device in members(transport, &transport.get_json(collection).await?) {
+        if seen.iter().any(|s| s.starts_with(&format!("{device} ("))) {
+            continue;
+        }
+        let types = media_types(&transport.get_json(&device).await?);
+        if types.iter().any(|t| CD_TYPES.contains(&t.as_str())) {
+            return Ok(Some(device));
+        }
+        seen.push(format!("{device} ({})", types.join(", ")));
+    }
+    Ok(None)
 }
 
 /// The managers of the system (`Links.ManagedBy`), else every manager of the service.
@@ -124,7 +145,7 @@ async fn managers(
         .filter_map(|m| odata_id(m).and_then(|id| on_bmc(transport, &id)))
         .take(MAX_MEMBERS)
         .collect();
-    if !managed_by.is_empty() || link(system_json, "VirtualMedia").is_some() {
+    if !managed_by.is_empty() {
         return Ok(managed_by);
     }
     let root = transport.get_json(SERVICE_ROOT).await?;
