@@ -115,11 +115,15 @@ impl Transport {
         deadline: Duration,
     ) -> Result<Answer, Box<RequestError>> {
         let what = format!("{method} {path}");
+        let started = std::time::Instant::now();
         let answer = tokio::time::timeout(deadline, self.follow(method, path, body, headers))
             .await
             .map_err(|_| Problem::Deadline(deadline))
             .and_then(|r| r)
             .map_err(|p| self.error(&what, p))?;
+        // The request and its status only: never a header (the credentials) nor a body.
+        let took = started.elapsed();
+        tracing::debug!(bmc = %self.endpoint.origin(), %what, status = %answer.status, ?took, "redfish");
         match answer.status {
             s if s.is_success() => Ok(answer),
             StatusCode::UNAUTHORIZED => {
