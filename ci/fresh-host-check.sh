@@ -15,7 +15,8 @@
 #    and cargo-nextest) is bound read-only into the root, so the script's toolchain check and
 #    its `cargo install` steps run as on a fresh host that followed the README, and the
 #    cargo-installed programs (coreos-installer) must start there: that also proves the
-#    libraries they link are installed.
+#    libraries they link are installed. The Redfish emulator's venv (pip, from PyPI) must
+#    import its libvirt driver with Debian's python3-libvirt.
 # Exits 1 naming everything missing, 0 when nothing is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,6 +81,10 @@ mmdebstrap --variant=minbase --mode=root --quiet "$MINISNO_SUITE" "$root" "$MINI
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 0755 "$root/usr/sbin/policy-rc.d"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's own CAs too (a host that reaches the registries through a TLS-inspecting proxy has
+# its CA there): ca-certificates adds them to the root's bundle, which pip is told to trust.
+mkdir -p "$root/usr/local/share/ca-certificates"
+cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
 bind /proc /proc
 bind /dev /dev
 bind /sys /sys
@@ -118,6 +123,9 @@ done < <(entries)
 # The cargo-installed programs must run: their shared libraries come from Debian packages.
 in_root coreos-installer --version >/dev/null 2>&1 || missing+=("a working coreos-installer (its libraries)")
 in_root cargo nextest --version >/dev/null 2>&1 || missing+=("a working cargo nextest")
+# The Redfish emulator's venv must import its libvirt driver with Debian's bindings.
+in_root /opt/sno-harness/sushy-tools/bin/python -c 'import libvirt, sushy_tools.emulator.main' >/dev/null 2>&1 \
+    || missing+=("a working sushy-emulator (its venv imports libvirt and sushy_tools)")
 
 took=$(($(date +%s) - start))
 if [ ${#missing[@]} -gt 0 ]; then

@@ -80,6 +80,9 @@ packages=(
     jq
     # report.html is checked in headless Chromium (harness/tests/report_html.rs).
     chromium
+    # The Redfish emulator's venv (below): Debian's python3 with venv, and the libvirt
+    # bindings its libvirt driver imports (the venv sees them: --system-site-packages).
+    python3 python3-venv python3-libvirt
     # The CI image's offline build packs its root with umoci (ci/image/build-oci.sh, run by
     # ci/image/test-oci.sh in `ci/test.sh --all`).
     umoci
@@ -105,6 +108,29 @@ fi
 # kubectl for the API server's compatibility tests: Debian's, unless one is installed already.
 if ! command -v kubectl >/dev/null; then
     apt-get install -y -qq --no-install-recommends kubernetes-client >/dev/null
+fi
+
+# The Redfish emulator (sushy-tools, its libvirt driver) for harness/tests/redfish_emulator.rs,
+# in a venv of Debian's python3 (never a python3 of PATH: pyenv's would not see
+# python3-libvirt), every package pinned by ci/sushy-tools-requirements.txt. Left alone when the
+# venv already holds the pinned sushy-tools and imports the libvirt bindings.
+sushy_venv=${SNO_SUSHY_VENV:-/opt/sno-harness/sushy-tools}
+sushy_version=$(sed -n 's/^sushy-tools==//p' "$ci/sushy-tools-requirements.txt")
+sushy_have=$("$sushy_venv/bin/python" -c 'import libvirt; from importlib.metadata import version; print(version("sushy-tools"))' 2>/dev/null || true)
+if [ "$sushy_have" != "$sushy_version" ]; then
+    echo "installing sushy-tools $sushy_version into $sushy_venv (was: ${sushy_have:-none})"
+    # Only a venv is replaced: SNO_SUSHY_VENV naming any other directory stops the script.
+    if [ -e "$sushy_venv" ] && [ ! -f "$sushy_venv/pyvenv.cfg" ]; then
+        echo "$sushy_venv is not a Python venv (no pyvenv.cfg): not replacing it; set SNO_SUSHY_VENV to a new path" >&2
+        exit 1
+    fi
+    rm -rf "$sushy_venv"
+    /usr/bin/python3 -m venv --system-site-packages "$sushy_venv"
+    # pip of a venv trusts its own CA bundle; this one trusts the system's, as apt and cargo
+    # do (a host behind a TLS-inspecting proxy has that proxy's CA there), unless PIP_CERT says.
+    PIP_CERT=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt} "$sushy_venv/bin/pip" install \
+        --quiet --disable-pip-version-check --no-input -r "$ci/sushy-tools-requirements.txt"
+    "$sushy_venv/bin/python" -c 'import libvirt, sushy_tools.emulator.main'
 fi
 
 export PATH="$HOME/.cargo/bin:$PATH"

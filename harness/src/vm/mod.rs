@@ -9,6 +9,7 @@ pub mod disk;
 pub mod error;
 pub mod libvirt;
 pub mod qemu;
+pub mod redfish;
 pub mod run_meta;
 pub mod running;
 #[cfg(test)]

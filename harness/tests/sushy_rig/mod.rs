@@ -1,0 +1,308 @@
+//! The real Redfish emulator for the client's tests: sushy-tools' `sushy-emulator` (from the venv
+//! ci/install-host-deps.sh makes) with its libvirt driver on qemu:///system, on 127.0.0.1 and a
+//! free port, with basic authentication from a bcrypt htpasswd file, seeing only the test's own
+//! libvirt domain (an empty disk, an empty CD drive, no boot media) and putting the images it
+//! fetches into the test's own storage pool. Neither carries the harness's `<sno:run>` metadata
+//! nor its `sno-` prefix, so `sno-harness gc` leaves them alone; the rig removes both, the
+//! emulator and every file on every way out (drop).
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const USER: &str = "redfish-tester";
+pub const PASSWORD: &str = "emulated:bmc-pass";
+
+/// The venv ci/install-host-deps.sh makes, unless SNO_SUSHY_VENV names another.
+pub fn venv() -> PathBuf {
+    let venv = std::env::var_os("SNO_SUSHY_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/sno-harness/sushy-tools"));
+    assert!(
+        venv.join("bin/sushy-emulator").is_file(),
+        "{}/bin/sushy-emulator is missing: run ci/install-host-deps.sh (sushy-tools in a venv \
+         of Debian's python3 with python3-libvirt), or set SNO_SUSHY_VENV",
+        venv.display()
+    );
+    venv
+}
+
+/// `virsh -c qemu:///system ARGS`: its stdout, or a panic with its stderr.
+pub fn virsh(args: &[&str]) -> String {
+    let out = virsh_output(args);
+    assert!(
+        out.status.success(),
+        "virsh {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn virsh_output(args: &[&str]) -> std::process::Output {
+    Command::new("virsh")
+        .args(["-c", "qemu:///system"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("virsh (libvirt-clients)")
+}
+
+/// A libvirt domain and storage pool of the test's, undefined and removed on drop.
+pub struct Machine {
+    pub name: String,
+    pub uuid: String,
+    pub pool: String,
+}
+
+impl Machine {
+    /// Defines (persistently: the emulator edits the definition) a small q35 machine with an
+    /// empty raw disk and an empty SATA CD drive, and a directory pool at `dir/pool`.
+    fn define(dir: &Path, tag: &str) -> Machine {
+        let name = format!("redfish-emu-{tag}");
+        let pool_dir = dir.join("pool");
+        std::fs::create_dir(&pool_dir).unwrap();
+        std::fs::set_permissions(&pool_dir, std::fs::Permissions::from_mode(0o711)).unwrap();
+        let disk = pool_dir.join("disk.img");
+        std::fs::File::create(&disk)
+            .unwrap()
+            .set_len(64 << 20)
+            .unwrap();
+        // Made first, so that a failing step below still removes what the ones before made.
+        let mut machine = Machine {
+            uuid: String::new(),
+            pool: name.clone(),
+            name,
+        };
+        let pool_xml = dir.join("pool.xml");
+        std::fs::write(
+            &pool_xml,
+            format!(
+                "<pool type='dir'><name>{}</name><target><path>{}</path></target></pool>",
+                machine.pool,
+                pool_dir.display()
+            ),
+        )
+        .unwrap();
+        virsh(&["pool-create", &pool_xml.to_string_lossy()]);
+        let domain_xml = dir.join("domain.xml");
+        std::fs::write(&domain_xml, domain_xml_of(&machine.name, &disk)).unwrap();
+        virsh(&["define", &domain_xml.to_string_lossy()]);
+        machine.uuid = virsh(&["domuuid", &machine.name]).trim().to_string();
+        machine
+    }
+
+    /// `virsh dumpxml --inactive`: the definition the emulator edits.
+    pub fn definition(&self) -> String {
+        virsh(&["dumpxml", "--inactive", &self.name])
+    }
+
+    pub fn state(&self) -> String {
+        virsh(&["domstate", &self.name]).trim().to_string()
+    }
+}
+
+impl Drop for Machine {
+    fn drop(&mut self) {
+        // Each step may find nothing to do (never defined, already off): errors are expected.
+        let _ = virsh_output(&["destroy", &self.name]);
+        let _ = virsh_output(&["undefine", "--nvram", &self.name]);
+        let _ = virsh_output(&["pool-destroy", &self.pool]);
+    }
+}
+
+fn domain_xml_of(name: &str, disk: &Path) -> String {
+    format!(
+        "<domain type='qemu'>
+  <name>{name}</name>
+  <memory unit='MiB'>128</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <on_reboot>destroy</on_reboot>
+  <devices>
+    <disk type='file' device='disk'>
+      <driver name='qemu' type='raw'/>
+      <source file='{}'/>
+      <target dev='vda' bus='virtio'/>
+    </disk>
+    <disk type='file' device='cdrom'>
+      <driver name='qemu' type='raw'/>
+      <target dev='sda' bus='sata'/>
+      <readonly/>
+    </disk>
+    <graphics type='vnc' autoport='yes' listen='127.0.0.1'/>
+  </devices>
+</domain>
+",
+        disk.display()
+    )
+}
+
+/// The emulator process (its own process group), stopped on drop.
+pub struct Emulator {
+    child: Child,
+    pub port: u16,
+    log: PathBuf,
+}
+
+impl Emulator {
+    fn start(venv: &Path, dir: &Path, machine: &Machine) -> Emulator {
+        let port = free_port();
+        let htpasswd = dir.join("htpasswd");
+        std::fs::write(&htpasswd, htpasswd_line(venv)).unwrap();
+        let state = dir.join("state");
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let config = dir.join("emulator.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "SUSHY_EMULATOR_LISTEN_IP = '127.0.0.1'\n\
+                 SUSHY_EMULATOR_LISTEN_PORT = {port}\n\
+                 SUSHY_EMULATOR_AUTH_FILE = '{}'\n\
+                 SUSHY_EMULATOR_LIBVIRT_URI = 'qemu:///system'\n\
+                 SUSHY_EMULATOR_STORAGE_POOL = '{}'\n\
+                 SUSHY_EMULATOR_STATE_DIR = '{}'\n\
+                 SUSHY_EMULATOR_ALLOWED_INSTANCES = ['{}', '{}']\n",
+                htpasswd.display(),
+                machine.pool,
+                state.display(),
+                machine.name,
+                machine.uuid,
+            ),
+        )
+        .unwrap();
+        let log = dir.join("emulator.log");
+        let log_file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(venv.join("bin/sushy-emulator"))
+            .arg("--config")
+            .arg(&config)
+            // Its downloads go to the test's directory, removed with it.
+            .env("TMPDIR", &tmp)
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().unwrap())
+            .stderr(log_file)
+            .process_group(0)
+            .spawn()
+            .expect("sushy-emulator starts");
+        let mut emulator = Emulator { child, port, log };
+        emulator.wait_listening(Duration::from_secs(60));
+        emulator
+    }
+
+    /// Until the port takes connections; a panic with the log if the emulator ends or the
+    /// deadline passes first.
+    fn wait_listening(&mut self, deadline: Duration) {
+        let started = Instant::now();
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        loop {
+            if TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok() {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("sushy-emulator ended ({status}):\n{}", self.log_text());
+            }
+            assert!(
+                started.elapsed() < deadline,
+                "sushy-emulator did not listen within {deadline:?}:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let group = -(self.child.id() as i32);
+        // SAFETY: kill(2) of the emulator's own process group.
+        unsafe { libc::kill(group, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(group, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+/// `USER:BCRYPT` for the emulator's auth file, hashed by the venv's bcrypt (the password on
+/// its standard input, not in its arguments).
+fn htpasswd_line(venv: &Path) -> String {
+    let mut child = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import bcrypt, sys; pw = sys.stdin.read().encode(); \
+             print(bcrypt.hashpw(pw, bcrypt.gensalt(rounds=4)).decode())",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(PASSWORD.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    format!("{USER}:{}", String::from_utf8(out.stdout).unwrap())
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The emulator driving the test's machine. Dropped in field order: the emulator first, then
+/// the machine and its pool, then the files.
+pub struct Rig {
+    pub emulator: Emulator,
+    pub machine: Machine,
+    pub dir: tempfile::TempDir,
+}
+
+impl Rig {
+    pub fn start() -> Rig {
+        let venv = venv();
+        let dir = tempfile::tempdir().unwrap();
+        // QEMU runs as another user (libvirt-qemu) and must reach the disk and the images.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+        let tag = format!(
+            "{}-{}",
+            std::process::id(),
+            dir.path().file_name().unwrap().to_string_lossy()
+        );
+        let tag: String = tag
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let machine = Machine::define(dir.path(), &tag);
+        let emulator = Emulator::start(&venv, dir.path(), &machine);
+        Rig {
+            emulator,
+            machine,
+            dir,
+        }
+    }
+}
