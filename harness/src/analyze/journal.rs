@@ -32,6 +32,8 @@ pub struct Read {
     pub entries: Vec<Entry>,
     /// Lines or fields cut at the line limit.
     pub cut: usize,
+    /// The file ends inside an entry (left out).
+    pub cut_short: bool,
 }
 
 /// An entry as the follower sends it, if it would.
@@ -52,14 +54,21 @@ fn entry_of(v: &Value) -> Option<Entry> {
 /// `journalctl -o json`: a JSON object a line (empty lines skipped).
 pub fn parse_json(path: &Path, text: &str, limits: &Limits) -> Result<Read, AnalyzeError> {
     let mut out = Read::default();
-    for (i, line) in text.lines().enumerate() {
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         if i >= limits.records {
             return Err(too_many(path, limits));
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| {
+        let parsed = serde_json::from_str::<Value>(line);
+        if parsed.is_err() && i + 1 == lines.len() && !text.ends_with('\n') {
+            // The file was cut while this entry was written.
+            out.cut_short = true;
+            continue;
+        }
+        let v: Value = parsed.map_err(|e| {
             AnalyzeError::malformed(
                 path,
                 format!("line {}: not a journal entry of `journalctl -o json`: {e}", i + 1),

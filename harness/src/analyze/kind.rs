@@ -132,8 +132,10 @@ fn text_kind(path: &Path, head: &[u8]) -> Result<Kind, AnalyzeError> {
     Ok(Kind::Serial)
 }
 
-/// A whole file's bytes, decompressed when gzip, at most `limits.file_bytes`.
-pub fn read_all(path: &Path, limits: &Limits) -> Result<Vec<u8>, AnalyzeError> {
+/// A whole file's bytes, decompressed when gzip, at most `limits.file_bytes`, and whether its
+/// compressed stream was cut short (a run stopped while writing its raw journal leaves one:
+/// the complete part still reads, as `zcat` reads it).
+pub fn read_all(path: &Path, limits: &Limits) -> Result<(Vec<u8>, bool), AnalyzeError> {
     let gz = head(path)?.starts_with(&GZIP);
     let f = std::fs::File::open(path).map_err(|e| AnalyzeError::unreadable(path, e))?;
     let reader: Box<dyn Read> = if gz {
@@ -142,10 +144,12 @@ pub fn read_all(path: &Path, limits: &Limits) -> Result<Vec<u8>, AnalyzeError> {
         Box::new(f)
     };
     let mut buf = Vec::new();
-    reader
-        .take(limits.file_bytes + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| AnalyzeError::unreadable(path, e))?;
+    let cut_short = match reader.take(limits.file_bytes + 1).read_to_end(&mut buf) {
+        Ok(_) => false,
+        // read_to_end keeps what it read before the error.
+        Err(_) if gz && !buf.is_empty() => true,
+        Err(e) => return Err(AnalyzeError::unreadable(path, e)),
+    };
     if buf.len() as u64 > limits.file_bytes {
         return Err(AnalyzeError::malformed(
             path,
@@ -156,7 +160,7 @@ pub fn read_all(path: &Path, limits: &Limits) -> Result<Vec<u8>, AnalyzeError> {
             ),
         ));
     }
-    Ok(buf)
+    Ok((buf, cut_short))
 }
 
 #[cfg(test)]
@@ -207,7 +211,7 @@ mod tests {
             .unwrap();
         let p = write(d.path(), "journal-1-abc.json.gz", &gz.finish().unwrap());
         assert_eq!(detect(&p).unwrap(), Kind::JournalJson);
-        assert!(read_all(&p, &Limits::default()).unwrap().starts_with(b"{"));
+        assert!(read_all(&p, &Limits::default()).unwrap().0.starts_with(b"{"));
         let small = Limits {
             file_bytes: 8,
             ..Limits::default()

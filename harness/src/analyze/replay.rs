@@ -99,18 +99,21 @@ fn read_one(path: &Path, kind: Kind, opts: &Options, ev: &mut Evidence) -> Resul
             said
         }
         Kind::JournalJson | Kind::JournalExport | Kind::JournalShort => {
-            let bytes = kind::read_all(path, limits)?;
+            let (bytes, cut_short) = kind::read_all(path, limits)?;
+            note_cut_short(path, cut_short, &mut ev.notes);
             let read = match kind {
                 Kind::JournalJson => journal::parse_json(path, &String::from_utf8_lossy(&bytes), limits)?,
                 Kind::JournalExport => journal::parse_export(path, &bytes, limits)?,
                 _ => journal::parse_short(path, &String::from_utf8_lossy(&bytes), &short_context(path), limits)?,
             };
             note_cuts(path, read.cut, &mut ev.notes);
+            note_cut_short(path, read.cut_short, &mut ev.notes);
             push_entries(&read.entries, &mut ev.items);
             format!("{} entries the journal follower would send", read.entries.len())
         }
         Kind::Serial => {
-            let bytes = kind::read_all(path, limits)?;
+            let (bytes, cut_short) = kind::read_all(path, limits)?;
+            note_cut_short(path, cut_short, &mut ev.notes);
             let (lines, cuts) = serial::parse(&bytes, limits);
             note_cuts(path, cuts, &mut ev.notes);
             let clocked = lines.iter().filter(|l| l.usec.is_some()).count();
@@ -137,6 +140,12 @@ fn read_one(path: &Path, kind: Kind, opts: &Options, ev: &mut Evidence) -> Resul
 fn note_cuts(path: &Path, cuts: usize, notes: &mut Vec<String>) {
     if cuts > 0 {
         notes.push(format!("{}: {cuts} lines longer than the line limit were cut", path.display()));
+    }
+}
+
+fn note_cut_short(path: &Path, cut_short: bool, notes: &mut Vec<String>) {
+    if cut_short {
+        notes.push(format!("{}: the file ends inside a record (it was being written): what came before it was read", path.display()));
     }
 }
 

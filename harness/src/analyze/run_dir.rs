@@ -33,7 +33,7 @@ pub fn analyze(dir: &Path, opts: &Options) -> Result<Report, AnalyzeError> {
             None
         }
     };
-    let mut m = machine(result.as_ref(), opts, &mut notes)?;
+    let mut m = machine(result.as_ref(), &events, opts, &mut notes)?;
     start(&mut m, &events, result.as_ref());
     for ev in &events {
         if ev.source == Source::Harness && matches!(ev.signal, Signal::PhaseEnded { .. }) {
@@ -84,7 +84,7 @@ fn at(phase: Option<&str>) -> String {
 /// events.jsonl as typed events. A last line that does not read is a run killed mid-write
 /// (said); any other is bad input naming its line.
 fn read_events(path: &Path, opts: &Options) -> Result<(Vec<Event>, Vec<String>), AnalyzeError> {
-    let bytes = kind::read_all(path, &opts.limits)?;
+    let (bytes, _) = kind::read_all(path, &opts.limits)?;
     let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().collect();
     if lines.len() > opts.limits.records {
@@ -119,10 +119,11 @@ fn read_events(path: &Path, opts: &Options) -> Result<(Vec<Event>, Vec<String>),
 /// The machine the run had: its scenario's, at the timeouts it recorded.
 fn machine(
     result: Option<&RunResult>,
+    events: &[Event],
     opts: &Options,
     notes: &mut Vec<String>,
 ) -> Result<Machine, AnalyzeError> {
-    let recorded = recorded_timeouts(result);
+    let recorded = recorded_timeouts(result, events);
     let accel = match result.map(|r| r.accel.as_str()) {
         Some("tcg") => crate::hw::Accel::Tcg,
         _ => crate::hw::Accel::Kvm,
@@ -196,16 +197,25 @@ fn from_scenario(
     m
 }
 
-/// The timeouts result.json records, by phase.
-fn recorded_timeouts(result: Option<&RunResult>) -> BTreeMap<Phase, Duration> {
-    result
+/// The timeouts the run recorded, by phase: each phase's start in events.jsonl, and
+/// result.json's for the phases that never started.
+fn recorded_timeouts(result: Option<&RunResult>, events: &[Event]) -> BTreeMap<Phase, Duration> {
+    let mut out: BTreeMap<Phase, Duration> = result
         .map(|r| {
             r.phases
                 .iter()
                 .filter_map(|p| Some((Phase::from_name(&p.name)?, Duration::from_millis(p.timeout_ms?))))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    for e in events {
+        if let Signal::PhaseStarted { phase, timeout_s } = &e.signal {
+            if let Some(p) = Phase::from_name(phase) {
+                out.insert(p, Duration::from_secs(*timeout_s));
+            }
+        }
+    }
+    out
 }
 
 /// A passed run that ended before the last phase (it saved its state there).
@@ -244,7 +254,7 @@ fn adopt_recorded_end(m: &mut Machine, events: &[Event], result: Option<&RunResu
     });
     let Some((t, status, detail)) = recorded else { return };
     notes.push(format!(
-        "the signals do not decide {cur}: the run's harness recorded it ended {status} ({detail}), decided outside them (the installer, the harness, an interruption)"
+        "the replay does not decide {cur} from the signals: the run recorded it ended {status} ({detail}); that record decides (a decision outside the signals: the installer, the harness, an interruption; or a rule of the run the replay does not know)"
     ));
     if result.is_some_and(|r| r.verdict == Verdict::Error) {
         m.error(t, detail);
