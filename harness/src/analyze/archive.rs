@@ -137,10 +137,12 @@ fn check_name(name: &str) -> Result<(), String> {
             "an absolute name: members must be relative to the bundle ({VALID})"
         ));
     }
-    if Path::new(name)
-        .components()
-        .any(|c| matches!(c, Component::ParentDir | Component::RootDir | Component::Prefix(_)))
-    {
+    if Path::new(name).components().any(|c| {
+        matches!(
+            c,
+            Component::ParentDir | Component::RootDir | Component::Prefix(_)
+        )
+    }) {
         return Err(format!(
             "a name with `..`, which points outside the bundle: members must stay inside it ({VALID})"
         ));

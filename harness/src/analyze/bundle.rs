@@ -56,17 +56,23 @@ pub fn read(path: &Path, limits: &Limits) -> Result<Contents, AnalyzeError> {
 }
 
 /// The records and journals among the kept members.
-pub fn contents(path: &Path, members: &[Member], limits: &Limits) -> Result<Contents, AnalyzeError> {
+pub fn contents(
+    path: &Path,
+    members: &[Member],
+    limits: &Limits,
+) -> Result<Contents, AnalyzeError> {
     let mut out = Contents {
         layout: layout(members),
         ..Default::default()
     };
     for m in members {
         if let Some(c) = RECORD.captures(&m.name) {
-            out.services.push(records::analyze(&c[2], &m.name, &m.bytes));
+            out.services
+                .push(records::analyze(&c[2], &m.name, &m.bytes));
         }
     }
-    out.services.sort_by(|a, b| a.service.cmp(&b.service).then(a.file.cmp(&b.file)));
+    out.services
+        .sort_by(|a, b| a.service.cmp(&b.service).then(a.file.cmp(&b.file)));
     for m in members {
         let Some(c) = JOURNAL.captures(&m.name) else {
             continue;
@@ -98,7 +104,9 @@ fn layout(members: &[Member]) -> String {
     let names = || members.iter().map(|m| m.name.as_str());
     if names().any(|n| n.contains("/log-bundle-bootstrap/bootstrap/")) {
         "bootstrap-in-place, gathered on the installed system (the live system's log-bundle-bootstrap inside)".into()
-    } else if names().any(|n| n.starts_with("log-bundle-bootstrap/") || n.starts_with("./log-bundle-bootstrap/")) {
+    } else if names()
+        .any(|n| n.starts_with("log-bundle-bootstrap/") || n.starts_with("./log-bundle-bootstrap/"))
+    {
         "bootstrap-in-place, the live system's own bundle (log-bundle-bootstrap)".into()
     } else if members.is_empty() {
         "no service records and no journals".into()
@@ -131,7 +139,10 @@ mod tests {
     #[test]
     fn both_layouts_give_the_records_and_the_journals_with_their_units_and_boots() {
         let normal = [
-            member("log-bundle-20261130/bootstrap/services/bootkube.json", BOOTKUBE_RECORD),
+            member(
+                "log-bundle-20261130/bootstrap/services/bootkube.json",
+                BOOTKUBE_RECORD,
+            ),
             member(
                 "log-bundle-20261130/bootstrap/journals/bootkube.log",
                 "Nov 30 09:43:21 host bootkube.sh[812]: Starting cluster-bootstrap...\n",
@@ -144,10 +155,19 @@ mod tests {
         assert_eq!(c.services[0].failing_stage.as_deref(), Some("cb-bootstrap"));
         let entries = &c.journals[0].1.entries;
         assert_eq!(entries.len(), 1);
-        let crate::flow::event::Signal::Journal { unit, boot_id, identifier, .. } = &entries[0].signal else {
+        let crate::flow::event::Signal::Journal {
+            unit,
+            boot_id,
+            identifier,
+            ..
+        } = &entries[0].signal
+        else {
             panic!("a journal signal")
         };
-        assert_eq!((unit.as_str(), boot_id.as_str(), identifier.as_str()), ("bootkube.service", BOOTSTRAP_BOOT, "bootkube.sh"));
+        assert_eq!(
+            (unit.as_str(), boot_id.as_str(), identifier.as_str()),
+            ("bootkube.service", BOOTSTRAP_BOOT, "bootkube.sh")
+        );
 
         let bip = [
             member("log-bundle-x/log-bundle-bootstrap/bootstrap/services/release-image.json", "[]"),
@@ -157,16 +177,32 @@ mod tests {
             ),
         ];
         let c = contents(Path::new("b.tar.gz"), &bip, &Limits::default()).unwrap();
-        assert!(c.layout.contains("gathered on the installed system"), "{}", c.layout);
+        assert!(
+            c.layout.contains("gathered on the installed system"),
+            "{}",
+            c.layout
+        );
         assert_eq!(c.services[0].service, "release-image");
         assert_eq!(c.services[0].starts, 0);
-        let crate::flow::event::Signal::Journal { unit, boot_id, .. } = &c.journals[0].1.entries[0].signal else {
+        let crate::flow::event::Signal::Journal { unit, boot_id, .. } =
+            &c.journals[0].1.entries[0].signal
+        else {
             panic!("a journal signal")
         };
-        assert_eq!((unit.as_str(), boot_id.as_str()), ("bootkube.service", INSTALLED_BOOT));
+        assert_eq!(
+            (unit.as_str(), boot_id.as_str()),
+            ("bootkube.service", INSTALLED_BOOT)
+        );
 
-        let live = [member("log-bundle-bootstrap/bootstrap/services/bootkube.json", BOOTKUBE_RECORD)];
+        let live = [member(
+            "log-bundle-bootstrap/bootstrap/services/bootkube.json",
+            BOOTKUBE_RECORD,
+        )];
         let c = contents(Path::new("b.tar.gz"), &live, &Limits::default()).unwrap();
-        assert!(c.layout.contains("the live system's own bundle"), "{}", c.layout);
+        assert!(
+            c.layout.contains("the live system's own bundle"),
+            "{}",
+            c.layout
+        );
     }
 }

@@ -71,13 +71,20 @@ pub fn parse_json(path: &Path, text: &str, limits: &Limits) -> Result<Read, Anal
         let v: Value = parsed.map_err(|e| {
             AnalyzeError::malformed(
                 path,
-                format!("line {}: not a journal entry of `journalctl -o json`: {e}", i + 1),
+                format!(
+                    "line {}: not a journal entry of `journalctl -o json`: {e}",
+                    i + 1
+                ),
             )
         })?;
         if !v.is_object() {
             return Err(AnalyzeError::malformed(
                 path,
-                format!("line {}: a JSON {} where an entry object belongs", i + 1, kind_of(&v)),
+                format!(
+                    "line {}: a JSON {} where an entry object belongs",
+                    i + 1,
+                    kind_of(&v)
+                ),
             ));
         }
         let v = cut_message(v, limits, &mut out.cut);
@@ -132,7 +139,8 @@ pub fn parse_export(path: &Path, bytes: &[u8], limits: &Limits) -> Result<Read, 
                 return Err(too_many(path, limits));
             }
             let entry = Value::Object(std::mem::take(&mut fields));
-            out.entries.extend(entry_of(&cut_message(entry, limits, &mut out.cut)));
+            out.entries
+                .extend(entry_of(&cut_message(entry, limits, &mut out.cut)));
             at = line_end + 1;
             continue;
         }
@@ -154,7 +162,8 @@ pub fn parse_export(path: &Path, bytes: &[u8], limits: &Limits) -> Result<Read, 
     }
     if !fields.is_empty() {
         let entry = Value::Object(fields);
-        out.entries.extend(entry_of(&cut_message(entry, limits, &mut out.cut)));
+        out.entries
+            .extend(entry_of(&cut_message(entry, limits, &mut out.cut)));
     }
     Ok(out)
 }
@@ -301,7 +310,10 @@ fn month_number(m: &str) -> u32 {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    MONTHS.iter().position(|x| *x == m).map_or(0, |i| i as u32 + 1)
+    MONTHS
+        .iter()
+        .position(|x| *x == m)
+        .map_or(0, |i| i as u32 + 1)
 }
 
 /// The entry's time in microseconds since the epoch, UTC.

@@ -113,13 +113,17 @@ fn text_kind(path: &Path, head: &[u8]) -> Result<Kind, AnalyzeError> {
     }
     let export_field = |l: &str| {
         l.split_once('=').is_some_and(|(k, _)| {
-            !k.is_empty() && k.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+            !k.is_empty()
+                && k.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
         })
     };
     if export_field(first) && text.contains("__REALTIME_TIMESTAMP=") {
         return Ok(Kind::JournalExport);
     }
-    let entry = text.lines().find(|l| !l.starts_with("-- ") && !l.trim().is_empty());
+    let entry = text
+        .lines()
+        .find(|l| !l.starts_with("-- ") && !l.trim().is_empty());
     if entry.is_some_and(journal::is_short_line) {
         return Ok(Kind::JournalShort);
     }
@@ -177,15 +181,31 @@ mod tests {
     fn each_kind_is_told_by_its_content() {
         let d = tempfile::tempdir().unwrap();
         // Written from the formats, not recorded.
-        let json = write(d.path(), "a", b"{\"__CURSOR\":\"s=1\",\"MESSAGE\":\"hi\"}\n");
-        let export = write(d.path(), "b", b"__CURSOR=s=1\n__REALTIME_TIMESTAMP=1\nMESSAGE=hi\n\n");
+        let json = write(
+            d.path(),
+            "a",
+            b"{\"__CURSOR\":\"s=1\",\"MESSAGE\":\"hi\"}\n",
+        );
+        let export = write(
+            d.path(),
+            "b",
+            b"__CURSOR=s=1\n__REALTIME_TIMESTAMP=1\nMESSAGE=hi\n\n",
+        );
         let short = write(
             d.path(),
             "bootkube.log",
             b"-- Logs begin at Mon 2026-11-30 09:43:01 UTC. --\nNov 30 09:43:08 host bootkube.sh[812]: Rendering MCO manifests...\n",
         );
-        let serial = write(d.path(), "serial.log", b"[    0.000000] Linux version 6.1.0\n");
-        let events = write(d.path(), "events.jsonl", b"{\"time\":\"x\",\"t_ms\":0,\"source\":\"harness\",\"kind\":\"note\"}\n");
+        let serial = write(
+            d.path(),
+            "serial.log",
+            b"[    0.000000] Linux version 6.1.0\n",
+        );
+        let events = write(
+            d.path(),
+            "events.jsonl",
+            b"{\"time\":\"x\",\"t_ms\":0,\"source\":\"harness\",\"kind\":\"note\"}\n",
+        );
         assert_eq!(detect(&json).unwrap(), Kind::JournalJson);
         assert_eq!(detect(&export).unwrap(), Kind::JournalExport);
         assert_eq!(detect(&short).unwrap(), Kind::JournalShort);
@@ -196,7 +216,10 @@ mod tests {
         assert!(e.contains("analysed with its run directory"), "{e}");
         let bin = write(d.path(), "bin", b"\x7fELF\x00\x00\x01");
         let e = detect(&bin).unwrap_err().to_string();
-        assert!(e.contains("binary data") && e.contains("analyze reads"), "{e}");
+        assert!(
+            e.contains("binary data") && e.contains("analyze reads"),
+            "{e}"
+        );
         let empty_dir = tempfile::tempdir().unwrap();
         let e = detect(empty_dir.path()).unwrap_err().to_string();
         assert!(e.contains("without events.jsonl"), "{e}");
@@ -211,12 +234,18 @@ mod tests {
             .unwrap();
         let p = write(d.path(), "journal-1-abc.json.gz", &gz.finish().unwrap());
         assert_eq!(detect(&p).unwrap(), Kind::JournalJson);
-        assert!(read_all(&p, &Limits::default()).unwrap().0.starts_with(b"{"));
+        assert!(read_all(&p, &Limits::default())
+            .unwrap()
+            .0
+            .starts_with(b"{"));
         let small = Limits {
             file_bytes: 8,
             ..Limits::default()
         };
         let e = read_all(&p, &small).unwrap_err().to_string();
-        assert!(e.contains("more than 8 bytes") && e.contains("decompressed"), "{e}");
+        assert!(
+            e.contains("more than 8 bytes") && e.contains("decompressed"),
+            "{e}"
+        );
     }
 }

@@ -141,8 +141,14 @@ fn fold(a: &mut ServiceAnalysis, entries: &[RecordEntry]) {
     }
     a.running = in_service && !a.successful;
     a.current_stage = open_stage.filter(|_| a.running);
-    a.first = entries.first().map(|e| e.timestamp.clone()).filter(|t| !t.is_empty());
-    a.last = entries.last().map(|e| e.timestamp.clone()).filter(|t| !t.is_empty());
+    a.first = entries
+        .first()
+        .map(|e| e.timestamp.clone())
+        .filter(|t| !t.is_empty());
+    a.last = entries
+        .last()
+        .map(|e| e.timestamp.clone())
+        .filter(|t| !t.is_empty());
 }
 
 /// One line the installer's analysis would log, with its level.
@@ -176,7 +182,10 @@ pub fn conclusions(services: &[ServiceAnalysis]) -> Vec<Conclusion> {
         .iter()
         .filter_map(|s| {
             s.unreadable.as_ref().map(|why| {
-                info(format!("Could not analyze the {}.service: {why}", s.service))
+                info(format!(
+                    "Could not analyze the {}.service: {why}",
+                    s.service
+                ))
             })
         })
         .collect();
@@ -184,7 +193,11 @@ pub fn conclusions(services: &[ServiceAnalysis]) -> Vec<Conclusion> {
         out.push(error("Invalid log bundle or the bootstrap machine could not be reached and bootstrap logs were not collected".into()));
         return out;
     }
-    let find = |name: &str| services.iter().find(|s| s.service == name && s.unreadable.is_none());
+    let find = |name: &str| {
+        services
+            .iter()
+            .find(|s| s.service == name && s.unreadable.is_none())
+    };
     for name in ["release-image", "bootkube"] {
         let Some(a) = find(name).filter(|a| a.starts > 0) else {
             out.push(error(format!(
@@ -201,20 +214,23 @@ pub fn conclusions(services: &[ServiceAnalysis]) -> Vec<Conclusion> {
         }
         match name {
             "release-image" => {
-                out.push(error("The bootstrap machine failed to download the release image".into()));
+                out.push(error(
+                    "The bootstrap machine failed to download the release image".into(),
+                ));
                 out.extend(error_lines(a));
                 return out;
             }
             _ => {
-                out.push(error(bootkube_failure(a.failing_stage.as_deref().unwrap_or(""))));
+                out.push(error(bootkube_failure(
+                    a.failing_stage.as_deref().unwrap_or(""),
+                )));
                 out.extend(error_lines(a));
             }
         }
     }
-    for a in services
-        .iter()
-        .filter(|s| s.unreadable.is_none() && !["release-image", "bootkube"].contains(&s.service.as_str()))
-    {
+    for a in services.iter().filter(|s| {
+        s.unreadable.is_none() && !["release-image", "bootkube"].contains(&s.service.as_str())
+    }) {
         if a.failed() {
             let stage = a
                 .failing_stage
@@ -233,10 +249,18 @@ pub fn conclusions(services: &[ServiceAnalysis]) -> Vec<Conclusion> {
 /// analyze.go's words for bootkube's failing stage.
 fn bootkube_failure(stage: &str) -> String {
     match stage {
-        "konnectivity-certs" => "The bootstrap machine failed to generate konnectivity certificates".into(),
-        "konnectivity-server-bootstrap" => "The bootstrap machine failed to start the konnectivity server".into(),
-        "konnectivity-agent-manifest" => "The bootstrap machine failed to create konnectivity agent manifests".into(),
-        "konnectivity-cleanup" => "The bootstrap machine failed to clean up konnectivity resources".into(),
+        "konnectivity-certs" => {
+            "The bootstrap machine failed to generate konnectivity certificates".into()
+        }
+        "konnectivity-server-bootstrap" => {
+            "The bootstrap machine failed to start the konnectivity server".into()
+        }
+        "konnectivity-agent-manifest" => {
+            "The bootstrap machine failed to create konnectivity agent manifests".into()
+        }
+        "konnectivity-cleanup" => {
+            "The bootstrap machine failed to clean up konnectivity resources".into()
+        }
         s => format!("The bootkube service failed at stage {s:?}"),
     }
 }

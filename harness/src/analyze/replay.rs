@@ -44,7 +44,10 @@ pub enum Item {
     Journal(Signal),
     Console(String),
     /// An entry of a service's record.
-    Record { service: String, entry: RecordEntry },
+    Record {
+        service: String,
+        entry: RecordEntry,
+    },
 }
 
 /// Everything read from the PATHs.
@@ -74,7 +77,12 @@ pub fn analyze(kinds: &[(PathBuf, Kind)], opts: &Options) -> Result<Report, Anal
     Ok(report)
 }
 
-fn read_one(path: &Path, kind: Kind, opts: &Options, ev: &mut Evidence) -> Result<(), AnalyzeError> {
+fn read_one(
+    path: &Path,
+    kind: Kind,
+    opts: &Options,
+    ev: &mut Evidence,
+) -> Result<(), AnalyzeError> {
     let limits = &opts.limits;
     let said = match kind {
         Kind::Bundle => {
@@ -88,7 +96,8 @@ fn read_one(path: &Path, kind: Kind, opts: &Options, ev: &mut Evidence) -> Resul
             for s in &c.services {
                 push_records(s, &mut ev.items);
             }
-            let said = format!(
+            let said =
+                format!(
                 "layout: {}; {} service records ({}), {} journals with {entries} bootstrap entries",
                 c.layout,
                 c.services.len(),
@@ -102,14 +111,24 @@ fn read_one(path: &Path, kind: Kind, opts: &Options, ev: &mut Evidence) -> Resul
             let (bytes, cut_short) = kind::read_all(path, limits)?;
             note_cut_short(path, cut_short, &mut ev.notes);
             let read = match kind {
-                Kind::JournalJson => journal::parse_json(path, &String::from_utf8_lossy(&bytes), limits)?,
+                Kind::JournalJson => {
+                    journal::parse_json(path, &String::from_utf8_lossy(&bytes), limits)?
+                }
                 Kind::JournalExport => journal::parse_export(path, &bytes, limits)?,
-                _ => journal::parse_short(path, &String::from_utf8_lossy(&bytes), &short_context(path), limits)?,
+                _ => journal::parse_short(
+                    path,
+                    &String::from_utf8_lossy(&bytes),
+                    &short_context(path),
+                    limits,
+                )?,
             };
             note_cuts(path, read.cut, &mut ev.notes);
             note_cut_short(path, read.cut_short, &mut ev.notes);
             push_entries(&read.entries, &mut ev.items);
-            format!("{} entries the journal follower would send", read.entries.len())
+            format!(
+                "{} entries the journal follower would send",
+                read.entries.len()
+            )
         }
         Kind::Serial => {
             let (bytes, cut_short) = kind::read_all(path, limits)?;
@@ -125,7 +144,10 @@ fn read_one(path: &Path, kind: Kind, opts: &Options, ev: &mut Evidence) -> Resul
                     item: Item::Console(l.text.clone()),
                 });
             }
-            format!("{} console lines, {clocked} with the host's time", lines.len())
+            format!(
+                "{} console lines, {clocked} with the host's time",
+                lines.len()
+            )
         }
         Kind::RunDir => unreachable!("a run directory is analysed alone"),
     };
@@ -139,7 +161,10 @@ fn read_one(path: &Path, kind: Kind, opts: &Options, ev: &mut Evidence) -> Resul
 
 fn note_cuts(path: &Path, cuts: usize, notes: &mut Vec<String>) {
     if cuts > 0 {
-        notes.push(format!("{}: {cuts} lines longer than the line limit were cut", path.display()));
+        notes.push(format!(
+            "{}: {cuts} lines longer than the line limit were cut",
+            path.display()
+        ));
     }
 }
 
@@ -184,7 +209,10 @@ fn push_records(s: &ServiceAnalysis, items: &mut Vec<Timed>) {
 /// A short-format file's unit from its name (`bootkube.log`, `bootkube.service.txt`), its
 /// year from its time.
 fn short_context(path: &Path) -> journal::ShortContext {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let stem = match name.find(".service") {
         Some(i) => &name[..i],
         None => name.split('.').next().unwrap_or(&name),
@@ -206,12 +234,22 @@ fn short_context(path: &Path) -> journal::ShortContext {
 fn machine(opts: &Options, notes: &mut Vec<String>) -> Result<Machine, AnalyzeError> {
     if let Some(path) = &opts.scenario {
         let s = crate::scenario::load(path).map_err(|e| AnalyzeError::unreadable(path, e))?;
-        notes.push(format!("judged by the rules of scenario {} (its allow-list, its view of crashes)", path.display()));
+        notes.push(format!(
+            "judged by the rules of scenario {} (its allow-list, its view of crashes)",
+            path.display()
+        ));
         let state = crate::run::state::StateMode::Fresh;
-        return Ok(crate::run::plan::machine_for(&s, crate::hw::Accel::Kvm, 1.0, &state));
+        return Ok(crate::run::plan::machine_for(
+            &s,
+            crate::hw::Accel::Kvm,
+            1.0,
+            &state,
+        ));
     }
-    let timeouts: BTreeMap<Phase, std::time::Duration> =
-        Phase::ALL.iter().map(|p| (*p, openshift_default_timeout(*p))).collect();
+    let timeouts: BTreeMap<Phase, std::time::Duration> = Phase::ALL
+        .iter()
+        .map(|p| (*p, openshift_default_timeout(*p)))
+        .collect();
     let adaptive_install = Some(AdaptiveDeadline::around(timeouts[&Phase::InstallToDisk]));
     let mut m = Machine::new(Config {
         timeouts,
@@ -266,7 +304,10 @@ pub fn judge(
     }
     let ending = r.ending(services);
     let started_at = clocked.then(|| {
-        humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_micros(t0)).to_string()
+        humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_micros(t0),
+        )
+        .to_string()
     });
     let mut report = Report::of(&r.m, ending, started_at);
     if r.m.outcome().is_none() && report.verdict != Judged::NoVerdict {
@@ -290,7 +331,13 @@ fn classify_boots(items: &[Timed]) -> BTreeMap<String, BootKind> {
     let mut kinds: BTreeMap<String, Option<BootKind>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     for it in items {
-        let Item::Journal(Signal::Journal { unit, identifier, boot_id, .. }) = &it.item else {
+        let Item::Journal(Signal::Journal {
+            unit,
+            identifier,
+            boot_id,
+            ..
+        }) = &it.item
+        else {
             continue;
         };
         let key = boot_key(boot_id);
@@ -300,7 +347,12 @@ fn classify_boots(items: &[Timed]) -> BTreeMap<String, BootKind> {
         let said = if boot_id == bundle::INSTALLED_BOOT || identifier == IDENTIFIER {
             Some(BootKind::Installed)
         } else if unit.starts_with("install-to-disk")
-            || ["bootkube.sh", "install-to-disk.sh", "release-image-download.sh"].contains(&identifier.as_str())
+            || [
+                "bootkube.sh",
+                "install-to-disk.sh",
+                "release-image-download.sh",
+            ]
+            .contains(&identifier.as_str())
         {
             Some(BootKind::Live)
         } else {
@@ -315,7 +367,11 @@ fn classify_boots(items: &[Timed]) -> BTreeMap<String, BootKind> {
         .iter()
         .enumerate()
         .map(|(i, key)| {
-            let k = kinds[key].unwrap_or(if i == 0 { BootKind::Live } else { BootKind::Installed });
+            let k = kinds[key].unwrap_or(if i == 0 {
+                BootKind::Live
+            } else {
+                BootKind::Installed
+            });
             (key.clone(), k)
         })
         .collect()
@@ -364,7 +420,9 @@ impl Replay {
 
     /// A journal entry of a boot not seen before in the journals is a new boot.
     fn journal_boot(&mut self, sig: &Signal) {
-        let Signal::Journal { boot_id, unit, .. } = sig else { return };
+        let Signal::Journal { boot_id, unit, .. } = sig else {
+            return;
+        };
         let key = boot_key(boot_id);
         let kind = self.boots.get(&key).copied().unwrap_or(BootKind::Live);
         if self.seen.get("journal") != Some(&key) {
@@ -375,7 +433,10 @@ impl Replay {
         let bip_unit = crate::guest::journal::BIP_UNITS.contains(&unit.as_str());
         if kind == BootKind::Installed && bip_unit && !self.disk_boot_seen {
             self.disk_boot_seen = true;
-            let why = format!("the installed system's {unit} runs (its journal, boot {})", short(boot_id));
+            let why = format!(
+                "the installed system's {unit} runs (its journal, boot {})",
+                short(boot_id)
+            );
             self.m.implied(Phase::ApiReady, self.t, &why);
         }
     }
@@ -392,9 +453,21 @@ impl Replay {
         self.console_pending = false;
         self.console_boot += 1;
         let live = line.contains("coreos.liveiso") || line.contains("coreos.live.rootfs_url");
-        let kind = if live { BootKind::Live } else { BootKind::Installed };
+        let kind = if live {
+            BootKind::Live
+        } else {
+            BootKind::Installed
+        };
         let key = format!("console:{}", self.console_boot);
-        let what = format!("the console's boot {} ({})", self.console_boot, if live { "the live ISO" } else { "the installed system" });
+        let what = format!(
+            "the console's boot {} ({})",
+            self.console_boot,
+            if live {
+                "the live ISO"
+            } else {
+                "the installed system"
+            }
+        );
         self.new_boot("console", key, kind, &what);
     }
 
@@ -408,7 +481,13 @@ impl Replay {
         let again = !first_of_family && self.boot_kind == Some(kind);
         if self.boot_kind.is_some() && (changed || again) {
             let data = serde_json::json!({"reason": format!("{what}: a new boot in the evidence")});
-            self.feed(Source::Harness, Signal::Qmp { name: "RESET".into(), data });
+            self.feed(
+                Source::Harness,
+                Signal::Qmp {
+                    name: "RESET".into(),
+                    data,
+                },
+            );
         }
         self.boot_kind = Some(kind);
         match kind {
@@ -430,7 +509,16 @@ impl Replay {
 
     /// After the entry: the post-reboot script's progress and its unit's failure.
     fn journal_after(&mut self, sig: &Signal) {
-        let Signal::Journal { unit, identifier, message, boot_id, .. } = sig else { return };
+        let Signal::Journal {
+            unit,
+            identifier,
+            message,
+            boot_id,
+            ..
+        } = sig
+        else {
+            return;
+        };
         if self.boots.get(&boot_key(boot_id)) != Some(&BootKind::Installed) {
             return;
         }
@@ -438,8 +526,18 @@ impl Replay {
             for check in script_progress(message.trim()) {
                 if !self.api_sent.contains(&check) {
                     self.api_sent.push(check);
-                    let detail = format!("the post-reboot script went past its wait for it (its journal: {:?})", message.trim());
-                    self.feed(Source::Journal, Signal::Api { check, ok: true, detail });
+                    let detail = format!(
+                        "the post-reboot script went past its wait for it (its journal: {:?})",
+                        message.trim()
+                    );
+                    self.feed(
+                        Source::Journal,
+                        Signal::Api {
+                            check,
+                            ok: true,
+                            detail,
+                        },
+                    );
                 }
             }
         }
@@ -463,12 +561,22 @@ impl Replay {
         let cur = self.m.current();
         match (service, e.phase.as_str(), e.result.as_str()) {
             ("bootkube", "service start", _) if cur == Some(Phase::LiveBoot) => {
-                self.m.implied(Phase::Bootkube, self.t, "bootkube.service started (its service record)");
+                self.m.implied(
+                    Phase::Bootkube,
+                    self.t,
+                    "bootkube.service started (its service record)",
+                );
             }
             ("bootkube", "service end", "success") if cur.is_some_and(|p| p <= Phase::Bootkube) => {
-                self.m.implied(Phase::InstallToDisk, self.t, "bootkube.service ended in success (its service record)");
+                self.m.implied(
+                    Phase::InstallToDisk,
+                    self.t,
+                    "bootkube.service ended in success (its service record)",
+                );
             }
-            ("install-to-disk", "service start", _) if cur.is_some_and(|p| p < Phase::InstallToDisk) => {
+            ("install-to-disk", "service start", _)
+                if cur.is_some_and(|p| p < Phase::InstallToDisk) =>
+            {
                 self.m.implied(Phase::InstallToDisk, self.t, "install-to-disk.service started, which it does only once bootkube is done (its service record)");
             }
             _ => {}
@@ -503,7 +611,10 @@ impl Replay {
         self.m.post_reboot_failure().map(|reason| Ending {
             verdict: Judged::Fail,
             failed_phase: Some(Phase::BootstrapCleanup),
-            reason: format!("{}: {reason}, so the script's cleanup never ran", Phase::BootstrapCleanup),
+            reason: format!(
+                "{}: {reason}, so the script's cleanup never ran",
+                Phase::BootstrapCleanup
+            ),
         })
     }
 }

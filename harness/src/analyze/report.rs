@@ -141,7 +141,9 @@ impl Report {
             recorded: None,
             last_signals: machine
                 .last_signals()
-                .map(|(t, source, s)| format!("+{:.1} s {}: {s}", *t as f64 / 1000.0, source.name()))
+                .map(|(t, source, s)| {
+                    format!("+{:.1} s {}: {s}", *t as f64 / 1000.0, source.name())
+                })
                 .collect(),
             notes: Vec::new(),
         }
@@ -162,7 +164,11 @@ impl Report {
         }
         for p in &self.phases {
             let span = match (p.start_ms, p.end_ms) {
-                (Some(s), Some(e)) => format!(" +{:.1} s .. +{:.1} s", s as f64 / 1000.0, e as f64 / 1000.0),
+                (Some(s), Some(e)) => format!(
+                    " +{:.1} s .. +{:.1} s",
+                    s as f64 / 1000.0,
+                    e as f64 / 1000.0
+                ),
                 (Some(s), None) => format!(" from +{:.1} s", s as f64 / 1000.0),
                 _ => String::new(),
             };
@@ -180,7 +186,11 @@ impl Report {
             out += &format!("note: {n}\n");
         }
         if let Some(r) = &self.recorded {
-            let phase = r.failed_phase.as_deref().map(|p| format!(" at {p}")).unwrap_or_default();
+            let phase = r
+                .failed_phase
+                .as_deref()
+                .map(|p| format!(" at {p}"))
+                .unwrap_or_default();
             out += &format!(
                 "result.json: {}{phase}; the replay {}\n",
                 r.verdict,

@@ -44,7 +44,10 @@ pub fn analyze(dir: &Path, opts: &Options) -> Result<Report, AnalyzeError> {
     if m.outcome().is_none() {
         adopt_recorded_end(&mut m, &events, result.as_ref(), &mut notes);
     }
-    let started_at = events.first().map(|e| e.time.clone()).filter(|t| !t.is_empty());
+    let started_at = events
+        .first()
+        .map(|e| e.time.clone())
+        .filter(|t| !t.is_empty());
     let mut report = Report::of(&m, None, started_at);
     report.evidence.push(EvidenceRead {
         path: dir.display().to_string(),
@@ -52,7 +55,11 @@ pub fn analyze(dir: &Path, opts: &Options) -> Result<Report, AnalyzeError> {
         read: format!(
             "events.jsonl: {} records{}",
             events.len(),
-            if result.is_some() { "; result.json" } else { "" }
+            if result.is_some() {
+                "; result.json"
+            } else {
+                ""
+            }
         ),
     });
     if let Some(r) = &result {
@@ -143,7 +150,15 @@ fn machine(
     }
     let timeouts: BTreeMap<Phase, Duration> = Phase::ALL
         .iter()
-        .map(|p| (*p, recorded.get(p).copied().unwrap_or(crate::flow::phase::openshift_default_timeout(*p))))
+        .map(|p| {
+            (
+                *p,
+                recorded
+                    .get(p)
+                    .copied()
+                    .unwrap_or(crate::flow::phase::openshift_default_timeout(*p)),
+            )
+        })
         .collect();
     let adaptive_install = Some(AdaptiveDeadline::around(timeouts[&Phase::InstallToDisk]));
     let mut m = Machine::new(Config {
@@ -171,14 +186,19 @@ fn from_scenario(
     notes: &mut Vec<String>,
 ) -> Machine {
     let nominal = crate::run::phase_timeouts(s, accel, 1.0);
-    let scale = match (recorded.get(&Phase::Bootkube), nominal.get(&Phase::Bootkube)) {
+    let scale = match (
+        recorded.get(&Phase::Bootkube),
+        nominal.get(&Phase::Bootkube),
+    ) {
         (Some(r), Some(n)) if !n.is_zero() => r.as_secs_f64() / n.as_secs_f64(),
         _ => 1.0,
     };
     let scaled = crate::run::phase_timeouts(s, accel, scale);
-    let differs = recorded
-        .iter()
-        .any(|(p, r)| scaled.get(p).is_some_and(|x| x.as_secs().abs_diff(r.as_secs()) > 1));
+    let differs = recorded.iter().any(|(p, r)| {
+        scaled
+            .get(p)
+            .is_some_and(|x| x.as_secs().abs_diff(r.as_secs()) > 1)
+    });
     if differs {
         notes.push(format!("scenario {}'s timeouts differ from the ones the run recorded: it changed since the run?", path.display()));
     }
@@ -204,7 +224,12 @@ fn recorded_timeouts(result: Option<&RunResult>, events: &[Event]) -> BTreeMap<P
         .map(|r| {
             r.phases
                 .iter()
-                .filter_map(|p| Some((Phase::from_name(&p.name)?, Duration::from_millis(p.timeout_ms?))))
+                .filter_map(|p| {
+                    Some((
+                        Phase::from_name(&p.name)?,
+                        Duration::from_millis(p.timeout_ms?),
+                    ))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -221,7 +246,11 @@ fn recorded_timeouts(result: Option<&RunResult>, events: &[Event]) -> BTreeMap<P
 /// A passed run that ended before the last phase (it saved its state there).
 fn stopped_after(result: Option<&RunResult>) -> Option<Phase> {
     let r = result.filter(|r| r.verdict == Verdict::Pass)?;
-    let last = r.phases.iter().rev().find(|p| p.status == PhaseStatus::Pass)?;
+    let last = r
+        .phases
+        .iter()
+        .rev()
+        .find(|p| p.status == PhaseStatus::Pass)?;
     let p = Phase::from_name(&last.name)?;
     (p != Phase::BootstrapCleanup).then_some(p)
 }
@@ -244,15 +273,26 @@ fn start(m: &mut Machine, events: &[Event], _result: Option<&RunResult>) {
 
 /// The run decided outside the signals (its installer refused the assets, a harness error,
 /// an interruption): its own record of the phase's end, and result.json's verdict, decide.
-fn adopt_recorded_end(m: &mut Machine, events: &[Event], result: Option<&RunResult>, notes: &mut Vec<String>) {
+fn adopt_recorded_end(
+    m: &mut Machine,
+    events: &[Event],
+    result: Option<&RunResult>,
+    notes: &mut Vec<String>,
+) {
     let Some(cur) = m.current() else { return };
     let recorded = events.iter().rev().find_map(|e| match &e.signal {
-        Signal::PhaseEnded { phase, status, detail } if *phase == cur.name() && status != "pass" => {
+        Signal::PhaseEnded {
+            phase,
+            status,
+            detail,
+        } if *phase == cur.name() && status != "pass" => {
             Some((e.t_ms, status.clone(), detail.clone()))
         }
         _ => None,
     });
-    let Some((t, status, detail)) = recorded else { return };
+    let Some((t, status, detail)) = recorded else {
+        return;
+    };
     notes.push(format!(
         "the replay does not decide {cur} from the signals: the run recorded it ended {status} ({detail}); that record decides (a decision outside the signals: the installer, the harness, an interruption; or a rule of the run the replay does not know)"
     ));

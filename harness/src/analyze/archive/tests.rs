@@ -43,9 +43,15 @@ fn regular_members_are_kept_in_memory_with_their_time_and_directories_pass() {
         ("log-bundle-x/bootstrap/services/bootkube.json", REG, b"[]"),
         ("log-bundle-x/rendered-assets/a.yaml", REG, b"kind: x"),
     ]);
-    let kept = read_from(Path::new("b"), &a[..], &Limits::default(), |n| n.ends_with(".json")).unwrap();
+    let kept = read_from(Path::new("b"), &a[..], &Limits::default(), |n| {
+        n.ends_with(".json")
+    })
+    .unwrap();
     assert_eq!(kept.len(), 1);
-    assert_eq!(kept[0].name, "log-bundle-x/bootstrap/services/bootkube.json");
+    assert_eq!(
+        kept[0].name,
+        "log-bundle-x/bootstrap/services/bootkube.json"
+    );
     assert_eq!(kept[0].bytes, b"[]");
     assert_eq!(kept[0].mtime, 1_795_996_800);
 }
@@ -56,8 +62,16 @@ fn each_hostile_member_is_refused_naming_it_and_what_would_be_valid() {
         ("../x", REG, "`..`"),
         ("log-bundle/../../x", REG, "`..`"),
         ("/etc/x", REG, "an absolute name"),
-        ("log-bundle/link", tar::EntryType::Symlink, "a symbolic link to \"/etc/shadow\""),
-        ("log-bundle/hard", tar::EntryType::Link, "a hard link to \"/etc/shadow\""),
+        (
+            "log-bundle/link",
+            tar::EntryType::Symlink,
+            "a symbolic link to \"/etc/shadow\"",
+        ),
+        (
+            "log-bundle/hard",
+            tar::EntryType::Link,
+            "a hard link to \"/etc/shadow\"",
+        ),
         ("log-bundle/tty", tar::EntryType::Char, "a character device"),
         ("log-bundle/pipe", tar::EntryType::Fifo, "a FIFO"),
     ];
@@ -65,13 +79,22 @@ fn each_hostile_member_is_refused_naming_it_and_what_would_be_valid() {
         let a = archive(&[("log-bundle/ok.txt", REG, b"fine"), (name, kind, b"")]);
         let e = read_bytes(&a, &Limits::default()).unwrap_err();
         let text = e.to_string();
-        assert!(matches!(&e, AnalyzeError::Member { member, .. } if member == name), "{name}: {text}");
+        assert!(
+            matches!(&e, AnalyzeError::Member { member, .. } if member == name),
+            "{name}: {text}"
+        );
         assert!(text.contains(says), "{name}: {text}");
-        assert!(text.contains("regular files and directories only"), "{name}: {text}");
+        assert!(
+            text.contains("regular files and directories only"),
+            "{name}: {text}"
+        );
     }
     // A block device too.
     let a = archive(&[("log-bundle/sda", tar::EntryType::Block, b"")]);
-    assert!(read_bytes(&a, &Limits::default()).unwrap_err().to_string().contains("a block device"));
+    assert!(read_bytes(&a, &Limits::default())
+        .unwrap_err()
+        .to_string()
+        .contains("a block device"));
 }
 
 #[test]
@@ -82,7 +105,11 @@ fn a_member_larger_than_its_limit_is_refused_before_it_is_read() {
     };
     let a = archive(&[("log-bundle/big.log", REG, &[b'x'; 17])]);
     let text = read_bytes(&a, &limits).unwrap_err().to_string();
-    assert!(text.contains("\"log-bundle/big.log\"") && text.contains("declares 17 bytes, more than the limit of 16 bytes"), "{text}");
+    assert!(
+        text.contains("\"log-bundle/big.log\"")
+            && text.contains("declares 17 bytes, more than the limit of 16 bytes"),
+        "{text}"
+    );
     // Skipped members are held to it as well: the limit is the bundle's, not the reader's.
     let e = read_from(Path::new("b"), &a[..], &limits, |_| false).unwrap_err();
     assert!(matches!(e, AnalyzeError::Member { .. }));
@@ -95,8 +122,11 @@ fn too_many_members_are_refused() {
         ..Limits::default()
     };
     let names: Vec<String> = (0..5).map(|i| format!("log-bundle/{i}.txt")).collect();
-    let members: Vec<(&str, tar::EntryType, &[u8])> = names.iter().map(|n| (n.as_str(), REG, &b"x"[..])).collect();
-    let text = read_bytes(&archive(&members), &limits).unwrap_err().to_string();
+    let members: Vec<(&str, tar::EntryType, &[u8])> =
+        names.iter().map(|n| (n.as_str(), REG, &b"x"[..])).collect();
+    let text = read_bytes(&archive(&members), &limits)
+        .unwrap_err()
+        .to_string();
     assert!(text.contains("more than 3 members"), "{text}");
 }
 
@@ -113,13 +143,26 @@ fn a_gzip_bomb_stops_at_the_total_limit() {
     let text = read_from(Path::new("bomb.tar.gz"), &a[..], &limits, |_| false)
         .unwrap_err()
         .to_string();
-    assert!(text.contains("more than the limit of 1 MiB (a gzip bomb?)"), "{text}");
+    assert!(
+        text.contains("more than the limit of 1 MiB (a gzip bomb?)"),
+        "{text}"
+    );
 }
 
 #[test]
 fn what_is_not_a_gzip_tar_is_said() {
-    let text = read_bytes(b"plain text", &Limits::default()).unwrap_err().to_string();
-    assert!(text.contains("not a readable gzip-compressed tar archive"), "{text}");
-    let text = read_bytes(&gzip(&[7u8; 600]), &Limits::default()).unwrap_err().to_string();
-    assert!(text.contains("not a readable gzip-compressed tar archive"), "{text}");
+    let text = read_bytes(b"plain text", &Limits::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("not a readable gzip-compressed tar archive"),
+        "{text}"
+    );
+    let text = read_bytes(&gzip(&[7u8; 600]), &Limits::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("not a readable gzip-compressed tar archive"),
+        "{text}"
+    );
 }

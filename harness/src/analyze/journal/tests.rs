@@ -31,7 +31,13 @@ fn json_entries_become_the_followers_signals_and_others_are_left() {
     assert_eq!(r.entries.len(), 2, "udevd's line is not the follower's");
     assert_eq!(
         journal(&r.entries[0].signal),
-        ("bootkube.service", "bootkube.sh", "Rendering MCO manifests...", 1795999388000000, "b1")
+        (
+            "bootkube.service",
+            "bootkube.sh",
+            "Rendering MCO manifests...",
+            1795999388000000,
+            "b1"
+        )
     );
     assert_eq!(r.entries[0].usec, 1795999388000000);
     // systemd's line about a unit is that unit's; a byte array is the message's bytes.
@@ -41,11 +47,26 @@ fn json_entries_become_the_followers_signals_and_others_are_left() {
 
 #[test]
 fn a_json_line_that_is_no_entry_is_refused_with_its_line_and_a_cut_last_line_is_said() {
-    let e = parse_json(Path::new("j.json"), "{\"MESSAGE\":\"a\"}\n[1,2]\n", &Limits::default()).unwrap_err();
-    assert!(e.to_string().contains("line 2: a JSON array where an entry object belongs"), "{e}");
-    let e = parse_json(Path::new("j.json"), "{\"MESSAGE\":\nx\n", &Limits::default()).unwrap_err();
+    let e = parse_json(
+        Path::new("j.json"),
+        "{\"MESSAGE\":\"a\"}\n[1,2]\n",
+        &Limits::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("line 2: a JSON array where an entry object belongs"),
+        "{e}"
+    );
+    let e = parse_json(
+        Path::new("j.json"),
+        "{\"MESSAGE\":\nx\n",
+        &Limits::default(),
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("line 1: not a journal entry"), "{e}");
-    let cut = "{\"_SYSTEMD_UNIT\":\"bootkube.service\",\"MESSAGE\":\"a\"}\n{\"_SYSTEMD_UNIT\":\"boo";
+    let cut =
+        "{\"_SYSTEMD_UNIT\":\"bootkube.service\",\"MESSAGE\":\"a\"}\n{\"_SYSTEMD_UNIT\":\"boo";
     let r = parse_json(Path::new("j.json"), cut, &Limits::default()).unwrap();
     assert!(r.cut_short);
     assert_eq!(r.entries.len(), 1);
@@ -64,7 +85,15 @@ fn export_entries_read_text_and_binary_fields() {
     let r = parse_export(Path::new("j.export"), &bytes, &Limits::default()).unwrap();
     assert_eq!(r.entries.len(), 2);
     let (unit, ident, message, usec, boot) = journal(&r.entries[0].signal);
-    assert_eq!((unit, ident, usec, boot), ("install-to-disk.service", "install-to-disk.sh", 1795999388000000, "b1"));
+    assert_eq!(
+        (unit, ident, usec, boot),
+        (
+            "install-to-disk.service",
+            "install-to-disk.sh",
+            1795999388000000,
+            "b1"
+        )
+    );
     assert_eq!(message, "Error: writing image\nsecond line");
     assert_eq!(journal(&r.entries[1].signal).2, "bootkube.service complete");
 }
@@ -75,9 +104,17 @@ fn a_broken_export_is_refused_at_its_offset() {
     bytes.extend_from_slice(&(1u64 << 40).to_le_bytes());
     bytes.extend_from_slice(b"short\n");
     let e = parse_export(Path::new("j.export"), &bytes, &Limits::default()).unwrap_err();
-    assert!(e.to_string().contains("byte 0: binary field \"MESSAGE\": its length 1099511627776 runs past the file's end"), "{e}");
+    assert!(
+        e.to_string().contains(
+            "byte 0: binary field \"MESSAGE\": its length 1099511627776 runs past the file's end"
+        ),
+        "{e}"
+    );
     let e = parse_export(Path::new("j.export"), b"MESS AGE=x\n", &Limits::default()).unwrap_err();
-    assert!(e.to_string().contains("a field name of the export format"), "{e}");
+    assert!(
+        e.to_string().contains("a field name of the export format"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -106,12 +143,24 @@ fn short_lines_take_the_files_unit_boot_and_year_and_continue_multiline_messages
     };
     assert_eq!(
         journal(&r.entries[0].signal),
-        ("bootkube.service", "bootkube.sh", "Starting cluster-bootstrap...", at("2026-11-30T09:43:08Z"), "log-bundle:bootstrap")
+        (
+            "bootkube.service",
+            "bootkube.sh",
+            "Starting cluster-bootstrap...",
+            at("2026-11-30T09:43:08Z"),
+            "log-bundle:bootstrap"
+        )
     );
     assert_eq!(r.entries[1].usec, at("2026-11-30T09:43:09.25Z"));
-    assert_eq!(journal(&r.entries[1].signal).2, "Error: timed out\nwaiting for the condition");
+    assert_eq!(
+        journal(&r.entries[1].signal).2,
+        "Error: timed out\nwaiting for the condition"
+    );
     assert_eq!(journal(&r.entries[2].signal).1, "systemd");
-    assert_eq!(journal(&r.entries[3].signal).4, "0123456789abcdef0123456789abcdef");
+    assert_eq!(
+        journal(&r.entries[3].signal).4,
+        "0123456789abcdef0123456789abcdef"
+    );
     assert_eq!(r.entries[4].usec, at("2027-01-01T00:00:01Z"));
     assert!(is_short_line("Nov 30 09:43:08 minisno bootkube.sh[812]: x"));
     assert!(!is_short_line("[    0.000000] Linux version"));

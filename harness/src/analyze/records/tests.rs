@@ -32,14 +32,22 @@ fn a_failed_release_image_pull_quotes_its_error_lines_and_stops_there() {
     assert_eq!(
         messages(&conclusions(&[failed.clone(), bootkube])),
         [
-            ("error", "The bootstrap machine failed to download the release image"),
+            (
+                "error",
+                "The bootstrap machine failed to download the release image"
+            ),
             ("info", "Pulling quay.io/x..."),
             ("info", "Error: unauthorized"),
             ("info", "Pull failed. Retrying quay.io/x..."),
         ]
     );
     let reason = failure_reason(&failed);
-    assert!(reason.starts_with("release-image.service failed at stage \"pull-release-image\" (at 31 main)"), "{reason}");
+    assert!(
+        reason.starts_with(
+            "release-image.service failed at stage \"pull-release-image\" (at 31 main)"
+        ),
+        "{reason}"
+    );
     assert!(reason.contains("Error: unauthorized"), "{reason}");
 }
 
@@ -58,21 +66,33 @@ fn a_bootkube_failing_stage_is_kept_over_the_service_end_it_caused() {
 {"phase":"service end","result":"failure","errorMessage":"exit status 1"}
 ]"#,
     );
-    assert_eq!(bootkube.failing_stage.as_deref(), Some("konnectivity-certs"));
+    assert_eq!(
+        bootkube.failing_stage.as_deref(),
+        Some("konnectivity-certs")
+    );
     assert_eq!(bootkube.last_error.as_deref(), Some("exit status 1"));
     assert!(!bootkube.running);
     assert_eq!(
         messages(&conclusions(&[release, bootkube.clone()])),
         [
-            ("error", "The bootstrap machine failed to generate konnectivity certificates"),
+            (
+                "error",
+                "The bootstrap machine failed to generate konnectivity certificates"
+            ),
             ("info", "exit status 1"),
         ]
     );
     let mut other = bootkube;
     other.failing_stage = Some("cvo-bootstrap".into());
     assert_eq!(
-        messages(&conclusions(&[analyze("release-image", "r", RELEASE_OK.as_bytes()), other]))[0],
-        ("error", "The bootkube service failed at stage \"cvo-bootstrap\"")
+        messages(&conclusions(&[
+            analyze("release-image", "r", RELEASE_OK.as_bytes()),
+            other
+        ]))[0],
+        (
+            "error",
+            "The bootkube service failed at stage \"cvo-bootstrap\""
+        )
     );
 }
 
@@ -83,15 +103,27 @@ fn an_empty_or_malformed_record_cannot_be_analysed_and_its_service_did_not_run()
         (&b"  \n"[..], "does not begin with a token"),
         (&b"{}"[..], "does not begin with an array"),
         (&b"[{\"phase\": 3}]"[..], "could not decode an entry"),
-        (&b"[{\"phase\":\"service start\"},"[..], "could not decode an entry"),
+        (
+            &b"[{\"phase\":\"service start\"},"[..],
+            "could not decode an entry",
+        ),
     ] {
         let a = analyze("release-image", "r.json", bytes);
         let c = conclusions(&[a]);
         assert_eq!(c[0].level, "info");
-        assert!(c[0].message.starts_with("Could not analyze the release-image.service: ") && c[0].message.contains(why), "{:?}", c[0]);
+        assert!(
+            c[0].message
+                .starts_with("Could not analyze the release-image.service: ")
+                && c[0].message.contains(why),
+            "{:?}",
+            c[0]
+        );
         assert_eq!(
             (c[1].level, c[1].message.as_str()),
-            ("error", "The bootstrap machine did not execute the release-image.service systemd unit")
+            (
+                "error",
+                "The bootstrap machine did not execute the release-image.service systemd unit"
+            )
         );
     }
     assert_eq!(
@@ -109,10 +141,16 @@ fn a_record_still_running_says_its_stage_and_a_restart_after_a_failure_stays_fai
     );
     assert!(running.running && !running.failed());
     assert_eq!(running.current_stage.as_deref(), Some("bip-gather"));
-    let c = conclusions(&[analyze("release-image", "r", RELEASE_OK.as_bytes()), running]);
+    let c = conclusions(&[
+        analyze("release-image", "r", RELEASE_OK.as_bytes()),
+        running,
+    ]);
     assert_eq!(
         messages(&c),
-        [("info", "The bootkube.service was still running when its record ends, in stage \"bip-gather\"")]
+        [(
+            "info",
+            "The bootkube.service was still running when its record ends, in stage \"bip-gather\""
+        )]
     );
     // Restarted after a failure and failing again in the same stage: the installer's analysis
     // keeps the failure (the last entry is no successful end).
@@ -127,16 +165,33 @@ fn a_record_still_running_says_its_stage_and_a_restart_after_a_failure_stays_fai
     assert_eq!(restarted.starts, 2);
     assert!(restarted.failed() && restarted.running);
     let reason = failure_reason(&restarted);
-    assert!(reason.contains("started 2 times; its last run was still in stage \"cb-bootstrap\""), "{reason}");
+    assert!(
+        reason.contains("started 2 times; its last run was still in stage \"cb-bootstrap\""),
+        "{reason}"
+    );
     // Another service's failure is said as well: every record, not two.
     let install = analyze(
         "install-to-disk",
         "i.json",
         br#"[{"phase":"service start"},{"phase":"stage start","stage":"write"},{"phase":"stage end","stage":"write","result":"failure","errorMessage":"Error: no space"}]"#,
     );
-    let c = conclusions(&[analyze("release-image", "r", RELEASE_OK.as_bytes()), analyze("bootkube", "k", b"[{\"phase\":\"service start\"},{\"phase\":\"service end\",\"result\":\"success\"}]"), install]);
+    let c = conclusions(&[
+        analyze("release-image", "r", RELEASE_OK.as_bytes()),
+        analyze(
+            "bootkube",
+            "k",
+            b"[{\"phase\":\"service start\"},{\"phase\":\"service end\",\"result\":\"success\"}]",
+        ),
+        install,
+    ]);
     assert_eq!(
         messages(&c),
-        [("error", "The install-to-disk service failed at stage \"write\""), ("info", "Error: no space")]
+        [
+            (
+                "error",
+                "The install-to-disk service failed at stage \"write\""
+            ),
+            ("info", "Error: no space")
+        ]
     );
 }
