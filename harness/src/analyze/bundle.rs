@@ -73,16 +73,21 @@ pub fn contents(
     }
     out.services
         .sort_by(|a, b| a.service.cmp(&b.service).then(a.file.cmp(&b.file)));
+    // Gathered on the installed system, the bundle's own journals are that system's, and the
+    // live system's are those of the bundle inside it.
+    let post_pivot = members.iter().any(|m| m.name.contains("log-bundle-bootstrap/"))
+        && !members.iter().all(|m| m.name.starts_with("log-bundle-bootstrap/"));
     for m in members {
         let Some(c) = JOURNAL.captures(&m.name) else {
             continue;
         };
-        let installed = &c[2] == "bootstrap-in-place";
+        let inner = m.name.contains("log-bundle-bootstrap/");
+        let installed = &c[2] == "bootstrap-in-place" || (post_pivot && !inner);
         let ctx = ShortContext {
             // The post-reboot script runs as the installed system's bootkube.service.
-            unit: match installed {
-                true => "bootkube.service".to_string(),
-                false => format!("{}.service", &c[3]),
+            unit: match &c[2] {
+                "bootstrap-in-place" => "bootkube.service".to_string(),
+                _ => format!("{}.service", &c[3]),
             },
             boot_id: match installed {
                 true => INSTALLED_BOOT,
