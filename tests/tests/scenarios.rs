@@ -2,6 +2,9 @@
 //! `scenarios/smoke.toml` must pass, and each `scenarios/faults/*.toml` must end as its
 //! `[expect]` section says, by running the real flow on minisno under QEMU.
 //!
+//! After each run `sno-harness analyze` judges the run directory and the log bundles it
+//! gathered, which must agree with the run (`scenarios/analyze.rs`).
+//!
 //! `scenarios/assisted.toml` (the harness runs coreos-installer itself) must pass too, and
 //! `scenarios/assisted-stale-metadata.toml` (the same onto a disk with old LVM and MD metadata,
 //! which the harness wipes first).
@@ -23,6 +26,9 @@
 //! --run-ignored only -E 'test(/nvme/)'` selects some, `--partition hash:1/3` shards them.
 
 use std::path::{Path, PathBuf};
+
+#[path = "scenarios/analyze.rs"]
+mod analyze;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use sno_harness::run::{check_expectation, run_scenario, RunOptions};
@@ -118,6 +124,10 @@ fn run_one(
     ));
     let checked = check_expectation(s, &result).and_then(|m| {
         nothing_secret_published(out.path())?;
+        let m = format!(
+            "{m}; {}",
+            analyze::check(out.path(), &faults_of(s), &result)?
+        );
         check_boot_served(s, &result)?;
         check_assisted(s, out.path(), &result)?;
         check_secure_boot(s, &result)?;

@@ -75,8 +75,12 @@ pub fn contents(
         .sort_by(|a, b| a.service.cmp(&b.service).then(a.file.cmp(&b.file)));
     // Gathered on the installed system, the bundle's own journals are that system's, and the
     // live system's are those of the bundle inside it.
-    let post_pivot = members.iter().any(|m| m.name.contains("log-bundle-bootstrap/"))
-        && !members.iter().all(|m| m.name.starts_with("log-bundle-bootstrap/"));
+    let post_pivot = members
+        .iter()
+        .any(|m| m.name.contains("log-bundle-bootstrap/"))
+        && !members
+            .iter()
+            .all(|m| m.name.starts_with("log-bundle-bootstrap/"));
     for m in members {
         let Some(c) = JOURNAL.captures(&m.name) else {
             continue;

@@ -303,8 +303,9 @@ mod tests {
         assert!(live
             .iter()
             .any(|c| c.file == "live/journal/bootkube.service.txt"));
-        assert!(live.iter().any(|c| c.file == LIVE_BUNDLE
-            && c.command.contains("installer-gather.sh --id gather")));
+        assert!(live.iter().any(
+            |c| c.file == LIVE_BUNDLE && c.command.contains("installer-gather.sh --id gather")
+        ));
         assert!(live
             .iter()
             .any(|c| c.keep == Keep::RedactedIgnition && c.command.contains("master.ign")));

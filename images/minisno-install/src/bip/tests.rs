@@ -372,7 +372,10 @@ fn run_bootkube(faults: &str, runs: usize) -> Vec<(bool, String)> {
     let gather_script = file_contents(&cfg, "/usr/local/bin/installer-gather.sh")
         .replace("/opt/openshift", &root.join("opt").display().to_string())
         .replace("/var/log", &root.join("log").display().to_string())
-        .replace("/tmp/artifacts-", &root.join("artifacts-").display().to_string());
+        .replace(
+            "/tmp/artifacts-",
+            &root.join("artifacts-").display().to_string(),
+        );
     std::fs::write(&gather, gather_script).unwrap();
     let script = script
         .replace("/var/log", &root.join("log").display().to_string())
@@ -901,7 +904,10 @@ fn installer_gather_writes_the_installers_bundle_layout() {
     let script = file_contents(&cfg, "/usr/local/bin/installer-gather.sh")
         .replace("/opt/openshift", &root.join("opt").display().to_string())
         .replace("/var/log", &root.join("log").display().to_string())
-        .replace("/tmp/artifacts-", &root.join("artifacts-").display().to_string());
+        .replace(
+            "/tmp/artifacts-",
+            &root.join("artifacts-").display().to_string(),
+        );
     let tar = root.join("bundle.tar.gz");
     let out = std::process::Command::new("bash")
         .args(["-c", &script, "installer-gather.sh", "--id", "bootstrap"])
@@ -909,7 +915,10 @@ fn installer_gather_writes_the_installers_bundle_layout() {
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && said.contains("Log bundle written to"), "{said}");
+    assert!(
+        out.status.success() && said.contains("Log bundle written to"),
+        "{said}"
+    );
     let listed = std::process::Command::new("tar")
         .arg("tzf")
         .arg(&tar)
@@ -924,7 +933,10 @@ fn installer_gather_writes_the_installers_bundle_layout() {
         "log-bundle-bootstrap/bootstrap/network/ip-route.txt",
         "log-bundle-bootstrap/rendered-assets/listing.txt",
     ] {
-        assert!(names.lines().any(|n| n == want), "{want} missing from:\n{names}");
+        assert!(
+            names.lines().any(|n| n == want),
+            "{want} missing from:\n{names}"
+        );
     }
     // The rendered assets are listed, never copied: master.ign holds the fixture's keys.
     assert!(!names.contains("rendered-assets/master.ign"), "{names}");
