@@ -3,7 +3,7 @@
 //! `[expect]` section says, by running the real flow on minisno under QEMU.
 //!
 //! After each run `sno-harness analyze` judges the run directory and the log bundles it
-//! gathered, which must agree with the run (`scenarios/analyze.rs`).
+//! gathered, which must agree with the run (`sno_e2e::analyze`).
 //!
 //! `scenarios/assisted.toml` (the harness runs coreos-installer itself) must pass too, and
 //! `scenarios/assisted-stale-metadata.toml` (the same onto a disk with old LVM and MD metadata,
@@ -26,9 +26,6 @@
 //! --run-ignored only -E 'test(/nvme/)'` selects some, `--partition hash:1/3` shards them.
 
 use std::path::{Path, PathBuf};
-
-#[path = "scenarios/analyze.rs"]
-mod analyze;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use sno_harness::run::{check_expectation, run_scenario, RunOptions};
@@ -126,7 +123,7 @@ fn run_one(
         nothing_secret_published(out.path())?;
         let m = format!(
             "{m}; {}",
-            analyze::check(out.path(), &faults_of(s), &result)?
+            sno_e2e::analyze::check(out.path(), &faults_of(s), &result)?
         );
         check_boot_served(s, &result)?;
         check_assisted(s, out.path(), &result)?;

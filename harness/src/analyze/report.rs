@@ -31,16 +31,6 @@ impl Judged {
             Judged::NoVerdict => "no-verdict",
         }
     }
-
-    /// The exit code: 0 pass, 1 fail, 4 error (as `run`), 5 no verdict.
-    pub fn exit_code(self) -> i32 {
-        match self {
-            Judged::Pass => crate::exit::OK,
-            Judged::Fail => crate::exit::SCENARIO_FAILED,
-            Judged::Error => crate::exit::HARNESS_ERROR,
-            Judged::NoVerdict => crate::exit::NO_VERDICT,
-        }
-    }
 }
 
 impl From<Verdict> for Judged {
@@ -147,10 +137,6 @@ impl Report {
                 .collect(),
             notes: Vec::new(),
         }
-    }
-
-    pub fn exit_code(&self) -> i32 {
-        self.verdict.exit_code()
     }
 
     /// The report for people.

@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
+use sno_harness::analyze::report::Judged;
 use sno_harness::analyze::{self, Options};
+use sno_harness::exit;
 
 use super::error::{bad, Outcome};
 
@@ -42,5 +44,30 @@ pub fn analyze(a: AnalyzeArgs) -> Outcome {
     } else {
         out!("{}", report.text());
     }
-    Ok(report.exit_code())
+    Ok(exit_code(report.verdict))
+}
+
+/// 0 pass, 1 fail, 4 a harness error the run recorded (as `run`), 5 no verdict.
+fn exit_code(verdict: Judged) -> i32 {
+    match verdict {
+        Judged::Pass => exit::OK,
+        Judged::Fail => exit::SCENARIO_FAILED,
+        Judged::Error => exit::HARNESS_ERROR,
+        Judged::NoVerdict => exit::NO_VERDICT,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_verdict_has_its_own_exit_code_and_is_never_a_pass() {
+        let codes: Vec<i32> = [Judged::Pass, Judged::Fail, Judged::Error, Judged::NoVerdict]
+            .into_iter()
+            .map(exit_code)
+            .collect();
+        assert_eq!(codes, [0, 1, 4, 5]);
+        assert_eq!(exit::NO_VERDICT, 5);
+    }
 }

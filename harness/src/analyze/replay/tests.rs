@@ -121,7 +121,6 @@ fn both_boots_journals_show_a_failed_post_reboot_unit_as_bootstrap_cleanups_fail
     ] {
         assert_eq!(status(&r, phase), want, "{phase}: {}", r.text());
     }
-    assert_eq!(r.exit_code(), crate::exit::SCENARIO_FAILED);
 }
 
 #[test]
@@ -154,7 +153,6 @@ fn a_journal_that_ends_in_bootkube_is_no_verdict_and_says_where_it_stops() {
     let p = write(d.path(), "live.json", &live_until_reboot()[..1]);
     let r = run(&[p]);
     assert_eq!(r.verdict, Judged::NoVerdict, "{}", r.text());
-    assert_eq!(r.exit_code(), crate::exit::NO_VERDICT);
     assert!(
         r.reason.contains("the evidence ends while bootkube runs"),
         "{}",
