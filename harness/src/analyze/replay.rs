@@ -7,8 +7,8 @@
 //! in the notes: the VM started when the evidence begins; a new boot is a reset; the installed
 //! system booting means the install and the reboot were over; its units running end the disk
 //! boot; the post-reboot script leaving a wait loop means what it waited for (its API, the
-//! bootstrap configmap, the node) came. The installer's service records mark bootkube's and
-//! install-to-disk's start and bootkube's success. No deadline runs: where the evidence stops
+//! bootstrap configmap, the node) came. The installer's service records mark bootkube's start
+//! and success, and install-to-disk going past its wait for bootkube. No deadline runs: where the evidence stops
 //! before a verdict, the phases left have no evidence (`report::Judged::NoVerdict`), never a
 //! timeout. At the end, what the evidence holds and the machine could not yet weigh decides:
 //! a service whose record ends failed fails its phase, a failed post-reboot unit fails
@@ -574,10 +574,17 @@ impl Replay {
                     "bootkube.service ended in success (its service record)",
                 );
             }
-            ("install-to-disk", "service start", _)
-                if cur.is_some_and(|p| p < Phase::InstallToDisk) =>
+            // install-to-disk.service starts beside bootkube and waits for it (its first
+            // stage): past that wait, bootkube is done.
+            ("install-to-disk", "stage start", _) | ("install-to-disk", "stage end", "success")
+                if (e.stage != "wait-for-bootkube" || e.phase == "stage end")
+                    && cur.is_some_and(|p| p < Phase::InstallToDisk) =>
             {
-                self.m.implied(Phase::InstallToDisk, self.t, "install-to-disk.service started, which it does only once bootkube is done (its service record)");
+                let why = format!(
+                    "install-to-disk.service went past its wait for bootkube (its service record: {} {:?})",
+                    e.phase, e.stage
+                );
+                self.m.implied(Phase::InstallToDisk, self.t, &why);
             }
             _ => {}
         }

@@ -198,6 +198,13 @@ fn a_bundles_failed_bootkube_record_fails_bootkube_quoting_its_stage_and_error()
 {"timestamp":"2026-11-30T09:43:25Z","phase":"service end","result":"failure","errorLine":"88 stage","errorMessage":"exit status 1"},
 {"timestamp":"2026-11-30T09:43:31Z","phase":"service start"}]"#,
             ),
+            // install-to-disk.service starts beside bootkube and waits for it: no evidence
+            // that bootkube is done (a bundle of the bootkube-fail fault has this).
+            (
+                "log-bundle-bootstrap/bootstrap/services/install-to-disk.json",
+                r#"[{"timestamp":"2026-11-30T09:43:11Z","phase":"service start"},
+{"timestamp":"2026-11-30T09:43:12Z","phase":"stage start","stage":"wait-for-bootkube"}]"#,
+            ),
             (
                 "log-bundle-bootstrap/bootstrap/journals/bootkube.log",
                 "Nov 30 09:43:20 minisno bootkube.sh[812]: Starting cluster-bootstrap...\nNov 30 09:43:25 minisno bootkube.sh[812]: Error: timed out waiting for the condition\nNov 30 09:43:30 minisno systemd[1]: bootkube.service: Scheduled restart job, restart counter is at 1.\n",
@@ -228,7 +235,8 @@ fn a_bundles_failed_bootkube_record_fails_bootkube_quoting_its_stage_and_error()
         said,
         [
             "The bootkube service failed at stage \"cb-bootstrap\"",
-            "exit status 1"
+            "exit status 1",
+            "The install-to-disk.service was still running when its record ends, in stage \"wait-for-bootkube\""
         ]
     );
     assert!(
