@@ -13,9 +13,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
-use serde_json::Value;
 use sno_harness::flow::badness::{self, AllowList, Findings};
-use sno_harness::flow::event::{ApiCheck, Event, EventLog, GuestStatus, Signal, Source};
+use sno_harness::flow::event::{Event, EventLog, Signal};
 use sno_harness::flow::machine::{AdaptiveDeadline, Config, Machine, Verdict};
 use sno_harness::flow::phase::Phase;
 use sno_harness::hw::Accel;
@@ -31,95 +30,12 @@ fn data(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
-/// The recorded run, back as typed events (events.jsonl is written, never read, by the
-/// harness, so `Event` has no `Deserialize`: this maps the fields by hand).
+/// The recorded run, back as typed events (as `sno-harness analyze` reads a run's events.jsonl).
 fn recorded() -> Vec<Event> {
     let text = std::fs::read_to_string(data("smoke-events.jsonl")).unwrap();
-    text.lines().map(|l| event(l).expect(l)).collect()
-}
-
-fn event(line: &str) -> Option<Event> {
-    let v: Value = serde_json::from_str(line).ok()?;
-    let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
-    let u = |k: &str| v[k].as_u64().unwrap_or_default();
-    let source = match v["source"].as_str()? {
-        "harness" => Source::Harness,
-        "qmp" => Source::Qmp,
-        "libvirt" => Source::Libvirt,
-        "serial" => Source::Serial,
-        "journal" => Source::Journal,
-        "guest" => Source::Guest,
-        "api" => Source::Api,
-        "disk" => Source::Disk,
-        _ => return None,
-    };
-    let signal = match v["kind"].as_str()? {
-        "note" => Signal::Note { text: s("text") },
-        "assets-ready" => Signal::AssetsReady,
-        "vm-started" => Signal::VmStarted {
-            pid: u("pid") as u32,
-        },
-        "qmp" => Signal::Qmp {
-            name: s("name"),
-            data: v["data"].clone(),
-        },
-        "vm-exited" => Signal::VmExited {
-            status: s("status"),
-        },
-        "console" => Signal::Console { line: s("line") },
-        "journal" => Signal::Journal {
-            unit: s("unit"),
-            identifier: s("identifier"),
-            message: s("message"),
-            guest_usec: u("guest_usec"),
-            boot_id: s("boot_id"),
-        },
-        "guest-status" => Signal::GuestStatus(GuestStatus {
-            boot_id: s("boot_id"),
-            live: v["live"].as_bool()?,
-            host_key: s("host_key"),
-            bootkube_done: v["bootkube_done"].as_bool()?,
-            coreos_installer_done: v["coreos_installer_done"].as_bool().unwrap_or(false),
-            install_to_disk_done: v["install_to_disk_done"].as_bool()?,
-            bootkube_enabled: s("bootkube_enabled"),
-            bootkube_state: s("bootkube_state"),
-            bootkube_restarts: u("bootkube_restarts") as u32,
-            install_restarts: u("install_restarts") as u32,
-            bootstrap_files: v["bootstrap_files"]
-                .as_array()?
-                .iter()
-                .filter_map(|f| f.as_str().map(String::from))
-                .collect(),
-            guest_time_ns: u("guest_time_ns"),
-            secure_boot: serde_json::from_value(v["secure_boot"].clone()).unwrap_or_default(),
-        }),
-        "ssh" => Signal::Ssh {
-            up: v["up"].as_bool()?,
-            detail: s("detail"),
-        },
-        "disk-write" => Signal::DiskWrite { bytes: u("bytes") },
-        "api" => Signal::Api {
-            check: match v["check"].as_str()? {
-                "readyz" => ApiCheck::Readyz,
-                "bootstrap-configmap" => ApiCheck::BootstrapConfigmap,
-                "etcd-bootstrap-member-removed" => ApiCheck::EtcdBootstrapMemberRemoved,
-                "node-ready" => ApiCheck::NodeReady,
-                "cluster-version" => ApiCheck::ClusterVersion,
-                "cluster-operators" => ApiCheck::ClusterOperators,
-                "install-config-applied" => ApiCheck::InstallConfigApplied,
-                _ => return None,
-            },
-            ok: v["ok"].as_bool()?,
-            detail: s("detail"),
-        },
-        _ => return None,
-    };
-    Some(Event {
-        time: s("time"),
-        t_ms: u("t_ms"),
-        source,
-        signal,
-    })
+    text.lines()
+        .map(|l| serde_json::from_str::<Event>(l).expect(l))
+        .collect()
 }
 
 /// The same run with a chatty guest: every console and journal line said `k` times, `k` the

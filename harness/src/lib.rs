@@ -31,6 +31,7 @@ macro_rules! errln {
     ($($t:tt)*) => { $crate::util::out::stderr(format_args!($($t)*), true) };
 }
 
+pub mod analyze;
 pub mod assets;
 pub mod fixture;
 pub mod fleet;
@@ -58,4 +59,6 @@ pub mod exit {
     pub const BAD_INPUT: i32 = 2;
     pub const HOST_NOT_READY: i32 = 3;
     pub const HARNESS_ERROR: i32 = 4;
+    /// `analyze`: the evidence ends before any verdict (not a pass).
+    pub const NO_VERDICT: i32 = 5;
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 /// Bottom first. The command line (src/cli, in the binary) sits on top of all of them.
 const LAYERS: &[&str] = &[
     "util", "secrets", "hw", "netboot", "flow", "result", "scenario", "guest", "fixture", "vm",
-    "registry", "assets", "health", "gather", "perf", "report", "run", "fleet",
+    "registry", "assets", "health", "gather", "perf", "report", "run", "fleet", "analyze",
 ];
 
 mod source_tree;

@@ -2,6 +2,8 @@
 //! (start, wait for console text, wait for SSH, succeed), built on the harness's own VM,
 //! console and SSH layers, and the minisno fixture.
 
+pub mod analyze;
+
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;

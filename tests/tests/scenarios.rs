@@ -2,6 +2,9 @@
 //! `scenarios/smoke.toml` must pass, and each `scenarios/faults/*.toml` must end as its
 //! `[expect]` section says, by running the real flow on minisno under QEMU.
 //!
+//! After each run `sno-harness analyze` judges the run directory and the log bundles it
+//! gathered, which must agree with the run (`sno_e2e::analyze`).
+//!
 //! `scenarios/assisted.toml` (the harness runs coreos-installer itself) must pass too, and
 //! `scenarios/assisted-stale-metadata.toml` (the same onto a disk with old LVM and MD metadata,
 //! which the harness wipes first).
@@ -118,6 +121,10 @@ fn run_one(
     ));
     let checked = check_expectation(s, &result).and_then(|m| {
         nothing_secret_published(out.path())?;
+        let m = format!(
+            "{m}; {}",
+            sno_e2e::analyze::check(out.path(), &faults_of(s), &result)?
+        );
         check_boot_served(s, &result)?;
         check_assisted(s, out.path(), &result)?;
         check_secure_boot(s, &result)?;

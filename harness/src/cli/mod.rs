@@ -2,6 +2,7 @@
 //! maps it to the exit codes of the contract, `preflight` is the one host check before
 //! anything is created, `flags` what `run`, `matrix` and `perf` share.
 
+mod analyze;
 mod check;
 mod completions;
 mod console;
@@ -55,6 +56,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Run(run::RunArgs),
+    Analyze(analyze::AnalyzeArgs),
     Matrix(matrix::MatrixArgs),
     Perf(perf::PerfArgs),
     Plan(plan::PlanArgs),
@@ -94,6 +96,7 @@ pub fn main() -> i32 {
     harness_log::init(harness_log::terminal_level(cli.verbose, cli.log_level));
     error::exit_code(match cli.command {
         Command::Run(a) => run::run(a),
+        Command::Analyze(a) => analyze::analyze(a),
         Command::Matrix(a) => matrix::matrix(a),
         Command::Perf(a) => perf::perf(a),
         Command::Plan(a) => plan::plan(a),

@@ -6,10 +6,10 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::{Instant, SystemTime};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Where a signal came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     Harness,
@@ -54,7 +54,7 @@ impl Source {
 pub type SignalTx = tokio::sync::mpsc::UnboundedSender<(Source, Signal)>;
 
 /// What was observed, typed where the state machine reads it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Signal {
     /// The harness itself: a step started or ended.
@@ -159,7 +159,7 @@ pub enum Signal {
 
 /// What happened to a multipath installation disk's paths, and what the installed system
 /// booted from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "kebab-case")]
 pub enum MultipathStep {
     /// The harness took path `device` (its QEMU device id) away from the VM, `written` bytes
@@ -218,7 +218,7 @@ impl MultipathStep {
 }
 
 /// The node as registered: its name, and why that name means the install went wrong.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default, Deserialize)]
 pub struct NodeSeen {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -231,7 +231,7 @@ pub struct NodeSeen {
     pub address_problem: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApiCheck {
     Readyz,
@@ -246,7 +246,7 @@ pub enum ApiCheck {
 
 /// One request the harness's boot server answered. `ms` runs from the request to its last
 /// byte.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Served {
     pub method: String,
     pub path: String,
@@ -258,7 +258,7 @@ pub struct Served {
 /// A step of the assisted install, as the harness ran it on the live system: the
 /// preparation of the install device and of master.ign, coreos-installer's attempts, the EFI
 /// boot entry, the logs and the reboot (assisted-installer's `src/installer/installer.go`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "kebab-case")]
 pub enum AssistedStep {
     /// The installation disk as named (a by-id or by-path link) and the kernel device it
@@ -355,7 +355,8 @@ impl AssistedStep {
 pub const INSTALL_ATTEMPTS: u32 = 3;
 
 /// What one SSH status poll of the guest found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default, Deserialize)]
+#[serde(default)]
 pub struct GuestStatus {
     pub boot_id: String,
     /// `/run/ostree-live` exists: the live ISO system.
@@ -408,7 +409,7 @@ impl SecureBootState {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Event {
     /// Host time, RFC 3339 with milliseconds.
     pub time: String,

@@ -595,6 +595,7 @@ mod api;
 mod deadlines;
 mod emergency;
 mod guest;
+mod implied;
 mod install;
 pub mod multipath;
 pub mod network;

@@ -30,7 +30,7 @@ multipathd show paths raw format "%w %d %t %T" 2>/dev/null | sed 's/^/path|/; s/
 true"#;
 
 /// A filesystem the installed system boots from, and the devices under it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct FsOnDisk {
     /// `root` or `boot`.
     pub label: String,
@@ -59,14 +59,14 @@ impl FsOnDisk {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct MapSeen {
     pub name: String,
     pub wwid: String,
     pub dm: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PathSeen {
     pub wwid: String,
     pub device: String,
@@ -83,7 +83,7 @@ impl PathSeen {
 }
 
 /// One answer of the probe.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default, serde::Deserialize)]
 pub struct RootDevices {
     pub boot_id: String,
     pub live: bool,

@@ -32,6 +32,12 @@ const LIVE_UNITS: &[&str] = &[
     "install-to-disk.service",
 ];
 
+/// The live system's log bundle, made by its own installer-gather.sh as `openshift-install
+/// gather bootstrap` runs it over SSH on a bootstrap host (in the installer's layout, which
+/// `sno-harness analyze` reads), with this gather id.
+pub const LIVE_BUNDLE: &str = "live/log-bundle.tar.gz";
+const LIVE_BUNDLE_ID: &str = "gather";
+
 /// What to do with a command's output before it is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Keep {
@@ -79,8 +85,8 @@ fn common(system: &str) -> Vec<GuestCommand> {
     ]
 }
 
-/// The live system's: the bootstrap units' journals, the service records, /opt/openshift
-/// with its markers, master.ign redacted.
+/// The live system's: the bootstrap units' journals, the service records, the log bundle of
+/// its installer-gather.sh, /opt/openshift with its markers, master.ign redacted.
 fn live() -> Vec<GuestCommand> {
     let mut v: Vec<GuestCommand> = LIVE_UNITS
         .iter()
@@ -103,6 +109,15 @@ fn live() -> Vec<GuestCommand> {
              find /opt/openshift -maxdepth 2 -printf '%M %10s %TY-%Tm-%Td %TH:%TM:%.2TS %p\\n' | sort -k5"
         ),
     ));
+    v.push(GuestCommand {
+        weight: 2,
+        ..command(LIVE_BUNDLE, &format!(
+            "[ -x /usr/local/bin/installer-gather.sh ] || exit {NOTHING}; \
+             d=$(mktemp -d) || exit 1; \
+             TAR_FILE=$d/b.tar.gz /usr/local/bin/installer-gather.sh --id {LIVE_BUNDLE_ID} >/dev/null 2>&1; \
+             cat $d/b.tar.gz; rc=$?; rm -rf $d /tmp/artifacts-{LIVE_BUNDLE_ID}; exit $rc"
+        ))
+    });
     v.push(GuestCommand {
         keep: Keep::RedactedIgnition,
         ..command(
@@ -288,6 +303,9 @@ mod tests {
         assert!(live
             .iter()
             .any(|c| c.file == "live/journal/bootkube.service.txt"));
+        assert!(live.iter().any(
+            |c| c.file == LIVE_BUNDLE && c.command.contains("installer-gather.sh --id gather")
+        ));
         assert!(live
             .iter()
             .any(|c| c.keep == Keep::RedactedIgnition && c.command.contains("master.ign")));

@@ -84,7 +84,7 @@ fn quotable(cursor: &str) -> bool {
 
 /// Entries `journalctl -u` would show for a bootstrap unit (its own lines, and systemd's lines
 /// about it, which carry the unit in `UNIT`), plus any entry that is badness.
-fn worth_sending(sig: &Signal, v: &Value) -> bool {
+pub fn worth_sending(sig: &Signal, v: &Value) -> bool {
     let Signal::Journal { unit, message, .. } = sig else {
         return false;
     };

@@ -63,11 +63,13 @@ create_master_ignition() {
     mv /opt/openshift/master.ign.tmp /opt/openshift/master.ign
 }
 
-# The bootstrap log bundle travels to the installed system inside master.ign, where the
-# post-reboot script removes it once the cluster is up.
+# The bootstrap log bundle, written by installer-gather.sh as bootstrap-in-place.sh runs it
+# (`--id bootstrap` in /opt/openshift), travels to the installed system inside master.ign as
+# /var/log/log-bundle-bootstrap.tar.gz, where the post-reboot script removes it once the cluster
+# is up.
 add_log_bundle() {
-    tar -C /var/log -czf /var/log/log-bundle-bootstrap.tar.gz openshift
-    jq --arg b "data:;base64,$(base64 -w0 /var/log/log-bundle-bootstrap.tar.gz)" \
+    TAR_FILE=log-bundle-bootstrap.tar.gz /usr/local/bin/installer-gather.sh --id bootstrap
+    jq --arg b "data:;base64,$(base64 -w0 log-bundle-bootstrap.tar.gz)" \
         '.storage.files += [{"path": "/var/log/log-bundle-bootstrap.tar.gz", "mode": 384, "contents": {"source": $b}}]' \
         /opt/openshift/master.ign > /opt/openshift/master.ign.tmp
     mv /opt/openshift/master.ign.tmp /opt/openshift/master.ign

@@ -46,10 +46,13 @@ record_service_stage_failure() { # ERROR_LINE ERROR_MESSAGE
     record_service_event "stage end" "$CURRENT_STAGE" "failure" "$1" "$2"
 }
 
+# As the real get_error_info: the error's message is the unit's last three journal lines.
 on_service_error() {
-    local line=$1 command=$2 status=$3
-    record_service_stage_failure "$line: $command" "exit status $status"
-    record_service_event "service end" "" "failure" "$line: $command" "exit status $status"
+    local line=$1 command=$2 status=$3 message
+    message=$(journalctl --unit="$SERVICE_NAME.service" --lines=3 --output=cat 2>/dev/null) || true
+    [ -n "$message" ] || message="exit status $status"
+    record_service_stage_failure "$line: $command" "$message"
+    record_service_event "service end" "" "failure" "$line: $command" "$message"
 }
 
 on_service_exit() {

@@ -149,7 +149,7 @@ pub fn master_ignition(inputs: &BipInputs) -> Value {
         "faults": apiserver_faults(o),
         "install_config_yaml": inputs.install_config_yaml_redacted,
     });
-    let gather = script!("disk/installer-gather.sh");
+    let gather = script!("live/installer-gather.sh");
     // No node name in the API server's config: like the kubelet, it takes the hostname it
     // finds when it starts, after node-valid-hostname.service (units.rs).
     let mut units = vec![
@@ -295,6 +295,10 @@ pub fn live_ignition(inputs: &BipInputs) -> Result<Value, BipError> {
             render(script!("live/progress.sh"), &[("POLL_SECONDS", poll)]),
         ),
         ("approve-csr.sh", script!("live/approve-csr.sh").to_string()),
+        (
+            "installer-gather.sh",
+            script!("live/installer-gather.sh").to_string(),
+        ),
     ];
     let mut files: Vec<Value> = scripts
         .iter()

@@ -367,7 +367,22 @@ fn run_bootkube(faults: &str, runs: usize) -> Vec<(bool, String)> {
     )
     .unwrap();
     std::fs::create_dir_all(root.join("log/openshift")).unwrap();
-    let script = script.replace("/var/log", &root.join("log").display().to_string());
+    // bip-gather's installer-gather.sh, its paths moved the same way.
+    let gather = root.join("installer-gather.sh");
+    let gather_script = file_contents(&cfg, "/usr/local/bin/installer-gather.sh")
+        .replace("/opt/openshift", &root.join("opt").display().to_string())
+        .replace("/var/log", &root.join("log").display().to_string())
+        .replace(
+            "/tmp/artifacts-",
+            &root.join("artifacts-").display().to_string(),
+        );
+    std::fs::write(&gather, gather_script).unwrap();
+    let script = script
+        .replace("/var/log", &root.join("log").display().to_string())
+        .replace(
+            "/usr/local/bin/installer-gather.sh",
+            &format!("bash {}", gather.display()),
+        );
     (0..runs)
         .map(|_| {
             let out = std::process::Command::new("bash")
@@ -871,4 +886,58 @@ fn the_post_reboot_script_does_what_its_release_does() {
         assert!(creates(&calls), "{v}: {calls}");
         assert!(!opt_left, "{v}");
     }
+}
+
+/// installer-gather.sh writes the installer's layout: the service records under
+/// bootstrap/services, a journal per unit under bootstrap/journals, the failed units, the
+/// network and the rendered assets' listing, all under log-bundle-<id>/.
+#[test]
+fn installer_gather_writes_the_installers_bundle_layout() {
+    let o = FixtureOptions::parse(None, Some("fast"), None).unwrap();
+    let cfg = live_ignition(&inputs(&o, "/dev/vda")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("log/openshift")).unwrap();
+    std::fs::write(root.join("log/openshift/bootkube.json"), "[]").unwrap();
+    std::fs::create_dir_all(root.join("opt")).unwrap();
+    std::fs::write(root.join("opt/master.ign"), "{}").unwrap();
+    let script = file_contents(&cfg, "/usr/local/bin/installer-gather.sh")
+        .replace("/opt/openshift", &root.join("opt").display().to_string())
+        .replace("/var/log", &root.join("log").display().to_string())
+        .replace(
+            "/tmp/artifacts-",
+            &root.join("artifacts-").display().to_string(),
+        );
+    let tar = root.join("bundle.tar.gz");
+    let out = std::process::Command::new("bash")
+        .args(["-c", &script, "installer-gather.sh", "--id", "bootstrap"])
+        .env("TAR_FILE", &tar)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && said.contains("Log bundle written to"),
+        "{said}"
+    );
+    let listed = std::process::Command::new("tar")
+        .arg("tzf")
+        .arg(&tar)
+        .output()
+        .unwrap();
+    let names = String::from_utf8_lossy(&listed.stdout);
+    for want in [
+        "log-bundle-bootstrap/bootstrap/services/bootkube.json",
+        "log-bundle-bootstrap/bootstrap/journals/bootkube.log",
+        "log-bundle-bootstrap/bootstrap/journals/install-to-disk.log",
+        "log-bundle-bootstrap/failed-units.txt",
+        "log-bundle-bootstrap/bootstrap/network/ip-route.txt",
+        "log-bundle-bootstrap/rendered-assets/listing.txt",
+    ] {
+        assert!(
+            names.lines().any(|n| n == want),
+            "{want} missing from:\n{names}"
+        );
+    }
+    // The rendered assets are listed, never copied: master.ign holds the fixture's keys.
+    assert!(!names.contains("rendered-assets/master.ign"), "{names}");
 }
