@@ -16,9 +16,12 @@ mod hand_on;
 mod list;
 mod man;
 mod matrix;
+mod observe;
+mod observe_inputs;
 mod perf;
 mod plan;
 mod preflight;
+mod prepare;
 mod report;
 mod report_merge;
 mod resume;
@@ -55,6 +58,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Run(run::RunArgs),
+    Observe(observe::ObserveArgs),
+    Prepare(prepare::PrepareArgs),
     Matrix(matrix::MatrixArgs),
     Perf(perf::PerfArgs),
     Plan(plan::PlanArgs),
@@ -94,6 +99,8 @@ pub fn main() -> i32 {
     harness_log::init(harness_log::terminal_level(cli.verbose, cli.log_level));
     error::exit_code(match cli.command {
         Command::Run(a) => run::run(a),
+        Command::Observe(a) => observe::observe(a),
+        Command::Prepare(a) => prepare::prepare(a),
         Command::Matrix(a) => matrix::matrix(a),
         Command::Perf(a) => perf::perf(a),
         Command::Plan(a) => plan::plan(a),

@@ -217,6 +217,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         boot: boot_record(s, rec),
         multipath: multipath_record(s, m),
         private: rec.private.clone(),
+        lacks: opts.backend.can().lacks(),
     }
 }
 

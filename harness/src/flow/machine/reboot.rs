@@ -126,6 +126,25 @@ impl Machine {
         ))
     }
 
+    /// A new boot answered over SSH (`Signal::BootChanged`, sent on a backend without QMP): the
+    /// reset it stands for. It is seen only once the rebooted system answers, so the reboot
+    /// ends then, its time including the new system's boot up to SSH.
+    pub(super) fn on_boot_changed(
+        &mut self,
+        (from, to): (&str, &str),
+        now: u64,
+        out: &mut Vec<Action>,
+    ) {
+        let (from, to) = (boot_key(from), boot_key(to));
+        let cause = format!(
+            "a new boot seen over SSH (boot id {to} after {from}; without QMP, when and why it reset is not known)"
+        );
+        let evidence = format!(
+            "the guest answered SSH from a new boot (boot id {to}, {from} before): it rebooted"
+        );
+        self.on_reset(cause, evidence, now, out);
+    }
+
     /// The reboot's share of its deadline that is not the scenario's timeout: the delay
     /// `shutdown` scheduled, at most the timeout itself.
     pub(super) fn scheduled_reboot_credit_ms(&self) -> u64 {
