@@ -719,6 +719,7 @@ pub(crate) mod tests {
             boot: None,
             multipath: None,
             private: None,
+            lacks: Vec::new(),
         }
     }
 

@@ -201,9 +201,12 @@ pub fn machine(
 ) -> Result<ExternalMachine, CliError> {
     let console = match console {
         (Some(log), _) => {
-            if !log.is_file() {
+            // The file may come once the console starts (it is waited for), in a directory
+            // that is there.
+            let dir = log.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if log.exists() && !log.is_file() || !log.exists() && !dir.is_dir() {
                 return Err(bad(format!(
-                    "--console-log {}: not a file; give the file the machine's console is logged into",
+                    "--console-log {}: not a file, nor one in a directory that exists; give the file the machine's console is logged into",
                     log.display()
                 )));
             }
@@ -245,7 +248,7 @@ mod tests {
             "[::1]:22".parse().unwrap()
         );
         for wrong in ["127.0.0.1", "@127.0.0.1", "core@", "core@127.0.0.1:port"] {
-            let e = ssh_target(wrong).unwrap_err().to_string();
+            let e = ssh_target(wrong).unwrap_err().message().to_string();
             assert!(
                 e.contains("--ssh") && e.contains("USER@HOST[:PORT]"),
                 "{wrong}: {e}"
@@ -264,10 +267,16 @@ mod tests {
             api_address(Some("127.0.0.1:4000"), kc, "k").unwrap(),
             "127.0.0.1:4000".parse().unwrap()
         );
-        let e = api_address(None, "clusters: []\n", "--kubeconfig k").unwrap_err();
-        assert!(e.to_string().contains("--kubeconfig k"), "{e}");
-        let e = api_address(None, &kc.replace("https", "http"), "--kubeconfig k").unwrap_err();
-        assert!(e.to_string().contains("https://"), "{e}");
+        let e = api_address(None, "clusters: []\n", "--kubeconfig k")
+            .unwrap_err()
+            .message()
+            .to_string();
+        assert!(e.contains("--kubeconfig k"), "{e}");
+        let e = api_address(None, &kc.replace("https", "http"), "--kubeconfig k")
+            .unwrap_err()
+            .message()
+            .to_string();
+        assert!(e.contains("https://"), "{e}");
     }
 
     #[test]
@@ -276,7 +285,10 @@ mod tests {
         std::fs::create_dir(d.path().join("auth")).unwrap();
         std::fs::write(d.path().join("auth/kubeconfig"), "clusters: []\n").unwrap();
         let key = SshKeyPair::generate("t").unwrap();
-        let e = given(key.clone(), Some(d.path()), (None, None)).unwrap_err();
+        let e = given(key.clone(), Some(d.path()), (None, None))
+            .unwrap_err()
+            .message()
+            .to_string();
         assert!(
             e.to_string()
                 .contains("--kubeconfig FILE and --install-config FILE"),

@@ -191,7 +191,10 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
             return artifacts::finish(s, &opts, rec);
         }
     };
-    let machine = plan::machine_for(s, accel, opts.timeout_scale, &opts.state);
+    let mut machine = plan::machine_for(s, accel, opts.timeout_scale, &opts.state);
+    if !opts.backend.can().qmp {
+        machine.resets_seen_at_boot();
+    }
     ui.line(&format!("accelerator {accel} ({accel_reason})"));
     let driven = drive::drive(s, &opts, machine, (started, accel), &mut artifacts, &mut ui).await;
     ui.finish();

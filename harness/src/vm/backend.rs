@@ -457,6 +457,46 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_machine_the_harness_did_not_boot_owns_nothing_and_says_what_it_lacks() {
+        let machine = |console| ExternalMachine {
+            ssh: "192.0.2.7:22".parse().unwrap(),
+            user: "admin".into(),
+            api: "192.0.2.7:6443".parse().unwrap(),
+            console,
+        };
+        let blind = Backend::external(machine(None));
+        let can = blind.can();
+        assert!(!can.qmp && !can.console && !can.block_stats && !can.screenshots);
+        assert!(!can.saved_state && !can.leave_running && !can.nat_network);
+        assert!(!can.starts_qemu_here);
+        assert_eq!((can.owned, can.vm_log), (Owned::Nothing, VmLog::None));
+        assert_eq!(blind.ssh_user(), "admin");
+        assert_eq!(Backend::Qemu.ssh_user(), "core");
+        assert_eq!(
+            (blind.name(), blind.uri(), blind.is_remote()),
+            ("external", None, false)
+        );
+        assert_eq!(blind.dir_access(), DirAccess::OwnerOnly);
+        let lacks = can.lacks().join("; ");
+        for said in [
+            "no QMP events",
+            "no console (give --console-log PATH or --console-command CMD)",
+            "disk writes from coreos-installer's progress lines",
+            "no screenshots",
+        ] {
+            assert!(lacks.contains(said), "{said}: {lacks}");
+        }
+        let logged =
+            Backend::external(machine(Some(ConsoleSource::Log("/var/log/sol.log".into()))));
+        assert!(logged.can().console);
+        assert!(!logged.can().lacks().join(" ").contains("no console"));
+        assert!(
+            Backend::Qemu.can().lacks().is_empty(),
+            "a VM of the harness's lacks nothing"
+        );
+    }
+
     #[cfg(feature = "libvirt")]
     #[test]
     fn what_each_backend_can_do_where_it_runs() {
