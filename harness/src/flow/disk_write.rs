@@ -131,7 +131,7 @@ pub fn installer_progress_bytes(message: &str) -> Option<u64> {
         "TiB" => 1099511627776.0,
         _ => return None,
     };
-    (number.is_finite() && number >= 0.0).then(|| (number * scale) as u64)
+    (number.is_finite() && number >= 0.0).then_some((number * scale) as u64)
 }
 
 #[cfg(test)]
