@@ -335,6 +335,11 @@ pub struct RunResult {
     /// published; it is removed when the run ends unless kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub private: Option<PrivateRecord>,
+    /// What the run could not see that a VM the harness boots shows, each with what stood in
+    /// for it (`observe`: no QMP, no console unless given, disk writes from coreos-installer's
+    /// progress lines); absent for a VM of the harness's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lacks: Vec<String>,
 }
 
 /// Where a run kept what must not be published, and whether it is still there.
@@ -544,6 +549,7 @@ impl RunResult {
             boot: None,
             multipath: None,
             private: None,
+            lacks: Vec::new(),
         }
     }
 
@@ -713,6 +719,7 @@ pub(crate) mod tests {
             boot: None,
             multipath: None,
             private: None,
+            lacks: Vec::new(),
         }
     }
 

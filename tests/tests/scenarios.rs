@@ -71,10 +71,7 @@ fn scenario_files(root: &Path) -> Vec<PathBuf> {
 
 fn run_file(path: &Path, backend: Backend) -> Result<(), Failed> {
     let s = scenario::load(path).map_err(|e| Failed::from(e.to_string()))?;
-    let suffix = match &backend {
-        Backend::Qemu => String::new(),
-        Backend::Libvirt { uri } => format!(" --backend libvirt --connect {uri}"),
-    };
+    let suffix = backend.replay_flags();
     let replay = format!("sno-harness run {} --keep{suffix}", path.display());
     run_one(&s, Default::default(), replay, backend)
 }

@@ -155,7 +155,7 @@ pub struct Assets {
 /// Writes a file readable by its owner only (assets carry secrets).
 pub mod hold;
 
-pub(crate) fn write_private(path: &Path, data: &[u8]) -> Result<(), AssetsError> {
+pub fn write_private(path: &Path, data: &[u8]) -> Result<(), AssetsError> {
     let mut f = fs::OpenOptions::new()
         .write(true)
         .create(true)

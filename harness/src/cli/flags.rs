@@ -106,29 +106,31 @@ pub struct RunFlags {
 /// A `--timeout-scale` that cannot be one.
 #[derive(Debug, thiserror::Error)]
 #[error("{0:?} is not a positive number at most 1000 (a phase deadline is at most a week whatever the scale)")]
-struct TimeoutScaleError(String);
+pub(super) struct TimeoutScaleError(String);
 
 /// A finite scale above 0, at most 1000 (a scaled deadline must fit a `Duration`).
-fn timeout_scale(s: &str) -> Result<f64, TimeoutScaleError> {
+pub(super) fn timeout_scale(s: &str) -> Result<f64, TimeoutScaleError> {
     match s.trim().parse::<f64>() {
         Ok(f) if f.is_finite() && f > 0.0 && f <= 1000.0 => Ok(f),
         _ => Err(TimeoutScaleError(s.into())),
     }
 }
 
-fn keep_when(
+pub(super) fn keep_when(
     s: &str,
 ) -> Result<sno_harness::run::keeping::KeepWhen, sno_harness::run::keeping::UnknownKeep> {
     s.parse()
 }
 
-fn gather_when(s: &str) -> Result<sno_harness::gather::When, sno_harness::gather::UnknownWhen> {
+pub(super) fn gather_when(
+    s: &str,
+) -> Result<sno_harness::gather::When, sno_harness::gather::UnknownWhen> {
     s.parse()
 }
 
 /// A `--gather-limit` that cannot be one.
 #[derive(Debug, thiserror::Error)]
-enum GatherLimitError {
+pub(super) enum GatherLimitError {
     #[error("{given:?} is not a duration such as 30s or 2m ({source})")]
     NotADuration {
         given: String,
@@ -140,7 +142,7 @@ enum GatherLimitError {
 }
 
 /// A limit from 1 s to 1 h, in the scenario files' duration forms.
-fn gather_limit(s: &str) -> Result<std::time::Duration, GatherLimitError> {
+pub(super) fn gather_limit(s: &str) -> Result<std::time::Duration, GatherLimitError> {
     let d = humantime::parse_duration(s).map_err(|source| GatherLimitError::NotADuration {
         given: s.into(),
         source,

@@ -17,9 +17,12 @@ mod hand_on;
 mod list;
 mod man;
 mod matrix;
+mod observe;
+mod observe_inputs;
 mod perf;
 mod plan;
 mod preflight;
+mod prepare;
 mod report;
 mod report_merge;
 mod resume;
@@ -57,6 +60,8 @@ struct Cli {
 enum Command {
     Run(run::RunArgs),
     Analyze(analyze::AnalyzeArgs),
+    Observe(observe::ObserveArgs),
+    Prepare(prepare::PrepareArgs),
     Matrix(matrix::MatrixArgs),
     Perf(perf::PerfArgs),
     Plan(plan::PlanArgs),
@@ -97,6 +102,8 @@ pub fn main() -> i32 {
     error::exit_code(match cli.command {
         Command::Run(a) => run::run(a),
         Command::Analyze(a) => analyze::analyze(a),
+        Command::Observe(a) => observe::observe(a),
+        Command::Prepare(a) => prepare::prepare(a),
         Command::Matrix(a) => matrix::matrix(a),
         Command::Perf(a) => perf::perf(a),
         Command::Plan(a) => plan::plan(a),

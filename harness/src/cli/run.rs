@@ -132,7 +132,11 @@ fn refuse_a_pause_without_a_terminal() -> Result<(), super::error::CliError> {
 }
 
 /// Says how the run ended and returns its exit code.
-fn verdict_code(s: &Scenario, result: &sno_harness::result::RunResult, dir: &Path) -> i32 {
+pub(super) fn verdict_code(
+    s: &Scenario,
+    result: &sno_harness::result::RunResult,
+    dir: &Path,
+) -> i32 {
     errln!(
         "sno-harness: {} {} in {:.0} s; {}",
         result.id,

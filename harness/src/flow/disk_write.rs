@@ -111,3 +111,58 @@ pub fn installer_progress_percent(message: &str) -> Option<f64> {
     let p: f64 = m[open + 1..m.len() - 2].trim().parse().ok()?;
     (0.0..=100.0).contains(&p).then_some(p)
 }
+
+/// How much of the image coreos-installer says it has read, in bytes: the `43.0 MiB` of `Read
+/// disk 43.0 MiB/86.8 MiB (49%)`. What stands for the disk's write counter on a backend that
+/// has none: the image read is written behind it, the last of it held in the page cache.
+pub fn installer_progress_bytes(message: &str) -> Option<u64> {
+    installer_progress_percent(message)?;
+    let m = message.trim().trim_start_matches("> ");
+    let rest = m.strip_prefix("Read ")?;
+    let (done, _) = rest.split_once('/')?;
+    let mut words = done.split_whitespace().rev();
+    let unit = words.next()?;
+    let number: f64 = words.next()?.parse().ok()?;
+    let scale = match unit {
+        "B" => 1.0,
+        "KiB" => 1024.0,
+        "MiB" => 1048576.0,
+        "GiB" => 1073741824.0,
+        "TiB" => 1099511627776.0,
+        _ => return None,
+    };
+    (number.is_finite() && number >= 0.0).then_some((number * scale) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bytes_read_come_from_coreos_installers_progress_lines() {
+        assert_eq!(
+            installer_progress_bytes("Read disk 512.0 KiB/98.9 MiB (0%)"),
+            Some(512 * 1024)
+        );
+        assert_eq!(
+            installer_progress_bytes("> Read disk 42.5 MiB/98.9 MiB (42%)\r"),
+            Some((42.5 * 1048576.0) as u64)
+        );
+        assert_eq!(
+            installer_progress_bytes("Read disk 1.5 GiB/16.0 GiB (9%)"),
+            Some((1.5 * 1073741824.0) as u64)
+        );
+        for not_progress in [
+            "Install complete.",
+            "Read disk 42.5 parsecs/98.9 MiB (42%)",
+            "Read disk 42.5 MiB (42%)",
+            "Writing Ignition config",
+        ] {
+            assert_eq!(
+                installer_progress_bytes(not_progress),
+                None,
+                "{not_progress}"
+            );
+        }
+    }
+}

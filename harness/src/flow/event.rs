@@ -111,9 +111,16 @@ pub enum Signal {
         up: bool,
         detail: String,
     },
-    /// Bytes written to the install disk so far (QMP block stats).
+    /// Bytes written to the install disk so far (QMP block stats; on a backend without them,
+    /// what coreos-installer's progress lines say it has read of the image).
     DiskWrite {
         bytes: u64,
+    },
+    /// The guest answered SSH from a new boot (its boot id changed): it rebooted. The reset of
+    /// a backend without QMP, seen only once the rebooted system answers.
+    BootChanged {
+        from: String,
+        to: String,
     },
     /// An API check's outcome.
     Api {
@@ -454,6 +461,11 @@ impl Signal {
                 "{:.0} MiB written to the install disk",
                 *bytes as f64 / 1048576.0
             ),
+            Signal::BootChanged { from, to } => format!(
+                "the guest rebooted: boot {} answers, boot {} did before",
+                short_boot(to),
+                short_boot(from)
+            ),
             Signal::Api { check, ok, detail } => format!("API {check:?} ok={ok}: {detail}"),
             Signal::BootServerStrained { detail } => {
                 format!("the harness's boot server is under strain: {detail}")
@@ -501,6 +513,11 @@ impl Signal {
             ),
         }
     }
+}
+
+/// A boot id's first 8 characters, as the summaries show it.
+fn short_boot(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
 }
 
 /// Appends events to events.jsonl, one JSON object a line, flushed as they come.

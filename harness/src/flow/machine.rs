@@ -514,6 +514,7 @@ impl Machine {
                 None => self.on_guest(s, now, &mut out),
             },
             Signal::DiskWrite { bytes } => self.on_disk_write(*bytes, now, &mut out),
+            Signal::BootChanged { from, to } => self.on_boot_changed((from, to), now, &mut out),
             Signal::Api { check, ok, detail } => {
                 self.api.insert(key(*check), (*ok, detail.clone()));
                 self.advance_api(now, &mut out);

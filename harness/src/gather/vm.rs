@@ -5,8 +5,15 @@ use std::time::Duration;
 
 use super::{Collector, Failure};
 use crate::vm::running::{RunningVmHandle, VmQuery};
+use crate::vm::Capabilities;
 
-pub fn collectors(vm: RunningVmHandle, definition: String, limit: Duration) -> Vec<Collector> {
+/// The collectors of what the backend can show (`can`): a screenshot, QMP's replies, and the
+/// VM's definition always (for a machine the harness did not boot, what it knows of it).
+pub fn collectors(
+    vm: RunningVmHandle,
+    (definition, can): (String, &Capabilities),
+    limit: Duration,
+) -> Vec<Collector> {
     let query = |file: &'static str, q: VmQuery| {
         let vm = vm.clone();
         Collector::new(file, limit, move |sink| {
@@ -19,19 +26,23 @@ pub fn collectors(vm: RunningVmHandle, definition: String, limit: Duration) -> V
         })
     };
     let screen = vm.clone();
-    vec![
-        Collector::new("vm/screenshot.png", limit, move |sink| {
+    let mut all = Vec::new();
+    if can.screenshots {
+        all.push(Collector::new("vm/screenshot.png", limit, move |sink| {
             Box::pin(async move { screenshot(&screen, &sink).await })
-        }),
-        query("vm/query-status.json", VmQuery::Status),
-        query("vm/blockstats.json", VmQuery::BlockStats),
-        Collector::new("vm/definition.txt", limit, move |sink| {
-            Box::pin(async move {
-                sink.write("vm/definition.txt", format!("{definition}\n").as_bytes())?;
-                Ok(None)
-            })
-        }),
-    ]
+        }));
+    }
+    if can.qmp {
+        all.push(query("vm/query-status.json", VmQuery::Status));
+        all.push(query("vm/blockstats.json", VmQuery::BlockStats));
+    }
+    all.push(Collector::new("vm/definition.txt", limit, move |sink| {
+        Box::pin(async move {
+            sink.write("vm/definition.txt", format!("{definition}\n").as_bytes())?;
+            Ok(None)
+        })
+    }));
+    all
 }
 
 /// QEMU (or libvirt) writes the picture into a scratch file first; the sink then keeps it

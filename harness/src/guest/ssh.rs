@@ -10,7 +10,7 @@ use ssh_key::{Algorithm, LineEnding, PrivateKey};
 use crate::util::wait::{wait_until_succeeds, WaitTimeout};
 
 /// An ed25519 key pair in OpenSSH formats.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct SshKeyPair {
     pub private_openssh: String,
     pub public_openssh: String,
@@ -41,6 +41,29 @@ impl SshKeyPair {
         )
     }
 
+    /// A key someone gave (`observe --key`): an unencrypted private key in OpenSSH's format,
+    /// its public half derived from it.
+    pub fn from_private_openssh(text: &str) -> Result<SshKeyPair, SshError> {
+        let key = PrivateKey::from_openssh(text.trim()).map_err(|e| {
+            SshError::GivenKey(format!(
+                "not a private key in OpenSSH's format ({e}); `ssh-keygen -p -f KEY` rewrites one in it"
+            ))
+        })?;
+        if key.is_encrypted() {
+            return Err(SshError::GivenKey(
+                "the key is encrypted with a passphrase, which the harness cannot ask for: give an unencrypted copy (owner-only)".into(),
+            ));
+        }
+        let public_openssh = key
+            .public_key()
+            .to_openssh()
+            .map_err(|e| SshError::Key(e.to_string()))?;
+        Ok(SshKeyPair {
+            private_openssh: format!("{}\n", text.trim()),
+            public_openssh,
+        })
+    }
+
     fn generate_with(comment: &str, algorithm: Algorithm) -> Result<SshKeyPair, SshError> {
         let mut key = PrivateKey::random(&mut rand_core::OsRng, algorithm)
             .map_err(|e| SshError::Key(e.to_string()))?;
@@ -64,6 +87,9 @@ impl SshKeyPair {
 pub enum SshError {
     #[error("generating an SSH key: {0}")]
     Key(String),
+    /// A key given to the harness that it cannot use.
+    #[error("{0}")]
+    GivenKey(String),
     #[error("connecting to {addr}: {source}")]
     Connect {
         addr: SocketAddr,

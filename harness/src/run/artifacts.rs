@@ -208,8 +208,17 @@ pub fn keep_instructions(private: &Path, spec: &VmSpec, ssh_port: u16) -> String
 /// How to log in with the run's key (in the private directory) at `at` (the run's forward,
 /// or the node's address on a NAT network), under `heading`.
 pub fn login_line(private: &Path, at: std::net::SocketAddr, heading: &str) -> String {
+    login_line_as(private, ("core", at), heading)
+}
+
+/// [`login_line`] as `user` (a machine the harness did not boot has its own).
+pub fn login_line_as(
+    private: &Path,
+    (user, at): (&str, std::net::SocketAddr),
+    heading: &str,
+) -> String {
     format!(
-        "{heading}\n  ssh -i {} -p {} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null core@{}",
+        "{heading}\n  ssh -i {} -p {} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null {user}@{}",
         crate::util::lexical_absolute(private).join(SSH_KEY_FILE).display(),
         at.port(),
         at.ip()

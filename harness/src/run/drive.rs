@@ -116,6 +116,9 @@ pub async fn drive(
     if let Some(p) = crate::assets::pull_secret_text(s) {
         secrets.add_pull_secret(&p);
     }
+    if let Some(p) = given_pull_secret(&opts.state) {
+        secrets.add_pull_secret(&p);
+    }
     secrets.add_private_dir(&run.private);
     let driven = Driven {
         machine: run.machine,
@@ -138,6 +141,14 @@ pub async fn drive(
     };
     drop(files);
     driven
+}
+
+/// The pull secret of an observed install's install-config, when it has one.
+fn given_pull_secret(state: &super::state::StateMode) -> Option<String> {
+    match state {
+        super::state::StateMode::Observe(given) => given.pull_secret(),
+        _ => None,
+    }
 }
 
 impl Driven {
@@ -183,8 +194,13 @@ impl Run<'_> {
         self.pending = life.begin(&mut self.machine, now);
         let text = format!("run {} started", self.opts.id);
         let _ = self.log.record(Source::Harness, Signal::Note { text });
-        files.registration = super::session::register(self);
-        let (key, assets) = match life.saved_assets() {
+        files.registration = super::registration::register(self);
+        let lacks = self.opts.backend.can().lacks();
+        if !lacks.is_empty() {
+            let text = format!("{}: {}", self.opts.backend.name(), lacks.join("; "));
+            let _ = self.log.record(Source::Harness, Signal::Note { text });
+        }
+        let (key, assets) = match life.saved_assets(&self.private) {
             Some(saved) => saved?,
             None => {
                 self.boot_server = self.start_boot_server().await?;
@@ -202,8 +218,10 @@ impl Run<'_> {
                 }
             }
         }
-        let inherited = super::installer::inherited_installer_env(self.s, std::env::vars());
-        self.assets_used = Some(assets_used(&assets, &inherited));
+        if !life.assets_are_given() {
+            let inherited = super::installer::inherited_installer_env(self.s, std::env::vars());
+            self.assets_used = Some(assets_used(&assets, &inherited));
+        }
         let mut session = Session::start(self, &life, (&key, &assets), files).await?;
         session.watch(self).await;
         // Only a registered VM is left running: gc must be able to find it.

@@ -32,7 +32,7 @@ pub async fn gather(run: &mut Run<'_>, reach: Reach<'_>, passed: bool) {
         dir.display(),
         settings.limit.as_secs()
     ));
-    let collectors = collectors(&reach, settings.limit).await;
+    let collectors = collectors(&reach, &run.opts.backend.can(), settings.limit).await;
     let mut interrupt = run.opts.interrupt.clone();
     let index = tokio::select! {
         index = gather::run_all(&dir, settings.when, collectors) => index,
@@ -67,12 +67,16 @@ fn note(run: &mut Run<'_>, text: String) {
 
 /// The VM's collectors always; the guest's of the system it is in, when SSH answers; the
 /// API's, when it answers. What does not answer is one entry of the index saying so.
-async fn collectors(reach: &Reach<'_>, limit: Duration) -> Vec<Collector> {
+async fn collectors(
+    reach: &Reach<'_>,
+    can: &crate::vm::Capabilities,
+    limit: Duration,
+) -> Vec<Collector> {
     let (system, cluster) = tokio::join!(
         guest::probe(reach.guest, PROBE),
         api::probe(reach.api, PROBE)
     );
-    let mut all = gather::vm::collectors(reach.vm.handle(), reach.vm.describe(), limit);
+    let mut all = gather::vm::collectors(reach.vm.handle(), (reach.vm.describe(), can), limit);
     match system {
         Ok(live) => all.extend(guest::collectors(reach.guest, live, limit)),
         Err(e) => all.push(Collector::failed(

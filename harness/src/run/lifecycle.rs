@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use super::error::RunError;
+use super::given::Given;
 use super::progress::Progress;
 use super::state::{self, guest_command_task, save_vm_state, Manifest, SaveInputs, StateMode};
 use crate::assets::Assets;
@@ -38,13 +39,17 @@ pub enum Lifecycle {
         dir: PathBuf,
         manifest: Box<Manifest>,
     },
+    /// Follow a machine booted by others, with the assets its install was made with.
+    Observe {
+        given: Box<Given>,
+    },
 }
 
 impl StateMode {
     /// The phase a run of this mode ends with (passed), when not the last.
     pub fn stops_after(&self) -> Option<Phase> {
         match self {
-            StateMode::Fresh => None,
+            StateMode::Fresh | StateMode::Observe(_) => None,
             StateMode::SaveAfterBootkube(_) => Some(Phase::Bootkube),
             StateMode::ResumeInstall(_) => Some(Phase::InstallToDisk),
         }
@@ -58,6 +63,9 @@ impl Lifecycle {
     pub fn new(mode: &StateMode, accel: Accel, s: &Scenario) -> Result<Lifecycle, RunError> {
         Ok(match mode {
             StateMode::Fresh => Lifecycle::Fresh,
+            StateMode::Observe(given) => Lifecycle::Observe {
+                given: given.clone(),
+            },
             StateMode::SaveAfterBootkube(dir) => Lifecycle::Save { dir: dir.clone() },
             StateMode::ResumeInstall(dir) => {
                 let manifest = Manifest::read(dir).map_err(|e| RunError::Harness(e.to_string()))?;
@@ -73,7 +81,8 @@ impl Lifecycle {
     }
 
     /// The first phase starts: assets, or install-to-disk of a resumed VM (the phases before
-    /// it ran in the run that saved the state).
+    /// it ran in the run that saved the state), or live-boot of an observed machine (its
+    /// assets were made by others).
     pub fn begin(&self, machine: &mut Machine, now_ms: u64) -> Vec<Action> {
         match self {
             Lifecycle::Resume { dir, .. } => machine.start_at(
@@ -81,18 +90,33 @@ impl Lifecycle {
                 now_ms,
                 &format!("ran in the run that saved {}", dir.display()),
             ),
+            Lifecycle::Observe { given } => machine.start_at(
+                Phase::LiveBoot,
+                now_ms,
+                &format!("made by others; given as {}", given.from),
+            ),
             _ => machine.start(now_ms),
         }
     }
 
-    /// A resumed VM's assets: the saved guest's key, live ISO and kubeconfig.
-    pub fn saved_assets(&self) -> Option<Result<(SshKeyPair, Assets), RunError>> {
+    /// A resumed VM's assets: the saved guest's key, live ISO and kubeconfig; an observed
+    /// machine's, as given, placed in the run's private directory `private`.
+    pub fn saved_assets(
+        &self,
+        private: &std::path::Path,
+    ) -> Option<Result<(SshKeyPair, Assets), RunError>> {
         match self {
             Lifecycle::Resume { dir, .. } => {
                 Some(state::resumed_assets(dir).map_err(|e| RunError::Harness(e.to_string())))
             }
+            Lifecycle::Observe { given } => Some(given.place(private).map_err(RunError::Harness)),
             _ => None,
         }
+    }
+
+    /// Whether the assets were given by others (no installer or ISO of the run's to record).
+    pub fn assets_are_given(&self) -> bool {
+        matches!(self, Lifecycle::Observe { .. })
     }
 
     /// Whether the live Ignition holds install-to-disk until it is released (a saving run).

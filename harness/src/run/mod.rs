@@ -12,8 +12,10 @@ mod drive;
 mod error;
 mod expect;
 mod gather_step;
+pub mod given;
 pub mod hand_on;
 pub mod installer;
+mod instead;
 pub mod keeping;
 mod lifecycle;
 pub mod multipath;
@@ -23,6 +25,7 @@ mod pause;
 pub mod plan;
 mod ports;
 pub mod progress;
+mod registration;
 mod session;
 pub mod state;
 pub mod terminal;
@@ -119,6 +122,26 @@ pub struct RunRecord {
     pub boot_server_refused: Option<String>,
 }
 
+/// The accelerator the run's timeouts and badness rules assume: this host's decision for a VM
+/// the harness starts; for a machine it did not boot, the scenario's word (`vm.accel = "tcg"`
+/// for one under TCG), since this host's KVM says nothing of it.
+fn accelerator(s: &Scenario, backend: &Backend) -> Result<(Accel, String), accel::KvmUnusable> {
+    use crate::hw::accel::AccelChoice;
+    if backend.can().owned != crate::vm::backend::Owned::Nothing {
+        return accel::decide(s.vm.accel).map(|d| (d.accel, d.reason));
+    }
+    Ok(match s.vm.accel {
+        AccelChoice::Tcg => (
+            Accel::Tcg,
+            "the machine runs under TCG, as the scenario says (vm.accel = \"tcg\")".into(),
+        ),
+        _ => (
+            Accel::Kvm,
+            "the machine is not the harness's: timed as a real or KVM machine (vm.accel = \"tcg\" says it runs under TCG)".into(),
+        ),
+    })
+}
+
 /// Runs a scenario to its verdict and writes result.json. Never panics on the guest's or the
 /// host's account: failures become the verdict.
 pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
@@ -151,9 +174,14 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
         private: None,
         boot_server_refused: None,
     };
+    // Said before anything else: what this run's verdict rests on less than a VM's would.
+    let lacks = opts.backend.can().lacks();
+    if !lacks.is_empty() {
+        ui.line(&format!("{}: {}", opts.backend.name(), lacks.join("; ")));
+    }
     // Timeouts depend on the accelerator, so the machine is made once it is known.
-    let (accel, accel_reason) = match accel::decide(s.vm.accel) {
-        Ok(d) => (d.accel, d.reason),
+    let (accel, accel_reason) = match accelerator(s, &opts.backend) {
+        Ok(d) => d,
         Err(e) => {
             let mut machine = plan::machine_for(s, Accel::Kvm, opts.timeout_scale, &opts.state);
             machine.start(0);
@@ -163,7 +191,10 @@ pub async fn run_scenario(s: &Scenario, opts: RunOptions) -> RunResult {
             return artifacts::finish(s, &opts, rec);
         }
     };
-    let machine = plan::machine_for(s, accel, opts.timeout_scale, &opts.state);
+    let mut machine = plan::machine_for(s, accel, opts.timeout_scale, &opts.state);
+    if !opts.backend.can().qmp {
+        machine.resets_seen_at_boot();
+    }
     ui.line(&format!("accelerator {accel} ({accel_reason})"));
     let driven = drive::drive(s, &opts, machine, (started, accel), &mut artifacts, &mut ui).await;
     ui.finish();

@@ -116,7 +116,11 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
             bytes: m.disk.written(),
             duration_ms: ms,
             mib_per_s: (m.disk.mib_per_s().unwrap_or(0.0) * 10.0).round() / 10.0,
-            source: "qmp".into(),
+            source: if opts.backend.can().block_stats {
+                "qmp".into()
+            } else {
+                "coreos-installer progress".into()
+            },
             image_bytes: None,
             deadline: m.install_projection().and_then(|p| {
                 let start = m.phase(Phase::InstallToDisk).start_ms?;
@@ -217,6 +221,7 @@ pub fn build_result(s: &Scenario, opts: &RunOptions, rec: &RunRecord) -> RunResu
         boot: boot_record(s, rec),
         multipath: multipath_record(s, m),
         private: rec.private.clone(),
+        lacks: opts.backend.can().lacks(),
     }
 }
 

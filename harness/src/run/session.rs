@@ -12,10 +12,12 @@ use super::artifacts::{keep_instructions, RunFiles, FORWARDED_KUBECONFIG};
 use super::assisted::{self, AssistedInstall};
 use super::context::Run;
 use super::error::RunError;
+use super::instead::Instead;
 use super::lifecycle::Lifecycle;
 use super::observers::{JournalFiles, Observers};
 use super::plan::vm_plan;
 use super::ports::free_port;
+use super::registration::{name_domain, record_qemu};
 use super::state::SaveInputs;
 use super::way_in::{kept_vm_instructions, written_kubeconfig, KeptVm, LeftVm, WayIn};
 use crate::assets::Assets;
@@ -53,6 +55,8 @@ pub struct Session {
     signal_tx: SignalTx,
     /// Whether the run has said how to log in: once, when SSH first answers.
     said_login: bool,
+    /// What stands in for the VM's own signals the backend lacks.
+    instead: Instead,
 }
 
 /// The boot server's answers and its strain become timeline events.
@@ -159,17 +163,22 @@ impl Session {
         ));
         let target = SshTarget {
             addr: reach.ssh,
-            user: "core".into(),
+            user: run.opts.backend.ssh_user().into(),
             key: key.clone(),
         };
         let endpoint = ApiEndpoint {
             kubeconfig: assets.kubeconfig.clone(),
             server: Some(format!("https://{}", reach.api)),
         };
+        let mut drive = super::multipath::InstallDrive::of(run.s, &spec);
+        if !run.opts.backend.can().block_stats {
+            // Its writes are read from coreos-installer's progress lines instead (`instead`).
+            drive.id = None;
+        }
         let observers = Observers::start(
             &vm,
             &console,
-            super::multipath::InstallDrive::of(run.s, &spec),
+            drive,
             (&target, run.opts.dir.as_path()),
             endpoint.clone(),
             Inputs {
@@ -209,6 +218,7 @@ impl Session {
             endpoint,
             signal_tx: tx,
             said_login: false,
+            instead: Instead::for_backend(&run.opts.backend.can()),
         })
     }
 
@@ -358,9 +368,9 @@ impl Session {
             // The key is in the private directory from the start: a developer can follow the
             // live system (`journalctl -f -u bootkube`) while the run goes on.
             self.said_login = true;
-            let line = super::artifacts::login_line(
+            let line = super::artifacts::login_line_as(
                 &run.private,
-                self.target.addr,
+                (&self.target.user, self.target.addr),
                 "SSH answers; to log in while the run goes on (the live system now, the installed one after the reboot):",
             );
             run.ui.line(&line);
@@ -370,6 +380,10 @@ impl Session {
         }
         if let Signal::Journal { .. } = &signal {
             self.journal.write(&signal);
+        }
+        // Before the signal itself: a reboot seen in a status precedes what the status says.
+        for (source, stand_for) in self.instead.signals_for(&signal) {
+            run.handle(source, stand_for);
         }
         run.handle(source, signal);
     }
@@ -585,76 +599,6 @@ fn reason_suffix(o: &Outcome) -> String {
     }
 }
 
-/// Registers the run before it makes anything (the assets phase writes the live ISO copy), so
-/// that `gc` finds what a killed harness leaves. A failure is a warning: the run goes on, but
-/// a kill would leave what gc cannot find.
-pub fn register(run: &Run<'_>) -> Option<registry::Registration> {
-    let registry_dir = registry::dir();
-    let dir = run.opts.dir.as_path();
-    let entry = registry::Entry {
-        id: run.opts.id.clone(),
-        pid: 0,
-        pid_start: 0,
-        dir: crate::util::lexical_absolute(dir),
-        backend: run.opts.backend.name().into(),
-        uri: run.opts.backend.uri().map(str::to_string),
-        // Named once the VM is planned (`name_domain`).
-        domain: None,
-        keep: run.opts.keep.when.may_keep(),
-        paused: false,
-        qemu: None,
-        private: Some(run.private.clone()),
-    };
-    match registry::register(&registry_dir, entry) {
-        Ok(r) => Some(r),
-        Err(e) => {
-            run.ui.line(&format!(
-                "warning: cannot register the run in {} ({e}): if the harness is killed, `sno-harness gc` will not find its leftovers",
-                registry_dir.display()
-            ));
-            None
-        }
-    }
-}
-
-/// Adds the libvirt domain's name to the registration, before the domain (or its network or
-/// pool) exists.
-fn name_domain(run: &Run<'_>, files: &mut RunFiles, spec: &VmSpec) {
-    if run.opts.backend.can().owned != Owned::Domain {
-        return;
-    }
-    let Some(reg) = files.registration.as_mut() else {
-        return;
-    };
-    if let Err(e) = reg.update(|e| e.domain = Some(spec.name.clone())) {
-        run.ui.line(&format!(
-            "warning: cannot record the domain {} in the run's registration ({e}): if the harness is killed, `sno-harness gc` will not find it by its run",
-            spec.name
-        ));
-    }
-}
-
-/// Adds the QEMU process of a backend whose VM is a process of the harness's (a libvirt domain
-/// is gc's by name) to the registration, so that gc kills that process and no other. A failure
-/// is a warning, as for the registration itself.
-fn record_qemu(run: &Run<'_>, files: &mut RunFiles, vm: &RunningVm) {
-    let Some(reg) = files.registration.as_mut() else {
-        return;
-    };
-    if run.opts.backend.can().owned != Owned::Process {
-        return;
-    }
-    let Some(id) = vm.pid().and_then(registry::ProcessId::of) else {
-        return;
-    };
-    if let Err(e) = reg.record_qemu(id) {
-        run.ui.line(&format!(
-            "warning: cannot record QEMU (pid {}) in the run's registration ({e}): if the harness is killed, `sno-harness gc` will not stop it",
-            id.pid
-        ));
-    }
-}
-
 /// The VM's disks (empty, or overlays on a saved state's), its UEFI variables, and the NAT
 /// network's XML for the record.
 fn make_vm_files(
@@ -664,6 +608,10 @@ fn make_vm_files(
     network: Option<&NatNetwork>,
 ) -> Result<(), RunError> {
     let dir = run.opts.dir.as_path();
+    if run.opts.backend.can().owned == Owned::Nothing {
+        // A machine the harness did not boot has its own disks and firmware.
+        return Ok(());
+    }
     // As the private directory: the disks are secrets (see util::private).
     crate::util::private::create_dir_with_mode(
         &run.private.join("disks"),
@@ -747,7 +695,9 @@ async fn start_vm(
     run.vm_host = vm.remote_host_context();
     let _ = fs::write(dir.join("vm.txt"), vm.describe() + "\n");
     run.artifacts.insert("vm".into(), "vm.txt".into());
-    run.artifacts.insert("serial".into(), "serial.log".into());
+    if run.opts.backend.can().console {
+        run.artifacts.insert("serial".into(), "serial.log".into());
+    }
     // QEMU's stderr, or libvirt's log of the domain's QEMU taken into the run directory when
     // the domain ends (a local libvirtd only).
     if let Some((name, file)) = run.opts.backend.can().vm_log.artifact() {

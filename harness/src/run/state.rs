@@ -42,7 +42,7 @@ use crate::assets::hold::{DROPIN_NAME, HELD_UNIT, RELEASE_FILE};
 /// QEMU is stuck.
 pub const STATE_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// What a run does with saved states.
+/// What a run does with saved states, or whether it follows a machine booted by others.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum StateMode {
     /// The whole flow.
@@ -52,6 +52,9 @@ pub enum StateMode {
     SaveAfterBootkube(PathBuf),
     /// Start from the state in this directory and end once install-to-disk is done.
     ResumeInstall(PathBuf),
+    /// Follow a machine the harness did not boot from its live system on (`observe`), with
+    /// the assets its install was made with instead of an assets phase.
+    Observe(Box<super::given::Given>),
 }
 
 /// A disk of the saved VM.

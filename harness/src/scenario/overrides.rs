@@ -18,13 +18,18 @@ use super::{parse_str, Scenario, ScenarioError};
 /// override's error, naming it (the file and the key, no line: the value came from the command
 /// line).
 pub fn load_with(path: &Path, sets: &[Override]) -> Result<Scenario, ScenarioError> {
-    let text = read_text(path)?;
-    let s = parse_str(path, &text)?;
+    parse_with(path, &read_text(path)?, sets)
+}
+
+/// [`load_with`] of a scenario's `text` that did not come from a file of its own (one built into
+/// the harness), named `path` in errors.
+pub fn parse_with(path: &Path, text: &str, sets: &[Override]) -> Result<Scenario, ScenarioError> {
+    let s = parse_str(path, text)?;
     if sets.is_empty() {
         return Ok(s);
     }
     // The text parsed as a scenario above is TOML.
-    let table: Table = toml::from_str(&text).map_err(|e| ScenarioError {
+    let table: Table = toml::from_str(text).map_err(|e| ScenarioError {
         file: path.to_path_buf(),
         line: None,
         column: None,

@@ -14,10 +14,35 @@ pub enum Backend {
     Qemu,
     /// A transient libvirt domain on `uri` (`qemu:///system` by default).
     Libvirt { uri: String },
+    /// A machine the harness did not boot and does not own (`observe`): reached at the
+    /// addresses it was given, its console only when one was given (`external.rs`).
+    External(ExternalMachine),
     /// A test-only backend whose VM runs nothing (`stand_in.rs`): it shows which files a new
     /// backend touches.
     #[cfg(test)]
     StandIn,
+}
+
+/// How the harness reaches a machine it did not boot: the machine's SSH and API as this host
+/// reaches them, the user to log in as, and its console when there is a way to read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalMachine {
+    pub ssh: std::net::SocketAddr,
+    pub user: String,
+    /// Where this host reaches the machine's API (port 6443 on the node, or a forward of it).
+    pub api: std::net::SocketAddr,
+    pub console: Option<ConsoleSource>,
+}
+
+/// Where the console of a machine the harness did not boot is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConsoleSource {
+    /// A file the console is logged into (a BMC's or another QEMU's serial log), followed as
+    /// it grows, from its start.
+    Log(std::path::PathBuf),
+    /// A command that prints the console on its standard output (`ipmitool sol activate`,
+    /// `virsh console`), run with `sh -c`; its end is the console's.
+    Command(String),
 }
 
 /// The names `--backend` takes, in the order help lists them.
@@ -75,6 +100,9 @@ pub enum Owned {
     Process,
     /// By its libvirt domain's name, recorded in the registration.
     Domain,
+    /// Nothing of the machine is the harness's: no process, no domain, no disks to make or to
+    /// remove (a machine it observes).
+    Nothing,
 }
 
 /// What a backend can do. Both backends today have a QMP monitor (libvirt's passthrough), a
@@ -115,6 +143,27 @@ pub struct Capabilities {
     pub starts_qemu_here: bool,
 }
 
+impl Capabilities {
+    /// What a run on this backend cannot see that a VM the harness boots shows, each with what
+    /// stands in for it; said up front in the run's output, events.jsonl and result.json.
+    pub fn lacks(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.qmp {
+            out.push("no QMP events: a reboot is seen as a new boot id over SSH, once the rebooted system answers; a panic or a shutdown only as the console or the journal shows it".to_string());
+        }
+        if !self.console {
+            out.push("no console (give --console-log PATH or --console-command CMD): firmware, boot loader and kernel lines before SSH answers are not seen".to_string());
+        }
+        if !self.block_stats {
+            out.push("disk writes from coreos-installer's progress lines (what it read of the image), not from the disk's own counters".to_string());
+        }
+        if !self.screenshots {
+            out.push("no screenshots".to_string());
+        }
+        out
+    }
+}
+
 impl Backend {
     /// The backends `--backend NAME` and `--connect URI...` (each URI checked by the caller)
     /// name: one for QEMU or a libvirt without `--connect`, one per URI otherwise. libvirt in a
@@ -151,10 +200,16 @@ impl Backend {
         Ok(Backend::Libvirt { uri })
     }
 
+    /// A machine the harness did not boot, reached as `machine` says (`observe`).
+    pub fn external(machine: ExternalMachine) -> Backend {
+        Backend::External(machine)
+    }
+
     /// The same backend on the host `uri` names, for a backend that has hosts; QEMU runs here.
     pub fn on(self, uri: &str) -> Backend {
         match self {
             Backend::Qemu => Backend::Qemu,
+            Backend::External(m) => Backend::External(m),
             #[cfg(test)]
             Backend::StandIn => Backend::StandIn,
             Backend::Libvirt { .. } => Backend::Libvirt {
@@ -167,8 +222,18 @@ impl Backend {
         match self {
             Backend::Qemu => "qemu",
             Backend::Libvirt { .. } => "libvirt",
+            Backend::External(_) => "external",
             #[cfg(test)]
             Backend::StandIn => "stand-in",
+        }
+    }
+
+    /// The user the harness logs in as over SSH: `core`, whom the install's Ignition gives the
+    /// run's key, or the one given for a machine the harness did not boot.
+    pub fn ssh_user(&self) -> &str {
+        match self {
+            Backend::External(m) => &m.user,
+            _ => "core",
         }
     }
 
@@ -177,6 +242,7 @@ impl Backend {
         match self {
             Backend::Qemu => None,
             Backend::Libvirt { uri } => Some(uri),
+            Backend::External(_) => None,
             #[cfg(test)]
             Backend::StandIn => None,
         }
@@ -194,6 +260,8 @@ impl Backend {
         match self {
             Backend::Qemu => String::new(),
             Backend::Libvirt { uri } => format!(" --backend libvirt --connect {uri}"),
+            // Nothing `run` could repeat: the machine was booted by others.
+            Backend::External(_) => String::new(),
             #[cfg(test)]
             Backend::StandIn => " --backend stand-in".into(),
         }
@@ -205,6 +273,7 @@ impl Backend {
         match self {
             Backend::Qemu => None,
             Backend::Libvirt { uri } => crate::vm::libvirt::remote_target(uri).ok().flatten(),
+            Backend::External(_) => None,
             #[cfg(test)]
             Backend::StandIn => None,
         }
@@ -224,7 +293,7 @@ impl Backend {
     pub fn dir_access(&self) -> DirAccess {
         match self {
             Backend::Libvirt { .. } if !self.is_remote() => DirAccess::Traverse,
-            Backend::Libvirt { .. } | Backend::Qemu => DirAccess::OwnerOnly,
+            Backend::Libvirt { .. } | Backend::Qemu | Backend::External(_) => DirAccess::OwnerOnly,
             #[cfg(test)]
             Backend::StandIn => DirAccess::OwnerOnly,
         }
@@ -240,6 +309,7 @@ impl Backend {
         match self {
             Backend::Qemu => None,
             Backend::Libvirt { .. } => Some(crate::vm::libvirt::domain_xml(spec, meta)),
+            Backend::External(_) => None,
             #[cfg(test)]
             Backend::StandIn => None,
         }
@@ -281,6 +351,14 @@ impl Backend {
                     VmLog::LibvirtLog
                 },
                 owned: Owned::Domain,
+                ..common
+            },
+            Backend::External(m) => Capabilities {
+                qmp: false,
+                console: m.console.is_some(),
+                block_stats: false,
+                screenshots: false,
+                owned: Owned::Nothing,
                 ..common
             },
             #[cfg(test)]
@@ -376,6 +454,46 @@ mod tests {
         assert_eq!(
             e,
             "--backend \"vbox\": not a backend; give one of: qemu, libvirt"
+        );
+    }
+
+    #[test]
+    fn a_machine_the_harness_did_not_boot_owns_nothing_and_says_what_it_lacks() {
+        let machine = |console| ExternalMachine {
+            ssh: "192.0.2.7:22".parse().unwrap(),
+            user: "admin".into(),
+            api: "192.0.2.7:6443".parse().unwrap(),
+            console,
+        };
+        let blind = Backend::external(machine(None));
+        let can = blind.can();
+        assert!(!can.qmp && !can.console && !can.block_stats && !can.screenshots);
+        assert!(!can.saved_state && !can.leave_running && !can.nat_network);
+        assert!(!can.starts_qemu_here);
+        assert_eq!((can.owned, can.vm_log), (Owned::Nothing, VmLog::None));
+        assert_eq!(blind.ssh_user(), "admin");
+        assert_eq!(Backend::Qemu.ssh_user(), "core");
+        assert_eq!(
+            (blind.name(), blind.uri(), blind.is_remote()),
+            ("external", None, false)
+        );
+        assert_eq!(blind.dir_access(), DirAccess::OwnerOnly);
+        let lacks = can.lacks().join("; ");
+        for said in [
+            "no QMP events",
+            "no console (give --console-log PATH or --console-command CMD)",
+            "disk writes from coreos-installer's progress lines",
+            "no screenshots",
+        ] {
+            assert!(lacks.contains(said), "{said}: {lacks}");
+        }
+        let logged =
+            Backend::external(machine(Some(ConsoleSource::Log("/var/log/sol.log".into()))));
+        assert!(logged.can().console);
+        assert!(!logged.can().lacks().join(" ").contains("no console"));
+        assert!(
+            Backend::Qemu.can().lacks().is_empty(),
+            "a VM of the harness's lacks nothing"
         );
     }
 

@@ -35,4 +35,7 @@ pub enum VmError {
     /// The VM could not be left running for the user.
     #[error("{0}")]
     Detach(String),
+    /// The console of a machine the harness did not boot cannot be read.
+    #[error("the machine's console: {0}")]
+    Console(String),
 }

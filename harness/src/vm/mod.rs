@@ -7,6 +7,7 @@ pub mod accel;
 pub mod backend;
 pub mod disk;
 pub mod error;
+pub mod external;
 pub mod libvirt;
 pub mod qemu;
 pub mod redfish;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::VmError;
+use super::external::ExternalVm;
 use super::libvirt::LibvirtVm;
 use super::qemu::process::Tether;
 use super::qemu::qmp::Qmp;
@@ -65,6 +66,8 @@ pub enum RunningVm {
     },
     /// libvirt's calls block: the domain is shared with `spawn_blocking` tasks.
     Libvirt(Arc<std::sync::Mutex<LibvirtVm>>),
+    /// A machine the harness did not boot: nothing runs of the harness's but its console.
+    External(ExternalVm),
     #[cfg(test)]
     StandIn(super::stand_in::StandInVm),
 }
@@ -113,6 +116,11 @@ impl RunningVm {
                     RunningVm::Libvirt(Arc::new(std::sync::Mutex::new(vm))),
                     console,
                 ))
+            }
+            Backend::External(machine) => {
+                let (vm, console) = ExternalVm::start(machine, opts.reach, dir)
+                    .map_err(|e| VmError::Console(e.to_string()))?;
+                Ok((RunningVm::External(vm), console))
             }
             #[cfg(test)]
             Backend::StandIn => {
@@ -177,6 +185,7 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { process, .. } => process.command_line(),
             RunningVm::Libvirt(vm) => lock(vm).xml().to_string(),
+            RunningVm::External(vm) => vm.describe(),
             #[cfg(test)]
             RunningVm::StandIn(_) => "a stand-in VM".into(),
         }
@@ -188,6 +197,7 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { .. } => addr,
             RunningVm::Libvirt(vm) => lock(vm).local_addr(addr),
+            RunningVm::External(vm) => vm.local_addr(addr),
             #[cfg(test)]
             RunningVm::StandIn(_) => addr,
         }
@@ -198,6 +208,7 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { .. } => None,
             RunningVm::Libvirt(vm) => lock(vm).remote_host_context(),
+            RunningVm::External(_) => None,
             #[cfg(test)]
             RunningVm::StandIn(_) => None,
         }
@@ -207,6 +218,7 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { process, .. } => Some(process.pid()),
             RunningVm::Libvirt(vm) => lock(vm).pid(),
+            RunningVm::External(_) => None,
             #[cfg(test)]
             RunningVm::StandIn(_) => None,
         }
@@ -228,6 +240,8 @@ impl RunningVm {
                     detail: e.to_string(),
                 },
             },
+            // Nothing says whether a machine the harness did not boot runs: SSH and the API do.
+            RunningVm::External(_) => Liveness::Running,
             #[cfg(test)]
             RunningVm::StandIn(vm) => match vm.is_running() {
                 true => Liveness::Running,
@@ -247,7 +261,7 @@ impl RunningVm {
             RunningVm::Qemu { qmp, .. } => {
                 Ok(super::qemu::state_file::save(qmp, path, timeout).await?)
             }
-            RunningVm::Libvirt(_) => Err(VmError::NotOnThisBackend {
+            RunningVm::Libvirt(_) | RunningVm::External(_) => Err(VmError::NotOnThisBackend {
                 what: "saving the VM state",
             }),
             #[cfg(test)]
@@ -263,7 +277,7 @@ impl RunningVm {
             RunningVm::Qemu { qmp, .. } => {
                 Ok(super::qemu::state_file::load(qmp, path, timeout).await?)
             }
-            RunningVm::Libvirt(_) => Err(VmError::NotOnThisBackend {
+            RunningVm::Libvirt(_) | RunningVm::External(_) => Err(VmError::NotOnThisBackend {
                 what: "restoring a saved VM state",
             }),
             #[cfg(test)]
@@ -282,6 +296,9 @@ impl RunningVm {
             RunningVm::Libvirt(vm) => lock(vm)
                 .detach()
                 .map_err(|e| VmError::Detach(e.to_string())),
+            RunningVm::External(_) => Err(VmError::Detach(
+                "the machine is not the harness's: it runs on whatever the run does".into(),
+            )),
             #[cfg(test)]
             RunningVm::StandIn(_) => Err(VmError::Detach("a stand-in VM ends with the run".into())),
         }
@@ -308,6 +325,7 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { process, .. } => process.kill(),
             RunningVm::Libvirt(vm) => lock(vm).stop(),
+            RunningVm::External(vm) => vm.stop(),
             #[cfg(test)]
             RunningVm::StandIn(vm) => vm.stop(),
         }
@@ -318,6 +336,7 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { qmp, .. } => RunningVmHandle::Qemu(qmp.clone()),
             RunningVm::Libvirt(vm) => RunningVmHandle::Libvirt(vm.clone()),
+            RunningVm::External(_) => RunningVmHandle::Monitorless,
             #[cfg(test)]
             RunningVm::StandIn(_) => RunningVmHandle::StandIn,
         }
@@ -329,6 +348,8 @@ impl RunningVm {
 pub enum RunningVmHandle {
     Qemu(Arc<Qmp>),
     Libvirt(Arc<std::sync::Mutex<LibvirtVm>>),
+    /// A machine the harness did not boot has no monitor.
+    Monitorless,
     /// A stand-in VM has no monitor.
     #[cfg(test)]
     StandIn,
@@ -359,6 +380,9 @@ impl RunningVmHandle {
                 let (vm, png) = (vm.clone(), png.to_path_buf());
                 Ok(tokio::task::spawn_blocking(move || lock(&vm).screenshot(&png)).await??)
             }
+            RunningVmHandle::Monitorless => Err(VmError::NotOnThisBackend {
+                what: "a screenshot",
+            }),
             #[cfg(test)]
             RunningVmHandle::StandIn => Err(VmError::NotOnThisBackend {
                 what: "a screenshot",
@@ -379,6 +403,9 @@ impl RunningVmHandle {
                 let command = serde_json::json!({ "execute": q.command() });
                 Ok(tokio::task::spawn_blocking(move || lock(&vm).monitor(&command)).await??)
             }
+            RunningVmHandle::Monitorless => Err(VmError::NotOnThisBackend {
+                what: "a QMP query",
+            }),
             #[cfg(test)]
             RunningVmHandle::StandIn => Err(VmError::NotOnThisBackend {
                 what: "a QMP query",
@@ -428,6 +455,9 @@ impl RunningVmHandle {
                         .await??,
                 )
             }
+            RunningVmHandle::Monitorless => Err(VmError::NotOnThisBackend {
+                what: "a disk path",
+            }),
             #[cfg(test)]
             RunningVmHandle::StandIn => Err(VmError::NotOnThisBackend {
                 what: "a disk path",
@@ -452,6 +482,7 @@ impl RunningVmHandle {
                 let (vm, id) = (vm.clone(), disk_id.to_string());
                 Ok(tokio::task::spawn_blocking(move || lock(&vm).disk_writes(&id)).await??)
             }
+            RunningVmHandle::Monitorless => Ok(Vec::new()),
             #[cfg(test)]
             RunningVmHandle::StandIn => Ok(Vec::new()),
         }

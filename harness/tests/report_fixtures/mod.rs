@@ -86,5 +86,6 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         boot: None,
         multipath: None,
         private: None,
+        lacks: Vec::new(),
     }
 }

@@ -30,7 +30,7 @@ impl Machine {
     fn deadline_credit_ms(&self, phase: Phase, start: u64) -> u64 {
         match phase {
             Phase::LiveBoot => self.fetch_credit_ms(start),
-            Phase::Reboot => self.scheduled_reboot_credit_ms(),
+            Phase::Reboot => self.scheduled_reboot_credit_ms() + self.seen_at_boot_credit_ms(),
             _ => 0,
         }
     }
@@ -165,10 +165,26 @@ impl Machine {
             })
             .unwrap_or_default();
         let credit = self.deadline_credit_ms(cur, start);
+        let at_boot = self.seen_at_boot_credit_ms();
         let adapted = if credit > 0 && cur == Phase::Reboot {
+            let scheduled = credit - at_boot;
+            let parts: Vec<String> = [
+                (scheduled > 0).then(|| {
+                    format!("the {:.0} s `shutdown` scheduled the reboot for", scheduled as f64 / 1000.0)
+                }),
+                (at_boot > 0).then(|| {
+                    format!(
+                        "disk-boot's {:.0} s, as the reset is seen only when the rebooted system answers SSH (no QMP)",
+                        at_boot as f64 / 1000.0
+                    )
+                }),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
             format!(
-                "{adapted} (the deadline added the {:.0} s `shutdown` scheduled the reboot for; the scenario's timeout is {})",
-                credit as f64 / 1000.0,
+                "{adapted} (the deadline added {}; the scenario's timeout is {})",
+                parts.join(" and "),
                 humantime::format_duration(timeout)
             )
         } else if credit > 0 {

@@ -26,9 +26,19 @@ pub(super) struct Evidence {
     /// The assisted install's log collection: when it began and, once over, its end and result.
     logs_from_ms: Option<u64>,
     logs: Option<(u64, String)>,
+    /// The reset is seen only once the rebooted system answers SSH (no QMP): the reboot's
+    /// deadline then covers the disk boot's too.
+    seen_at_boot: bool,
 }
 
 impl Machine {
+    /// The machine's resets are seen only once the rebooted system answers SSH, as a new boot
+    /// id (a backend without QMP): the reboot ends then, and its deadline is its own plus
+    /// disk-boot's.
+    pub fn resets_seen_at_boot(&mut self) {
+        self.reboot.seen_at_boot = true;
+    }
+
     /// The disk is written: install-to-disk goes on until the reboot command.
     pub(super) fn install_written(&mut self, now: u64, evidence: &str) {
         self.disk.end_ms.get_or_insert(now);
@@ -126,11 +136,39 @@ impl Machine {
         ))
     }
 
+    /// A new boot answered over SSH (`Signal::BootChanged`, sent on a backend without QMP): the
+    /// reset it stands for. It is seen only once the rebooted system answers, so the reboot
+    /// ends then, its time including the new system's boot up to SSH.
+    pub(super) fn on_boot_changed(
+        &mut self,
+        (from, to): (&str, &str),
+        now: u64,
+        out: &mut Vec<Action>,
+    ) {
+        let (from, to) = (boot_key(from), boot_key(to));
+        let cause = format!(
+            "a new boot seen over SSH (boot id {to} after {from}; without QMP, when and why it reset is not known)"
+        );
+        let evidence = format!(
+            "the guest answered SSH from a new boot (boot id {to}, {from} before): it rebooted"
+        );
+        self.on_reset(cause, evidence, now, out);
+    }
+
     /// The reboot's share of its deadline that is not the scenario's timeout: the delay
     /// `shutdown` scheduled, at most the timeout itself.
     pub(super) fn scheduled_reboot_credit_ms(&self) -> u64 {
         let timeout = self.phases[&Phase::Reboot].timeout.as_millis() as u64;
         self.reboot.scheduled_delay_ms.min(timeout)
+    }
+
+    /// The reboot's share of its deadline for a reset seen only at the next boot: disk-boot's
+    /// timeout, since the system booting from disk up to SSH is part of what is waited for.
+    pub(super) fn seen_at_boot_credit_ms(&self) -> u64 {
+        match self.reboot.seen_at_boot {
+            true => self.phases[&Phase::DiskBoot].timeout.as_millis() as u64,
+            false => 0,
+        }
     }
 }
 
@@ -155,6 +193,115 @@ fn scheduled_delay_ms(message: &str, guest_usec: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A machine whose resets are seen at the next boot, through bootkube to the reboot
+    /// command; all phases 100 s.
+    fn seen_at_boot_through_the_install() -> Machine {
+        let timeouts = Phase::ALL
+            .iter()
+            .map(|p| (*p, Duration::from_secs(100)))
+            .collect();
+        let mut m = Machine::new(Config {
+            timeouts,
+            write_stall: Duration::from_secs(20),
+            bootkube_max_restarts: None,
+            adaptive_install: None,
+        });
+        m.resets_seen_at_boot();
+        m.start_at(Phase::LiveBoot, 0, "made by others");
+        let status = |boot: &str, live| {
+            Signal::GuestStatus(GuestStatus {
+                boot_id: boot.into(),
+                live,
+                ..Default::default()
+            })
+        };
+        let line = |unit: &str, message: &str| Signal::Journal {
+            unit: unit.into(),
+            identifier: String::new(),
+            message: message.into(),
+            guest_usec: 0,
+            boot_id: "live-1".into(),
+        };
+        for (t, signal) in [
+            (10_000, status("live-1", true)),
+            (
+                20_000,
+                line("bootkube.service", "bootkube.service complete"),
+            ),
+            (
+                21_000,
+                line("install-to-disk.service", "Executing coreos-installer"),
+            ),
+            (22_000, Signal::DiskWrite { bytes: 50 << 20 }),
+            (30_000, line("install-to-disk.service", "Install complete.")),
+            (31_000, line("install-to-disk.service", GOING_TO_REBOOT)),
+        ] {
+            m.on_event(&Event {
+                time: String::new(),
+                t_ms: t,
+                source: Source::Guest,
+                signal,
+            });
+        }
+        assert_eq!(m.current(), Some(Phase::Reboot));
+        m
+    }
+
+    #[test]
+    fn without_qmp_a_new_boot_ends_the_reboot_and_the_disk_boot_it_answers_from() {
+        let mut m = seen_at_boot_through_the_install();
+        assert!(
+            m.tick(31_000 + 150_000).is_empty(),
+            "100 s, plus disk-boot's 100 s"
+        );
+        for (t, signal) in [
+            (
+                190_000,
+                Signal::BootChanged {
+                    from: "live1".into(),
+                    to: "disk1".into(),
+                },
+            ),
+            (
+                190_000,
+                Signal::GuestStatus(GuestStatus {
+                    boot_id: "disk-1".into(),
+                    live: false,
+                    ..Default::default()
+                }),
+            ),
+        ] {
+            m.on_event(&Event {
+                time: String::new(),
+                t_ms: t,
+                source: Source::Guest,
+                signal,
+            });
+        }
+        assert_eq!(m.phase(Phase::Reboot).status, Status::Pass);
+        assert!(m.phase(Phase::Reboot).detail.contains("new boot"));
+        assert_eq!(m.phase(Phase::DiskBoot).status, Status::Pass);
+        assert_eq!(m.current(), Some(Phase::ApiReady));
+        assert_eq!(m.resets, 1);
+        assert!(
+            m.reset_causes[0].contains("without QMP"),
+            "{:?}",
+            m.reset_causes
+        );
+    }
+
+    #[test]
+    fn without_qmp_a_reboot_that_never_answers_times_out_saying_why_it_waited_longer() {
+        let mut m = seen_at_boot_through_the_install();
+        let out = m.tick(31_000 + 200_001);
+        assert!(
+            out.contains(&Action::PhaseEnded(Phase::Reboot, Status::Timeout)),
+            "{out:?}"
+        );
+        let reason = &m.outcome().unwrap().reason;
+        assert!(reason.contains("disk-boot's 100 s"), "{reason}");
+    }
 
     #[test]
     fn the_delay_is_read_from_shutdowns_announcement_in_utc_only() {

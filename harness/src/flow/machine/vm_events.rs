@@ -22,6 +22,25 @@ fn reset_cause(data: &serde_json::Value) -> String {
 }
 
 impl Machine {
+    /// A reset of the machine, however it was seen (QMP's RESET, or a new boot id on a backend
+    /// without QMP), counted once: it ends the reboot, or comes during the install (`install`).
+    pub(super) fn on_reset(
+        &mut self,
+        cause: String,
+        evidence: String,
+        now: u64,
+        out: &mut Vec<Action>,
+    ) {
+        self.resets += 1;
+        self.reset_causes.push(cause);
+        if self.current == Some(Phase::InstallToDisk) {
+            self.reset_during_install(now, out);
+        }
+        if self.current == Some(Phase::Reboot) {
+            self.end(Phase::Reboot, Status::Pass, now, evidence, out);
+        }
+    }
+
     pub(super) fn on_qmp(
         &mut self,
         name: &str,
@@ -38,20 +57,7 @@ impl Machine {
                     return;
                 }
                 self.last_reset_ms = Some(now);
-                self.resets += 1;
-                self.reset_causes.push(reset_cause(data));
-                if self.current == Some(Phase::InstallToDisk) {
-                    self.reset_during_install(now, out);
-                }
-                if self.current == Some(Phase::Reboot) {
-                    self.end(
-                        Phase::Reboot,
-                        Status::Pass,
-                        now,
-                        format!("VM reset ({data})"),
-                        out,
-                    );
-                }
+                self.on_reset(reset_cause(data), format!("VM reset ({data})"), now, out);
             }
             "GUEST_PANICKED" => {
                 self.fail(
