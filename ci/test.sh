@@ -87,7 +87,7 @@ cat target/fresh-host-check.log
 #   that fails the run as badness runs in rootfs-404, whose emergency shell is one, paused
 #   in hands_on_vm); bootkube-flaky (the machine's restart tests; bootkube-fail runs); journal-cut
 #   (journal_follower's cut-and-frozen VM test); disk-boot-panic on both backends (the machine's
-#   a_panic_fails_the_current_phase; post-reboot-fail runs the disk-boot failure); gather-hang
+#   a_panic_fails_the_current_phase; observe.rs's post-reboot-fail a failure after the pivot); gather-hang
 #   (gather's a_hung_or_failing_collector_hides_none_of_the_others); install-fail on QEMU (it
 #   runs on libvirt in hands_on_vm, with its gather checked; wrong-disk fails install-to-disk on QEMU).
 # - fixture tests the smoke run repeats: minisno_os's SeaBIOS 512-byte install (smoke is
@@ -197,6 +197,17 @@ cat target/fresh-host-check.log
 #   install_to_disk_ends_on_its_marker_or_a_reset_after_a_whole_write_and_fails_on_an_early_reset
 #   and a_burst_of_reset_events_is_one_reset_with_its_cause, on QMP's RESET events as QEMU sends
 #   them; the reboot that is one (the reset after a whole write) every passing run takes.
+# - observe's smoke and bootkube-fail (harness/tests/observe.rs, some 4 minutes each on a VM the
+#   test boots with plain QEMU): CI runs the same file's post-reboot-fail, which follows the
+#   machine through the same live boot, the write read from coreos-installer's progress lines,
+#   the reboot seen as a new boot id and the installed system, to the failure after the pivot;
+#   a failure before the pivot is the same machine's judgement as fault::bootkube-fail's, which
+#   runs in CI booted by the harness; the console log followed is the unit test of
+#   vm::external's console.
+# - fault::post-reboot-fail booted by the harness: observe's post-reboot-fail runs the same
+#   scenario to the same verdict and phase (bootstrap-cleanup), judged by the same machine;
+#   the harness's own VM through the pivot is every passing run's, and the kept QEMU failure of
+#   it hands_on_vm's (with --all).
 # - harness/tests/own_iso.rs (an openshift-profile scenario with its own installer and live
 #   ISO; a whole install, some 4 minutes): the choice of the scenario's ISO over the
 #   installer's and its digest are assets' unit tests
@@ -208,7 +219,7 @@ cat target/fresh-host-check.log
 #   disk-boot): the probe's recorded answer of that installed system (root on one path, no
 #   multipathd) is flow::multipath's unit test and its failing disk-boot at once the machine's;
 #   the install without --append-karg is every other scenario's.
-not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|rootfs-404|unsigned-loader|multipath-no-kargs|install-reset)$/)
+not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|rootfs-404|unsigned-loader|multipath-no-kargs|install-reset|post-reboot-fail)$/)
   and not (binary(scenarios) and test(/^(libvirt::)?multipath$/))
   and not test(=libvirt::fault::disk-boot-panic)
   and not test(=libvirt::fault::install-fail)
@@ -230,6 +241,8 @@ not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|ap
   and not test(=a_host_lost_mid_matrix_ends_its_run_as_an_error_naming_it_and_the_rest_run_elsewhere)
   and not test(=a_build_without_libvirt_boots_smoke_on_qemu)
   and not binary(own_iso)
+  and not test(=smoke_observed_passes_with_the_reboot_seen_as_a_new_boot)
+  and not test(=bootkube_fail_observed_fails_at_bootkube_as_its_scenario_says)
   and not test(=typed_into_a_runs_emergency_shell_the_command_runs_there_and_its_answer_is_in_serial_log)
   and not test(=the_users_own_key_logs_in_to_the_live_and_the_installed_system)
   and not test(=the_minimal_iso_on_a_remote_host_boots_through_a_reverse_ssh_forward)
