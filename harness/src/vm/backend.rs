@@ -293,6 +293,14 @@ impl Backend {
         }
     }
 
+    /// The machine a BMC boots, for the registration gc reads.
+    pub fn bmc(&self) -> Option<&BmcMachine> {
+        match self {
+            Backend::Redfish(m) => Some(m),
+            _ => None,
+        }
+    }
+
     /// The libvirt URI the VM goes to, for the registration and the hosts' placement.
     pub fn uri(&self) -> Option<&str> {
         match self {

@@ -143,17 +143,8 @@ impl BmcVm {
         if std::mem::replace(&mut self.stopped, true) {
             return;
         }
-        let settings = self.settings.clone();
-        let done = std::thread::Builder::new()
-            .name("bmc-stop".into())
-            .spawn(move || power_off_and_eject(&settings));
-        match done.map(|t| t.join()) {
-            Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(e))) => tracing::warn!("the BMC {}: {e}", self.machine.bmc),
-            Ok(Err(_)) | Err(_) => tracing::warn!(
-                "powering the machine off through {} failed: the machine may run on",
-                self.machine.bmc
-            ),
+        if let Err(e) = power_off_and_eject(&self.settings) {
+            tracing::warn!("the BMC {}: {e}: the machine may run on", self.machine.bmc);
         }
     }
 }
@@ -166,18 +157,22 @@ impl Drop for BmcVm {
 
 /// The client's settings from the machine's: the credentials from the file or environment.
 pub fn settings(machine: &BmcMachine) -> Result<BmcSettings, VmError> {
-    let credentials = match &machine.credentials {
-        Some(file) => Credentials::from_file(file).map_err(|e| VmError::Bmc(e.to_string()))?,
+    settings_of(&machine.bmc, machine.credentials.as_deref()).map_err(VmError::Bmc)
+}
+
+/// The client's settings for the BMC at `url`, its credentials from `file` or, without one,
+/// from the environment.
+pub fn settings_of(url: &str, file: Option<&Path>) -> Result<BmcSettings, String> {
+    let credentials = match file {
+        Some(file) => Credentials::from_file(file).map_err(|e| e.to_string())?,
         None => Credentials::from_env()
-            .map_err(|e| VmError::Bmc(e.to_string()))?
+            .map_err(|e| e.to_string())?
             .ok_or_else(|| {
-                VmError::Bmc(
-                    "no BMC credentials: give --bmc-credentials FILE (USER:PASSWORD, owner-only) or set SNO_BMC_USER and SNO_BMC_PASSWORD".into(),
-                )
+                "no BMC credentials: give --bmc-credentials FILE (USER:PASSWORD, owner-only) or set SNO_BMC_USER and SNO_BMC_PASSWORD".to_string()
             })?,
     };
     Ok(BmcSettings {
-        url: machine.bmc.clone(),
+        url: url.to_string(),
         credentials,
         trust: Trust::default(),
         limits: Limits::default(),
@@ -232,8 +227,19 @@ async fn watch_power(bmc: Bmc, power: Arc<Mutex<Power>>) {
 }
 
 /// gc's and the run's end: the machine off, the media out. Both are tried; the first
-/// refusal is the error.
+/// refusal is the error. On a thread of its own with its own runtime: the caller may be on a
+/// runtime (the run's end) or on none (gc).
 pub fn power_off_and_eject(settings: &BmcSettings) -> Result<(), String> {
+    let settings = settings.clone();
+    std::thread::Builder::new()
+        .name("bmc-off".into())
+        .spawn(move || off_and_out(&settings))
+        .map_err(|e| e.to_string())?
+        .join()
+        .unwrap_or_else(|_| Err("the BMC's thread ended early".into()))
+}
+
+fn off_and_out(settings: &BmcSettings) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -422,6 +428,64 @@ mod tests {
             .iter()
             .any(|s| s.path.ends_with("VirtualMedia.EjectMedia"));
         assert!(ejected, "what was done is undone");
+    }
+
+    /// gc of a run whose harness died: the machine its BMC booted is powered off and the media
+    /// ejected, with the credentials from the file the registration names; a dry run asks
+    /// nothing of the BMC.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn gc_powers_off_and_ejects_the_machine_of_a_dead_bmc_run() {
+        let fake = FakeBmc::start(Faults::default(), None).await;
+        let dir = tempfile::tempdir().unwrap();
+        let (machine, _spec) = machine_and_spec(&fake, dir.path());
+        {
+            let mut st = fake.state.lock().unwrap();
+            st.power_on = true;
+            st.image = Some("http://127.0.0.1:1/x/live.iso".into());
+        }
+        let reg = tempfile::tempdir().unwrap();
+        let run = dir.path().join("smoke");
+        std::fs::create_dir(&run).unwrap();
+        let e = crate::registry::Entry {
+            id: "smoke".into(),
+            pid: u32::MAX - 1,
+            pid_start: 1,
+            dir: run,
+            backend: "redfish".into(),
+            uri: None,
+            domain: None,
+            keep: false,
+            paused: false,
+            qemu: None,
+            private: None,
+            bmc: Some(crate::registry::BmcRecord {
+                url: machine.bmc.clone(),
+                credentials: machine.credentials.clone(),
+            }),
+        };
+        std::fs::write(
+            reg.path().join("1-smoke.json"),
+            serde_json::to_vec(&e).unwrap(),
+        )
+        .unwrap();
+        let reg_dir = reg.path().to_path_buf();
+        let collect = move |dry| crate::registry::gc::collect(&reg_dir, &[], dry);
+        let c = collect.clone();
+        let dry = tokio::task::spawn_blocking(move || c(true)).await.unwrap();
+        assert!(
+            dry.actions
+                .iter()
+                .any(|a| a.contains("power off the machine of the BMC")),
+            "{:?}",
+            dry.actions
+        );
+        assert!(fake.seen().is_empty(), "a dry run asks nothing");
+        let done = tokio::task::spawn_blocking(move || collect(false))
+            .await
+            .unwrap();
+        assert!(done.errors.is_empty(), "{:?}", done.errors);
+        let st = fake.state.lock().unwrap();
+        assert!(!st.power_on && st.image.is_none(), "off and ejected");
     }
 
     #[test]
