@@ -49,6 +49,8 @@ pub struct BmcVm {
     /// The ISO's URL as the BMC was given it, with the server's token taken out.
     shown_url: String,
     power: Arc<Mutex<Power>>,
+    /// The BMC as found at the start, shared with the power poll.
+    bmc: Arc<Bmc>,
     poll: Option<tokio::task::JoinHandle<()>>,
     stopped: bool,
 }
@@ -101,7 +103,8 @@ impl BmcVm {
         let (seen, console) = ExternalVm::start(&external, reach, dir)
             .map_err(|e| VmError::Console(e.to_string()))?;
         let power = Arc::new(Mutex::new(Power::On));
-        let poll = tokio::spawn(watch_power(bmc, power.clone()));
+        let bmc = Arc::new(bmc);
+        let poll = tokio::spawn(watch_power(bmc.clone(), power.clone()));
         let vm = BmcVm {
             machine: machine.clone(),
             settings,
@@ -109,6 +112,7 @@ impl BmcVm {
             _server: server,
             shown_url,
             power,
+            bmc,
             poll: Some(poll),
             stopped: false,
         };
@@ -130,6 +134,25 @@ impl BmcVm {
     /// What the BMC said last of the machine's power.
     pub fn power(&self) -> Power {
         lock(&self.power).clone()
+    }
+
+    /// The install is on the disk: the media are ejected now, before the machine reboots into
+    /// it (the reboot comes a minute after the install), for a BMC that keeps the CD first
+    /// whatever "Once" asked (sushy-tools' emulator does). A refusal is logged: the reboot
+    /// phase says what the machine booted.
+    pub fn install_on_disk(&self) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (bmc, at) = (self.bmc.clone(), self.machine.bmc.clone());
+        rt.spawn(async move {
+            match bmc.eject_media().await {
+                Ok(()) => {
+                    tracing::info!("the BMC {at} ejected the live ISO: the install is on the disk")
+                }
+                Err(e) => tracing::warn!("the BMC {at} did not eject the live ISO: {e}"),
+            }
+        });
     }
 
     /// Powers the machine off and ejects the media, once; what the BMC refuses is logged (the
@@ -179,6 +202,13 @@ pub fn settings_of(url: &str, file: Option<&Path>) -> Result<BmcSettings, String
     })
 }
 
+/// The BMC's password, for the run's redactor: what the published files must not hold.
+pub fn password(machine: &BmcMachine) -> Option<String> {
+    settings(machine)
+        .ok()
+        .map(|s| s.credentials.password().to_string())
+}
+
 /// `text` without the server's `token`, wherever it is quoted.
 fn hidden(text: &str, token: &str) -> String {
     match token.is_empty() {
@@ -204,7 +234,7 @@ async fn boot_from(bmc: &Bmc, url: &str) -> Result<(), super::redfish::RedfishEr
 
 /// Asks the BMC for the power state until aborted; a BMC that misses `POWER_MISSES` answers in
 /// a row is lost.
-async fn watch_power(bmc: Bmc, power: Arc<Mutex<Power>>) {
+async fn watch_power(bmc: Arc<Bmc>, power: Arc<Mutex<Power>>) {
     let mut misses = 0;
     loop {
         tokio::time::sleep(POWER_POLL).await;
@@ -360,6 +390,17 @@ mod tests {
             "{d}"
         );
         assert_eq!(vm.power(), Power::On);
+        // The install on the disk: the media go, the machine stays on to reboot into it.
+        vm.install_on_disk();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while fake.state.lock().unwrap().image.is_some() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        {
+            let st = fake.state.lock().unwrap();
+            assert!(st.image.is_none() && st.power_on, "ejected, still on");
+        }
+        fake.state.lock().unwrap().image = Some("put back to see the end eject it".into());
         let reset = |b: &serde_json::Value| b["ResetType"].as_str().map(str::to_string);
         vm.stop();
         {
@@ -510,5 +551,19 @@ mod tests {
         };
         let e = settings(&m).unwrap_err().to_string();
         assert!(e.contains("/nonexistent/bmc.creds"), "{e}");
+        assert_eq!(password(&m), None);
+        let dir = tempfile::tempdir().unwrap();
+        let fake_at = BmcMachine {
+            bmc: "http://127.0.0.1:9".into(),
+            ..m
+        };
+        let creds = dir.path().join("c");
+        std::fs::write(&creds, "admin:a-long-password\n").unwrap();
+        std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let with = BmcMachine {
+            credentials: Some(creds),
+            ..fake_at
+        };
+        assert_eq!(password(&with).as_deref(), Some("a-long-password"));
     }
 }

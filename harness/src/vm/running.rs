@@ -345,6 +345,17 @@ impl RunningVm {
         }
     }
 
+    /// The install is on the disk and the machine reboots into it soon: a machine booted
+    /// through its BMC has its virtual media ejected (the others' CD is after their disk).
+    pub fn install_on_disk(&self) {
+        match self {
+            RunningVm::Redfish(vm) => vm.install_on_disk(),
+            RunningVm::Qemu { .. } | RunningVm::Libvirt(_) | RunningVm::External(_) => {}
+            #[cfg(test)]
+            RunningVm::StandIn(_) => {}
+        }
+    }
+
     /// Stops the VM; idempotent.
     pub fn stop(&mut self) {
         match self {
