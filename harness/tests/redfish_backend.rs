@@ -117,3 +117,78 @@ async fn an_image_the_emulator_cannot_fetch_is_the_starts_error_quoting_it() {
     );
     assert_ne!(rig.machine.state(), "running", "not powered on");
 }
+
+/// A machine for the smoke scenario: its 3 GiB and 2 vCPUs, its install disk (virtio, serial
+/// `sno-install`), an empty CD drive, and QEMU's user network with SSH and the API forwarded
+/// from `ports` on this host's loopback (the harness's own `-netdev user`, through libvirt's
+/// QEMU passthrough as its libvirt backend passes it).
+fn smoke_machine_xml(name: &str, disk: &Path, ports: (u16, u16)) -> String {
+    let (ssh, api) = ports;
+    format!(
+        "<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+  <name>{name}</name>
+  <memory unit='MiB'>3072</memory>
+  <vcpu>2</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <features><acpi/></features>
+  <devices>
+    <disk type='file' device='disk'>
+      <driver name='qemu' type='raw'/>
+      <source file='{}'/>
+      <target dev='vda' bus='virtio'/>
+      <serial>sno-install</serial>
+    </disk>
+    <disk type='file' device='cdrom'>
+      <driver name='qemu' type='raw'/>
+      <target dev='sda' bus='sata'/>
+      <readonly/>
+    </disk>
+    <graphics type='vnc' autoport='yes' listen='127.0.0.1'/>
+  </devices>
+  <qemu:commandline>
+    <qemu:arg value='-netdev'/>
+    <qemu:arg value='user,id=net0,hostfwd=tcp:127.0.0.1:{ssh}-:22,hostfwd=tcp:127.0.0.1:{api}-:6443,hostname=sno-master-0'/>
+    <qemu:arg value='-device'/>
+    <qemu:arg value='virtio-net-pci,netdev=net0,bus=pcie.0,addr=0x10'/>
+  </qemu:commandline>
+</domain>
+",
+        disk.display()
+    )
+}
+
+/// The smoke scenario, whole, on a machine the emulator boots: `run --backend redfish` passes.
+#[test]
+fn smoke_passes_on_a_machine_booted_through_the_emulator() {
+    let ports = (sushy_rig::free_port(), sushy_rig::free_port());
+    let rig = Rig::start_with(8 << 30, |name, disk| smoke_machine_xml(name, disk, ports));
+    let m = machine(&rig);
+    let out = rig.dir.path().join("out");
+    let started = Instant::now();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("run")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/smoke.toml"
+        ))
+        .args(["--backend", "redfish", "--bmc", &m.bmc])
+        .arg("--bmc-credentials")
+        .arg(m.credentials.as_ref().unwrap())
+        .args(["--ssh", &format!("core@127.0.0.1:{}", ports.0)])
+        .args(["--api", &format!("127.0.0.1:{}", ports.1)])
+        .args(["--set", "vm.accel=tcg", "--out"])
+        .arg(&out)
+        .env("SNO_HARNESS_STATE_DIR", rig.dir.path().join("state"))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    eprintln!("smoke on --backend redfish took {took:?}");
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("smoke/result.json")).unwrap()).unwrap();
+    assert_eq!(result["verdict"], "pass", "{result}");
+    assert_eq!(rig.machine.state(), "shut off", "powered off at the end");
+    assert!(cd_sources(&rig.machine.definition()).is_empty(), "ejected");
+}

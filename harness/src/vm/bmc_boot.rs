@@ -30,6 +30,10 @@ const POWER_MISSES: u32 = 3;
 /// The whole of stopping: power off and eject, each within the client's own deadlines.
 const STOP_DEADLINE: Duration = Duration::from_secs(120);
 
+/// Held while the harness changes the machine's power itself (a restart the power poll must
+/// not take for the machine's end).
+type Busy = Arc<tokio::sync::Mutex<()>>;
+
 /// What the power poll saw last.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Power {
@@ -51,6 +55,7 @@ pub struct BmcVm {
     power: Arc<Mutex<Power>>,
     /// The BMC as found at the start, shared with the power poll.
     bmc: Arc<Bmc>,
+    busy: Busy,
     poll: Option<tokio::task::JoinHandle<()>>,
     stopped: bool,
 }
@@ -104,7 +109,8 @@ impl BmcVm {
             .map_err(|e| VmError::Console(e.to_string()))?;
         let power = Arc::new(Mutex::new(Power::On));
         let bmc = Arc::new(bmc);
-        let poll = tokio::spawn(watch_power(bmc.clone(), power.clone()));
+        let busy = Busy::default();
+        let poll = tokio::spawn(watch_power(bmc.clone(), power.clone(), busy.clone()));
         let vm = BmcVm {
             machine: machine.clone(),
             settings,
@@ -113,6 +119,7 @@ impl BmcVm {
             shown_url,
             power,
             bmc,
+            busy,
             poll: Some(poll),
             stopped: false,
         };
@@ -144,12 +151,16 @@ impl BmcVm {
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let (bmc, at) = (self.bmc.clone(), self.machine.bmc.clone());
+        let (bmc, at, busy) = (
+            self.bmc.clone(),
+            self.machine.bmc.clone(),
+            self.busy.clone(),
+        );
         rt.spawn(async move {
-            match bmc.eject_media().await {
-                Ok(()) => {
-                    tracing::info!("the BMC {at} ejected the live ISO: the install is on the disk")
-                }
+            // The power poll waits: a machine off for a moment here has not ended.
+            let _held = busy.lock().await;
+            match eject_for_the_disk(&bmc).await {
+                Ok(said) => tracing::info!("the BMC {at}: {said}"),
                 Err(e) => tracing::warn!("the BMC {at} did not eject the live ISO: {e}"),
             }
         });
@@ -232,13 +243,31 @@ async fn boot_from(bmc: &Bmc, url: &str) -> Result<(), super::redfish::RedfishEr
     bmc.reset(ResetType::On).await
 }
 
+/// Ejects the media; a BMC that keeps the CD in its boot order (it reports the override
+/// `Continuous`, whatever "Once" asked, as sushy-tools' emulator does) changes the machine's
+/// definition, not the running machine, whose reboot would boot the CD again: the machine is
+/// started again (off, on) from the definition without it, the installed system's first boot.
+async fn eject_for_the_disk(bmc: &Bmc) -> Result<&'static str, super::redfish::RedfishError> {
+    bmc.eject_media().await?;
+    let kept = bmc.boot_override().await?.enabled.as_deref() == Some("Continuous");
+    if !kept {
+        return Ok("the live ISO ejected: the install is on the disk");
+    }
+    bmc.reset(ResetType::ForceOff).await?;
+    bmc.reset(ResetType::On).await?;
+    Ok("the live ISO ejected and the machine started again, since the BMC keeps the CD in its boot order (\"Continuous\"): the install is on the disk")
+}
+
 /// Asks the BMC for the power state until aborted; a BMC that misses `POWER_MISSES` answers in
 /// a row is lost.
-async fn watch_power(bmc: Arc<Bmc>, power: Arc<Mutex<Power>>) {
+async fn watch_power(bmc: Arc<Bmc>, power: Arc<Mutex<Power>>, busy: Busy) {
     let mut misses = 0;
     loop {
         tokio::time::sleep(POWER_POLL).await;
-        let seen = match bmc.power_state().await {
+        let held = busy.lock().await;
+        let answer = bmc.power_state().await;
+        drop(held);
+        let seen = match answer {
             Ok(PowerState::Off) => Power::Off,
             Ok(_) => Power::On,
             Err(e) => {
