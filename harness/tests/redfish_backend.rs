@@ -3,7 +3,7 @@
 //! emulator fetches and attaches as the domain's CD, and powers the domain on; the install on
 //! the disk ejects the media; its stop powers the domain off. A BMC's refusal (an image it
 //! cannot fetch) is the start's error, quoting the emulator.
-//! A whole `run --backend redfish` is not here yet (docs/real-openshift.md says what stands).
+//! And the smoke scenario, whole: `run --backend redfish` passes on a domain the emulator boots.
 //!
 //! Needs the emulator's venv (ci/install-host-deps.sh) and libvirtd on qemu:///system; in
 //! nextest's host-libvirt-gc group, as redfish_emulator is.

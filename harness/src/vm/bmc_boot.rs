@@ -444,6 +444,36 @@ mod tests {
         assert_eq!(fake.seen().len(), seen, "stopping twice asks the BMC once");
     }
 
+    /// A BMC that keeps the CD in its boot order ("Continuous") has the machine started again
+    /// once the media are out; one that took "Once" is left to the machine's own reboot.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_bmc_that_keeps_the_cd_first_has_the_machine_started_again_from_the_disk() {
+        let fake = FakeBmc::start(Faults::default(), None).await;
+        let dir = tempfile::tempdir().unwrap();
+        let (machine, spec) = machine_and_spec(&fake, dir.path());
+        let (mut vm, _console) = BmcVm::start(&machine, &spec, &[], dir.path())
+            .await
+            .unwrap();
+        let resets = |fake: &FakeBmc| -> Vec<String> {
+            fake.seen()
+                .iter()
+                .filter_map(|s| s.body["ResetType"].as_str().map(str::to_string))
+                .collect()
+        };
+        fake.state.lock().unwrap().boot = ("Cd".into(), "Continuous".into());
+        vm.install_on_disk();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while resets(&fake).len() < 3 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(resets(&fake), ["On", "ForceOff", "On"]);
+        let st = fake.state.lock().unwrap();
+        assert!(st.image.is_none() && st.power_on, "ejected, and on again");
+        drop(st);
+        assert_eq!(vm.power(), Power::On);
+        vm.stop();
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_machine_that_is_on_is_forced_off_before_it_boots_the_cd_and_off_is_its_end() {
         let fake = FakeBmc::start(Faults::default(), None).await;
