@@ -174,6 +174,7 @@ fn register(state: &Path, root: &Path, id: &str) -> (Registration, PathBuf, Path
         paused: false,
         qemu: None,
         private: Some(private.clone()),
+        bmc: None,
     };
     let registration = registry::register(&state.join("runs"), entry).unwrap();
     (registration, run, private)

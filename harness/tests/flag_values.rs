@@ -482,3 +482,69 @@ fn perf_strategy_is_a_choice_of_full_or_pairwise() {
     );
     assert!(!out.exists());
 }
+
+/// `--backend redfish`'s flags: the machine must be named (BMC, SSH, API), its flags are its
+/// alone, it runs on no libvirt host, and the addresses must be addresses; all refused before
+/// `--out` exists, naming the flag.
+#[test]
+fn redfish_flags_a_run_cannot_use_are_refused_before_the_run_directory_exists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let smoke = repo_file("scenarios/smoke.toml");
+    let bmc = ["--bmc", "http://127.0.0.1:8000"];
+    let machine = ["--ssh", "core@127.0.0.1:2222", "--api", "127.0.0.1:6443"];
+    let cases: [(Vec<&str>, &str); 6] = [
+        (
+            vec!["--backend", "redfish"],
+            "give --bmc URL, --ssh USER@HOST[:PORT] and --api HOST:PORT",
+        ),
+        (
+            [&["--backend", "redfish"][..], &bmc].concat(),
+            "give --bmc URL",
+        ),
+        (bmc.to_vec(), "--bmc is --backend redfish's"),
+        (
+            [&["--backend", "qemu"][..], &machine].concat(),
+            "--ssh is --backend redfish's",
+        ),
+        (
+            [
+                &["--backend", "redfish", "--connect", "qemu:///system"][..],
+                &bmc,
+                &machine,
+            ]
+            .concat(),
+            "--backend redfish boots the machine --bmc names, on no libvirt host",
+        ),
+        (
+            [
+                &[
+                    "--backend",
+                    "redfish",
+                    "--ssh",
+                    "127.0.0.1",
+                    "--api",
+                    "127.0.0.1:6443",
+                ][..],
+                &bmc,
+            ]
+            .concat(),
+            "--ssh \"127.0.0.1\": no user",
+        ),
+    ];
+    for (flags, want) in cases {
+        let out = tmp.path().join("out");
+        let o = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+            .arg("run")
+            .arg(&smoke)
+            .args(&flags)
+            .arg("--out")
+            .arg(&out)
+            .env("SNO_HARNESS_STATE_DIR", tmp.path().join("state"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(want), "{flags:?}: no {want:?} in {stderr}");
+        assert!(!out.exists(), "{flags:?} created --out");
+    }
+}

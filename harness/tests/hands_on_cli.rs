@@ -74,6 +74,7 @@ fn a_registered_run_is_listed_and_its_console_read_without_the_guests_control_se
         paused: false,
         qemu: None,
         private: None,
+        bmc: None,
     };
     let _registration = registry::register(&state.join("runs"), entry).unwrap();
     let listed = harness(&state, &["status"]);
@@ -121,6 +122,7 @@ fn resume_of_a_run_that_is_not_paused_or_not_running_exits_1_and_signals_nobody(
         paused: false,
         qemu: None,
         private: None,
+        bmc: None,
     };
     // This test's own process, running and not paused: SIGUSR1 would end it, so the exit 1
     // without a signal is what keeps this test alive.

@@ -77,8 +77,8 @@ pub struct RunFlags {
     // Negative numbers reach the parser, which names the flag in its refusal.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = timeout_scale)]
     pub timeout_scale: f64,
-    /// Who starts the VMs: `qemu` (the harness itself) or `libvirt` (transient domains).
-    /// [default: qemu]
+    /// Who starts the VMs: `qemu` (the harness itself), `libvirt` (transient domains) or
+    /// `redfish` (a machine booted through its BMC: --bmc, --ssh, --api). [default: qemu]
     #[arg(long, value_parser = sno_harness::vm::backend::NAMES)]
     pub backend: Option<String>,
     /// The libvirt URI for `--backend libvirt` [default: qemu:///system]; `matrix` takes it
@@ -86,6 +86,8 @@ pub struct RunFlags {
     /// Parameters: keyfile, no_verify, no_tty, mode, proxy over qemu+ssh; mode, socket here.
     #[arg(long, value_name = "URI")]
     pub connect: Vec<String>,
+    #[command(flatten)]
+    pub bmc: super::bmc_flags::BmcFlags,
     #[command(flatten)]
     pub junit: JunitFlag,
     /// When a run collects the guest's, the API's and the VM's evidence into
@@ -191,6 +193,9 @@ impl RunFlags {
     /// One backend per `--connect` (at least one). The flags were checked (`check_hosts`):
     /// clap takes only backend names and `--connect` only with libvirt.
     pub fn backends(&self) -> Vec<Backend> {
+        if let Ok(Some(machine)) = self.bmc.machine(self.backend_name()) {
+            return vec![Backend::redfish(machine)];
+        }
         Backend::from_flags(self.backend_name(), &self.connect)
             .unwrap_or_else(|_| vec![Backend::default()])
     }
@@ -251,6 +256,15 @@ impl RunFlags {
 
     /// `check` without the one-host rule: `matrix` takes several `--connect`.
     pub fn check_hosts(&self) -> Result<(), CliError> {
+        // A machine booted through its BMC is named by flags of its own, on no libvirt host.
+        if self.bmc.machine(self.backend_name())?.is_some() {
+            return match self.connect.is_empty() {
+                true => Ok(()),
+                false => Err(bad(
+                    "--connect names a libvirt host: --backend redfish boots the machine --bmc names, on no libvirt host; leave --connect out",
+                )),
+            };
+        }
         // The URI a libvirt run connects to, with the transports it can use: refused here,
         // not once the run directory exists.
         if let Err(e) = Backend::from_flags(self.backend_name(), &self.connect) {

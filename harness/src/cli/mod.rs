@@ -3,6 +3,7 @@
 //! anything is created, `flags` what `run`, `matrix` and `perf` share.
 
 mod analyze;
+mod bmc_flags;
 mod check;
 mod completions;
 mod console;

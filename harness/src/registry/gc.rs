@@ -249,10 +249,31 @@ fn remove_leftovers(e: &Entry, dry_run: bool, out: &mut Collected) {
     }
 }
 
+/// A machine its BMC booted for the run: powered off and its media ejected, the credentials
+/// from the file recorded or the environment. A BMC that refuses is gc's error, quoted.
+fn power_off_through(id: &str, b: &registry::BmcRecord, dry_run: bool, out: &mut Collected) {
+    let what = format!(
+        "{id}: power off the machine of the BMC {} and eject its media",
+        b.url
+    );
+    if !dry_run {
+        let done = crate::vm::bmc_boot::settings_of(&b.url, b.credentials.as_deref())
+            .and_then(|s| crate::vm::bmc_boot::power_off_and_eject(&s));
+        if let Err(err) = done {
+            out.errors.push(format!("{what}: {err}"));
+            return;
+        }
+    }
+    out.actions.push(what);
+}
+
 /// Collects one dead run; `false` when a process still uses its files, which are left (and no
 /// result.json written) for a later gc.
 fn collect_run(e: &Entry, dry_run: bool, out: &mut Collected) -> bool {
     let killed = stop_qemu(e, dry_run, out);
+    if let Some(b) = &e.bmc {
+        power_off_through(&e.id, b, dry_run, out);
+    }
     if let (Some(uri), Some(domain)) = (&e.uri, &e.domain) {
         collect_domains(uri, Some(domain), &BTreeSet::new(), dry_run, out);
         // The domain may have died with the harness (auto-destroy): its log is still there.
@@ -479,6 +500,7 @@ mod tests {
             paused: false,
             qemu: None,
             private: None,
+            bmc: None,
         };
         fs::write(
             reg.path().join("1-smoke.json"),
@@ -558,6 +580,7 @@ mod tests {
             paused: false,
             qemu,
             private: None,
+            bmc: None,
         }
     }
 
@@ -851,6 +874,7 @@ mod tests {
                 paused: false,
                 qemu: None,
                 private: None,
+                bmc: None,
             },
         )
         .unwrap();

@@ -54,6 +54,20 @@ pub struct Entry {
     /// kept.
     #[serde(default)]
     pub private: Option<PathBuf>,
+    /// The BMC a machine booted through it is powered by (`--backend redfish`): gc powers the
+    /// machine off and ejects its media, with the credentials from the same file or the
+    /// environment (never recorded here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bmc: Option<BmcRecord>,
+}
+
+/// How gc reaches the BMC of a run's machine: its URL (naming the system, or a BMC with one)
+/// and the credentials file, if they came from one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BmcRecord {
+    pub url: String,
+    #[serde(default)]
+    pub credentials: Option<PathBuf>,
 }
 
 /// A process by pid and start time (clock ticks since boot): a pid alone can be reused.
@@ -380,6 +394,7 @@ mod tests {
             paused: false,
             qemu: None,
             private: None,
+            bmc: None,
         }
     }
 

@@ -212,6 +212,7 @@ mod tests {
             paused: false,
             qemu: None,
             private: None,
+            bmc: None,
         };
         let _reg = register(&registry, entry).unwrap();
         let now = humantime::parse_rfc3339("2026-12-06T18:01:00Z").unwrap();

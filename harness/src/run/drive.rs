@@ -120,6 +120,9 @@ pub async fn drive(
         secrets.add_pull_secret(&p);
     }
     secrets.add_private_dir(&run.private);
+    if let Some(p) = opts.backend.bmc().and_then(crate::vm::bmc_boot::password) {
+        secrets.add("the BMC's password", &p);
+    }
     let driven = Driven {
         machine: run.machine,
         vm_host: run.vm_host,

@@ -28,6 +28,10 @@ pub fn register(run: &Run<'_>) -> Option<registry::Registration> {
         paused: false,
         qemu: None,
         private: Some(run.private.clone()),
+        bmc: run.opts.backend.bmc().map(|m| registry::BmcRecord {
+            url: m.bmc.clone(),
+            credentials: m.credentials.clone(),
+        }),
     };
     match registry::register(&registry_dir, entry) {
         Ok(r) => Some(r),

@@ -324,6 +324,9 @@ impl Session {
                 }
                 Action::PhaseEnded(p, st) => {
                     run.ui.line(&format!("phase {p} ended: {}", st.as_str()));
+                    if p == Phase::InstallToDisk && st == crate::flow::machine::Status::Pass {
+                        self.vm.install_on_disk();
+                    }
                     let detail = run.machine.phase(p).detail.clone();
                     let (phase, status) = (p.name().to_string(), st.as_str().to_string());
                     let _ = run.log.record(

@@ -17,6 +17,10 @@ pub enum Backend {
     /// A machine the harness did not boot and does not own (`observe`): reached at the
     /// addresses it was given, its console only when one was given (`external.rs`).
     External(ExternalMachine),
+    /// A machine the harness boots through its BMC's Redfish (`bmc_boot.rs`): the run's live
+    /// ISO as virtual media, served by the harness; judged, as `External`, through SSH and the
+    /// API at the addresses given.
+    Redfish(BmcMachine),
     /// A test-only backend whose VM runs nothing (`stand_in.rs`): it shows which files a new
     /// backend touches.
     #[cfg(test)]
@@ -34,6 +38,41 @@ pub struct ExternalMachine {
     pub console: Option<ConsoleSource>,
 }
 
+/// A machine booted through its BMC: the BMC, how its credentials are had (never from the
+/// command line), the address the BMC fetches the live ISO from the harness at, and where this
+/// host reaches the machine's SSH and API once it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BmcMachine {
+    /// `http[s]://HOST[:PORT]`, or `.../redfish/v1/Systems/ID` naming the system.
+    pub bmc: String,
+    /// An owner-only file of `USER:PASSWORD`; `None`: the environment's
+    /// `SNO_BMC_USER`/`SNO_BMC_PASSWORD`.
+    pub credentials: Option<std::path::PathBuf>,
+    /// The address of this host the BMC reaches: the ISO's server listens there.
+    pub serve_at: std::net::IpAddr,
+    pub ssh: std::net::SocketAddr,
+    pub user: String,
+    pub api: std::net::SocketAddr,
+}
+
+impl BmcMachine {
+    /// The flags that name this machine, for a replay command (no secret is among them).
+    pub fn flags(&self) -> String {
+        let credentials = match &self.credentials {
+            Some(f) => format!(" --bmc-credentials {}", f.display()),
+            None => String::new(),
+        };
+        let ssh = match self.ssh {
+            std::net::SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
+            a => a.to_string(),
+        };
+        format!(
+            " --backend redfish --bmc {}{credentials} --bmc-serve-at {} --ssh {}@{ssh} --api {}",
+            self.bmc, self.serve_at, self.user, self.api
+        )
+    }
+}
+
 /// Where the console of a machine the harness did not boot is read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConsoleSource {
@@ -46,7 +85,11 @@ pub enum ConsoleSource {
 }
 
 /// The names `--backend` takes, in the order help lists them.
-pub const NAMES: [&str; 2] = ["qemu", "libvirt"];
+pub const NAMES: [&str; 3] = ["qemu", "libvirt", "redfish"];
+
+/// The backend whose machine is given by flags of its own (`--bmc`...), built by
+/// [`Backend::redfish`], not by [`Backend::from_flags`].
+pub const REDFISH: &str = "redfish";
 
 /// A backend the command line asked for that cannot be had.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,6 +98,9 @@ pub enum BackendError {
     Unknown { name: String },
     #[error("--connect is a libvirt URI: it needs --backend libvirt")]
     ConnectWithoutLibvirt,
+    /// `--backend redfish` without the machine its own flags name.
+    #[error("--backend redfish boots a machine through its BMC: give --bmc URL, --ssh USER@HOST[:PORT] and --api HOST:PORT (the machine's SSH and API as this host reaches them)")]
+    RedfishWithoutMachine,
     /// This build was made without the `libvirt` feature; `asked` is the flag that wanted it.
     #[error("{asked}: this build of sno-harness has no libvirt support (built without the \"libvirt\" feature); rebuild with default features, or use --backend qemu")]
     NoLibvirt { asked: &'static str },
@@ -182,6 +228,8 @@ impl Backend {
                 .iter()
                 .map(|uri| Backend::Libvirt { uri: uri.clone() })
                 .collect()),
+            REDFISH if connect.is_empty() => Err(BackendError::RedfishWithoutMachine),
+            REDFISH => Err(BackendError::ConnectWithoutLibvirt),
             other => Err(BackendError::Unknown {
                 name: other.to_string(),
             }),
@@ -205,11 +253,17 @@ impl Backend {
         Backend::External(machine)
     }
 
+    /// A machine booted through its BMC (`--backend redfish`).
+    pub fn redfish(machine: BmcMachine) -> Backend {
+        Backend::Redfish(machine)
+    }
+
     /// The same backend on the host `uri` names, for a backend that has hosts; QEMU runs here.
     pub fn on(self, uri: &str) -> Backend {
         match self {
             Backend::Qemu => Backend::Qemu,
             Backend::External(m) => Backend::External(m),
+            Backend::Redfish(m) => Backend::Redfish(m),
             #[cfg(test)]
             Backend::StandIn => Backend::StandIn,
             Backend::Libvirt { .. } => Backend::Libvirt {
@@ -223,6 +277,7 @@ impl Backend {
             Backend::Qemu => "qemu",
             Backend::Libvirt { .. } => "libvirt",
             Backend::External(_) => "external",
+            Backend::Redfish(_) => REDFISH,
             #[cfg(test)]
             Backend::StandIn => "stand-in",
         }
@@ -233,7 +288,16 @@ impl Backend {
     pub fn ssh_user(&self) -> &str {
         match self {
             Backend::External(m) => &m.user,
+            Backend::Redfish(m) => &m.user,
             _ => "core",
+        }
+    }
+
+    /// The machine a BMC boots, for the registration gc reads.
+    pub fn bmc(&self) -> Option<&BmcMachine> {
+        match self {
+            Backend::Redfish(m) => Some(m),
+            _ => None,
         }
     }
 
@@ -242,7 +306,7 @@ impl Backend {
         match self {
             Backend::Qemu => None,
             Backend::Libvirt { uri } => Some(uri),
-            Backend::External(_) => None,
+            Backend::External(_) | Backend::Redfish(_) => None,
             #[cfg(test)]
             Backend::StandIn => None,
         }
@@ -262,6 +326,7 @@ impl Backend {
             Backend::Libvirt { uri } => format!(" --backend libvirt --connect {uri}"),
             // Nothing `run` could repeat: the machine was booted by others.
             Backend::External(_) => String::new(),
+            Backend::Redfish(m) => m.flags(),
             #[cfg(test)]
             Backend::StandIn => " --backend stand-in".into(),
         }
@@ -273,7 +338,7 @@ impl Backend {
         match self {
             Backend::Qemu => None,
             Backend::Libvirt { uri } => crate::vm::libvirt::remote_target(uri).ok().flatten(),
-            Backend::External(_) => None,
+            Backend::External(_) | Backend::Redfish(_) => None,
             #[cfg(test)]
             Backend::StandIn => None,
         }
@@ -293,7 +358,10 @@ impl Backend {
     pub fn dir_access(&self) -> DirAccess {
         match self {
             Backend::Libvirt { .. } if !self.is_remote() => DirAccess::Traverse,
-            Backend::Libvirt { .. } | Backend::Qemu | Backend::External(_) => DirAccess::OwnerOnly,
+            Backend::Libvirt { .. }
+            | Backend::Qemu
+            | Backend::External(_)
+            | Backend::Redfish(_) => DirAccess::OwnerOnly,
             #[cfg(test)]
             Backend::StandIn => DirAccess::OwnerOnly,
         }
@@ -309,7 +377,7 @@ impl Backend {
         match self {
             Backend::Qemu => None,
             Backend::Libvirt { .. } => Some(crate::vm::libvirt::domain_xml(spec, meta)),
-            Backend::External(_) => None,
+            Backend::External(_) | Backend::Redfish(_) => None,
             #[cfg(test)]
             Backend::StandIn => None,
         }
@@ -356,6 +424,16 @@ impl Backend {
             Backend::External(m) => Capabilities {
                 qmp: false,
                 console: m.console.is_some(),
+                block_stats: false,
+                screenshots: false,
+                owned: Owned::Nothing,
+                ..common
+            },
+            // The machine's own disks and firmware; the BMC's power state and SSH's boot id
+            // stand in for QMP. Its console is not read (a BMC's serial-over-LAN is not asked).
+            Backend::Redfish(_) => Capabilities {
+                qmp: false,
+                console: false,
                 block_stats: false,
                 screenshots: false,
                 owned: Owned::Nothing,
@@ -453,7 +531,7 @@ mod tests {
         let e = Backend::named("vbox").unwrap_err().to_string();
         assert_eq!(
             e,
-            "--backend \"vbox\": not a backend; give one of: qemu, libvirt"
+            "--backend \"vbox\": not a backend; give one of: qemu, libvirt, redfish"
         );
     }
 
@@ -495,6 +573,38 @@ mod tests {
             Backend::Qemu.can().lacks().is_empty(),
             "a VM of the harness's lacks nothing"
         );
+    }
+
+    #[test]
+    fn a_machine_booted_through_its_bmc_is_judged_as_an_external_one_and_named_by_its_flags() {
+        assert_eq!(
+            Backend::from_flags(REDFISH, &[]),
+            Err(BackendError::RedfishWithoutMachine)
+        );
+        assert_eq!(
+            Backend::from_flags(REDFISH, &["qemu:///system".into()]),
+            Err(BackendError::ConnectWithoutLibvirt)
+        );
+        let b = Backend::redfish(BmcMachine {
+            bmc: "https://bmc.example".into(),
+            credentials: Some("/home/me/bmc.creds".into()),
+            serve_at: "192.0.2.1".parse().unwrap(),
+            ssh: "[2001:db8::7]:22".parse().unwrap(),
+            user: "core".into(),
+            api: "192.0.2.7:6443".parse().unwrap(),
+        });
+        let can = b.can();
+        assert!(!can.qmp && !can.console && !can.block_stats && !can.screenshots);
+        assert!(!can.saved_state && !can.leave_running && !can.starts_qemu_here);
+        assert_eq!((can.owned, can.vm_log), (Owned::Nothing, VmLog::None));
+        assert_eq!((b.name(), b.uri(), b.is_remote()), ("redfish", None, false));
+        assert_eq!(b.ssh_user(), "core");
+        assert_eq!(b.dir_access(), DirAccess::OwnerOnly);
+        assert_eq!(
+            b.replay_flags(),
+            " --backend redfish --bmc https://bmc.example --bmc-credentials /home/me/bmc.creds --bmc-serve-at 192.0.2.1 --ssh core@[2001:db8::7]:22 --api 192.0.2.7:6443"
+        );
+        assert!(NAMES.contains(&REDFISH));
     }
 
     #[cfg(feature = "libvirt")]

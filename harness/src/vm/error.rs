@@ -38,4 +38,7 @@ pub enum VmError {
     /// The console of a machine the harness did not boot cannot be read.
     #[error("the machine's console: {0}")]
     Console(String),
+    /// The BMC of a machine booted through it refused, or was not reached: its message quoted.
+    #[error("{0}")]
+    Bmc(String),
 }

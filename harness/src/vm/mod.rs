@@ -5,6 +5,7 @@
 
 pub mod accel;
 pub mod backend;
+pub mod bmc_boot;
 pub mod disk;
 pub mod error;
 pub mod external;

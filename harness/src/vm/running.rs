@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::bmc_boot::{BmcVm, Power};
 use super::error::VmError;
 use super::external::ExternalVm;
 use super::libvirt::LibvirtVm;
@@ -68,6 +69,8 @@ pub enum RunningVm {
     Libvirt(Arc<std::sync::Mutex<LibvirtVm>>),
     /// A machine the harness did not boot: nothing runs of the harness's but its console.
     External(ExternalVm),
+    /// A machine booted through its BMC: judged as an external one, powered by the BMC.
+    Redfish(Box<BmcVm>),
     #[cfg(test)]
     StandIn(super::stand_in::StandInVm),
 }
@@ -121,6 +124,10 @@ impl RunningVm {
                 let (vm, console) = ExternalVm::start(machine, opts.reach, dir)
                     .map_err(|e| VmError::Console(e.to_string()))?;
                 Ok((RunningVm::External(vm), console))
+            }
+            Backend::Redfish(machine) => {
+                let (vm, console) = BmcVm::start(machine, spec, opts.reach, dir).await?;
+                Ok((RunningVm::Redfish(Box::new(vm)), console))
             }
             #[cfg(test)]
             Backend::StandIn => {
@@ -186,6 +193,7 @@ impl RunningVm {
             RunningVm::Qemu { process, .. } => process.command_line(),
             RunningVm::Libvirt(vm) => lock(vm).xml().to_string(),
             RunningVm::External(vm) => vm.describe(),
+            RunningVm::Redfish(vm) => vm.describe(),
             #[cfg(test)]
             RunningVm::StandIn(_) => "a stand-in VM".into(),
         }
@@ -198,6 +206,7 @@ impl RunningVm {
             RunningVm::Qemu { .. } => addr,
             RunningVm::Libvirt(vm) => lock(vm).local_addr(addr),
             RunningVm::External(vm) => vm.local_addr(addr),
+            RunningVm::Redfish(vm) => vm.local_addr(addr),
             #[cfg(test)]
             RunningVm::StandIn(_) => addr,
         }
@@ -208,7 +217,7 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { .. } => None,
             RunningVm::Libvirt(vm) => lock(vm).remote_host_context(),
-            RunningVm::External(_) => None,
+            RunningVm::External(_) | RunningVm::Redfish(_) => None,
             #[cfg(test)]
             RunningVm::StandIn(_) => None,
         }
@@ -218,7 +227,7 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { process, .. } => Some(process.pid()),
             RunningVm::Libvirt(vm) => lock(vm).pid(),
-            RunningVm::External(_) => None,
+            RunningVm::External(_) | RunningVm::Redfish(_) => None,
             #[cfg(test)]
             RunningVm::StandIn(_) => None,
         }
@@ -242,6 +251,15 @@ impl RunningVm {
             },
             // Nothing says whether a machine the harness did not boot runs: SSH and the API do.
             RunningVm::External(_) => Liveness::Running,
+            // The BMC's power state: off is the machine's end.
+            RunningVm::Redfish(vm) => match vm.power() {
+                Power::On => Liveness::Running,
+                Power::Off => Liveness::Gone,
+                Power::Lost(detail) => Liveness::Lost {
+                    instrument: "BMC",
+                    detail,
+                },
+            },
             #[cfg(test)]
             RunningVm::StandIn(vm) => match vm.is_running() {
                 true => Liveness::Running,
@@ -261,9 +279,11 @@ impl RunningVm {
             RunningVm::Qemu { qmp, .. } => {
                 Ok(super::qemu::state_file::save(qmp, path, timeout).await?)
             }
-            RunningVm::Libvirt(_) | RunningVm::External(_) => Err(VmError::NotOnThisBackend {
-                what: "saving the VM state",
-            }),
+            RunningVm::Libvirt(_) | RunningVm::External(_) | RunningVm::Redfish(_) => {
+                Err(VmError::NotOnThisBackend {
+                    what: "saving the VM state",
+                })
+            }
             #[cfg(test)]
             RunningVm::StandIn(_) => Err(VmError::NotOnThisBackend {
                 what: "saving the VM state",
@@ -277,9 +297,11 @@ impl RunningVm {
             RunningVm::Qemu { qmp, .. } => {
                 Ok(super::qemu::state_file::load(qmp, path, timeout).await?)
             }
-            RunningVm::Libvirt(_) | RunningVm::External(_) => Err(VmError::NotOnThisBackend {
-                what: "restoring a saved VM state",
-            }),
+            RunningVm::Libvirt(_) | RunningVm::External(_) | RunningVm::Redfish(_) => {
+                Err(VmError::NotOnThisBackend {
+                    what: "restoring a saved VM state",
+                })
+            }
             #[cfg(test)]
             RunningVm::StandIn(_) => Err(VmError::NotOnThisBackend {
                 what: "restoring a saved VM state",
@@ -298,6 +320,9 @@ impl RunningVm {
                 .map_err(|e| VmError::Detach(e.to_string())),
             RunningVm::External(_) => Err(VmError::Detach(
                 "the machine is not the harness's: it runs on whatever the run does".into(),
+            )),
+            RunningVm::Redfish(_) => Err(VmError::Detach(
+                "a machine booted through its BMC is powered off with the run".into(),
             )),
             #[cfg(test)]
             RunningVm::StandIn(_) => Err(VmError::Detach("a stand-in VM ends with the run".into())),
@@ -320,12 +345,24 @@ impl RunningVm {
         }
     }
 
+    /// The install is on the disk and the machine reboots into it soon: a machine booted
+    /// through its BMC has its virtual media ejected (the others' CD is after their disk).
+    pub fn install_on_disk(&self) {
+        match self {
+            RunningVm::Redfish(vm) => vm.install_on_disk(),
+            RunningVm::Qemu { .. } | RunningVm::Libvirt(_) | RunningVm::External(_) => {}
+            #[cfg(test)]
+            RunningVm::StandIn(_) => {}
+        }
+    }
+
     /// Stops the VM; idempotent.
     pub fn stop(&mut self) {
         match self {
             RunningVm::Qemu { process, .. } => process.kill(),
             RunningVm::Libvirt(vm) => lock(vm).stop(),
             RunningVm::External(vm) => vm.stop(),
+            RunningVm::Redfish(vm) => vm.stop(),
             #[cfg(test)]
             RunningVm::StandIn(vm) => vm.stop(),
         }
@@ -336,7 +373,7 @@ impl RunningVm {
         match self {
             RunningVm::Qemu { qmp, .. } => RunningVmHandle::Qemu(qmp.clone()),
             RunningVm::Libvirt(vm) => RunningVmHandle::Libvirt(vm.clone()),
-            RunningVm::External(_) => RunningVmHandle::Monitorless,
+            RunningVm::External(_) | RunningVm::Redfish(_) => RunningVmHandle::Monitorless,
             #[cfg(test)]
             RunningVm::StandIn(_) => RunningVmHandle::StandIn,
         }

@@ -60,9 +60,15 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// Defines (persistently: the emulator edits the definition) a small q35 machine with an
-    /// empty raw disk and an empty SATA CD drive, and a directory pool at `dir/pool`.
-    fn define(dir: &Path, tag: &str) -> Machine {
+    /// Defines (persistently: the emulator edits the definition) the machine `xml` makes of its
+    /// name and its empty raw disk of `disk_bytes` (by default `domain_xml_of`'s small q35
+    /// machine with an empty SATA CD drive), and a directory pool at `dir/pool`.
+    fn define_with(
+        dir: &Path,
+        tag: &str,
+        disk_bytes: u64,
+        xml: impl Fn(&str, &Path) -> String,
+    ) -> Machine {
         let name = format!("redfish-emu-{tag}");
         let pool_dir = dir.join("pool");
         std::fs::create_dir(&pool_dir).unwrap();
@@ -70,7 +76,7 @@ impl Machine {
         let disk = pool_dir.join("disk.img");
         std::fs::File::create(&disk)
             .unwrap()
-            .set_len(64 << 20)
+            .set_len(disk_bytes)
             .unwrap();
         // Made first, so that a failing step below still removes what the ones before made.
         let mut machine = Machine {
@@ -90,7 +96,7 @@ impl Machine {
         .unwrap();
         virsh(&["pool-create", &pool_xml.to_string_lossy()]);
         let domain_xml = dir.join("domain.xml");
-        std::fs::write(&domain_xml, domain_xml_of(&machine.name, &disk)).unwrap();
+        std::fs::write(&domain_xml, xml(&machine.name, &disk)).unwrap();
         virsh(&["define", &domain_xml.to_string_lossy()]);
         machine.uuid = virsh(&["domuuid", &machine.name]).trim().to_string();
         machine
@@ -284,6 +290,12 @@ pub struct Rig {
 
 impl Rig {
     pub fn start() -> Rig {
+        Self::start_with(64 << 20, domain_xml_of)
+    }
+
+    /// A rig whose domain has a disk of `disk_bytes` and the XML `xml` makes of its name and
+    /// disk.
+    pub fn start_with(disk_bytes: u64, xml: impl Fn(&str, &Path) -> String) -> Rig {
         let venv = venv();
         let dir = tempfile::tempdir().unwrap();
         // QEMU runs as another user (libvirt-qemu) and must reach the disk and the images.
@@ -297,7 +309,7 @@ impl Rig {
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
-        let machine = Machine::define(dir.path(), &tag);
+        let machine = Machine::define_with(dir.path(), &tag, disk_bytes, xml);
         let emulator = Emulator::start(&venv, dir.path(), &machine);
         Rig {
             emulator,

@@ -1,0 +1,194 @@
+//! The `redfish` backend's running VM (`vm::bmc_boot`) against the real BMC emulator,
+//! sushy-tools with its libvirt driver (`sushy_rig`): its start serves the run's ISO, which the
+//! emulator fetches and attaches as the domain's CD, and powers the domain on; the install on
+//! the disk ejects the media; its stop powers the domain off. A BMC's refusal (an image it
+//! cannot fetch) is the start's error, quoting the emulator.
+//! And the smoke scenario, whole: `run --backend redfish` passes on a domain the emulator boots.
+//!
+//! Needs the emulator's venv (ci/install-host-deps.sh) and libvirtd on qemu:///system; in
+//! nextest's host-libvirt-gc group, as redfish_emulator is.
+
+mod sushy_rig;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use sno_harness::vm::backend::BmcMachine;
+use sno_harness::vm::bmc_boot::{BmcVm, Power};
+use sno_harness::vm::error::VmError;
+use sushy_rig::{Rig, PASSWORD, USER};
+
+/// The machine the rig's emulator powers, its credentials in an owner-only file.
+fn machine(rig: &Rig) -> BmcMachine {
+    let creds = rig.dir.path().join("bmc.creds");
+    std::fs::write(&creds, format!("{USER}:{PASSWORD}\n")).unwrap();
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+    BmcMachine {
+        bmc: rig.emulator.url(),
+        credentials: Some(creds),
+        serve_at: std::net::Ipv4Addr::LOCALHOST.into(),
+        ssh: "127.0.0.1:22".parse().unwrap(),
+        user: "core".into(),
+        api: "127.0.0.1:6443".parse().unwrap(),
+    }
+}
+
+/// A run's VM spec whose CD is `iso`.
+fn spec(dir: &Path, iso: &Path) -> sno_harness::vm::VmSpec {
+    let s = sno_harness::scenario::parse_str(
+        &dir.join("s.toml"),
+        "name = \"s\"\nprofile = \"fixture\"\n[[disks]]\nid = \"install\"\nsize = \"1GiB\"\n",
+    )
+    .unwrap();
+    sno_harness::run::vm_spec(&s, dir, iso, sno_harness::hw::Accel::Tcg, 1, 2)
+}
+
+/// The source files of the domain definition's CD drives.
+fn cd_sources(definition: &str) -> Vec<String> {
+    let disk = regex::Regex::new(r"(?s)<disk [^>]*device='cdrom'[^>]*>(.*?)</disk>").unwrap();
+    let source = regex::Regex::new(r"<source file='([^']+)'").unwrap();
+    disk.captures_iter(definition)
+        .filter_map(|c| source.captures(&c[1]).map(|s| s[1].to_string()))
+        .collect()
+}
+
+async fn until(deadline: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !check() {
+        assert!(
+            started.elapsed() < deadline,
+            "{what} not within {deadline:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_backend_boots_the_served_iso_through_the_emulator_ejects_it_and_powers_off() {
+    let rig = Rig::start();
+    let run = rig.dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let iso = run.join("live.iso");
+    let bytes: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&iso, &bytes).unwrap();
+    let (mut vm, _console) = BmcVm::start(&machine(&rig), &spec(&run, &iso), &[], &run)
+        .await
+        .unwrap();
+    let sources = cd_sources(&rig.machine.definition());
+    let [source] = sources.as_slice() else {
+        panic!("one CD drive with the image: {sources:?}")
+    };
+    assert_eq!(
+        std::fs::read(source).unwrap(),
+        bytes,
+        "the CD is the run's ISO"
+    );
+    assert_eq!(rig.machine.state(), "running");
+    assert_eq!(vm.power(), Power::On);
+    assert!(vm.describe().contains("/live.iso"), "{}", vm.describe());
+
+    vm.install_on_disk();
+    until(Duration::from_secs(60), "the media ejected", || {
+        cd_sources(&rig.machine.definition()).is_empty()
+    })
+    .await;
+
+    vm.stop();
+    assert_eq!(rig.machine.state(), "shut off", "powered off at the end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_the_emulator_cannot_fetch_is_the_starts_error_quoting_it() {
+    let rig = Rig::start();
+    let run = rig.dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    // The server cannot open the file: it answers 500, and the emulator refuses the insertion.
+    let missing = run.join("no-such.iso");
+    let e = BmcVm::start(&machine(&rig), &spec(&run, &missing), &[], &run)
+        .await
+        .err()
+        .expect("refused");
+    let text = e.to_string();
+    assert!(matches!(e, VmError::Bmc(_)), "{text}");
+    assert!(
+        text.contains("Cannot download virtual media: got error 500 from the server"),
+        "the emulator's message quoted: {text}"
+    );
+    assert_ne!(rig.machine.state(), "running", "not powered on");
+}
+
+/// A machine for the smoke scenario: its 3 GiB and 2 vCPUs, its install disk (virtio, serial
+/// `sno-install`), an empty CD drive, and QEMU's user network with SSH and the API forwarded
+/// from `ports` on this host's loopback (the harness's own `-netdev user`, through libvirt's
+/// QEMU passthrough as its libvirt backend passes it).
+fn smoke_machine_xml(name: &str, disk: &Path, ports: (u16, u16)) -> String {
+    let (ssh, api) = ports;
+    format!(
+        "<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+  <name>{name}</name>
+  <memory unit='MiB'>3072</memory>
+  <vcpu>2</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <features><acpi/></features>
+  <devices>
+    <disk type='file' device='disk'>
+      <driver name='qemu' type='raw'/>
+      <source file='{}'/>
+      <target dev='vda' bus='virtio'/>
+      <serial>sno-install</serial>
+    </disk>
+    <disk type='file' device='cdrom'>
+      <driver name='qemu' type='raw'/>
+      <target dev='sda' bus='sata'/>
+      <readonly/>
+    </disk>
+    <graphics type='vnc' autoport='yes' listen='127.0.0.1'/>
+  </devices>
+  <qemu:commandline>
+    <qemu:arg value='-netdev'/>
+    <qemu:arg value='user,id=net0,hostfwd=tcp:127.0.0.1:{ssh}-:22,hostfwd=tcp:127.0.0.1:{api}-:6443,hostname=sno-master-0'/>
+    <qemu:arg value='-device'/>
+    <qemu:arg value='virtio-net-pci,netdev=net0,bus=pcie.0,addr=0x10'/>
+  </qemu:commandline>
+</domain>
+",
+        disk.display()
+    )
+}
+
+/// The smoke scenario, whole, on a machine the emulator boots: `run --backend redfish` passes.
+#[test]
+fn smoke_passes_on_a_machine_booted_through_the_emulator() {
+    let ports = (sushy_rig::free_port(), sushy_rig::free_port());
+    let rig = Rig::start_with(8 << 30, |name, disk| smoke_machine_xml(name, disk, ports));
+    let m = machine(&rig);
+    let out = rig.dir.path().join("out");
+    let started = Instant::now();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("run")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/smoke.toml"
+        ))
+        .args(["--backend", "redfish", "--bmc", &m.bmc])
+        .arg("--bmc-credentials")
+        .arg(m.credentials.as_ref().unwrap())
+        .args(["--ssh", &format!("core@127.0.0.1:{}", ports.0)])
+        .args(["--api", &format!("127.0.0.1:{}", ports.1)])
+        .args(["--set", "vm.accel=tcg", "--out"])
+        .arg(&out)
+        .env("SNO_HARNESS_STATE_DIR", rig.dir.path().join("state"))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    eprintln!("smoke on --backend redfish took {took:?}");
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("smoke/result.json")).unwrap()).unwrap();
+    assert_eq!(result["verdict"], "pass", "{result}");
+    assert_eq!(rig.machine.state(), "shut off", "powered off at the end");
+    assert!(cd_sources(&rig.machine.definition()).is_empty(), "ejected");
+}
