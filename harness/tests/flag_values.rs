@@ -548,3 +548,28 @@ fn redfish_flags_a_run_cannot_use_are_refused_before_the_run_directory_exists() 
         assert!(!out.exists(), "{flags:?} created --out");
     }
 }
+
+/// A matrix on `--backend redfish` would run its permutations at once on the one machine the
+/// BMC names: refused unless `--jobs 1`, before `--out` exists.
+#[test]
+fn a_matrix_on_the_one_machine_of_a_bmc_needs_jobs_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("matrix")
+        .arg(repo_file("scenarios/disks.toml"))
+        .args(["--backend", "redfish", "--bmc", "http://127.0.0.1:8000"])
+        .args(["--ssh", "core@127.0.0.1:2222", "--api", "127.0.0.1:6443"])
+        .arg("--out")
+        .arg(&out)
+        .env("SNO_HARNESS_STATE_DIR", tmp.path().join("state"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("only one at a time; give --jobs 1"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "the refusal created --out");
+}

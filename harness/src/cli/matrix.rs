@@ -110,6 +110,11 @@ pub fn matrix(a: MatrixArgs) -> Outcome {
     if a.jobs == Some(0) {
         return Err(bad("--jobs must be at least 1"));
     }
+    if a.jobs != Some(1) && places.iter().any(|p| p.backend.can().one_machine) {
+        return Err(bad(
+            "--backend redfish boots the one machine its BMC names: a matrix can run its permutations there only one at a time; give --jobs 1",
+        ));
+    }
     let shard = a.shard.get();
     let perms = sliced(&m, &a.matrix, a.filter.as_deref(), shard)?;
     let plan = matrix::PlanIdentity::of(&m, a.filter.as_deref(), shard);

@@ -187,6 +187,9 @@ pub struct Capabilities {
     pub owned: Owned,
     /// The harness starts this host's QEMU itself (a libvirtd starts its own).
     pub starts_qemu_here: bool,
+    /// The backend's machine is one given machine (a BMC's, one being observed), not one the
+    /// harness makes per run: two runs at once would share it.
+    pub one_machine: bool,
 }
 
 impl Capabilities {
@@ -399,6 +402,7 @@ impl Backend {
             vm_log: VmLog::None,
             owned: Owned::Process,
             starts_qemu_here: false,
+            one_machine: false,
         };
         match self {
             Backend::Qemu => Capabilities {
@@ -427,6 +431,7 @@ impl Backend {
                 block_stats: false,
                 screenshots: false,
                 owned: Owned::Nothing,
+                one_machine: true,
                 ..common
             },
             // The machine's own disks and firmware; the BMC's power state and SSH's boot id
@@ -437,6 +442,7 @@ impl Backend {
                 block_stats: false,
                 screenshots: false,
                 owned: Owned::Nothing,
+                one_machine: true,
                 ..common
             },
             #[cfg(test)]
