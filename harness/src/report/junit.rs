@@ -655,6 +655,13 @@ mod tests {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The value of the suite's property `name`.
+    fn property<'a>(els: &'a [Element], name: &str) -> Option<&'a str> {
+        els.iter()
+            .find(|e| e.0 == "property" && attr(&e.1, "name") == Some(name))
+            .and_then(|e| attr(&e.1, "value"))
+    }
+
     fn count(els: &[Element], name: &str) -> usize {
         els.iter().filter(|e| e.0 == name).count()
     }
@@ -701,11 +708,7 @@ mod tests {
             JunitFlavour::Harness,
         );
         let els = elements(&xml);
-        let prop = |name: &str| {
-            els.iter()
-                .find(|e| e.0 == "property" && attr(&e.1, "name") == Some(name))
-                .and_then(|e| attr(&e.1, "value"))
-        };
+        let prop = |name: &str| property(&els, name);
         assert_eq!(prop("operators_rule"), Some("installer"));
         assert_eq!(prop("operator_warning.1"), Some("ingress: Degraded=True"));
         assert_eq!(prop("operator_warning.2"), Some("console: Available=False"));
@@ -744,11 +747,7 @@ mod tests {
             JunitFlavour::Harness,
         );
         let els = elements(&xml);
-        let prop = |name: &str| {
-            els.iter()
-                .find(|e| e.0 == "property" && attr(&e.1, "name") == Some(name))
-                .and_then(|e| attr(&e.1, "value"))
-        };
+        let prop = |name: &str| property(&els, name);
         assert_eq!(prop("secure_boot.live"), Some("on"));
         assert_eq!(prop("secure_boot.installed"), Some("no-variable"));
         assert_eq!(prop("multipath.root_on_map"), Some("true"));
