@@ -140,7 +140,8 @@ fn machine(
         .clone()
         .or_else(|| result.map(|r| r.scenario.clone().into()));
     if let Some(path) = scenario_path {
-        match crate::scenario::load(&path) {
+        let id = result.map_or("", |r| r.id.as_str());
+        match run_scenario(&path, id) {
             Ok(s) => return Ok(from_scenario(&s, accel, &recorded, &path, result, notes)),
             Err(e) if opts.scenario.is_some() => return Err(AnalyzeError::unreadable(&path, e)),
             Err(e) => notes.push(format!(
@@ -174,6 +175,29 @@ fn machine(
         kernel_warnings_fatal: false,
     });
     Ok(m)
+}
+
+/// The scenario the run ran: the file itself, or (a matrix's run names its matrix file) the
+/// permutation `id` of it, in the file's strategy or else in the full product.
+fn run_scenario(path: &Path, id: &str) -> Result<crate::scenario::Scenario, String> {
+    use crate::scenario::matrix::{self, Strategy};
+    if !matrix::is_matrix_file(path) {
+        return crate::scenario::load(path).map_err(|e| e.to_string());
+    }
+    let m = matrix::load(path).map_err(|e| e.to_string())?;
+    if let Some(p) = m.permutation(id) {
+        return Ok(p.scenario.clone());
+    }
+    let full = m.with_strategy(Strategy::Full).map_err(|e| e.to_string())?;
+    full.permutation(id)
+        .map(|p| p.scenario.clone())
+        .ok_or_else(|| {
+            format!(
+                "{}: matrix {} has no permutation {id:?}",
+                path.display(),
+                m.name
+            )
+        })
 }
 
 /// The scenario's machine, scaled to the timeouts the run recorded (its `--timeout-scale`).

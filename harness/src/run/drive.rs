@@ -57,7 +57,7 @@ pub async fn drive(
     // server's per-run paths: the owner's alone until then.
     if let Err(e) = crate::util::private::set_mode(&opts.dir, crate::util::private::PRIVATE_DIR) {
         let why = format!("chmod 700 {}: {e}", opts.dir.display());
-        RunError::Harness(why).record(&mut machine, 0);
+        let _ = RunError::Harness(why).record(&mut machine, 0);
         return Driven::before_assets(machine);
     }
     // The secrets and the VM's files, outside the run directory; declared first so that it
@@ -65,7 +65,7 @@ pub async fn drive(
     let private = match PrivateDir::create(&opts.id, opts.backend.dir_access()) {
         Ok(p) => p,
         Err(e) => {
-            RunError::from(e).record(&mut machine, 0);
+            let _ = RunError::from(e).record(&mut machine, 0);
             return Driven::before_assets(machine);
         }
     };
@@ -80,7 +80,8 @@ pub async fn drive(
     let log = match EventLog::create(&opts.dir.join("events.jsonl"), started) {
         Ok(l) => l,
         Err(e) => {
-            RunError::Harness(format!("creating events.jsonl: {e}")).record(&mut machine, 0);
+            let _ =
+                RunError::Harness(format!("creating events.jsonl: {e}")).record(&mut machine, 0);
             return Driven::before_assets(machine);
         }
     };
@@ -101,8 +102,12 @@ pub async fn drive(
         boot_server: None,
     };
     if let Err(e) = run.until_verdict(&mut files).await {
+        // Ended before a session showed it (the installer refused the install-config), or
+        // by the harness: the timeline records the phases' starts and ends all the same.
         let now = run.now();
-        e.record(&mut run.machine, now);
+        let actions = e.record(&mut run.machine, now);
+        run.pending.extend(actions);
+        run.show_pending();
     }
     // What stays is what the verdict asks to keep (`--keep on-failure` keeps a failure's).
     let passed = run

@@ -1,6 +1,6 @@
 //! Why a run's steps stopped before the state machine reached a verdict of its own.
 
-use crate::flow::machine::Machine;
+use crate::flow::machine::{Action, Machine};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -27,16 +27,16 @@ pub enum RunError {
 }
 
 impl RunError {
-    /// Ends the run in `machine` with this error. Before the first phase started (the events
-    /// file or a saved state could not be read), the first phase carries it.
-    pub fn record(self, machine: &mut Machine, now_ms: u64) {
-        let now_ms = if machine.current().is_none() && machine.outcome().is_none() {
-            machine.start(0);
-            0
+    /// Ends the run in `machine` with this error, giving what the machine did. Before the
+    /// first phase started (the events file or a saved state could not be read), the first
+    /// phase carries it.
+    pub fn record(self, machine: &mut Machine, now_ms: u64) -> Vec<Action> {
+        let (mut actions, now_ms) = if machine.current().is_none() && machine.outcome().is_none() {
+            (machine.start(0), 0)
         } else {
-            now_ms
+            (Vec::new(), now_ms)
         };
-        match self {
+        actions.extend(match self {
             RunError::Rejected(reason) => machine.fail_now(now_ms, reason),
             RunError::Interrupted => machine.error(now_ms, "interrupted".into()),
             RunError::Harness(reason) => machine.error(now_ms, reason),
@@ -45,7 +45,8 @@ impl RunError {
                 machine.error(now_ms, "the run stopped without a verdict".into())
             }
             RunError::Decided => Vec::new(),
-        };
+        });
+        actions
     }
 }
 

@@ -27,6 +27,7 @@ mod ports;
 pub mod progress;
 mod registration;
 mod session;
+mod shown;
 pub mod state;
 pub mod terminal;
 mod way_in;

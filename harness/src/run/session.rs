@@ -18,11 +18,12 @@ use super::observers::{JournalFiles, Observers};
 use super::plan::vm_plan;
 use super::ports::free_port;
 use super::registration::{name_domain, record_qemu};
+use super::shown::reason_suffix;
 use super::state::SaveInputs;
 use super::way_in::{kept_vm_instructions, written_kubeconfig, KeptVm, LeftVm, WayIn};
 use crate::assets::Assets;
 use crate::flow::event::{Served, Signal, SignalTx, Source};
-use crate::flow::machine::{Action, Outcome, Verdict};
+use crate::flow::machine::{Action, Verdict};
 use crate::flow::phase::Phase;
 use crate::guest::ssh::{SshKeyPair, SshTarget};
 use crate::health::checks::Inputs;
@@ -290,59 +291,21 @@ impl Session {
         })
     }
 
-    /// Prints what the machine did and starts what its phases need.
+    /// Prints and records what the machine did, and starts what its phases need.
     fn show(&mut self, run: &mut Run<'_>) {
         for a in std::mem::take(&mut run.pending) {
+            run.show_action(&a);
             match a {
                 Action::PhaseStarted(p) => {
-                    let timeout = run.machine.phase(p).timeout;
-                    let timeout_s = timeout.as_secs();
-                    // A network boot's live-boot deadline moves by the boot server's sending.
-                    let moves = p == crate::flow::phase::Phase::LiveBoot
-                        && run.s.boot_source.fetches_rootfs();
-                    let extra = if moves {
-                        ", plus the time the boot server spends sending files"
-                    } else if p.budget_phase() != p {
-                        ", shared with bootstrap-complete from now, as wait-for bootstrap-complete's"
-                    } else if p == Phase::BootstrapComplete {
-                        ", counted from node-ready's start"
-                    } else {
-                        ""
-                    };
-                    run.ui.line(&format!(
-                        "phase {p} started ({}{extra})",
-                        deadline_words(timeout)
-                    ));
-                    let phase = p.name().to_string();
-                    let _ = run
-                        .log
-                        .record(Source::Harness, Signal::PhaseStarted { phase, timeout_s });
                     self.observers.on_phase_started(p);
                     if p == Phase::InstallToDisk && run.s.install.mode == InstallMode::Assisted {
                         self.start_assisted_install(run);
                     }
                 }
-                Action::PhaseEnded(p, st) => {
-                    run.ui.line(&format!("phase {p} ended: {}", st.as_str()));
-                    if p == Phase::InstallToDisk && st == crate::flow::machine::Status::Pass {
-                        self.vm.install_on_disk();
-                    }
-                    let detail = run.machine.phase(p).detail.clone();
-                    let (phase, status) = (p.name().to_string(), st.as_str().to_string());
-                    let _ = run.log.record(
-                        Source::Harness,
-                        Signal::PhaseEnded {
-                            phase,
-                            status,
-                            detail,
-                        },
-                    );
+                Action::PhaseEnded(Phase::InstallToDisk, crate::flow::machine::Status::Pass) => {
+                    self.vm.install_on_disk();
                 }
-                Action::Finished(o) => run.ui.line(&format!(
-                    "verdict {}{}",
-                    o.verdict.as_str(),
-                    reason_suffix(&o)
-                )),
+                _ => {}
             }
         }
     }
@@ -563,19 +526,6 @@ fn write_forwarded_kubeconfig(
     Ok(text)
 }
 
-/// `timeout 20m, until 06:31:02 UTC`: the phase's timeout and when it runs out, from now.
-fn deadline_words(timeout: Duration) -> String {
-    let until = std::time::SystemTime::now()
-        .checked_add(timeout)
-        .map(|t| humantime::format_rfc3339_seconds(t).to_string())
-        .and_then(|s| s.get(11..19).map(str::to_string))
-        .unwrap_or_else(|| "far ahead".into());
-    format!(
-        "timeout {}, until {until} UTC",
-        humantime::format_duration(Duration::from_secs(timeout.as_secs()))
-    )
-}
-
 /// What a run left running is: its QEMU's pid, and how long it was paused at its failure.
 pub struct TornDown {
     pub left_running: Option<u32>,
@@ -591,14 +541,6 @@ fn failure_words(m: &crate::flow::machine::Machine) -> String {
             reason_suffix(o)
         ),
         None => "no verdict".into(),
-    }
-}
-
-fn reason_suffix(o: &Outcome) -> String {
-    if o.reason.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", o.reason)
     }
 }
 
@@ -708,27 +650,4 @@ async fn start_vm(
     }
     life.after_start(&mut vm, run.ui, &mut run.log).await?;
     Ok((vm, console, reach))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_phase_start_says_its_timeout_and_when_it_runs_out() {
-        let w = deadline_words(Duration::from_secs(20 * 60));
-        let (timeout, until) = w.split_once(", until ").unwrap();
-        assert_eq!(timeout, "timeout 20m");
-        let clock = until.strip_suffix(" UTC").unwrap();
-        assert_eq!(clock.len(), 8, "{w}");
-        assert!(clock.bytes().enumerate().all(|(i, b)| if i == 2 || i == 5 {
-            b == b':'
-        } else {
-            b.is_ascii_digit()
-        }));
-        assert_eq!(
-            deadline_words(Duration::from_secs(90)).split(',').next(),
-            Some("timeout 1m 30s")
-        );
-    }
 }

@@ -167,3 +167,23 @@ fn a_broken_record_is_bad_input_and_a_cut_last_line_is_a_note() {
     );
     assert_eq!(r.verdict, Judged::NoVerdict);
 }
+
+#[test]
+fn a_matrix_runs_scenario_is_its_permutation_and_an_unknown_one_is_said() {
+    let matrix = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/disks.toml");
+    let id = crate::scenario::matrix::load(&matrix).unwrap().permutations[1]
+        .id
+        .clone();
+    let s = run_scenario(&matrix, &id).unwrap();
+    assert_eq!(
+        s.name, id,
+        "the permutation's own scenario, named by its id"
+    );
+    let e = run_scenario(&matrix, "no.such.permutation").unwrap_err();
+    assert!(
+        e.contains("has no permutation \"no.such.permutation\""),
+        "{e}"
+    );
+    let plain = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/smoke.toml");
+    assert_eq!(run_scenario(&plain, "anything").unwrap().name, "smoke");
+}
