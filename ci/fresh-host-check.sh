@@ -57,6 +57,8 @@ echo "fresh-host-check: $list names every program the code runs ($(entries | wc 
 # shellcheck source=../images/recipe/pins.env
 . images/recipe/pins.env
 start=$(date +%s)
+# The host's /dev/kvm as libvirtd's cached probe saw it: said if the check changed it.
+kvm_before=$(stat -c %G:%a /dev/kvm 2>/dev/null || true)
 work=$(mktemp -d /var/tmp/sno-fresh-host.XXXXXX)
 root=$work/root
 mounts=()
@@ -86,7 +88,21 @@ cp /etc/resolv.conf "$root/etc/resolv.conf"
 mkdir -p "$root/usr/local/share/ca-certificates"
 cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
 bind /proc /proc
-bind /dev /dev
+# A /dev of the root's own (a tmpfs with the nodes package scripts and pip use), never the
+# host's: qemu-system-common's maintainer script runs `chgrp kvm /dev/kvm` with the root's own
+# group numbers, and on a bound host /dev that gave the host's /dev/kvm the host's group of
+# that number (ssl-cert here). libvirtd then probed QEMU again on every domain definition and
+# start, a minute and more each under load: the CI run that followed took 4045 s and its
+# Redfish tests timed out on the emulator's defineXML.
+mkdir -p "$root/dev"
+mount -t tmpfs -o mode=0755,nosuid,size=16m tmpfs "$root/dev"
+mounts+=("$root/dev")
+for node in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
+    IFS=: read -r name major minor <<<"$node"
+    mknod -m 0666 "$root/dev/$name" c "$major" "$minor"
+done
+mkdir -m 1777 "$root/dev/shm"
+ln -s /proc/self/fd "$root/dev/fd"
 bind /sys /sys
 mkdir -p "$root/src"
 cp -a ci "$root/src/ci"
@@ -126,6 +142,9 @@ in_root cargo nextest --version >/dev/null 2>&1 || missing+=("a working cargo ne
 # The Redfish emulator's venv must import its libvirt driver with Debian's bindings.
 in_root /opt/sno-harness/sushy-tools/bin/python -c 'import libvirt, sushy_tools.emulator.main' >/dev/null 2>&1 \
     || missing+=("a working sushy-emulator (its venv imports libvirt and sushy_tools)")
+
+kvm_after=$(stat -c %G:%a /dev/kvm 2>/dev/null || true)
+[ "$kvm_before" = "$kvm_after" ] || missing+=("the host's /dev/kvm unchanged (was $kvm_before, now $kvm_after)")
 
 took=$(($(date +%s) - start))
 if [ ${#missing[@]} -gt 0 ]; then

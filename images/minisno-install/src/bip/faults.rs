@@ -57,25 +57,39 @@ const STALLED_RECORD: &str = "mkdir -p /var/log/openshift
 /// journal-cut: the SSH sessions of every process that follows the journal (`journalctl ...
 /// -f`), killed with SIGKILL from inside the guest: each sshd process above the reader but the
 /// listening daemon (whose parent is pid 1), so the TCP connection closes as a cut would. The
-/// line it writes is read only by a reader that came back.
-const CUT_JOURNAL_READERS: &str = r#"for minisno_p in /proc/[0-9]*; do
-                case "$(tr '\0' ' ' < "$minisno_p/cmdline" 2>/dev/null)" in
-                    "journalctl "*" -f "*) ;;
-                    *) continue ;;
-                esac
-                minisno_reader=${minisno_p#/proc/}
-                minisno_s=$minisno_reader
-                minisno_cut=""
-                while minisno_parent=$(awk '/^PPid:/ {print $2}' "/proc/$minisno_s/status" 2>/dev/null) && [ "${minisno_parent:-1}" -gt 1 ]; do
-                    case "$(cat "/proc/$minisno_s/comm" 2>/dev/null)" in
-                        sshd|sshd-session) minisno_cut="$minisno_cut $minisno_s" ;;
+/// line it writes is read only by a reader that came back. A slow guest may reach bootkube's
+/// middle before the harness follows the journal: the fault waits for a reader (at most 180 s,
+/// then says it cut nothing), so that the cut happens on every run, not only on fast ones.
+const CUT_JOURNAL_READERS: &str = r#"minisno_waited=0
+            minisno_done=""
+            while [ -z "$minisno_done" ]; do
+                for minisno_p in /proc/[0-9]*; do
+                    case "$(tr '\0' ' ' < "$minisno_p/cmdline" 2>/dev/null)" in
+                        "journalctl "*" -f "*) ;;
+                        *) continue ;;
                     esac
-                    minisno_s=$minisno_parent
+                    minisno_reader=${minisno_p#/proc/}
+                    minisno_s=$minisno_reader
+                    minisno_cut=""
+                    while minisno_parent=$(awk '/^PPid:/ {print $2}' "/proc/$minisno_s/status" 2>/dev/null) && [ "${minisno_parent:-1}" -gt 1 ]; do
+                        case "$(cat "/proc/$minisno_s/comm" 2>/dev/null)" in
+                            sshd|sshd-session) minisno_cut="$minisno_cut $minisno_s" ;;
+                        esac
+                        minisno_s=$minisno_parent
+                    done
+                    if [ -n "$minisno_cut" ]; then
+                        kill -KILL $minisno_cut 2>/dev/null || true
+                        echo "minisno fault journal-cut: killed the SSH session (sshd$minisno_cut) of journal reader $minisno_reader after waiting $minisno_waited s for one"
+                        minisno_done=1
+                    fi
                 done
-                if [ -n "$minisno_cut" ]; then
-                    kill -KILL $minisno_cut 2>/dev/null || true
-                    echo "minisno fault journal-cut: killed the SSH session (sshd$minisno_cut) of journal reader $minisno_reader"
+                [ -n "$minisno_done" ] && break
+                if [ "$minisno_waited" -ge 180 ]; then
+                    echo "minisno fault journal-cut: no journal reader over SSH within 180 s: nothing cut"
+                    break
                 fi
+                sleep 1
+                minisno_waited=$((minisno_waited + 1))
             done"#;
 
 /// stale-metadata: the installation disk as it would arrive with an old system's storage on
