@@ -31,6 +31,7 @@ fn machine(rig: &Rig) -> BmcMachine {
         ssh: "127.0.0.1:22".parse().unwrap(),
         user: "core".into(),
         api: "127.0.0.1:6443".parse().unwrap(),
+        trust: Default::default(),
     }
 }
 

@@ -257,7 +257,11 @@ fn power_off_through(id: &str, b: &registry::BmcRecord, dry_run: bool, out: &mut
         b.url
     );
     if !dry_run {
-        let done = crate::vm::bmc_boot::settings_of(&b.url, b.credentials.as_deref())
+        let done = b
+            .trust()
+            .and_then(|trust| {
+                crate::vm::bmc_boot::settings_of(&b.url, b.credentials.as_deref(), trust)
+            })
             .and_then(|s| crate::vm::bmc_boot::power_off_and_eject(&s));
         if let Err(err) = done {
             out.errors.push(format!("{what}: {err}"));

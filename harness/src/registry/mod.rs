@@ -61,13 +61,49 @@ pub struct Entry {
     pub bmc: Option<BmcRecord>,
 }
 
-/// How gc reaches the BMC of a run's machine: its URL (naming the system, or a BMC with one)
-/// and the credentials file, if they came from one.
+/// How gc reaches the BMC of a run's machine: its URL (naming the system, or a BMC with one),
+/// the credentials file, if they came from one, and whom it trusts on https (the CA file or
+/// the certificate's fingerprint the run was given; neither: the system's roots).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BmcRecord {
     pub url: String,
     #[serde(default)]
     pub credentials: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+impl BmcRecord {
+    /// The record of the machine `m` a run boots.
+    pub fn of(m: &crate::vm::backend::BmcMachine) -> BmcRecord {
+        use crate::vm::redfish::Trust;
+        BmcRecord {
+            url: m.bmc.clone(),
+            credentials: m.credentials.clone(),
+            ca_file: match &m.trust {
+                Trust::CaFile(f) => Some(f.clone()),
+                _ => None,
+            },
+            fingerprint: match &m.trust {
+                Trust::Fingerprint(f) => Some(f.to_string()),
+                _ => None,
+            },
+        }
+    }
+
+    /// Whom the run trusted; a fingerprint that no longer parses is said.
+    pub fn trust(&self) -> Result<crate::vm::redfish::Trust, String> {
+        use crate::vm::redfish::{Fingerprint, Trust};
+        match (&self.ca_file, &self.fingerprint) {
+            (Some(f), _) => Ok(Trust::CaFile(f.clone())),
+            (None, Some(f)) => Fingerprint::parse(f)
+                .map(Trust::Fingerprint)
+                .map_err(|e| e.to_string()),
+            (None, None) => Ok(Trust::System),
+        }
+    }
 }
 
 /// A process by pid and start time (clock ticks since boot): a pid alone can be reused.

@@ -28,10 +28,7 @@ pub fn register(run: &Run<'_>) -> Option<registry::Registration> {
         paused: false,
         qemu: None,
         private: Some(run.private.clone()),
-        bmc: run.opts.backend.bmc().map(|m| registry::BmcRecord {
-            url: m.bmc.clone(),
-            credentials: m.credentials.clone(),
-        }),
+        bmc: run.opts.backend.bmc().map(registry::BmcRecord::of),
     };
     match registry::register(&registry_dir, entry) {
         Ok(r) => Some(r),

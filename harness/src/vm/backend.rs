@@ -53,6 +53,9 @@ pub struct BmcMachine {
     pub ssh: std::net::SocketAddr,
     pub user: String,
     pub api: std::net::SocketAddr,
+    /// How the BMC's https certificate is checked (the system's roots, a CA file, or its
+    /// fingerprint).
+    pub trust: crate::vm::redfish::Trust,
 }
 
 impl BmcMachine {
@@ -62,12 +65,17 @@ impl BmcMachine {
             Some(f) => format!(" --bmc-credentials {}", f.display()),
             None => String::new(),
         };
+        let trust = match &self.trust {
+            crate::vm::redfish::Trust::System => String::new(),
+            crate::vm::redfish::Trust::CaFile(f) => format!(" --bmc-ca-file {}", f.display()),
+            crate::vm::redfish::Trust::Fingerprint(f) => format!(" --bmc-fingerprint {f}"),
+        };
         let ssh = match self.ssh {
             std::net::SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
             a => a.to_string(),
         };
         format!(
-            " --backend redfish --bmc {}{credentials} --bmc-serve-at {} --ssh {}@{ssh} --api {}",
+            " --backend redfish --bmc {}{credentials}{trust} --bmc-serve-at {} --ssh {}@{ssh} --api {}",
             self.bmc, self.serve_at, self.user, self.api
         )
     }
@@ -598,6 +606,7 @@ mod tests {
             ssh: "[2001:db8::7]:22".parse().unwrap(),
             user: "core".into(),
             api: "192.0.2.7:6443".parse().unwrap(),
+            trust: Default::default(),
         });
         let can = b.can();
         assert!(!can.qmp && !can.console && !can.block_stats && !can.screenshots);

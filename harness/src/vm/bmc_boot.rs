@@ -191,12 +191,17 @@ impl Drop for BmcVm {
 
 /// The client's settings from the machine's: the credentials from the file or environment.
 pub fn settings(machine: &BmcMachine) -> Result<BmcSettings, VmError> {
-    settings_of(&machine.bmc, machine.credentials.as_deref()).map_err(VmError::Bmc)
+    settings_of(
+        &machine.bmc,
+        machine.credentials.as_deref(),
+        machine.trust.clone(),
+    )
+    .map_err(VmError::Bmc)
 }
 
 /// The client's settings for the BMC at `url`, its credentials from `file` or, without one,
-/// from the environment.
-pub fn settings_of(url: &str, file: Option<&Path>) -> Result<BmcSettings, String> {
+/// from the environment, trusting `trust` on https.
+pub fn settings_of(url: &str, file: Option<&Path>, trust: Trust) -> Result<BmcSettings, String> {
     let credentials = match file {
         Some(file) => Credentials::from_file(file).map_err(|e| e.to_string())?,
         None => Credentials::from_env()
@@ -208,7 +213,7 @@ pub fn settings_of(url: &str, file: Option<&Path>) -> Result<BmcSettings, String
     Ok(BmcSettings {
         url: url.to_string(),
         credentials,
-        trust: Trust::default(),
+        trust,
         limits: Limits::default(),
     })
 }
@@ -363,6 +368,7 @@ mod tests {
             ssh: "127.0.0.1:2222".parse().unwrap(),
             user: "core".into(),
             api: "127.0.0.1:6443".parse().unwrap(),
+            trust: Default::default(),
         };
         (machine, spec)
     }
@@ -607,6 +613,7 @@ mod tests {
             ssh: "127.0.0.1:22".parse().unwrap(),
             user: "core".into(),
             api: "127.0.0.1:6443".parse().unwrap(),
+            trust: Default::default(),
         };
         let e = settings(&m).unwrap_err().to_string();
         assert!(e.contains("/nonexistent/bmc.creds"), "{e}");
