@@ -320,6 +320,10 @@ pub struct RunResult {
     /// user: its QEMU's pid, the harness's own or a libvirt domain's (`sno-harness gc` stops it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm_left_running: Option<u32>,
+    /// A `--keep` run on `--backend redfish` left its machine powered on (`sno-harness gc`
+    /// powers it off through the BMC).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub left_powered_on: bool,
     /// How long the run was paused at its failure (`--pause-on-failure`), left out of
     /// `duration_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -545,6 +549,7 @@ impl RunResult {
             bootkube_restarts: None,
             assets: None,
             vm_left_running: None,
+            left_powered_on: false,
             paused_ms: None,
             boot: None,
             multipath: None,
@@ -715,6 +720,7 @@ pub(crate) mod tests {
             bootkube_restarts: None,
             assets: None,
             vm_left_running: None,
+            left_powered_on: false,
             paused_ms: None,
             boot: None,
             multipath: None,

@@ -193,3 +193,50 @@ fn smoke_passes_on_a_machine_booted_through_the_emulator() {
     assert_eq!(rig.machine.state(), "shut off", "powered off at the end");
     assert!(cd_sources(&rig.machine.definition()).is_empty(), "ejected");
 }
+
+/// `--keep` on a machine booted through its BMC: the run's end leaves it powered on with the
+/// media ejected (the harness's server, which they name, ends with it), and `sno-harness gc`
+/// powers it off through the BMC from the run's registration once the harness is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_machine_stays_powered_on_and_gc_powers_it_off_through_the_bmc() {
+    let rig = Rig::start();
+    let run = rig.dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let iso = run.join("live.iso");
+    std::fs::write(&iso, vec![7u8; 1 << 20]).unwrap();
+    let m = machine(&rig);
+    let (mut vm, _console) = BmcVm::start(&m, &spec(&run, &iso), &[], &run)
+        .await
+        .unwrap();
+    assert_eq!(rig.machine.state(), "running");
+    tokio::task::block_in_place(|| vm.leave_powered_on());
+    drop(vm);
+    assert_eq!(rig.machine.state(), "running", "left powered on");
+    assert!(cd_sources(&rig.machine.definition()).is_empty(), "ejected");
+
+    // The registration a kept run leaves, of a harness that is gone.
+    let state = rig.dir.path().join("state");
+    let runs = state.join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    std::fs::set_permissions(&runs, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let entry = serde_json::json!({
+        "id": "smoke", "pid": u32::MAX - 1, "pid_start": 1,
+        "dir": run, "backend": "redfish", "keep": true,
+        "bmc": sno_harness::registry::BmcRecord::of(&m),
+    });
+    std::fs::write(runs.join("1-smoke.json"), entry.to_string()).unwrap();
+    let o = tokio::task::block_in_place(|| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+            .arg("gc")
+            .env("SNO_HARNESS_STATE_DIR", &state)
+            .output()
+            .unwrap()
+    });
+    let said = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("power off the machine of the BMC"),
+        "gc says what it did: {said}"
+    );
+    assert_eq!(rig.machine.state(), "shut off", "gc powered it off");
+}

@@ -71,8 +71,8 @@ impl HandOn {
 
     /// After a passing run that handed the kubeconfig on: whether the cluster is still there
     /// to reach.
-    pub fn warn_if_stopped(&self, vm_left_running: Option<u32>) {
-        if !self.targets.is_empty() && vm_left_running.is_none() {
+    pub fn warn_if_stopped(&self, left_running: bool) {
+        if !self.targets.is_empty() && !left_running {
             errln!(
                 "sno-harness: warning: the VM stopped with the run, so the kubeconfig reaches no cluster now; run with --keep to leave it running"
             );

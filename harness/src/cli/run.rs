@@ -113,7 +113,7 @@ pub fn run(a: RunArgs) -> Outcome {
             annotated,
         );
         if result.verdict == Verdict::Pass {
-            hand_on.warn_if_stopped(result.vm_left_running);
+            hand_on.warn_if_stopped(result.vm_left_running.is_some() || result.left_powered_on);
         }
         Ok(code)
     })

@@ -147,9 +147,9 @@ pub struct RunFiles {
     pub private: Option<PrivateDir>,
     pub keep: bool,
     pub registration: Option<registry::Registration>,
-    /// A `--keep` run left its VM running (QEMU's pid): its sockets and registration stay
-    /// (gc stops it later).
-    pub vm_left_running: Option<u32>,
+    /// A `--keep` run left its VM running (QEMU's pid, or a machine powered on): its sockets
+    /// and registration stay (gc stops it later).
+    pub vm_left_running: Option<crate::vm::running::LeftRunning>,
     /// How long the run was paused at its failure.
     pub paused: std::time::Duration,
 }

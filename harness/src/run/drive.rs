@@ -32,7 +32,7 @@ pub struct Driven {
     pub vm_host: Option<HostContext>,
     pub assets: Option<AssetsUsed>,
     /// QEMU's pid when the run left its VM running (`--keep`).
-    pub vm_left_running: Option<u32>,
+    pub vm_left_running: Option<crate::vm::running::LeftRunning>,
     /// How long the run was paused at its failure (`--pause-on-failure`).
     pub paused: std::time::Duration,
     pub rootfs_url: Option<String>,

@@ -111,8 +111,8 @@ pub struct RunRecord {
     pub vm_host: Option<crate::result::HostContext>,
     /// The installer and the live ISO, once the assets were made.
     pub assets: Option<crate::result::AssetsUsed>,
-    /// QEMU's pid when a `--keep` run left the VM running.
-    pub vm_left_running: Option<u32>,
+    /// What a `--keep` run left running.
+    pub vm_left_running: Option<crate::vm::running::LeftRunning>,
     /// How long the run was paused at its failure (left out of `duration`).
     pub paused: Duration,
     /// The root filesystem's URL the guest was given (a minimal-ISO boot).

@@ -400,7 +400,7 @@ impl Session {
             && run.opts.backend.can().leave_running
             && run.opts.keep.takes_running_slot(passed);
         let runs_on = match leave.then(|| self.vm.detach()) {
-            Some(Ok(pid)) => Some(pid),
+            Some(Ok(left)) => Some(left),
             Some(Err(why)) => {
                 run.ui.line(&format!("--keep: the VM is stopped: {why}"));
                 None
@@ -414,7 +414,7 @@ impl Session {
         if keeps {
             run.ui.finish();
             let text = match runs_on {
-                Some(pid) => self.kept_vm_text(run, pid, passed),
+                Some(left) => self.kept_vm_text(run, left, passed),
                 None => keep_instructions(&run.private, &self.spec, self.ssh_port),
             };
             run.ui.print(&text);
@@ -445,11 +445,19 @@ impl Session {
         }
     }
 
-    fn kept_vm_text(&self, run: &Run<'_>, pid: u32, passed: bool) -> String {
+    fn kept_vm_text(
+        &self,
+        run: &Run<'_>,
+        left: crate::vm::running::LeftRunning,
+        passed: bool,
+    ) -> String {
         let domain = self.vm.domain_name();
-        let vm = match domain.as_deref() {
-            Some(name) => LeftVm::Domain { name, pid },
-            None => LeftVm::Qemu { pid },
+        let vm = match (left, domain.as_deref()) {
+            (crate::vm::running::LeftRunning::PoweredOn, _) => LeftVm::PoweredOn,
+            (crate::vm::running::LeftRunning::Qemu(pid), Some(name)) => {
+                LeftVm::Domain { name, pid }
+            }
+            (crate::vm::running::LeftRunning::Qemu(pid), None) => LeftVm::Qemu { pid },
         };
         kept_vm_instructions(&KeptVm {
             way_in: self.way_in(run),
@@ -528,7 +536,7 @@ fn write_forwarded_kubeconfig(
 
 /// What a run left running is: its QEMU's pid, and how long it was paused at its failure.
 pub struct TornDown {
-    pub left_running: Option<u32>,
+    pub left_running: Option<crate::vm::running::LeftRunning>,
     pub paused: Duration,
 }
 

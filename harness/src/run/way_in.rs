@@ -59,6 +59,8 @@ pub enum LeftVm<'a> {
     Qemu { pid: u32 },
     /// A libvirt domain, by its name (and its QEMU's pid).
     Domain { name: &'a str, pid: u32 },
+    /// A machine its BMC leaves powered on.
+    PoweredOn,
 }
 
 impl std::fmt::Display for LeftVm<'_> {
@@ -66,6 +68,7 @@ impl std::fmt::Display for LeftVm<'_> {
         match self {
             LeftVm::Qemu { pid } => write!(f, "QEMU pid {pid}"),
             LeftVm::Domain { name, pid } => write!(f, "libvirt domain {name}, QEMU pid {pid}"),
+            LeftVm::PoweredOn => f.write_str("the machine, left powered on by its BMC"),
         }
     }
 }
@@ -107,10 +110,16 @@ pub fn kept_vm_instructions(k: &KeptVm<'_>) -> String {
             private.join("assets/auth/kubeadmin-password").display()
         ));
     }
-    lines.push(format!(
-        "When done, stop the VM with `sno-harness gc` (its disks and secrets stay in {}, outside --out; remove it to free them).",
-        private.display()
-    ));
+    lines.push(match k.vm {
+        LeftVm::PoweredOn => format!(
+            "When done, power the machine off with `sno-harness gc` (it asks the BMC; the run's secrets stay in {}, outside --out; remove it to free them).",
+            private.display()
+        ),
+        _ => format!(
+            "When done, stop the VM with `sno-harness gc` (its disks and secrets stay in {}, outside --out; remove it to free them).",
+            private.display()
+        ),
+    });
     lines.join("\n")
 }
 

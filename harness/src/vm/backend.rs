@@ -173,8 +173,9 @@ pub struct Capabilities {
     /// The VM can be saved after bootkube and resumed (`--save-state`, `perf --disk-write-only`).
     pub saved_state: bool,
     /// A kept run (`--keep`) may leave the VM running after the harness exits: QEMU started
-    /// without the parent-death signal, or a local domain without auto-destroy (a remote one is
-    /// reached through the harness's SSH forwards, which end with it).
+    /// without the parent-death signal, a local domain without auto-destroy (a remote one is
+    /// reached through the harness's SSH forwards, which end with it), or a machine its BMC
+    /// leaves powered on.
     pub leave_running: bool,
     /// `vm.network = "nat"`: a network of the run's own.
     pub nat_network: bool,
@@ -444,7 +445,9 @@ impl Backend {
             },
             // The machine's own disks and firmware; the BMC's power state and SSH's boot id
             // stand in for QMP. Its console is not read (a BMC's serial-over-LAN is not asked).
+            // Kept, it stays powered on (gc powers it off through the BMC).
             Backend::Redfish(_) => Capabilities {
+                leave_running: true,
                 qmp: false,
                 console: false,
                 block_stats: false,
@@ -610,7 +613,7 @@ mod tests {
         });
         let can = b.can();
         assert!(!can.qmp && !can.console && !can.block_stats && !can.screenshots);
-        assert!(!can.saved_state && !can.leave_running && !can.starts_qemu_here);
+        assert!(!can.saved_state && can.leave_running && !can.starts_qemu_here);
         assert_eq!((can.owned, can.vm_log), (Owned::Nothing, VmLog::None));
         assert_eq!((b.name(), b.uri(), b.is_remote()), ("redfish", None, false));
         assert_eq!(b.ssh_user(), "core");

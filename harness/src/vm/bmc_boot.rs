@@ -183,6 +183,26 @@ impl BmcVm {
     }
 }
 
+impl BmcVm {
+    /// A kept run's end: the machine stays powered on for the user (gc powers it off through
+    /// the BMC). The media are ejected: the harness's server, which they name, ends with it.
+    pub fn leave_powered_on(&mut self) {
+        self.seen.stop();
+        if let Some(p) = self.poll.take() {
+            p.abort();
+        }
+        if std::mem::replace(&mut self.stopped, true) {
+            return;
+        }
+        if let Err(e) = eject_only(&self.settings) {
+            tracing::warn!(
+                "the BMC {}: {e}: its media may still name the harness's server",
+                self.machine.bmc
+            );
+        }
+    }
+}
+
 impl Drop for BmcVm {
     fn drop(&mut self) {
         self.stop();
@@ -294,16 +314,25 @@ async fn watch_power(bmc: Arc<Bmc>, power: Arc<Mutex<Power>>, busy: Busy) {
 /// refusal is the error. On a thread of its own with its own runtime: the caller may be on a
 /// runtime (the run's end) or on none (gc).
 pub fn power_off_and_eject(settings: &BmcSettings) -> Result<(), String> {
+    on_own_thread(settings, true)
+}
+
+/// A kept run's end: the media out, the power left as it is.
+fn eject_only(settings: &BmcSettings) -> Result<(), String> {
+    on_own_thread(settings, false)
+}
+
+fn on_own_thread(settings: &BmcSettings, power_off: bool) -> Result<(), String> {
     let settings = settings.clone();
     std::thread::Builder::new()
         .name("bmc-off".into())
-        .spawn(move || off_and_out(&settings))
+        .spawn(move || off_and_out(&settings, power_off))
         .map_err(|e| e.to_string())?
         .join()
         .unwrap_or_else(|_| Err("the BMC's thread ended early".into()))
 }
 
-fn off_and_out(settings: &BmcSettings) -> Result<(), String> {
+fn off_and_out(settings: &BmcSettings, power_off: bool) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -311,12 +340,15 @@ fn off_and_out(settings: &BmcSettings) -> Result<(), String> {
     rt.block_on(async {
         let work = async {
             let bmc = Bmc::connect(settings).await.map_err(|e| e.to_string())?;
-            let off = match bmc.power_state().await {
-                Ok(PowerState::Off) => Ok(()),
-                _ => bmc
-                    .reset(ResetType::ForceOff)
-                    .await
-                    .map_err(|e| e.to_string()),
+            let off = match power_off {
+                false => Ok(()),
+                true => match bmc.power_state().await {
+                    Ok(PowerState::Off) => Ok(()),
+                    _ => bmc
+                        .reset(ResetType::ForceOff)
+                        .await
+                        .map_err(|e| e.to_string()),
+                },
             };
             let out = bmc.eject_media().await.map_err(|e| e.to_string());
             off.and(out)
@@ -564,10 +596,7 @@ mod tests {
             paused: false,
             qemu: None,
             private: None,
-            bmc: Some(crate::registry::BmcRecord {
-                url: machine.bmc.clone(),
-                credentials: machine.credentials.clone(),
-            }),
+            bmc: Some(crate::registry::BmcRecord::of(&machine)),
         };
         std::fs::write(
             reg.path().join("1-smoke.json"),

@@ -60,6 +60,25 @@ pub enum Liveness {
     },
 }
 
+/// What a kept run left running for the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeftRunning {
+    /// A QEMU process, the harness's own or a libvirt domain's, by its pid.
+    Qemu(u32),
+    /// A machine its BMC keeps powered on.
+    PoweredOn,
+}
+
+impl LeftRunning {
+    /// The QEMU process's pid, when it is one.
+    pub fn pid(self) -> Option<u32> {
+        match self {
+            LeftRunning::Qemu(pid) => Some(pid),
+            LeftRunning::PoweredOn => None,
+        }
+    }
+}
+
 pub enum RunningVm {
     Qemu {
         process: QemuProcess,
@@ -309,21 +328,26 @@ impl RunningVm {
         }
     }
 
-    /// Leaves the VM running after the harness, for the user: its QEMU pid. Only a VM started
-    /// `may_outlive` (a QEMU without the parent-death signal, a local domain without
-    /// auto-destroy).
-    pub fn detach(&mut self) -> Result<u32, VmError> {
+    /// Leaves the VM running after the harness, for the user: its QEMU pid, or a machine left
+    /// powered on by its BMC. Only a VM started `may_outlive` (a QEMU without the parent-death
+    /// signal, a local domain without auto-destroy).
+    pub fn detach(&mut self) -> Result<LeftRunning, VmError> {
         match self {
-            RunningVm::Qemu { process, .. } => process.detach().map_err(VmError::Detach),
+            RunningVm::Qemu { process, .. } => process
+                .detach()
+                .map(LeftRunning::Qemu)
+                .map_err(VmError::Detach),
             RunningVm::Libvirt(vm) => lock(vm)
                 .detach()
+                .map(LeftRunning::Qemu)
                 .map_err(|e| VmError::Detach(e.to_string())),
             RunningVm::External(_) => Err(VmError::Detach(
                 "the machine is not the harness's: it runs on whatever the run does".into(),
             )),
-            RunningVm::Redfish(_) => Err(VmError::Detach(
-                "a machine booted through its BMC is powered off with the run".into(),
-            )),
+            RunningVm::Redfish(vm) => {
+                vm.leave_powered_on();
+                Ok(LeftRunning::PoweredOn)
+            }
             #[cfg(test)]
             RunningVm::StandIn(_) => Err(VmError::Detach("a stand-in VM ends with the run".into())),
         }
