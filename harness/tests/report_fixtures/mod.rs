@@ -82,6 +82,7 @@ pub fn passed_run(id: &str, params: &[(&str, &str)]) -> RunResult {
         bootkube_restarts: None,
         assets: None,
         vm_left_running: None,
+        left_powered_on: false,
         paused_ms: None,
         boot: None,
         multipath: None,
