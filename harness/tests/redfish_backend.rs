@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 use sno_harness::vm::backend::BmcMachine;
 use sno_harness::vm::bmc_boot::{BmcVm, Power};
 use sno_harness::vm::error::VmError;
-use sushy_rig::{Rig, PASSWORD, USER};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use sushy_rig::{Rig, Setup, PASSWORD, USER};
 
 /// The machine the rig's emulator powers, its credentials in an owner-only file.
 fn machine(rig: &Rig) -> BmcMachine {
@@ -158,12 +161,16 @@ fn smoke_machine_xml(name: &str, disk: &Path, ports: (u16, u16)) -> String {
     )
 }
 
-/// The smoke scenario, whole, on a machine the emulator boots: `run --backend redfish` passes.
-#[test]
-fn smoke_passes_on_a_machine_booted_through_the_emulator() {
-    let ports = (sushy_rig::free_port(), sushy_rig::free_port());
-    let rig = Rig::start_with(8 << 30, |name, disk| smoke_machine_xml(name, disk, ports));
-    let m = machine(&rig);
+/// `sno-harness run scenarios/smoke.toml --backend redfish` on the rig's machine, through the
+/// BMC at `bmc`, with SSH and the API at `ports` on this host's loopback; what it printed and
+/// its result.json.
+fn run_through(
+    rig: &Rig,
+    bmc: &str,
+    ports: (u16, u16),
+    extra: &[&str],
+) -> (std::process::Output, serde_json::Value) {
+    let m = machine(rig);
     let out = rig.dir.path().join("out");
     let started = Instant::now();
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_sno-harness"))
@@ -172,26 +179,138 @@ fn smoke_passes_on_a_machine_booted_through_the_emulator() {
             env!("CARGO_MANIFEST_DIR"),
             "/../scenarios/smoke.toml"
         ))
-        .args(["--backend", "redfish", "--bmc", &m.bmc])
+        .args(["--backend", "redfish", "--bmc", bmc])
         .arg("--bmc-credentials")
         .arg(m.credentials.as_ref().unwrap())
         .args(["--ssh", &format!("core@127.0.0.1:{}", ports.0)])
         .args(["--api", &format!("127.0.0.1:{}", ports.1)])
+        .args(extra)
         .args(["--set", "vm.accel=tcg", "--out"])
         .arg(&out)
         .env("SNO_HARNESS_STATE_DIR", rig.dir.path().join("state"))
         .output()
         .unwrap();
-    let took = started.elapsed();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    eprintln!("smoke on --backend redfish took {took:?}");
-    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
-    let result: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("smoke/result.json")).unwrap()).unwrap();
+    eprintln!("run --backend redfish took {:?}", started.elapsed());
+    let result = std::fs::read(out.join("smoke/result.json"))
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap_or_else(|e| panic!("no result.json ({e}): {}", said(&o)));
+    (o, result)
+}
+
+fn said(o: &std::process::Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The smoke scenario, whole, on a machine the emulator boots: `run --backend redfish` passes.
+#[test]
+fn smoke_passes_on_a_machine_booted_through_the_emulator() {
+    let ports = (sushy_rig::free_port(), sushy_rig::free_port());
+    let rig = Rig::start_with(8 << 30, |name, disk| smoke_machine_xml(name, disk, ports));
+    let (o, result) = run_through(&rig, &rig.emulator.url(), ports, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
     assert_eq!(result["verdict"], "pass", "{result}");
     assert_eq!(rig.machine.state(), "shut off", "powered off at the end");
     assert!(cd_sources(&rig.machine.definition()).is_empty(), "ejected");
+}
+
+/// What a run the BMC stopped must show: verdict `error` (exit 4) at live-boot, the reason
+/// quoting `quoted`, the machine never powered on and no media left in it.
+fn ended_by_the_bmc(
+    rig: &Rig,
+    o: &std::process::Output,
+    result: &serde_json::Value,
+    quoted: &[&str],
+) {
+    assert_eq!(o.status.code(), Some(4), "{}", said(o));
+    assert_eq!(result["verdict"], "error", "{result}");
+    assert_eq!(result["failed_phase"], "live-boot", "{result}");
+    let reason = result["reason"].as_str().unwrap();
+    eprintln!("the run's reason: {reason}");
+    for q in quoted {
+        assert!(reason.contains(q), "the reason quotes {q:?}: {reason}");
+    }
+    assert_ne!(rig.machine.state(), "running", "never powered on");
+    assert!(
+        cd_sources(&rig.machine.definition()).is_empty(),
+        "no media left in"
+    );
+}
+
+/// Fault: the BMC refuses the media. This one takes images only from IPv6 addresses (as a BMC
+/// on an IPv6-only management network does) and the harness serves at 127.0.0.1: its 400
+/// with Redfish's extended error ends the run.
+#[test]
+fn the_bmc_refusing_the_media_ends_the_run_as_error_quoting_it() {
+    let rig = Rig::start_set_up(&Setup {
+        config: "SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY = '6'\n".into(),
+        ..Default::default()
+    });
+    let ports = (sushy_rig::free_port(), sushy_rig::free_port());
+    let (o, result) = run_through(&rig, &rig.emulator.url(), ports, &[]);
+    ended_by_the_bmc(
+        &rig,
+        &o,
+        &result,
+        &[
+            "VirtualMedia.InsertMedia",
+            "400",
+            "IPv6 address required but got IPv4 address: 127.0.0.1",
+        ],
+    );
+}
+
+/// Fault: the ISO's URL is not reachable from the BMC. The emulator runs in a network
+/// namespace of its own (a management network), reached over a veth pair; the harness serves
+/// on this host's loopback (`--bmc-serve-at` left at 127.0.0.1), which from the BMC's side is
+/// its own: its fetch is refused and so is the insertion, with the URL's token hidden.
+#[test]
+fn an_iso_url_the_bmc_cannot_reach_ends_the_run_as_error_quoting_it() {
+    let rig = Rig::start_set_up(&Setup {
+        own_network: true,
+        ..Default::default()
+    });
+    let ports = (sushy_rig::free_port(), sushy_rig::free_port());
+    let (o, result) = run_through(&rig, &rig.emulator.url(), ports, &[]);
+    ended_by_the_bmc(
+        &rig,
+        &o,
+        &result,
+        &[
+            "VirtualMedia.InsertMedia",
+            "500",
+            "Failed fetching image from URL http://127.0.0.1:",
+            "/<token>/live.iso",
+            "Connection refused",
+        ],
+    );
+}
+
+/// Fault: a slow BMC. Every connection to it waits 40 s before it is answered, past the
+/// client's 30 s deadline for a request: the run ends at the first request, naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bmc_slower_than_the_clients_deadline_ends_the_run_as_error_naming_it() {
+    let rig = Rig::start();
+    let delay = Arc::new(AtomicU64::new(40_000));
+    let proxy = sushy_rig::slow_proxy(rig.emulator.addr(), delay).await;
+    let ports = (sushy_rig::free_port(), sushy_rig::free_port());
+    let started = Instant::now();
+    let (o, result) =
+        tokio::task::block_in_place(|| run_through(&rig, &format!("http://{proxy}"), ports, &[]));
+    ended_by_the_bmc(
+        &rig,
+        &o,
+        &result,
+        &["GET /redfish/v1", "no answer within 30s"],
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(300),
+        "ended at the client's deadline: {:?}",
+        started.elapsed()
+    );
 }
 
 /// `--keep` on a machine booted through its BMC: the run's end leaves it powered on with the

@@ -8,6 +8,8 @@
 //! Needs the emulator's venv (ci/install-host-deps.sh) and libvirtd on qemu:///system; in
 //! nextest's host-libvirt-gc group (it uses the host's libvirtd, as the gc tests do).
 
+// Shared with redfish_backend, which uses what this file does not.
+#[allow(dead_code)]
 mod sushy_rig;
 
 use std::net::SocketAddr;
@@ -21,7 +23,7 @@ use sno_harness::netboot::{FileServer, Peers};
 use sno_harness::vm::redfish::{
     Bmc, BmcSettings, Credentials, Limits, PowerState, Problem, ResetType, Trust,
 };
-use sushy_rig::{free_port, Rig, PASSWORD, USER};
+use sushy_rig::{free_port, slow_proxy, Rig, PASSWORD, USER};
 
 fn settings(url: String) -> BmcSettings {
     BmcSettings {
@@ -190,7 +192,7 @@ async fn the_emulators_refusals_are_typed_errors_quoting_it() {
 async fn a_slow_bmc_ends_the_request_at_the_clients_deadline() {
     let rig = Rig::start();
     let delay = Arc::new(AtomicU64::new(0));
-    let proxy = slow_proxy(rig.emulator.port, delay.clone()).await;
+    let proxy = slow_proxy(rig.emulator.addr(), delay.clone()).await;
     let mut s = settings(format!("http://{proxy}"));
     s.limits.request = Duration::from_secs(3);
     let bmc = Bmc::connect(&s).await.unwrap();
@@ -208,25 +210,4 @@ async fn a_slow_bmc_ends_the_request_at_the_clients_deadline() {
         took < Duration::from_secs(5),
         "ended at the deadline, not the answer: {took:?}"
     );
-}
-
-/// A TCP proxy on 127.0.0.1 to the emulator that holds each connection `delay` ms before it
-/// forwards anything (a BMC that takes its time).
-async fn slow_proxy(port: u16, delay: Arc<AtomicU64>) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut inbound, _)) = listener.accept().await {
-            let wait = Duration::from_millis(delay.load(Ordering::SeqCst));
-            tokio::spawn(async move {
-                tokio::time::sleep(wait).await;
-                let Ok(mut outbound) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await
-                else {
-                    return;
-                };
-                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-            });
-        }
-    });
-    addr
 }

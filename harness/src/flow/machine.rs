@@ -308,6 +308,21 @@ impl Machine {
         self.last_signals.iter()
     }
 
+    /// The first phase that has not begun starts at `now_ms`: what ends the run between two
+    /// phases (the assets made, the VM refused by its backend) is the next phase's, not the
+    /// first one's.
+    pub fn begin_next_pending(&mut self, now_ms: u64) -> Vec<Action> {
+        let mut out = Vec::new();
+        let next = Phase::ALL
+            .iter()
+            .copied()
+            .find(|p| self.phases[p].status == Status::Pending);
+        if let Some(p) = next {
+            self.begin(p, now_ms, &mut out);
+        }
+        out
+    }
+
     /// The first phase starts at the run's start.
     pub fn start(&mut self, now_ms: u64) -> Vec<Action> {
         let mut out = Vec::new();

@@ -1,6 +1,7 @@
 //! Why a run's steps stopped before the state machine reached a verdict of its own.
 
-use crate::flow::machine::{Action, Machine};
+use crate::flow::machine::{Action, Machine, Status};
+use crate::flow::phase::Phase;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -29,12 +30,13 @@ pub enum RunError {
 impl RunError {
     /// Ends the run in `machine` with this error, giving what the machine did. Before the
     /// first phase started (the events file or a saved state could not be read), the first
-    /// phase carries it.
+    /// phase carries it; between two phases (the assets made, the VM not started), the next.
     pub fn record(self, machine: &mut Machine, now_ms: u64) -> Vec<Action> {
-        let (mut actions, now_ms) = if machine.current().is_none() && machine.outcome().is_none() {
-            (machine.start(0), 0)
-        } else {
-            (Vec::new(), now_ms)
+        let between = machine.current().is_none() && machine.outcome().is_none();
+        let (mut actions, now_ms) = match between {
+            true if machine.phase(Phase::Assets).status == Status::Pending => (machine.start(0), 0),
+            true => (machine.begin_next_pending(now_ms), now_ms),
+            false => (Vec::new(), now_ms),
         };
         actions.extend(match self {
             RunError::Rejected(reason) => machine.fail_now(now_ms, reason),

@@ -52,6 +52,9 @@ pub struct BmcVm {
     _server: FileServer,
     /// The ISO's URL as the BMC was given it, with the server's token taken out.
     shown_url: String,
+    /// How long the BMC took to fetch and insert the image, to boot once from the CD and to
+    /// power on.
+    took: BootTimes,
     power: Arc<Mutex<Power>>,
     /// The BMC as found at the start, shared with the power poll.
     bmc: Arc<Bmc>,
@@ -95,10 +98,13 @@ impl BmcVm {
         let bmc = Bmc::connect(&settings)
             .await
             .map_err(|e| VmError::Bmc(hide(e.to_string())))?;
-        if let Err(e) = boot_from(&bmc, &url).await {
-            let _ = bmc.eject_media().await;
-            return Err(VmError::Bmc(hide(e.to_string())));
-        }
+        let took = match boot_from(&bmc, &url).await {
+            Ok(took) => took,
+            Err(e) => {
+                let _ = bmc.eject_media().await;
+                return Err(VmError::Bmc(hide(e.to_string())));
+            }
+        };
         let external = ExternalMachine {
             ssh: machine.ssh,
             user: machine.user.clone(),
@@ -117,6 +123,7 @@ impl BmcVm {
             seen,
             _server: server,
             shown_url,
+            took,
             power,
             bmc,
             busy,
@@ -133,8 +140,14 @@ impl BmcVm {
     /// For vm.txt: the BMC, the system, the ISO's URL (without its token), the addresses.
     pub fn describe(&self) -> String {
         format!(
-            "a machine booted through its BMC {} from the live ISO at {}: SSH {}@{}, API {}, no console",
-            self.machine.bmc, self.shown_url, self.machine.user, self.machine.ssh, self.machine.api
+            "a machine booted through its BMC {} from the live ISO at {} (the BMC fetched and inserted it in {:.1} s, powered the machine on in {:.1} s): SSH {}@{}, API {}, no console",
+            self.machine.bmc,
+            self.shown_url,
+            self.took.insert.as_secs_f64(),
+            self.took.power_on.as_secs_f64(),
+            self.machine.user,
+            self.machine.ssh,
+            self.machine.api
         )
     }
 
@@ -258,14 +271,28 @@ fn iso_url(addr: SocketAddr, path: &str) -> String {
     format!("http://{addr}{path}")
 }
 
+/// How long the BMC took: the insertion (its fetch of the image, for a BMC that fetches before
+/// it answers), and the boot override with the power on.
+#[derive(Debug, Clone, Copy, Default)]
+struct BootTimes {
+    insert: Duration,
+    power_on: Duration,
+}
+
 /// Insert, boot once from the CD, power on (a machine that is on is forced off first).
-async fn boot_from(bmc: &Bmc, url: &str) -> Result<(), super::redfish::RedfishError> {
+async fn boot_from(bmc: &Bmc, url: &str) -> Result<BootTimes, super::redfish::RedfishError> {
+    let started = std::time::Instant::now();
     bmc.insert_media(url).await?;
+    let insert = started.elapsed();
     bmc.boot_once_from_cd().await?;
     if bmc.power_state().await? != PowerState::Off {
         bmc.reset(ResetType::ForceOff).await?;
     }
-    bmc.reset(ResetType::On).await
+    bmc.reset(ResetType::On).await?;
+    Ok(BootTimes {
+        insert,
+        power_on: started.elapsed() - insert,
+    })
 }
 
 /// Ejects the media; a BMC that keeps the CD in its boot order (it reports the override

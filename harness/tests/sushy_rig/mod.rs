@@ -7,7 +7,7 @@
 //! emulator and every file on every way out (drop).
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -151,13 +151,22 @@ fn domain_xml_of(name: &str, disk: &Path) -> String {
 /// The emulator process (its own process group), stopped on drop.
 pub struct Emulator {
     child: Child,
+    /// Where it listens: 127.0.0.1, or its namespace's end of the veth pair.
+    pub host: IpAddr,
     pub port: u16,
     log: PathBuf,
 }
 
 impl Emulator {
-    fn start(venv: &Path, dir: &Path, machine: &Machine) -> Emulator {
+    fn start(
+        venv: &Path,
+        dir: &Path,
+        machine: &Machine,
+        netns: Option<&Netns>,
+        extra_config: &str,
+    ) -> Emulator {
         let port = free_port();
+        let host = netns.map_or(IpAddr::from([127, 0, 0, 1]), |n| n.inside);
         let htpasswd = dir.join("htpasswd");
         std::fs::write(&htpasswd, htpasswd_line(venv)).unwrap();
         let state = dir.join("state");
@@ -167,13 +176,13 @@ impl Emulator {
         std::fs::write(
             &config,
             format!(
-                "SUSHY_EMULATOR_LISTEN_IP = '127.0.0.1'\n\
+                "SUSHY_EMULATOR_LISTEN_IP = '{host}'\n\
                  SUSHY_EMULATOR_LISTEN_PORT = {port}\n\
                  SUSHY_EMULATOR_AUTH_FILE = '{}'\n\
                  SUSHY_EMULATOR_LIBVIRT_URI = 'qemu:///system'\n\
                  SUSHY_EMULATOR_STORAGE_POOL = '{}'\n\
                  SUSHY_EMULATOR_STATE_DIR = '{}'\n\
-                 SUSHY_EMULATOR_ALLOWED_INSTANCES = ['{}', '{}']\n",
+                 SUSHY_EMULATOR_ALLOWED_INSTANCES = ['{}', '{}']\n{extra_config}",
                 htpasswd.display(),
                 machine.pool,
                 state.display(),
@@ -184,7 +193,16 @@ impl Emulator {
         .unwrap();
         let log = dir.join("emulator.log");
         let log_file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(venv.join("bin/sushy-emulator"))
+        let mut command = match netns {
+            Some(n) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &n.name])
+                    .arg(venv.join("bin/sushy-emulator"));
+                c
+            }
+            None => Command::new(venv.join("bin/sushy-emulator")),
+        };
+        let child = command
             .arg("--config")
             .arg(&config)
             // Its downloads go to the test's directory, removed with it.
@@ -195,7 +213,12 @@ impl Emulator {
             .process_group(0)
             .spawn()
             .expect("sushy-emulator starts");
-        let mut emulator = Emulator { child, port, log };
+        let mut emulator = Emulator {
+            child,
+            host,
+            port,
+            log,
+        };
         emulator.wait_listening(Duration::from_secs(60));
         emulator
     }
@@ -204,7 +227,7 @@ impl Emulator {
     /// deadline passes first.
     fn wait_listening(&mut self, deadline: Duration) {
         let started = Instant::now();
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        let addr = SocketAddr::new(self.host, self.port);
         loop {
             if TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok() {
                 return;
@@ -222,7 +245,11 @@ impl Emulator {
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}", self.addr())
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::new(self.host, self.port)
     }
 
     pub fn log_text(&self) -> String {
@@ -232,9 +259,10 @@ impl Emulator {
 
 impl Drop for Emulator {
     fn drop(&mut self) {
-        let group = -(self.child.id() as i32);
-        // SAFETY: kill(2) of the emulator's own process group.
-        unsafe { libc::kill(group, libc::SIGTERM) };
+        // The emulator leads its own process group (`process_group(0)`).
+        let group = rustix::process::Pid::from_raw(self.child.id() as i32)
+            .expect("a child's pid is positive");
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if matches!(self.child.try_wait(), Ok(Some(_))) {
@@ -242,8 +270,7 @@ impl Drop for Emulator {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        // SAFETY: as above.
-        unsafe { libc::kill(group, libc::SIGKILL) };
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         let _ = self.child.wait();
     }
 }
@@ -281,11 +308,23 @@ pub fn free_port() -> u16 {
 }
 
 /// The emulator driving the test's machine. Dropped in field order: the emulator first, then
-/// the machine and its pool, then the files.
+/// its network namespace, the machine and its pool, then the files.
 pub struct Rig {
     pub emulator: Emulator,
+    _netns: Option<Netns>,
     pub machine: Machine,
     pub dir: tempfile::TempDir,
+}
+
+/// How a rig differs from the plain one.
+#[derive(Default)]
+pub struct Setup {
+    /// Lines added to the emulator's configuration file.
+    pub config: String,
+    /// The emulator in a network namespace of the test's own (`Netns`), as a BMC on a
+    /// management network: this host's loopback, where the harness serves by default, is not
+    /// its loopback.
+    pub own_network: bool,
 }
 
 impl Rig {
@@ -293,9 +332,18 @@ impl Rig {
         Self::start_with(64 << 20, domain_xml_of)
     }
 
+    /// The small machine with an emulator set up as `setup` says.
+    pub fn start_set_up(setup: &Setup) -> Rig {
+        Self::start_full(64 << 20, domain_xml_of, setup)
+    }
+
     /// A rig whose domain has a disk of `disk_bytes` and the XML `xml` makes of its name and
     /// disk.
     pub fn start_with(disk_bytes: u64, xml: impl Fn(&str, &Path) -> String) -> Rig {
+        Self::start_full(disk_bytes, xml, &Setup::default())
+    }
+
+    fn start_full(disk_bytes: u64, xml: impl Fn(&str, &Path) -> String, setup: &Setup) -> Rig {
         let venv = venv();
         let dir = tempfile::tempdir().unwrap();
         // QEMU runs as another user (libvirt-qemu) and must reach the disk and the images.
@@ -310,11 +358,117 @@ impl Rig {
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
         let machine = Machine::define_with(dir.path(), &tag, disk_bytes, xml);
-        let emulator = Emulator::start(&venv, dir.path(), &machine);
+        let netns = setup.own_network.then(Netns::create);
+        let emulator = Emulator::start(&venv, dir.path(), &machine, netns.as_ref(), &setup.config);
         Rig {
             emulator,
+            _netns: netns,
             machine,
             dir,
         }
     }
+}
+
+/// A network namespace of the test's own, joined to this one by a veth pair on a /30 of the
+/// benchmarking range (198.18.0.0/15): this side's address on one end, the namespace's on the
+/// other, its own loopback up. Removed (with the pair) on drop.
+pub struct Netns {
+    pub name: String,
+    pub inside: IpAddr,
+    pub outside: IpAddr,
+}
+
+impl Netns {
+    fn create() -> Netns {
+        // Names of at most 15 characters, unique per test process and call.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let id = (std::process::id() * 8 + n) % 16_000;
+        let (third, fourth) = ((id / 64) as u8, ((id % 64) * 4) as u8);
+        let netns = Netns {
+            name: format!("snorf{id}"),
+            outside: IpAddr::from([198, 18, third, fourth + 1]),
+            inside: IpAddr::from([198, 18, third, fourth + 2]),
+        };
+        let (host_end, ns_end) = (format!("snorf{id}h"), format!("snorf{id}n"));
+        ip(&["netns", "add", &netns.name]);
+        ip(&[
+            "link",
+            "add",
+            &host_end,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &ns_end,
+            "netns",
+            &netns.name,
+        ]);
+        ip(&[
+            "addr",
+            "add",
+            &format!("{}/30", netns.outside),
+            "dev",
+            &host_end,
+        ]);
+        ip(&["link", "set", &host_end, "up"]);
+        ip(&[
+            "-n",
+            &netns.name,
+            "addr",
+            "add",
+            &format!("{}/30", netns.inside),
+            "dev",
+            &ns_end,
+        ]);
+        ip(&["-n", &netns.name, "link", "set", &ns_end, "up"]);
+        ip(&["-n", &netns.name, "link", "set", "lo", "up"]);
+        netns
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+/// `ip ARGS`, or a panic with its stderr.
+fn ip(args: &[&str]) {
+    let out = Command::new("ip")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ip (iproute2)");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A TCP proxy on 127.0.0.1 to `to` that holds each connection `delay` ms before it forwards
+/// anything (a BMC that takes its time).
+pub async fn slow_proxy(
+    to: SocketAddr,
+    delay: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let wait = Duration::from_millis(delay.load(std::sync::atomic::Ordering::SeqCst));
+            tokio::spawn(async move {
+                tokio::time::sleep(wait).await;
+                let Ok(mut outbound) = tokio::net::TcpStream::connect(to).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            });
+        }
+    });
+    addr
 }

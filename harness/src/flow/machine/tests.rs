@@ -2785,3 +2785,20 @@ fn a_write_that_stopped_while_a_path_was_gone_fails_and_one_that_went_on_passes(
     );
     assert_eq!(broken.outcome().unwrap().verdict, Verdict::Error);
 }
+
+#[test]
+fn an_end_between_the_assets_and_the_vm_is_live_boots_not_the_assets() {
+    let mut m = machine();
+    m.on_event(&ev(30_000, Signal::AssetsReady));
+    assert_eq!(m.current(), None, "live-boot waits for the VM");
+    let actions = m.begin_next_pending(34_000);
+    assert_eq!(actions, vec![Action::PhaseStarted(Phase::LiveBoot)]);
+    m.error(34_000, "the BMC refused the media".into());
+    let o = m.outcome().unwrap();
+    assert_eq!(
+        (o.verdict, o.failed_phase),
+        (Verdict::Error, Some(Phase::LiveBoot))
+    );
+    assert_eq!(m.phase(Phase::Assets).status, Status::Pass);
+    assert_eq!(m.phase(Phase::LiveBoot).start_ms, Some(34_000));
+}
