@@ -30,9 +30,10 @@ fn ssh_keygen(args: &[&str]) -> String {
 }
 
 /// `id -un` and which system answered, over SSH with `key` alone as `core` at `address`
-/// (`127.0.0.1:PORT`); None while the node does not let it in.
+/// (the run's `core@127.0.0.1:PORT`); None while the node does not let it in.
 fn login(key: &Path, address: &str) -> Option<(String, String)> {
-    let (host, port) = address.trim().rsplit_once(':')?;
+    let (_, address) = address.trim().rsplit_once('@')?;
+    let (host, port) = address.rsplit_once(':')?;
     let out = Command::new("ssh")
         .args(["-F", "/dev/null", "-i"])
         .arg(key)

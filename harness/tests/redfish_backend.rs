@@ -205,16 +205,35 @@ fn said(o: &std::process::Output) -> String {
     )
 }
 
-/// The smoke scenario, whole, on a machine the emulator boots: `run --backend redfish` passes.
+/// The smoke scenario, whole, on a machine the emulator boots: `run --backend redfish --keep`
+/// passes and leaves the machine powered on, booted from its disk, with the media ejected and
+/// the way in printed; `sno-harness gc` then powers it off through the BMC.
 #[test]
 fn smoke_passes_on_a_machine_booted_through_the_emulator() {
     let ports = (sushy_rig::free_port(), sushy_rig::free_port());
     let rig = Rig::start_with(8 << 30, |name, disk| smoke_machine_xml(name, disk, ports));
-    let (o, result) = run_through(&rig, &rig.emulator.url(), ports, &[]);
-    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    let (o, result) = run_through(&rig, &rig.emulator.url(), ports, &["--keep"]);
+    let printed = said(&o);
+    assert_eq!(o.status.code(), Some(0), "{printed}");
     assert_eq!(result["verdict"], "pass", "{result}");
-    assert_eq!(rig.machine.state(), "shut off", "powered off at the end");
+    assert_eq!(result["left_powered_on"], true, "{result}");
+    assert!(printed.contains("left powered on by its BMC"), "{printed}");
+    assert!(printed.contains("sno-harness gc"), "{printed}");
+    assert_eq!(rig.machine.state(), "running", "kept: left powered on");
     assert!(cd_sources(&rig.machine.definition()).is_empty(), "ejected");
+
+    let gc = std::process::Command::new(env!("CARGO_BIN_EXE_sno-harness"))
+        .arg("gc")
+        .env("SNO_HARNESS_STATE_DIR", rig.dir.path().join("state"))
+        .output()
+        .unwrap();
+    let gc_said = said(&gc);
+    assert_eq!(gc.status.code(), Some(0), "{gc_said}");
+    assert!(
+        gc_said.contains("power off the machine of the BMC"),
+        "{gc_said}"
+    );
+    assert_eq!(rig.machine.state(), "shut off", "gc powered it off");
 }
 
 /// What a run the BMC stopped must show: verdict `error` (exit 4) at live-boot, the reason

@@ -12,8 +12,8 @@ use sno_harness::run::artifacts::{SSH_ADDRESS_FILE, SSH_KEY_FILE};
 
 use super::error::{bad, Outcome};
 
-/// Log in to the node of a running or kept run as `core`, with the run's key (OpenSSH's
-/// client): the live system before the reboot, the installed one after it. RUN is a
+/// Log in to the node of a running or kept run as its user (`core`, or the one `observe
+/// --ssh` or `--backend redfish --ssh` named), with the run's key (OpenSSH's client): the live system before the reboot, the installed one after it. RUN is a
 /// registered run's id or its run directory (`sno-harness status` lists them). A remote libvirt
 /// run is reached only while its harness runs (its forward is the harness's).
 #[derive(clap::Args)]
@@ -33,7 +33,7 @@ pub fn ssh(a: SshArgs) -> Outcome {
             entry.id
         ))
     })?;
-    let at = address(&private).map_err(|why| bad(format!("run {}: {why}", entry.id)))?;
+    let (user, at) = address(&private).map_err(|why| bad(format!("run {}: {why}", entry.id)))?;
     let key = private.join(SSH_KEY_FILE);
     if !key.is_file() {
         return Err(bad(format!(
@@ -54,7 +54,7 @@ pub fn ssh(a: SshArgs) -> Outcome {
             "UserKnownHostsFile=/dev/null",
         ])
         .args(["-o", "LogLevel=ERROR", "-o", "IdentitiesOnly=yes"])
-        .arg(format!("core@{}", at.ip()));
+        .arg(format!("{user}@{}", at.ip()));
     if !a.command.is_empty() {
         cmd.arg("--").args(&a.command);
     }
@@ -82,8 +82,9 @@ pub(super) fn find(run: &str) -> Result<Entry, super::error::CliError> {
     }
 }
 
-/// Where the run reaches SSH, from its private directory (at most 128 bytes, an address).
-fn address(private: &Path) -> Result<SocketAddr, String> {
+/// Whom and where the run logs in over SSH, from its private directory (at most 128 bytes,
+/// `USER@ADDRESS`; a bare address, as runs before the user was recorded wrote it, is `core`'s).
+fn address(private: &Path) -> Result<(String, SocketAddr), String> {
     let path = private.join(SSH_ADDRESS_FILE);
     let mut text = String::new();
     std::fs::File::open(&path)
@@ -94,7 +95,47 @@ fn address(private: &Path) -> Result<SocketAddr, String> {
                 path.display()
             )
         })?;
-    text.trim()
-        .parse()
-        .map_err(|_| format!("{} does not hold an address: {text:?}", path.display()))
+    let (user, addr) = match text.trim().rsplit_once('@') {
+        Some((user, addr)) => (user, addr),
+        None => ("core", text.trim()),
+    };
+    let valid_user = !user.is_empty()
+        && user
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    match (valid_user, addr.parse()) {
+        (true, Ok(at)) => Ok((user.to_string(), at)),
+        _ => Err(format!(
+            "{} does not hold USER@ADDRESS: {text:?}",
+            path.display()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recorded_login_is_its_user_and_address_and_a_bare_address_is_cores() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(SSH_ADDRESS_FILE);
+        std::fs::write(&file, "admin@192.0.2.7:22").unwrap();
+        assert_eq!(
+            address(dir.path()).unwrap(),
+            ("admin".to_string(), "192.0.2.7:22".parse().unwrap())
+        );
+        std::fs::write(&file, "127.0.0.1:2222\n").unwrap();
+        assert_eq!(address(dir.path()).unwrap().0, "core");
+        for bad in [
+            "x y@127.0.0.1:22",
+            "@127.0.0.1:22",
+            "core@nowhere",
+            "core@127.0.0.1:22 -oProxyCommand=x",
+        ] {
+            std::fs::write(&file, bad).unwrap();
+            let e = address(dir.path()).unwrap_err();
+            assert!(e.contains("does not hold USER@ADDRESS"), "{bad}: {e}");
+        }
+    }
 }

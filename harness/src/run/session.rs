@@ -141,7 +141,9 @@ impl Session {
         }
         record_qemu(run, files, &vm);
         let address = run.private.join(super::artifacts::SSH_ADDRESS_FILE);
-        if let Err(e) = crate::assets::write_private(&address, reach.ssh.to_string().as_bytes()) {
+        // USER@ADDRESS: a machine the harness did not boot may log in as another user.
+        let login = format!("{}@{}", run.opts.backend.ssh_user(), reach.ssh);
+        if let Err(e) = crate::assets::write_private(&address, login.as_bytes()) {
             run.ui.line(&format!(
                 "warning: cannot record where SSH answers ({e}): `sno-harness ssh` cannot reach this run"
             ));
