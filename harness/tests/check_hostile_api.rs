@@ -282,10 +282,12 @@ fn an_exec_plugin_that_never_returns_ends_at_the_deadline() {
 #[test]
 fn each_bound_of_a_request_ends_it_and_is_named() {
     let ca = Ca::new("cluster CA");
+    // The read bound is ten times the trickle's 200 ms between bytes: at load 12 a 600 ms bound
+    // ran out between two of them, and the request's bound was never reached.
     let limits = Limits {
         connect: Duration::from_millis(300),
-        read: Duration::from_millis(600),
-        request: Duration::from_millis(1500),
+        read: Duration::from_secs(2),
+        request: Duration::from_secs(4),
         body: 1 << 20,
     };
     let rt = tokio::runtime::Runtime::new().unwrap();

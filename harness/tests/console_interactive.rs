@@ -32,6 +32,8 @@ struct Session {
     controller: File,
     child: Child,
     shown: Arc<Mutex<Vec<u8>>>,
+    /// The reader has seen the terminal end close.
+    drained: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Session {
@@ -57,6 +59,8 @@ impl Session {
         let controller = File::from(controller);
         let shown = Arc::new(Mutex::new(Vec::new()));
         let (mut reader, sink) = (controller.try_clone().unwrap(), shown.clone());
+        let drained = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = drained.clone();
         // Until the terminal end closes (EIO once the binary exited).
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
@@ -66,11 +70,13 @@ impl Session {
                 }
                 sink.lock().unwrap().extend_from_slice(&buf[..n]);
             }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
         });
         Session {
             controller,
             child,
             shown,
+            drained,
         }
     }
 
@@ -118,11 +124,21 @@ impl Session {
         self.controller.write_all(bytes).unwrap();
     }
 
+    /// Until the reader has taken everything the exited binary wrote (its terminal end closed):
+    /// on a loaded machine the reader may lag the exit. Bounded by PATIENCE.
+    fn wait_drained(&self) {
+        let deadline = Instant::now() + PATIENCE;
+        while !self.drained.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The exit code, within PATIENCE.
     fn exit_code(&mut self) -> Option<i32> {
         let deadline = Instant::now() + PATIENCE;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
+                self.wait_drained();
                 return status.code();
             }
             if Instant::now() > deadline {
