@@ -346,16 +346,50 @@ impl Findings {
             _ => Vec::new(),
         };
         self.remember(source, text.clone());
+        let (mut allowed_by, mut warning) = (allow.allowing(&text), policy.warning(kind, unit));
+        if allowed_by.is_none() {
+            if let Some(kill) = self.the_units_kill_a_slice_reports(&text) {
+                (allowed_by, warning) = (kill.allowed_by.clone(), kill.warning.clone());
+            }
+        }
         self.hits.push(Hit {
             kind,
             source: source.to_string(),
-            allowed_by: allow.allowing(&text),
-            warning: policy.warning(kind, unit),
+            allowed_by,
+            warning,
             line: text,
             t_ms,
             before,
         });
         self.hits.last()
+    }
+
+    /// systemd reports an OOM kill for every unit whose cgroup's `memory.events` counted it
+    /// (src/core/unit.c, unit_check_oom), and cgroup v2 counts a kill in each ancestor too:
+    /// after `X.service: A process of this unit has been killed by the OOM killer.` comes, as
+    /// systemd gets to it, the same sentence for `system.slice`. That is the same kill, judged
+    /// as the unit's was (its allow-list pattern, its warning): the earlier unit's hit, when
+    /// `line` is a slice's report and a unit's kill was seen.
+    fn the_units_kill_a_slice_reports(&self, line: &str) -> Option<&Hit> {
+        static SLICE: OnceLock<Regex> = OnceLock::new();
+        static UNIT: OnceLock<Regex> = OnceLock::new();
+        let slice = SLICE.get_or_init(|| {
+            Regex::new(r"^\S+\.slice: A process of this unit has been killed by the OOM killer")
+                .expect("valid")
+        });
+        let unit = UNIT.get_or_init(|| {
+            Regex::new(
+                r"^\S+\.(service|scope): A process of this unit has been killed by the OOM killer",
+            )
+            .expect("valid")
+        });
+        if !slice.is_match(line) {
+            return None;
+        }
+        self.hits
+            .iter()
+            .rev()
+            .find(|h| h.kind == Kind::OomKill && unit.is_match(&h.line))
     }
 
     fn remember(&mut self, source: &str, line: String) {
@@ -607,5 +641,63 @@ mod tests {
             .unwrap();
         assert_eq!(hit.kind, Kind::GeneralProtectionFault);
         assert!(hit.is_fatal());
+    }
+
+    #[test]
+    fn a_slices_report_of_an_allowed_units_oom_kill_is_that_kill_and_allowed_as_it_was() {
+        let allow =
+            AllowList::new(&[r"minisno-memory-hog\.service: .*OOM killer".to_string()]).unwrap();
+        let policy = Policy {
+            process_crashes_fatal: true,
+            tcg: true,
+            kernel_warnings_fatal: false,
+        };
+        let mut f = Findings::default();
+        let slice = "system.slice: A process of this unit has been killed by the OOM killer.";
+        // A slice's report with no unit's kill before it is judged on its own: it fails.
+        let mut alone = Findings::default();
+        alone.observe(
+            (&allow, policy),
+            ("journal", Some("system.slice")),
+            slice,
+            1,
+        );
+        assert!(alone.first_failing().is_some());
+        f.observe(
+            (&allow, policy),
+            ("journal", Some("minisno-memory-hog.service")),
+            "minisno-memory-hog.service: A process of this unit has been killed by the OOM killer.",
+            10,
+        );
+        let hit = f
+            .observe(
+                (&allow, policy),
+                ("journal", Some("system.slice")),
+                slice,
+                22,
+            )
+            .unwrap()
+            .clone();
+        assert_eq!(hit.kind, Kind::OomKill);
+        assert_eq!(
+            hit.allowed_by.as_deref(),
+            Some(r"minisno-memory-hog\.service: .*OOM killer")
+        );
+        assert!(f.first_failing().is_none(), "{:?}", f.hits);
+        // A fatal unit kill leaves the slice's report fatal too.
+        let mut fatal = Findings::default();
+        fatal.observe(
+            (&allow, policy),
+            ("journal", Some("crio.service")),
+            "crio.service: A process of this unit has been killed by the OOM killer.",
+            10,
+        );
+        fatal.observe(
+            (&allow, policy),
+            ("journal", Some("system.slice")),
+            slice,
+            22,
+        );
+        assert!(fatal.hits.iter().all(|h| h.is_fatal()));
     }
 }
