@@ -45,7 +45,7 @@ cat target/fresh-host-check.log
 # - runs that only pass a path others pass too: the smoke scenario itself (harness/tests/
 #   secrets.rs runs scenarios/smoke.toml to a pass, with a pull secret and --keep, and
 #   saved_state.rs, own_iso.rs and libvirt_nat.rs run its variants); libvirt::smoke (a local
-#   libvirt domain passes in libvirt_nat's NAT run, and follows the guest on libvirt's user
+#   libvirt domain passes in libvirt_nat's single-stack IPv6 NAT run, and follows the guest on libvirt's user
 #   network through install-to-disk in hands_on_vm's libvirt run of the install-fail scenario); smoke on a remote host
 #   (libvirt_remote's smoke_on_a_remote_libvirt_host_passes_and_leaves_nothing_there: the same
 #   file's PXE run on that host makes every one of its checks but the ISO's volume).
@@ -89,7 +89,8 @@ cat target/fresh-host-check.log
 #   (journal_follower's cut-and-frozen VM test); disk-boot-panic on both backends (the machine's
 #   a_panic_fails_the_current_phase; observe.rs's post-reboot-fail a failure after the pivot); gather-hang
 #   (gather's a_hung_or_failing_collector_hides_none_of_the_others); install-fail on QEMU (it
-#   runs on libvirt in hands_on_vm, with its gather checked; wrong-disk fails install-to-disk on QEMU).
+#   runs on libvirt in hands_on_vm, with its gather checked; the judgement of install-to-disk
+#   is the same machine's on every backend).
 # - fixture tests the smoke run repeats: minisno_os's SeaBIOS 512-byte install (smoke is
 #   SeaBIOS, 512, virtio), the OVMF 512-byte one (OVMF 4K runs), the SATA, SCSI and virtio bus
 #   names (NVMe runs), the live ISO's Ignition on each firmware (every run applies it).
@@ -118,14 +119,14 @@ cat target/fresh-host-check.log
 #   so is PXE on libvirt (libvirt::boot::pxe.*: the same user network and iPXE as on QEMU,
 #   passed through, its NIC's boot order a unit test of the domain's), and PXE on NAT (the
 #   network's TFTP and boot file are unit tests and virt-xml-validate's; NAT runs reach the
-#   node as libvirt_nat's NAT run does); so
-#   is the minimal ISO with the assisted install on NAT (libvirt_nat's NAT run reaches the node
+#   node as libvirt_nat's IPv6 NAT run does); so
+#   is the minimal ISO with the assisted install on NAT (libvirt_nat's IPv6 NAT run reaches the node
 #   the same way, the boot server's second address is its unit test); so is the static bond
 #   on NAT (libvirt_nat's a_static_bond_of_two_interfaces_carries_the_node_on_a_nat_network:
 #   the second interface is the domain's unit test and virt-xml-validate's, the keyfiles and
 #   the bond over both systems network::bond.pxe.bios's), and dual stack on NAT
 #   (a_dual_stack_nat_run_registers_the_node_at_both_static_addresses: each family's half runs
-#   in libvirt_nat's IPv4 and single-stack IPv6 runs, the two-family layout and keyfile are unit
+#   in libvirt_nat's single-stack IPv6 run and, for IPv4, in every run on the user network, the two-family layout and keyfile are unit
 #   tests).
 #   The release matrix (scenarios/releases.toml) is left out: the etcd rule of 4.14, 4.15 and
 #   4.17 is tested on the API server's and the judgements' own objects.
@@ -141,7 +142,8 @@ cat target/fresh-host-check.log
 # - stale-metadata-install-to-disk (the same old metadata in install-to-disk.service's mode,
 #   refused by coreos-installer's exclusive-access check): the fault's disk is
 #   assisted-stale-metadata's, which runs, and a coreos-installer error failing install-to-disk
-#   at once is fault::wrong-disk's.
+#   at once is the machine's a_coreos_installer_error_fails_install_to_disk_at_once and, on a
+#   VM, hands_on_vm's libvirt install-fail run.
 # - scenarios/assisted.toml (the assisted install on SeaBIOS onto a clean disk):
 #   assisted-stale-metadata runs every one of its steps and more (the agent's device, LVM, MD
 #   and wipefs steps on real old metadata, the host Ignition merge, coreos-installer --insecure,
@@ -150,9 +152,28 @@ cat target/fresh-host-check.log
 # - the matrix over several libvirt hosts with one lost mid-matrix (harness/tests/libvirt_hosts.rs,
 #   some 8 minutes with its two VMs): fleet::places' unit tests cover the choice of host, its
 #   limits and a lost host's stop signal, libvirt_remote.rs a run on a qemu+ssh host, and
-#   vm::libvirt::capacity's a libvirtd's report of its room. The same file's run on a host
-#   behind a jump host (one VM) stays in. Its timing of 6 permutations on one host and on two
-#   (some 18 minutes) is left out by --all too.
+#   vm::libvirt::capacity's a libvirtd's report of its room. Its timing of 6 permutations on
+#   one host and on two (some 18 minutes) is left out by --all too. So is the same file's smoke
+#   on a host behind a jump host (192 s, and it takes both of nextest's slots): the ssh argv
+#   leaves the user, port, key and ProxyJump to the user's ~/.ssh/config
+#   (vm::libvirt::tunnel::argv's what_the_uri_does_not_say_is_left_to_the_users_ssh_configuration),
+#   OpenSSH reads it, and libvirt_remote's PXE run takes the same tunnel and forwards to a
+#   qemu+ssh host.
+# - libvirt_nat's IPv4 run with a DHCP reservation
+#   (a_nat_network_run_reaches_the_node_at_its_reserved_address_and_removes_the_network):
+#   the same file's single-stack IPv6 run makes the network, reaches the node at its address
+#   on the bridge with no forwards, resolves the cluster's names through the network's
+#   dnsmasq and removes the network; the IPv4 network's reservation for the node's MAC is
+#   vm::libvirt's unit test the_nat_network_reserves_the_node_and_resolves_the_cluster_names,
+#   and IPv4 DHCP on the user network every run's.
+# - fault::assisted-no-disk (coreos-installer failing three times over SSH): the retries and
+#   the quoting of each attempt are the machine's
+#   the_third_failed_attempt_fails_install_to_disk_quoting_each and
+#   an_assisted_coreos_installer_that_fails_once_is_retried_and_passes; the same SSH path of
+#   the agent's coreos-installer is assisted-stale-metadata's.
+# - fault::wrong-disk (installationDisk naming no device): a coreos-installer error failing
+#   install-to-disk at once is the machine's a_coreos_installer_error_fails_install_to_disk_at_once,
+#   and hands_on_vm's libvirt install-fail run fails install-to-disk on a VM quoting it.
 # - the soak (harness/tests/soak.rs, ignored), the flake count (ci/flakes.sh) and the
 #   end-to-end perf run (three smoke runs in a row, harness/tests/perf_cli.rs, ignored; its
 #   aggregation and CLI paths run here without VMs): also left out by --all.
@@ -219,7 +240,7 @@ cat target/fresh-host-check.log
 #   disk-boot): the probe's recorded answer of that installed system (root on one path, no
 #   multipathd) is flow::multipath's unit test and its failing disk-boot at once the machine's;
 #   the install without --append-karg is every other scenario's.
-not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|rootfs-404|unsigned-loader|multipath-no-kargs|install-reset|post-reboot-fail)$/)
+not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|api-never-ready|operator-unavailable|small-disk|operator-degraded|network-type-drift|cdrom-first|no-dns|etcd-member-not-removed|oom-kill-allowed|bootkube-flaky|journal-cut|disk-boot-panic|gather-hang|install-fail|no-hostname|apps-dns|copy-network-missing|post-reboot-hang-api|post-reboot-hang-csr|post-reboot-hang-cvo|stale-metadata-install-to-disk|rootfs-404|unsigned-loader|multipath-no-kargs|install-reset|post-reboot-fail|assisted-no-disk|wrong-disk)$/)
   and not (binary(scenarios) and test(/^(libvirt::)?multipath$/))
   and not test(=libvirt::fault::disk-boot-panic)
   and not test(=libvirt::fault::install-fail)
@@ -240,6 +261,8 @@ not_in_ci='not test(/^fault::(node-not-ready|oom-kill|bootkube-hang|no-reboot|ap
   and not test(=bootstrap_in_place_converges_on_seabios_virtio)
   and not test(=a_host_lost_mid_matrix_ends_its_run_as_an_error_naming_it_and_the_rest_run_elsewhere)
   and not test(=a_build_without_libvirt_boots_smoke_on_qemu)
+  and not test(=a_host_behind_a_jump_host_is_reached_as_the_users_ssh_config_says)
+  and not test(=a_nat_network_run_reaches_the_node_at_its_reserved_address_and_removes_the_network)
   and not binary(own_iso)
   and not test(=smoke_observed_passes_with_the_reboot_seen_as_a_new_boot)
   and not test(=bootkube_fail_observed_fails_at_bootkube_as_its_scenario_says)
