@@ -284,6 +284,52 @@ async fn a_flood_of_half_sent_requests_neither_starves_the_guest_nor_holds_its_p
     drop(flood);
 }
 
+/// A guest slow to send its request after its connect (TCG on a busy host): a flood of
+/// half-sent requests arriving in between makes room from its own places, not the guest's.
+#[tokio::test]
+async fn a_guest_that_connects_before_a_flood_and_asks_after_it_is_answered() {
+    let (server, data, _dir) = serving(4 * CHUNK, None).await;
+    let addr = server.addr();
+    let path = server.path_of("rootfs.img");
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut guest = std::net::TcpStream::connect(addr).unwrap();
+        // Accepted (and given its place) before the flood's connections.
+        std::thread::sleep(Duration::from_millis(200));
+        // Paced as the attacked PXE test's flood is (there at most 200 a second): each
+        // connection's first bytes reach the server before the next connection.
+        let flood: Vec<_> = (0..4 * MAX_CONNECTIONS)
+            .flat_map(|_| {
+                std::thread::sleep(Duration::from_millis(2));
+                half_sent(addr, 1)
+            })
+            .collect();
+        assert_eq!(flood.len(), 4 * MAX_CONNECTIONS, "the flood connected");
+        write!(
+            guest,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        guest
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut answer = Vec::new();
+        let read = guest.read_to_end(&mut answer);
+        drop(flood);
+        (read.map_err(|e| e.to_string()), answer)
+    })
+    .await
+    .unwrap();
+    let (read, answer) = answer;
+    assert!(read.is_ok(), "{read:?}");
+    let head = String::from_utf8_lossy(&answer[..answer.len().min(64)]).to_string();
+    assert!(
+        head.starts_with("HTTP/1.1 200"),
+        "the guest was closed: {head:?}"
+    );
+    assert!(answer.ends_with(&data), "the whole file");
+    assert!(server.load().evicted >= 3 * MAX_CONNECTIONS as u64);
+}
+
 #[tokio::test]
 async fn a_request_header_that_does_not_come_in_time_closes_its_connection() {
     let (server, _data, _dir) = serving(100, None).await;
