@@ -34,8 +34,31 @@ fn virsh(args: &[&str]) -> String {
 }
 
 /// The harness's objects libvirt still has: domains, pools, networks named `sno-*` that
-/// belong to `run` (its name is part of theirs), and the pool directories.
+/// belong to a run named `run` (its name is part of theirs), and the pool directories. Any
+/// run of that name counts, a killed earlier one too: for the runs a test killed itself.
 fn leftovers(run: &str) -> Vec<String> {
+    leftovers_named(|n| n.starts_with(&format!("sno-{run}-")))
+}
+
+/// What libvirt still has of the one VM named `vm` (its pool and pool directory share the
+/// name): a passing run checks its own objects only, so a run of the same id on this host
+/// (a local libvirt test beside it, a killed rehearsal) is not counted as its leftover.
+fn leftovers_of_vm(vm: &str) -> Vec<String> {
+    leftovers_named(|n| n == vm)
+}
+
+/// The name of the VM a run directory's domain XML (`vm.txt`) defines.
+fn vm_name_in(dir: &Path) -> String {
+    let domain = std::fs::read_to_string(dir.join("vm.txt")).unwrap();
+    domain
+        .split("<name>")
+        .nth(1)
+        .and_then(|rest| rest.split("</name>").next())
+        .unwrap_or_else(|| panic!("no <name> in {}: {domain}", dir.display()))
+        .to_string()
+}
+
+fn leftovers_named(ours: impl Fn(&str) -> bool) -> Vec<String> {
     let mut found = Vec::new();
     for (what, list) in [
         ("domain", virsh(&["list", "--all", "--name"])),
@@ -45,7 +68,7 @@ fn leftovers(run: &str) -> Vec<String> {
         found.extend(
             list.lines()
                 .map(str::trim)
-                .filter(|n| n.starts_with(&format!("sno-{run}-")))
+                .filter(|n| ours(n))
                 .map(|n| format!("{what} {n}")),
         );
     }
@@ -53,7 +76,7 @@ fn leftovers(run: &str) -> Vec<String> {
         found.extend(
             dir.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(&format!("sno-{run}-")))
+                .filter(|n| ours(n))
                 .map(|n| format!("directory /var/lib/libvirt/images/{n}")),
         );
     }
@@ -118,7 +141,9 @@ fn smoke_on_a_remote_libvirt_host_passes_and_leaves_nothing_there() {
     // The live ISO and the install disk: two volumes.
     let volumes = a_remote_run_used_the_remote_hosts_copies(&out, "remote", &stderr);
     assert!(volumes >= 2, "{volumes} volumes");
-    assert_eq!(leftovers("remote"), Vec::<String>::new());
+    let vm = vm_name_in(&out.join("remote"));
+    assert!(vm.starts_with("sno-remote-"), "{vm}");
+    assert_eq!(leftovers_of_vm(&vm), Vec::<String>::new());
     nothing_private_is_left_here(&work.path().join("state"));
 }
 
@@ -322,7 +347,10 @@ fn network_boots_on_a_remote_host(ids: &[&str]) {
             );
         }
     }
-    let left: Vec<String> = ids.iter().flat_map(|id| leftovers(id)).collect();
+    let left: Vec<String> = ids
+        .iter()
+        .flat_map(|id| leftovers_of_vm(&vm_name_in(&out.join(id))))
+        .collect();
     assert_eq!(left, Vec::<String>::new());
     nothing_private_is_left_here(&work.path().join("state"));
 }
