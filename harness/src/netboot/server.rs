@@ -25,6 +25,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
+use tokio_util::io::InspectReader;
 
 mod guard;
 pub use guard::Load;
@@ -235,10 +236,7 @@ async fn connection(stream: tokio::net::TcpStream, shared: Arc<Shared>, slot: Sl
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
-        .serve_connection(
-            TokioIo::new(Heard::new(stream, slot.state.clone())),
-            service,
-        );
+        .serve_connection(TokioIo::new(heard(stream, slot.state.clone())), service);
     tokio::select! {
         r = conn => {
             if r.is_err_and(|e| e.is_timeout()) {
@@ -251,68 +249,17 @@ async fn connection(stream: tokio::net::TcpStream, shared: Arc<Shared>, slot: Sl
     drop(slot);
 }
 
-/// A connection's stream that tells its place when the peer first sends bytes (the guard
-/// evicts a half-sent request before a connection that has sent nothing yet).
-struct Heard {
+/// A connection's stream that tells its place when the peer sends bytes (the guard evicts a
+/// half-sent request before a connection that has sent nothing yet).
+fn heard(
     stream: tokio::net::TcpStream,
-    state: Option<Arc<SlotState>>,
-}
-
-impl Heard {
-    fn new(stream: tokio::net::TcpStream, state: Arc<SlotState>) -> Heard {
-        Heard {
-            stream,
-            state: Some(state),
+    state: Arc<SlotState>,
+) -> InspectReader<tokio::net::TcpStream, impl FnMut(&[u8])> {
+    InspectReader::new(stream, move |bytes: &[u8]| {
+        if !bytes.is_empty() {
+            state.heard();
         }
-    }
-}
-
-impl tokio::io::AsyncRead for Heard {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let r = Pin::new(&mut this.stream).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            if let Some(state) = this.state.take() {
-                state.heard();
-            }
-        }
-        r
-    }
-}
-
-impl tokio::io::AsyncWrite for Heard {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
-    }
+    })
 }
 
 /// How long a connection may take to send a whole request header (the guest's take
